@@ -1,0 +1,75 @@
+# aimux-ops — every build and test entry point. On a fresh machine:
+#   make demo   sets everything up and runs the main job (native/examples/demo.c)
+#   make test   sets everything up and runs every test of every language
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ROOT      := $(abspath .)
+PYTHON3   ?= python3
+VENV      := $(ROOT)/.venv
+PY        := $(VENV)/bin/python
+STAMP     := $(VENV)/.aimux-setup-stamp
+LIB       := $(ROOT)/native/build/libaimux.so
+BINDINGS  := cpp node go java
+export AIMUX_LIB := $(LIB)
+SUB_ENV   := PYTHON=$(PY) AIMUX_LIB=$(LIB)
+
+.PHONY: help setup native schema check-schema lint test test-python test-native test-vectors \
+        $(addprefix test-,$(BINDINGS)) $(addprefix setup-,$(BINDINGS)) demo bench recordings clean
+
+help:
+	@echo "make demo | test | setup | native | schema | check-schema | lint | bench | recordings | clean"
+
+## setup: .venv with the package (editable) and every dev tool, from the pinned lock file
+setup: $(STAMP)
+$(STAMP): requirements/dev.lock pyproject.toml
+	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements/dev.lock
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+## native: build native/build/libaimux.so (cffi embedding)
+native: setup
+	$(MAKE) -C native build $(SUB_ENV)
+
+## schema: regenerate schema/ from the pydantic models
+schema: setup
+	$(PY) -m aimux_ops.schema_gen --write schema
+
+## check-schema: fail when schema/ drifts from the models
+check-schema: setup
+	$(PY) -m aimux_ops.schema_gen --check schema
+
+lint: setup
+	$(VENV)/bin/ruff check aimux_ops tests contract-tests bindings/python
+	$(VENV)/bin/ruff format --check aimux_ops
+	$(VENV)/bin/mypy --strict aimux_ops
+
+test-python: setup
+	$(VENV)/bin/pytest tests
+
+## test-vectors: every decode-chain over every contract vector
+test-vectors: setup native
+	$(PY) contract-tests/run_decode_chain.py bindings/python/decode-chain $(foreach b,$(BINDINGS),bindings/$(b)/decode-chain)
+
+test-native: native
+	$(MAKE) -C native test $(SUB_ENV)
+
+$(addprefix test-,$(BINDINGS)): test-%: native
+	$(MAKE) -C bindings/$* test $(SUB_ENV)
+
+test: lint check-schema test-python test-native $(addprefix test-,$(BINDINGS)) test-vectors
+	@echo "make test: every suite passed"
+
+demo: native
+	$(MAKE) -C native demo $(SUB_ENV)
+
+bench: native
+	$(MAKE) -C native bench $(SUB_ENV)
+
+## recordings: re-record recordings/demo.jsonl against the local fault server
+recordings: setup
+	$(PY) tests/make_recordings.py
+
+clean:
+	rm -rf native/build bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)

@@ -1,0 +1,63 @@
+"""aimux-ops: the cross-language core of an AI SDK, and its Python binding.
+
+``call(op, params)`` and ``stream(op, params)`` run an op in-process through the same dispatch
+boundary the shared library uses, and raise the native exception ``decode_error`` rebuilds from
+the envelope (one projection: what a Python caller catches is what every other language decodes).
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from .envelope import decode_error
+from .errors import AimuxError, SourceError
+
+__all__ = ["AimuxError", "SourceError", "__version__", "call", "decode_error", "stream"]
+
+
+def _params_json(params: Any) -> bytes:
+    return orjson.dumps({} if params is None else params)
+
+
+def call(op: str, params: Any = None) -> Any:
+    """Run a call op and return its result; raise the decoded ``AimuxError`` on failure."""
+    from .dispatch import call_json
+
+    result, envelope = call_json(op, _params_json(params))
+    if envelope is not None:
+        raise decode_error(envelope)
+    assert result is not None
+    return orjson.loads(result)
+
+
+def stream(op: str, params: Any = None) -> Iterator[dict[str, Any]]:
+    """Run a stream op. A failure before the first event raises; a later one is yielded as an
+    ``error`` event, after which the iteration ends. Closing the iterator cancels the stream."""
+    from .dispatch import stream_free, stream_json, stream_next_json
+
+    handle, envelope = stream_json(op, _params_json(params))
+    if envelope is not None:
+        raise decode_error(envelope)
+    assert handle is not None
+    return _events(handle, stream_next_json, stream_free)
+
+
+def _events(handle: int, next_json: Any, free: Any) -> Iterator[dict[str, Any]]:
+    try:
+        while True:
+            event, envelope = next_json(handle)
+            if envelope is not None:
+                raise decode_error(envelope)
+            if event is None:
+                return
+            decoded: dict[str, Any] = orjson.loads(event)
+            yield decoded
+            if decoded.get("type") == "error":
+                return
+    finally:
+        free(handle)

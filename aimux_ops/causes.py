@@ -1,0 +1,175 @@
+"""Cause capture: any Python exception chain → bounded, scrubbed cause nodes (CONTRACT §1).
+
+An ``AimuxError`` becomes an aimux node ``{kind, code, message, error, cause?}``; anything else a
+source node ``{message, type, cause?}``. The next link is ``__cause__``, else ``__context__``
+unless suppressed, else an exception wrapped as the first argument. Bounds, each marked in the
+node's ``truncated`` list, never silent:
+
+- every ``message`` ≤ 1 KiB (UTF-8 bytes), cut text ending ``…[truncated]``;
+- every payload string, and ``value`` / ``data`` / ``responseBody``, ≤ 16 KiB (an over-limit
+  JSON value becomes the cut text of its JSON);
+- at most 16 nodes deep, cycles cut (``"cause"`` marked);
+- at most 16 retry attempts kept (the first and the last 15; ``"error.errors"`` marked).
+
+Every message is scrubbed of secrets and URLs, every payload string of secrets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .errors import AimuxError, OtherError, SourceError
+from .redact import scrub_json, scrub_message
+
+__all__ = ["DEFAULT_LIMITS", "Limits", "capture", "clip_text", "exception_type_name"]
+
+TRUNCATION_MARK = "…[truncated]"
+_MARK_BYTES = len(TRUNCATION_MARK.encode())
+
+
+@dataclass(frozen=True)
+class Limits:
+    message_bytes: int = 1024
+    value_bytes: int = 16 * 1024
+    depth: int = 16
+    attempts: int = 16
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def clip_text(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` as valid UTF-8 (lone surrogates replaced) of at most ``limit`` bytes."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "replace")
+        text = raw.decode("utf-8")
+    if len(raw) <= limit:
+        return text, False
+    keep = max(0, limit - _MARK_BYTES)
+    return raw[:keep].decode("utf-8", "ignore") + TRUNCATION_MARK, True
+
+
+def exception_type_name(exc: BaseException) -> str:
+    """``package.ClassName`` (``ConnectionRefusedError`` for builtins)."""
+    if isinstance(exc, SourceError) and exc.type:
+        return exc.type
+    cls = type(exc)
+    module = cls.__module__.split(".")[0]
+    if module == "builtins":
+        return cls.__qualname__
+    return f"{module}.{cls.__qualname__}"
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not break the projection
+        return f"<unprintable {type(exc).__name__}>"
+    if not isinstance(text, str):  # pragma: no cover - str() always returns str
+        return repr(text)
+    return text
+
+
+def _next_link(exc: BaseException) -> BaseException | None:
+    """``__cause__``, else ``__context__`` unless suppressed, else an exception the error wraps
+    as its first argument. The last rule recovers chains a library cut with ``raise exc from
+    None`` (httpcore's pool re-raises ``ConnectError(ConnectionRefusedError(...))`` that way)."""
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    if not exc.__suppress_context__ and exc.__context__ is not None:
+        return exc.__context__
+    if exc.args and isinstance(exc.args[0], BaseException):
+        return exc.args[0]
+    return None
+
+
+def _bounded_value(value: Any, limit: int) -> tuple[Any, bool]:
+    if isinstance(value, str):
+        return clip_text(value, limit)
+    if isinstance(value, (dict, list)):
+        try:
+            raw = orjson.dumps(value)
+        except (TypeError, orjson.JSONEncodeError):
+            return clip_text(repr(value), limit)[0], True
+        if len(raw) <= limit:
+            return value, False
+        return clip_text(raw.decode("utf-8", "replace"), limit)[0], True
+    return value, False
+
+
+def _message(exc: BaseException, limits: Limits, truncated: list[str]) -> str:
+    raw = exc.message if isinstance(exc, (AimuxError, SourceError)) else _safe_str(exc)
+    text, cut = clip_text(scrub_message(raw), limits.message_bytes)
+    if cut:
+        truncated.append("message")
+    return text
+
+
+def _payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str, Any]:
+    error: dict[str, Any] = {"name": exc.error_name}
+    try:
+        fields = exc.payload_fields()
+    except Exception:  # noqa: BLE001 - a payload that cannot dump is reported, not fatal
+        fields = {}
+        truncated.append("error")
+    for key, value in scrub_json(fields).items():
+        bounded, cut = _bounded_value(value, limits.value_bytes)
+        if cut:
+            truncated.append(f"error.{key}")
+        error[key] = bounded
+    return error
+
+
+def capture(
+    exc: BaseException,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    depth: int = 1,
+    path: frozenset[int] = frozenset(),
+) -> dict[str, Any]:
+    """The cause node for ``exc`` and its chain (``exc`` itself at ``depth``)."""
+    truncated: list[str] = []
+    path = path | {id(exc)}
+    node: dict[str, Any]
+    if isinstance(exc, AimuxError):
+        node = {
+            "kind": exc.kind,
+            "code": exc.code,
+            "message": _message(exc, limits, truncated),
+            "error": _payload(exc, limits, truncated),
+        }
+        children = exc.cause_children()
+        if children or exc.error_name == "AI_RetryError":
+            kept = list(children)
+            if len(kept) > limits.attempts:
+                kept = kept[:1] + kept[len(kept) - (limits.attempts - 1) :]
+                truncated.append("error.errors")
+            attempts = []
+            for child in kept:
+                if not isinstance(child, AimuxError):
+                    wrapper = OtherError(_safe_str(child))
+                    wrapper.__cause__ = child
+                    child = wrapper
+                if depth >= limits.depth or id(child) in path:
+                    if "error.errors" not in truncated:
+                        truncated.append("error.errors")
+                    continue
+                attempts.append(capture(child, limits, depth=depth + 1, path=path))
+            node["error"]["errors"] = attempts
+        nxt = exc.__cause__
+    else:
+        node = {"message": _message(exc, limits, truncated), "type": exception_type_name(exc)}
+        nxt = _next_link(exc)
+    if nxt is not None:
+        if depth >= limits.depth or id(nxt) in path:
+            truncated.append("cause")
+        else:
+            node["cause"] = capture(nxt, limits, depth=depth + 1, path=path)
+    if truncated:
+        node["truncated"] = truncated
+    return node

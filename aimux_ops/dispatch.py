@@ -1,0 +1,261 @@
+"""The dispatch boundary: op name + params JSON in, result JSON or envelope JSON out.
+
+These are the entry points the shared library calls (DESIGN.md); none of them raises. Every
+failure — wire (201/202/204), protocol (300/301/302), an op's own error, or an unexpected
+exception (208) — is projected here, once, by ``envelope.project``.
+
+Streams live in a handle registry: handles count up from 1 and are never reused; a stale, freed or
+unknown handle answers 203. ``stream_json`` runs the op until its first event (so a failure before
+the first event — where retries happen — fails the open); later failures become one terminal
+``error`` event. ``stream_cancel`` may be called from any thread: it wakes a blocked
+``stream_next_json``, which then reports the end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from . import ops as _ops  # noqa: F401 - registers every op
+from .envelope import project
+from .errors import (
+    InvalidHandleError,
+    InvalidParamsError,
+    InvalidUtf8Error,
+    InvalidWireJsonError,
+    NullArgumentError,
+    ResultSerializationError,
+    SourceError,
+    UnknownOpError,
+    Violation,
+    WrongModeError,
+)
+from .ops.registry import OpSpec, StreamContext, all_ops, get_op
+
+__all__ = [
+    "call_json",
+    "open_stream",
+    "stream_cancel",
+    "stream_free",
+    "stream_json",
+    "stream_next_json",
+]
+
+Reply = tuple[bytes | None, bytes | None]
+
+
+def _op_name(op: str | bytes | None) -> str:
+    if op is None:
+        raise NullArgumentError("op is NULL", argument="op")
+    if isinstance(op, bytes):
+        try:
+            return op.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidUtf8Error("op is not valid UTF-8", argument="op") from exc
+    return op
+
+
+def _violation_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "(root)"
+
+
+def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
+    if params_json is None:
+        raise NullArgumentError("params_json is NULL", argument="params_json")
+    try:
+        data = orjson.loads(params_json)
+    except orjson.JSONDecodeError as exc:
+        if isinstance(params_json, bytes):
+            try:
+                params_json.decode("utf-8")
+            except UnicodeDecodeError as utf8_exc:
+                raise InvalidUtf8Error(
+                    "params_json is not valid UTF-8", argument="params_json"
+                ) from utf8_exc
+        raise InvalidWireJsonError("params_json is not valid JSON", argument="params_json") from exc
+    try:
+        return spec.params.model_validate(data)
+    except ValidationError as exc:
+        violations = [
+            Violation(path=_violation_path(tuple(e["loc"])), reason=e["msg"]) for e in exc.errors()
+        ]
+        summary = "; ".join(f"{v.path}: {v.reason}" for v in violations[:5])
+        more = f" (and {len(violations) - 5} more)" if len(violations) > 5 else ""
+        # The cause lists every violation by path and reason; pydantic's own text is not used
+        # because it quotes the offending input values (which may be secrets).
+        detail = SourceError(
+            f"{len(violations)} validation error(s) for {spec.name} params: "
+            + "; ".join(f"{v.path}: {v.reason}" for v in violations),
+            type="pydantic_core.ValidationError",
+        )
+        raise InvalidParamsError(
+            f"invalid params for {spec.name}: {summary}{more}",
+            op=spec.name,
+            violations=violations,
+        ) from detail
+
+
+def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
+    name = _op_name(op)
+    spec = get_op(name)
+    if spec is None:
+        raise UnknownOpError(
+            f"unknown op {name[:200]!r}",
+            op=name[:200],
+            available_ops=sorted(s.name for s in all_ops()),
+        )
+    if spec.mode != mode:
+        raise WrongModeError(
+            f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
+            op=name,
+            expected=spec.mode,
+        )
+    return spec
+
+
+def _dump(value: Any) -> bytes:
+    try:
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return orjson.dumps(value)
+    except Exception as exc:
+        raise ResultSerializationError("the result could not be serialized to JSON") from exc
+
+
+def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
+    """Run a call op: ``(result JSON, None)`` or ``(None, envelope JSON)``. Never raises."""
+    try:
+        spec = _resolve(op, "call")
+        params = _validate(spec, params_json)
+        return _dump(spec.handler(params)), None
+    except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
+        return None, project(exc)
+
+
+# -- streams ------------------------------------------------------------------------------------
+
+
+class _Stream:
+    """One open stream: the op's event iterator, pulled by ``next`` under a lock."""
+
+    def __init__(self, handle: int, events: Iterator[Any], ctx: StreamContext) -> None:
+        self.handle = handle
+        self._events = events
+        self.ctx = ctx
+        self._lock = threading.Lock()
+        self._pending: bytes | None = None
+        self._done = False
+
+    def prime(self) -> None:
+        """Pull the first event; an exception here fails the open."""
+        try:
+            first = next(self._events)
+        except StopIteration:
+            self._done = True
+            return
+        self._pending = _dump(first)
+
+    def next(self) -> bytes | None:
+        with self._lock:
+            if self._pending is not None:
+                event, self._pending = self._pending, None
+                return event
+            if self._done or self.ctx.cancelled.is_set():
+                self._done = True
+                return None
+            try:
+                return _dump(next(self._events))
+            except StopIteration:
+                self._done = True
+                return None
+            except BaseException as exc:  # noqa: BLE001 - becomes the terminal error event
+                self._done = True
+                if self.ctx.cancelled.is_set():
+                    return None
+                return b'{"type":"error","error":' + project(exc) + b"}"
+
+    def close(self) -> None:
+        self.ctx.cancel()
+        close = getattr(self._events, "close", None)
+        if close is not None and self._lock.acquire(blocking=False):
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+            finally:
+                self._lock.release()
+
+
+_streams: dict[int, _Stream] = {}
+_streams_lock = threading.Lock()
+_handles = itertools.count(1)
+
+
+def open_stream(op: str | bytes | None, params_json: bytes | str | None) -> int:
+    """Open a stream op and return its handle; raises the op's ``AimuxError`` on failure."""
+    spec = _resolve(op, "stream")
+    params = _validate(spec, params_json)
+    ctx = StreamContext()
+    with _streams_lock:
+        handle = next(_handles)
+    stream = _Stream(handle, iter(spec.handler(params, ctx)), ctx)
+    stream.prime()
+    with _streams_lock:
+        _streams[handle] = stream
+    return handle
+
+
+def stream_json(
+    op: str | bytes | None, params_json: bytes | str | None
+) -> tuple[int | None, bytes | None]:
+    """Open a stream op: ``(handle, None)`` or ``(None, envelope JSON)``. Never raises."""
+    try:
+        return open_stream(op, params_json), None
+    except BaseException as exc:  # noqa: BLE001
+        return None, project(exc)
+
+
+def _lookup(handle: int) -> _Stream:
+    with _streams_lock:
+        stream = _streams.get(handle)
+    if stream is None:
+        raise InvalidHandleError(
+            f"stream handle {handle} is unknown, stale or freed", handle=handle
+        )
+    return stream
+
+
+def stream_next_json(handle: int) -> Reply:
+    """The next event: ``(event, None)``; ``(None, None)`` at the end; ``(None, envelope)`` for
+    an invalid handle. Never raises."""
+    try:
+        return _lookup(handle).next(), None
+    except BaseException as exc:  # noqa: BLE001
+        return None, project(exc)
+
+
+def stream_cancel(handle: int) -> None:
+    """Cancel a stream from any thread (wakes a blocked ``stream_next_json``)."""
+    with _streams_lock:
+        stream = _streams.get(handle)
+    if stream is not None:
+        stream.ctx.cancel()
+
+
+def stream_free(handle: int) -> None:
+    """Cancel and forget a stream; its handle is stale from now on."""
+    with _streams_lock:
+        stream = _streams.pop(handle, None)
+    if stream is not None:
+        stream.close()

@@ -1,0 +1,205 @@
+"""The envelope: the one projection of an exception to JSON, and its decoding back (CONTRACT §1).
+
+``project(exc) -> bytes`` is called once, at the dispatch boundary (and by the recorder for an
+error outcome, and by streams for an ``error`` event): the same bytes everywhere. Anything that is
+not an ``AimuxError`` is wrapped in ``InternalError`` (208) with the exception as its cause.
+``retryable`` and ``retryAfterMs`` come from structured fields only (``AimuxError.retryable`` /
+``.retry_after_ms``), never from message text. An envelope is at most 1 MiB: when the default
+bounds give more, the projection runs again with tighter ones (each cut still marked).
+
+``decode_error`` rebuilds the native chain: aimux nodes become the catalogued classes (an unknown
+kind / code becomes ``UnknownError`` keeping the raw JSON), source nodes ``SourceError``; each link
+is ``__cause__``; a RetryError's attempts are decoded into ``errors`` and the last one is its
+``__cause__`` (the AI SDK's ``lastError``). ``chain_links`` walks the same chain for the C shim.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from .causes import DEFAULT_LIMITS, Limits, capture
+from .errors import (
+    AimuxError,
+    InternalError,
+    InvalidWireJsonError,
+    RetryError,
+    SourceError,
+    UnknownError,
+    lookup,
+)
+
+__all__ = [
+    "ENVELOPE_MAX_BYTES",
+    "chain_links",
+    "decode_error",
+    "native_chain",
+    "project",
+    "to_envelope",
+]
+
+ENVELOPE_MAX_BYTES = 1024 * 1024
+_DECODE_MAX_DEPTH = 256
+_TIGHTER = (
+    Limits(message_bytes=1024, value_bytes=2048, depth=16, attempts=8),
+    Limits(message_bytes=256, value_bytes=256, depth=8, attempts=4),
+    Limits(message_bytes=256, value_bytes=64, depth=4, attempts=2),
+    Limits(message_bytes=256, value_bytes=64, depth=1, attempts=1),
+)
+_LAST_RESORT = (
+    b'{"kind":"binding","code":208,"message":"internal error: the error could not be projected",'
+    b'"error":{"name":"InternalError"},"retryable":false}'
+)
+
+
+def _as_aimux(exc: BaseException) -> AimuxError:
+    if isinstance(exc, AimuxError):
+        return exc
+    wrapper = InternalError(f"unexpected {type(exc).__name__} inside the core")
+    wrapper.__cause__ = exc
+    return wrapper
+
+
+def _root(err: AimuxError, limits: Limits) -> dict[str, Any]:
+    node = capture(err, limits)
+    truncated = node.pop("truncated", None)
+    node["retryable"] = bool(err.retryable)
+    after = err.retry_after_ms
+    if after is not None and after >= 0:
+        node["retryAfterMs"] = int(after)
+    if truncated:
+        node["truncated"] = truncated
+    return node
+
+
+def to_envelope(exc: BaseException) -> dict[str, Any]:
+    """The envelope of ``exc`` as a dict (what ``project`` serializes)."""
+    return orjson.loads(project(exc))  # type: ignore[no-any-return]
+
+
+def project(exc: BaseException) -> bytes:
+    """The envelope JSON of ``exc``. Never raises."""
+    try:
+        err = _as_aimux(exc)
+        data = orjson.dumps(_root(err, DEFAULT_LIMITS))
+        if len(data) <= ENVELOPE_MAX_BYTES:
+            return data
+        for limits in _TIGHTER:
+            node = _root(err, limits)
+            marks = node.setdefault("truncated", [])
+            if "envelope" not in marks:
+                marks.append("envelope")
+            data = orjson.dumps(node)
+            if len(data) <= ENVELOPE_MAX_BYTES:
+                return data
+    except Exception:  # noqa: BLE001 - the projection must never fail
+        pass
+    return _LAST_RESORT
+
+
+# -- decoding ----------------------------------------------------------------------------------
+
+
+def _parse(envelope: bytes | str | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(envelope, dict):
+        return envelope
+    try:
+        obj = orjson.loads(envelope)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidWireJsonError("envelope is not valid JSON", argument="envelope") from exc
+    if not isinstance(obj, dict):
+        raise InvalidWireJsonError("envelope is not a JSON object", argument="envelope")
+    return obj
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
+    message = _str(node.get("message"))
+    kind = node.get("kind")
+    exc: BaseException
+    if isinstance(kind, str):
+        code_raw = node.get("code")
+        code = code_raw if isinstance(code_raw, int) and not isinstance(code_raw, bool) else 0
+        error = node.get("error") if isinstance(node.get("error"), dict) else {}
+        assert isinstance(error, dict)
+        name_raw = error.get("name")
+        name = name_raw if isinstance(name_raw, str) else None
+        cls = lookup(kind, name, code)
+        if cls is None or (name is not None and cls.error_name != name):
+            exc = UnknownError(message, kind=kind, code=code, name=name)
+        else:
+            exc = cls.__new__(cls)
+            fields = {k: v for k, v in error.items() if k not in ("name", "errors")}
+            try:
+                payload = cls.Payload.model_validate(fields)
+            except ValidationError:
+                payload = cls.Payload.model_construct(**fields)
+            Exception.__init__(exc, message)
+            exc.payload = payload
+            exc.message = message
+            if isinstance(exc, RetryError):
+                attempts = error.get("errors")
+                exc.errors = [
+                    _decode_node(a, depth + 1)
+                    for a in (attempts if isinstance(attempts, list) else [])
+                    if isinstance(a, dict) and depth + 1 < _DECODE_MAX_DEPTH
+                ]
+        assert isinstance(exc, AimuxError)
+        exc.raw = node
+    else:
+        type_raw = node.get("type")
+        exc = SourceError(message, type_raw if isinstance(type_raw, str) else None)
+        exc.raw = node
+    cause = node.get("cause")
+    if isinstance(cause, dict) and depth + 1 < _DECODE_MAX_DEPTH:
+        exc.__cause__ = _decode_node(cause, depth + 1)
+    elif isinstance(exc, RetryError) and exc.errors:
+        exc.__cause__ = exc.errors[-1]
+    return exc
+
+
+def decode_error(envelope: bytes | str | dict[str, Any]) -> AimuxError:
+    """Rebuild the native exception (with its ``__cause__`` chain) from an envelope."""
+    obj = _parse(envelope)
+    exc = _decode_node(obj, 0)
+    if not isinstance(exc, AimuxError):
+        raise InvalidWireJsonError(
+            "envelope has no 'kind': it is a source node, not an envelope", argument="envelope"
+        )
+    return exc
+
+
+def native_chain(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The links of the native chain starting at ``node`` (DESIGN.md): ``cause``, or for an
+    AI_RetryError without one, the last attempt."""
+    links: list[dict[str, Any]] = []
+    current: Any = node
+    while isinstance(current, dict) and len(links) < _DECODE_MAX_DEPTH:
+        links.append(current)
+        nxt = current.get("cause")
+        if nxt is None and isinstance(current.get("kind"), str):
+            error = current.get("error")
+            if isinstance(error, dict) and error.get("name") == "AI_RetryError":
+                attempts = error.get("errors")
+                if isinstance(attempts, list) and attempts:
+                    nxt = attempts[-1]
+        current = nxt
+    return links
+
+
+def chain_links(envelope_json: bytes) -> list[tuple[int, bytes, bytes]]:
+    """(code, message UTF-8, node JSON) for each link of the native chain, root first; the
+    root's JSON is ``envelope_json`` itself; source nodes report code 0."""
+    root = orjson.loads(envelope_json)
+    out: list[tuple[int, bytes, bytes]] = []
+    for i, link in enumerate(native_chain(root)):
+        code = link.get("code") if isinstance(link.get("kind"), str) else 0
+        code = code if isinstance(code, int) and not isinstance(code, bool) else 0
+        msg = _str(link.get("message")).encode("utf-8", "replace")
+        out.append((code, msg, envelope_json if i == 0 else orjson.dumps(link)))
+    return out

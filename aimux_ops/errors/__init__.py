@@ -1,0 +1,168 @@
+"""Every error aimux-ops can raise, in four domains, each with a stable code (CONTRACT §1).
+
+The hierarchy::
+
+    AimuxError                          root of everything that crosses the boundary
+    ├── AIError                         kind "aimux" (codes 1–99), the AI SDK's classes
+    │   ├── OtherError                  1   AI_OtherError
+    │   ├── JSONParseError              2   AI_JSONParseError           text
+    │   ├── InvalidResponseDataError    3   AI_InvalidResponseDataError data
+    │   ├── TypeValidationError         3   AI_TypeValidationError      value
+    │   ├── InvalidArgumentError        5   AI_InvalidArgumentError     argument
+    │   ├── InvalidPromptError          6   AI_InvalidPromptError
+    │   ├── UnsupportedFunctionalityError 8 AI_UnsupportedFunctionalityError functionality
+    │   ├── NoSuchModelError            9   AI_NoSuchModelError         modelId, modelType
+    │   ├── NoSuchProviderError         10  AI_NoSuchProviderError      providerId, availableProviders
+    │   ├── APICallError                11  AI_APICallError             statusCode, isRetryable,
+    │   │                                                               responseHeaders, responseBody, data
+    │   ├── TimeoutError                12  AI_TimeoutError             timeoutMs
+    │   ├── AbortedError                13  AI_AbortedError
+    │   ├── RetryError                  14  AI_RetryError               reason, errors (last = cause)
+    │   ├── NoSuchToolError             15  AI_NoSuchToolError          toolName, availableTools
+    │   ├── InvalidToolInputError       16  AI_InvalidToolInputError    toolName, toolInput
+    │   ├── ToolCallRepairError         17  AI_ToolCallRepairError
+    │   ├── LoadAPIKeyError             18  AI_LoadAPIKeyError
+    │   ├── NoOutputGeneratedError      20  AI_NoOutputGeneratedError
+    │   └── NoObjectGeneratedError      21  AI_NoObjectGeneratedError   text, finishReason, usage
+    ├── RecordingError                  kind "recording" (100–199)
+    │   ├── RecordingOpenFileError      101 path
+    │   ├── RecordingNoMatchError       102 method, path
+    │   ├── RecordingCorruptError       103 path, line
+    │   ├── RecordingUnsupportedSchemaError 104 path, line, schemaVersion
+    │   └── RecordingWriteError         105 path
+    ├── BindingError                    kind "binding" (200–299)
+    │   ├── InvalidUtf8Error            201 argument
+    │   ├── InvalidWireJsonError        202 argument
+    │   ├── InvalidHandleError          203 handle
+    │   ├── NullArgumentError           204 argument
+    │   ├── ResultSerializationError    205
+    │   ├── RuntimeInitError            207
+    │   └── InternalError               208 (any unexpected exception; its chain is the cause)
+    ├── ProtocolError                   kind "protocol" (300–399)
+    │   ├── UnknownOpError              300 op, availableOps
+    │   ├── InvalidParamsError          301 op, violations [{path, reason}]
+    │   └── WrongModeError              302 op, expected
+    └── UnknownError                    a decoded node whose kind or code this version does not know
+
+    SourceError                         a decoded snapshot of an external exception (message, type)
+
+Code 4 is retired. Causes are ordinary Python exception chaining: ``raise APICallError(...) from
+exc``. The projection (``aimux_ops.envelope``) turns the chain into cause nodes; the decoder
+(``aimux_ops.decode_error``) rebuilds it as ``__cause__`` links.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._base import AimuxError, ErrorPayload, SourceError, catalogue, lookup
+from .aimux import (
+    AbortedError,
+    AIError,
+    APICallError,
+    InvalidArgumentError,
+    InvalidPromptError,
+    InvalidResponseDataError,
+    InvalidToolInputError,
+    JSONParseError,
+    LoadAPIKeyError,
+    NoObjectGeneratedError,
+    NoOutputGeneratedError,
+    NoSuchModelError,
+    NoSuchProviderError,
+    NoSuchToolError,
+    OtherError,
+    RetryError,
+    TimeoutError,  # noqa: A004 - the aimux variant, like asyncio.TimeoutError
+    ToolCallRepairError,
+    TypeValidationError,
+    UnsupportedFunctionalityError,
+)
+from .binding import (
+    BindingError,
+    InternalError,
+    InvalidHandleError,
+    InvalidUtf8Error,
+    InvalidWireJsonError,
+    NullArgumentError,
+    ResultSerializationError,
+    RuntimeInitError,
+)
+from .protocol import InvalidParamsError, ProtocolError, UnknownOpError, Violation, WrongModeError
+from .recording import (
+    RecordingCorruptError,
+    RecordingError,
+    RecordingNoMatchError,
+    RecordingOpenFileError,
+    RecordingUnsupportedSchemaError,
+    RecordingWriteError,
+)
+
+RETIRED_CODES: tuple[int, ...] = (4,)
+KINDS: tuple[str, ...] = ("aimux", "recording", "binding", "protocol")
+
+
+class UnknownError(AimuxError):
+    """A decoded node whose kind, code or name this version does not know (raw JSON kept)."""
+
+    def __init__(self, message: str, *, kind: str, code: int, name: str | None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.code = code
+        self.error_name = name or ""
+
+    def payload_fields(self) -> dict[str, Any]:
+        if self.raw is not None and isinstance(self.raw.get("error"), dict):
+            return {k: v for k, v in self.raw["error"].items() if k != "name"}
+        return {}
+
+
+__all__ = [
+    "AIError",
+    "APICallError",
+    "AbortedError",
+    "AimuxError",
+    "BindingError",
+    "ErrorPayload",
+    "InternalError",
+    "InvalidArgumentError",
+    "InvalidHandleError",
+    "InvalidParamsError",
+    "InvalidPromptError",
+    "InvalidResponseDataError",
+    "InvalidToolInputError",
+    "InvalidUtf8Error",
+    "InvalidWireJsonError",
+    "JSONParseError",
+    "KINDS",
+    "LoadAPIKeyError",
+    "NoObjectGeneratedError",
+    "NoOutputGeneratedError",
+    "NoSuchModelError",
+    "NoSuchProviderError",
+    "NoSuchToolError",
+    "NullArgumentError",
+    "OtherError",
+    "ProtocolError",
+    "RETIRED_CODES",
+    "RecordingCorruptError",
+    "RecordingError",
+    "RecordingNoMatchError",
+    "RecordingOpenFileError",
+    "RecordingUnsupportedSchemaError",
+    "RecordingWriteError",
+    "ResultSerializationError",
+    "RetryError",
+    "RuntimeInitError",
+    "SourceError",
+    "TimeoutError",
+    "ToolCallRepairError",
+    "TypeValidationError",
+    "UnknownError",
+    "UnknownOpError",
+    "UnsupportedFunctionalityError",
+    "Violation",
+    "WrongModeError",
+    "catalogue",
+    "lookup",
+]

@@ -1,0 +1,128 @@
+"""Secret and URL scrubbing: what may never leave the core (CONTRACT §1 "Nothing secret").
+
+- ``remember_secret(value)``: the provider registers every API key it uses; every text that
+  leaves the core is scrubbed of every remembered value (a provider may echo the key back).
+- ``scrub_text``: known secrets, bearer tokens and ``sk-…``-shaped keys → ``[REDACTED]``.
+- ``scrub_message``: ``scrub_text`` plus every URL → ``[url]`` (no message carries a URL).
+- ``redact_headers``: Authorization, Proxy-Authorization, Cookie, Set-Cookie and any header
+  whose name contains ``api-key``, ``apikey``, ``token`` or ``secret`` keep their name only.
+- ``redact_url``: for recordings, a URL without userinfo and without secret query values.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+__all__ = [
+    "REDACTED",
+    "is_secret_header",
+    "redact_headers",
+    "redact_url",
+    "remember_secret",
+    "scrub_json",
+    "scrub_message",
+    "scrub_text",
+]
+
+REDACTED = "[REDACTED]"
+_MAX_SECRETS = 256
+_secrets: OrderedDict[str, None] = OrderedDict()
+_secrets_lock = threading.Lock()
+_secret_re: re.Pattern[str] | None = None
+
+_URL_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s'\"<>()\[\]{}]+")
+_PATTERN_RE = re.compile(
+    r"(?i)(\bbearer\s+)[^\s'\",;]+|\b(sk-[A-Za-z0-9_\-]{8,})|\b(key-[A-Za-z0-9_\-]{16,})"
+)
+_SECRET_HEADER_RE = re.compile(
+    r"(?i)^(authorization|proxy-authorization|cookie|set-cookie)$|api-?key|token|secret|password"
+)
+_SECRET_QUERY_RE = re.compile(r"(?i)key|token|secret|sig|password|auth")
+
+
+def remember_secret(value: str | None) -> None:
+    """Scrub ``value`` from every text that leaves the core from now on."""
+    global _secret_re
+    if not value or len(value) < 4:
+        return
+    with _secrets_lock:
+        if value in _secrets:
+            _secrets.move_to_end(value)
+            return
+        _secrets[value] = None
+        while len(_secrets) > _MAX_SECRETS:
+            _secrets.popitem(last=False)
+        ordered = sorted(_secrets, key=len, reverse=True)
+        _secret_re = re.compile("|".join(re.escape(s) for s in ordered))
+
+
+def _pattern_sub(m: re.Match[str]) -> str:
+    if m.group(1):
+        return m.group(1) + REDACTED
+    return REDACTED
+
+
+def scrub_text(text: str) -> str:
+    """Remove remembered secrets and secret-shaped tokens from ``text``."""
+    pattern = _secret_re
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    return _PATTERN_RE.sub(_pattern_sub, text)
+
+
+def scrub_message(text: str) -> str:
+    """``scrub_text`` plus: no URL survives."""
+    return _URL_RE.sub("[url]", scrub_text(text))
+
+
+def scrub_json(value: Any) -> Any:
+    """Every string inside a JSON value scrubbed with ``scrub_text`` (keys of secret-looking
+    names have their values redacted)."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = str(k)
+            if isinstance(v, str) and is_secret_header(key):
+                out[key] = REDACTED
+            else:
+                out[key] = scrub_json(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [scrub_json(v) for v in value]
+    return value
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether a header (or JSON member) of this name carries a secret."""
+    return _SECRET_HEADER_RE.search(name) is not None
+
+
+def redact_headers(headers: Any) -> dict[str, str]:
+    """Headers as a plain dict with lower-cased names and every secret value redacted."""
+    items = headers.items() if hasattr(headers, "items") else headers
+    out: dict[str, str] = {}
+    for k, v in items:
+        name = str(k).lower()
+        out[name] = REDACTED if is_secret_header(name) else scrub_text(str(v))
+    return out
+
+
+def redact_url(url: str) -> str:
+    """The URL without userinfo and with secret query values redacted."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "[url]"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    query = urlencode(
+        [(k, REDACTED if _SECRET_QUERY_RE.search(k) else v) for k, v in parse_qsl(parts.query)]
+    )
+    return urlunsplit((parts.scheme, host, parts.path, query, ""))

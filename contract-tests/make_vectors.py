@@ -1,0 +1,254 @@
+"""Writes contract-tests/vectors/*.json: real envelopes projected by the core (real socket, decoder
+and file-system exceptions where a chain needs one) plus hand-written ones for what only a newer
+core could send (unknown kinds, codes and members). The expected ``chain`` is a structural walk of
+the JSON (DESIGN.md's native-chain rule), independent of any decoder.
+
+    .venv/bin/python contract-tests/make_vectors.py      # then review and commit the diff
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import orjson
+
+from aimux_ops import errors as E
+from aimux_ops.dispatch import call_json
+from aimux_ops.envelope import native_chain, project
+
+OUT = Path(__file__).parent / "vectors"
+
+
+def neutral_chain(envelope: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for node in native_chain(envelope):
+        if isinstance(node.get("kind"), str):
+            err = node.get("error") if isinstance(node.get("error"), dict) else {}
+            name = err.get("name") if isinstance(err.get("name"), str) else None
+            out.append({"kind": node["kind"], "code": node["code"], "name": name, "message": node["message"]})
+        else:
+            typ = node.get("type") if isinstance(node.get("type"), str) else None
+            out.append({"kind": "source", "code": 0, "name": typ, "message": node["message"]})
+    return out
+
+
+def raised(exc: BaseException, cause: BaseException | None = None) -> BaseException:
+    """``exc`` as if raised ``from cause`` (so __cause__ is set the normal way)."""
+    try:
+        if cause is None:
+            raise exc
+        raise exc from cause
+    except BaseException as caught:  # noqa: BLE001
+        return caught
+
+
+def connect_refused() -> BaseException:
+    try:
+        httpx.post("http://127.0.0.1:1/v1/chat/completions", json={}, timeout=2)
+    except httpx.HTTPError as exc:
+        return exc
+    raise RuntimeError("port 1 answered")
+
+
+def api_connect_error() -> E.APICallError:
+    err = raised(
+        E.APICallError(
+            "Cannot connect to API: " + str(connect_refused()), is_retryable=True
+        ),
+        connect_refused(),
+    )
+    assert isinstance(err, E.APICallError)
+    return err
+
+
+def json_decode_error(text: str) -> BaseException:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return exc
+    raise RuntimeError("parsed")
+
+
+def schema_error(value: Any, schema: dict[str, Any]) -> BaseException:
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        return exc
+    raise RuntimeError("valid")
+
+
+def os_error(path: str) -> BaseException:
+    try:
+        open(path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        return exc
+    raise RuntimeError("opened")
+
+
+def env(exc: BaseException) -> dict[str, Any]:
+    return orjson.loads(project(exc))  # type: ignore[no-any-return]
+
+
+def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
+    v: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    attempts = [api_connect_error() for _ in range(3)]
+    v["transport-retry-connection-refused"] = (
+        "RetryError (maxRetriesExceeded) over three refused connections; the chain goes through "
+        "the last attempt down to the OS error",
+        env(E.RetryError(reason="maxRetriesExceeded", errors=attempts)),
+    )
+    v["transport-connection-refused"] = (
+        "APICallError for a refused connection: httpx → httpcore → OS error, no URL anywhere",
+        env(api_connect_error()),
+    )
+    v["api-call-429-retry-after"] = (
+        "APICallError 429 with OpenAI's JSON error body, redacted headers and retryAfterMs",
+        env(
+            E.APICallError(
+                "Rate limit reached for requests",
+                status_code=429,
+                is_retryable=True,
+                response_headers={
+                    "content-type": "application/json",
+                    "retry-after-ms": "250",
+                    "x-request-id": "req_123",
+                    "set-cookie": "session=abc",
+                },
+                response_body='{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}',
+                data={"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}},
+            )
+        ),
+    )
+    v["api-call-invalid-json-200"] = (
+        "2xx with invalid JSON: APICallError 200 → JSONParseError → the decoder's error",
+        env(
+            raised(
+                E.APICallError("Invalid JSON response", status_code=200, is_retryable=False),
+                raised(E.JSONParseError("JSON parsing failed: Text: {\"id\": . Error message: unexpected character", text='{"id": '), json_decode_error('{"id": ')),
+            )
+        ),
+    )
+    v["api-call-wrong-shape-type-validation"] = (
+        "2xx with a wrong shape: APICallError 200 → TypeValidationError → jsonschema's error",
+        env(
+            raised(
+                E.APICallError("Invalid response shape", status_code=200, is_retryable=False),
+                raised(
+                    E.TypeValidationError("Type validation failed: Value: {\"choices\":7}.", value={"choices": 7}),
+                    schema_error({"choices": 7}, {"type": "object", "properties": {"choices": {"type": "array"}}}),
+                ),
+            )
+        ),
+    )
+    v["nested-no-object-generated"] = (
+        "A nested aimux error: NoObjectGeneratedError → JSONParseError → the decoder's error",
+        env(
+            raised(
+                E.NoObjectGeneratedError("No object generated: could not parse the response.", text="not json", finish_reason="stop"),
+                raised(E.JSONParseError("JSON parsing failed", text="not json"), json_decode_error("not json")),
+            )
+        ),
+    )
+    v["no-cause-load-api-key"] = ("An error with no cause", env(E.LoadAPIKeyError("OpenAI API key is missing. Pass it using the 'apiKey' parameter or the OPENAI_API_KEY environment variable.")))
+    v["retry-error-not-retryable"] = (
+        "RetryError (errorNotRetryable): a 429 then a 400; the last attempt is the cause",
+        env(
+            E.RetryError(
+                reason="errorNotRetryable",
+                errors=[
+                    E.APICallError("Too Many Requests", status_code=429, is_retryable=True),
+                    E.APICallError("Bad Request", status_code=400, is_retryable=False),
+                ],
+            )
+        ),
+    )
+    v["retry-empty-errors"] = ("A RetryError with no attempts: the chain is the root alone", env(E.RetryError("no attempts", errors=[])))
+    v["nested-retry-in-cause"] = (
+        "A RetryError inside a chain: its last attempt continues the chain",
+        env(raised(E.OtherError("the agent step failed"), E.RetryError(errors=[E.APICallError("Internal Server Error", status_code=500, is_retryable=True), api_connect_error()]))),
+    )
+
+    def deep(n: int) -> BaseException:
+        exc: BaseException = ValueError("level 0")
+        for i in range(1, n):
+            exc = raised(RuntimeError(f"level {i}"), exc)
+        return raised(E.OtherError("deep chain"), exc)
+
+    v["max-depth-16"] = ("A chain exactly 16 nodes deep: nothing cut", env(deep(15)))
+    v["over-limit-depth"] = ("A 40-deep chain: cut at 16 nodes, marked 'cause' on the last", env(deep(39)))
+    v["over-limit-message"] = ("A 4 KiB message: cut to 1 KiB and marked", env(E.OtherError("x" * 4096)))
+    a = RuntimeError("a")
+    b = RuntimeError("b")
+    a.__cause__ = b
+    b.__cause__ = a
+    v["cycle-cut"] = ("A cycle a → b → a: cut and marked", env(raised(E.OtherError("cyclic"), a)))
+    v["unicode-message"] = ("Non-ASCII messages survive byte for byte", env(raised(E.OtherError("模型调用失败 — échec 🚫"), ValueError("原因: Verbindung fehlgeschlagen"))))
+    v["recording-open-file-os-error"] = (
+        "A recording error with the OS error as its cause",
+        env(raised(E.RecordingOpenFileError("cannot open recording file", path="/nonexistent/demo.jsonl"), os_error("/nonexistent/demo.jsonl"))),
+    )
+    _, e301 = call_json("aimux.version", b'{"unexpected": 1, "other": [1]}')
+    v["protocol-invalid-params"] = ("301 from the real dispatcher: the cause lists every violation", orjson.loads(e301 or b"{}"))
+    _, e202 = call_json("aimux.version", b'{"a": ')
+    v["binding-invalid-wire-json"] = ("202 from the real dispatcher with the decoder's error", orjson.loads(e202 or b"{}"))
+    _, e300 = call_json("no.such.op", b"{}")
+    v["protocol-unknown-op"] = ("300 from the real dispatcher", orjson.loads(e300 or b"{}"))
+
+    # One vector per catalogued variant, each caused by a plain source error.
+    for cls in E.catalogue():
+        key = f"variant-{cls.kind}-{cls.code}-{cls.__name__}"
+        if cls is E.RetryError:
+            exc: BaseException = E.RetryError(errors=[E.APICallError("Service Unavailable", status_code=503, is_retryable=True)])
+        else:
+            exc = raised(cls(f"{cls.__name__} for the contract vectors"), ValueError("underlying failure"))
+        v[key] = (f"Variant {cls.error_name} ({cls.kind} {cls.code})", env(exc))
+
+    # What only a newer core could send.
+    v["unknown-code"] = (
+        "An aimux code and name this version does not know: still decodes (generic, raw kept)",
+        {"kind": "aimux", "code": 77, "message": "a future failure", "error": {"name": "AI_FutureError", "futureField": [1, 2]},
+         "cause": {"message": "socket closed", "type": "OSError"}, "retryable": False},
+    )
+    v["unknown-kind"] = (
+        "A kind this version does not know",
+        {"kind": "telemetry", "code": 901, "message": "exporter failed", "error": {"name": "ExporterError"},
+         "cause": {"kind": "telemetry", "code": 902, "message": "queue full", "error": {"name": "QueueFullError"}}, "retryable": True, "retryAfterMs": 5},
+    )
+    v["unknown-extra-members"] = (
+        "Unknown members at every level are ignored by decoders (and kept in the raw JSON)",
+        {"kind": "aimux", "code": 11, "message": "Bad Gateway", "error": {"name": "AI_APICallError", "statusCode": 502, "isRetryable": True, "providerRequestId": "r-1"},
+         "cause": {"message": "upstream reset", "type": "ConnectionResetError", "errno": 104, "cause": {"message": "[Errno 104] Connection reset by peer", "x-trace": {"span": 1}}},
+         "retryable": True, "x-future-root": {"a": 1}},
+    )
+    v["source-without-type"] = (
+        "A source node without 'type': name is null",
+        {"kind": "aimux", "code": 1, "message": "wrapped", "error": {"name": "AI_OtherError"}, "cause": {"message": "something outside"}, "retryable": False},
+    )
+    v["aimux-node-without-name"] = (
+        "An aimux node whose error has no name: name is null, decoded by code",
+        {"kind": "aimux", "code": 11, "message": "Not Found", "error": {"statusCode": 404, "isRetryable": False}, "retryable": False},
+    )
+    return v
+
+
+def main() -> int:
+    OUT.mkdir(exist_ok=True)
+    for old in OUT.glob("*.json"):
+        old.unlink()
+    schema = json.loads((Path(__file__).parent / "vector.schema.json").read_text())
+    for i, (name, (description, envelope)) in enumerate(sorted(vectors().items())):
+        doc = {"description": description, "envelope": envelope, "chain": neutral_chain(envelope)}
+        jsonschema.validate(doc, schema)
+        (OUT / f"{i:03d}-{name}.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+    print(f"wrote {i + 1} vectors to {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
