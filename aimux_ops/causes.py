@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from .errors import AimuxError, OtherError, SourceError
-from .redact import scrub_json, scrub_message
+from .errors import AimuxError, OtherError, RetryError, SourceError
+from .redact import REDACTED, is_secret_header, scrub_message, scrub_text
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "capture", "clip_text", "exception_type_name"]
 
@@ -88,25 +88,78 @@ def _next_link(exc: BaseException) -> BaseException | None:
     return None
 
 
-def _bounded_value(value: Any, limit: int) -> tuple[Any, bool]:
+_SCRUB_MARGIN = (
+    512  # text is cut to limit + margin before scrubbing, so a secret on the cut is seen
+)
+
+
+class _Budget:
+    """How many more string bytes one payload field may visit before the rest is cut."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = 2 * limit + _SCRUB_MARGIN
+        self.cut = False
+
+
+def _sanitize(value: Any, limit: int, budget: _Budget) -> Any:
+    """A JSON value with every string pre-cut and scrubbed and secret-named members redacted,
+    visiting at most a bounded number of bytes (what is past the budget is cut)."""
     if isinstance(value, str):
-        return clip_text(value, limit)
-    if isinstance(value, (dict, list)):
-        try:
-            raw = orjson.dumps(value)
-        except (TypeError, orjson.JSONEncodeError):
-            return clip_text(repr(value), limit)[0], True
-        if len(raw) <= limit:
-            return value, False
-        return clip_text(raw.decode("utf-8", "replace"), limit)[0], True
-    return value, False
+        if budget.left <= 0:
+            budget.cut = True
+            return TRUNCATION_MARK
+        text, cut = clip_text(value, min(budget.left, limit + _SCRUB_MARGIN))
+        budget.left -= len(text)
+        budget.cut |= cut
+        return scrub_text(text)
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if budget.left <= 0:
+                budget.cut = True
+                break
+            key = str(k)
+            budget.left -= len(key)
+            redacted = isinstance(v, str) and is_secret_header(key)
+            out[key] = REDACTED if redacted else _sanitize(v, limit, budget)
+        return out
+    if isinstance(value, (list, tuple)):
+        items = []
+        for v in value:
+            if budget.left <= 0:
+                budget.cut = True
+                break
+            items.append(_sanitize(v, limit, budget))
+        return items
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return _sanitize(repr(value), limit, budget)
+
+
+def _bounded_value(value: Any, limit: int) -> tuple[Any, bool]:
+    """``value`` sanitized and at most ``limit`` bytes of JSON; an over-limit value becomes the
+    cut text of its JSON."""
+    budget = _Budget(limit)
+    clean = _sanitize(value, limit, budget)
+    if isinstance(clean, str):
+        text, cut = clip_text(clean, limit)
+        return text, cut or budget.cut
+    if isinstance(clean, (dict, list)):
+        raw = orjson.dumps(clean)
+        if len(raw) > limit:
+            return clip_text(raw.decode("utf-8"), limit)[0], True
+    return clean, budget.cut
 
 
 def _message(exc: BaseException, limits: Limits, truncated: list[str]) -> str:
     raw = exc.message if isinstance(exc, (AimuxError, SourceError)) else _safe_str(exc)
-    text, cut = clip_text(scrub_message(raw), limits.message_bytes)
-    if cut:
+    pre, pre_cut = clip_text(raw, limits.message_bytes + _SCRUB_MARGIN)
+    text, cut = clip_text(scrub_message(pre), limits.message_bytes)
+    if cut or pre_cut:
         truncated.append("message")
+        if not text.endswith(TRUNCATION_MARK):
+            text = clip_text(text, limits.message_bytes - len(TRUNCATION_MARK.encode()))[0]
+            text += TRUNCATION_MARK
     return text
 
 
@@ -117,7 +170,7 @@ def _payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str,
     except Exception:  # noqa: BLE001 - a payload that cannot dump is reported, not fatal
         fields = {}
         truncated.append("error")
-    for key, value in scrub_json(fields).items():
+    for key, value in fields.items():
         bounded, cut = _bounded_value(value, limits.value_bytes)
         if cut:
             truncated.append(f"error.{key}")
@@ -144,7 +197,7 @@ def capture(
             "error": _payload(exc, limits, truncated),
         }
         children = exc.cause_children()
-        if children or exc.error_name == "AI_RetryError":
+        if children or isinstance(exc, RetryError):
             kept = list(children)
             if len(kept) > limits.attempts:
                 kept = kept[:1] + kept[len(kept) - (limits.attempts - 1) :]
@@ -161,7 +214,8 @@ def capture(
                     continue
                 attempts.append(capture(child, limits, depth=depth + 1, path=path))
             node["error"]["errors"] = attempts
-        nxt = exc.__cause__
+        # A RetryError has no cause on the wire: its attempts are the chain (last = cause).
+        nxt = None if isinstance(exc, RetryError) else exc.__cause__
     else:
         node = {"message": _message(exc, limits, truncated), "type": exception_type_name(exc)}
         nxt = _next_link(exc)

@@ -5,7 +5,8 @@
 - ``scrub_text``: known secrets, bearer tokens and ``sk-…``-shaped keys → ``[REDACTED]``.
 - ``scrub_message``: ``scrub_text`` plus every URL → ``[url]`` (no message carries a URL).
 - ``redact_headers``: Authorization, Proxy-Authorization, Cookie, Set-Cookie and any header
-  whose name contains ``api-key``, ``apikey``, ``token`` or ``secret`` keep their name only.
+  whose name says api-key, token, secret, password or credential keep their name only
+  (rate-limit headers such as ``x-ratelimit-remaining-tokens`` are kept: they help debugging).
 - ``redact_url``: for recordings, a URL without userinfo and without secret query values.
 """
 
@@ -39,7 +40,8 @@ _PATTERN_RE = re.compile(
     r"(?i)(\bbearer\s+)[^\s'\",;]+|\b(sk-[A-Za-z0-9_\-]{8,})|\b(key-[A-Za-z0-9_\-]{16,})"
 )
 _SECRET_HEADER_RE = re.compile(
-    r"(?i)^(authorization|proxy-authorization|cookie|set-cookie)$|api-?key|token|secret|password"
+    r"(?i)^(authorization|proxy-authorization|cookie|set-cookie|x-auth[-_a-z]*)$"
+    r"|api[-_]?key|(^|[-_])token$|access[-_]?token|secret|password|credential"
 )
 _SECRET_QUERY_RE = re.compile(r"(?i)key|token|secret|sig|password|auth")
 

@@ -45,18 +45,42 @@ def _nullable_to_optional(schema: Any) -> Any:
     return schema
 
 
+_CAUSE_BRANCHES = [{"$ref": "#/$defs/AimuxNode"}, {"$ref": "#/$defs/SourceNode"}]
+
+
+def _discriminate_causes(schema: Any) -> Any:
+    """A cause node is an aimux node when it has ``kind``, else a source node (CONTRACT §1).
+    Said with if/then/else rather than anyOf, so validation stays linear in the chain depth."""
+    if isinstance(schema, dict):
+        if schema.get("anyOf") == _CAUSE_BRANCHES:
+            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+            return {
+                **rest,
+                "type": "object",
+                "if": {"required": ["kind"]},
+                "then": _CAUSE_BRANCHES[0],
+                "else": _CAUSE_BRANCHES[1],
+            }
+        return {k: _discriminate_causes(v) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_discriminate_causes(s) for s in schema]
+    return schema
+
+
 def generate() -> dict[str, bytes]:
     """Every file of ``schema/``: relative path → bytes."""
     files: dict[str, Any] = {}
     env = Envelope.model_json_schema(by_alias=True)
-    files["envelope.schema.json"] = _doc(_nullable_to_optional(env), "envelope.schema.json")
+    files["envelope.schema.json"] = _doc(
+        _discriminate_causes(_nullable_to_optional(env)), "envelope.schema.json"
+    )
     for cls in catalogue():
         payload = cls.Payload.model_json_schema(by_alias=True)
         props = {"name": {"const": cls.error_name}, **payload.get("properties", {})}
         if cls.error_name == "AI_RetryError":
             props["errors"] = {
                 "type": "array",
-                "items": {"$ref": "../envelope.schema.json#/$defs/AimuxNode"},
+                "items": {"$ref": "../../envelope.schema.json#/$defs/AimuxNode"},
             }
         body = {
             "title": cls.__name__,

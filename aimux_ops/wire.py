@@ -60,7 +60,7 @@ class Envelope(BaseModel):
     error: ErrorObject
     cause: CauseNode | None = None
     retryable: bool
-    retryAfterMs: int | None = Field(default=None, ge=0)  # noqa: N815 - the wire name
+    retryAfterMs: int | None = Field(default=None, ge=0)
     truncated: Truncated | None = None
 
 

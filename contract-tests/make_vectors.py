@@ -84,7 +84,7 @@ def schema_error(value: Any, schema: dict[str, Any]) -> BaseException:
 
 def os_error(path: str) -> BaseException:
     try:
-        open(path, "rb")  # noqa: SIM115
+        open(path, "rb")
     except OSError as exc:
         return exc
     raise RuntimeError("opened")
@@ -237,13 +237,19 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
     return v
 
 
+LENIENT = {"aimux-node-without-name"}
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     for old in OUT.glob("*.json"):
         old.unlink()
     schema = json.loads((Path(__file__).parent / "vector.schema.json").read_text())
     for i, (name, (description, envelope)) in enumerate(sorted(vectors().items())):
-        doc = {"description": description, "envelope": envelope, "chain": neutral_chain(envelope)}
+        doc: dict[str, Any] = {"description": description}
+        if name in LENIENT:
+            doc["lenient"] = True
+        doc.update(envelope=envelope, chain=neutral_chain(envelope))
         jsonschema.validate(doc, schema)
         (OUT / f"{i:03d}-{name}.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
     print(f"wrote {i + 1} vectors to {OUT}")

@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
             failed += len(vectors)
             continue
         with ThreadPoolExecutor(max_workers=2) as pool:
-            results = list(pool.map(lambda v: run_one(testee, *v), vectors))
+            results = list(pool.map(lambda v, t=testee: run_one(t, *v), vectors))
         bad = [r for r in results if r]
         for r in bad:
             print(r, file=sys.stderr)

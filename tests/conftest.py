@@ -1,0 +1,35 @@
+"""Session-wide checks: every envelope the core projects during the tests is validated against
+schema/ (a failure is reported by the test that produced it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from helpers import assert_valid_envelope
+
+import aimux_ops.dispatch
+import aimux_ops.envelope
+
+_problems: list[str] = []
+_original: Callable[[BaseException], bytes] = aimux_ops.envelope.project
+
+
+def _validating_project(exc: BaseException) -> bytes:
+    data = _original(exc)
+    try:
+        assert_valid_envelope(data)
+    except Exception as problem:
+        _problems.append(f"{type(problem).__name__}: {problem}\n{data[:2000]!r}")
+    return data
+
+
+aimux_ops.envelope.project = _validating_project
+aimux_ops.dispatch.project = _validating_project  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
+def _every_envelope_is_valid() -> Iterator[None]:
+    _problems.clear()
+    yield
+    assert not _problems, "an envelope failed schema validation:\n" + "\n".join(_problems)

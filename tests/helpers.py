@@ -1,0 +1,105 @@
+"""Shared test helpers: schema validation of every envelope, the canary scan, the vectors."""
+
+from __future__ import annotations
+
+import json
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import orjson
+from referencing import Registry, Resource
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_DIR = ROOT / "schema"
+VECTORS_DIR = ROOT / "contract-tests" / "vectors"
+
+
+@lru_cache(maxsize=1)
+def _registry() -> Registry:
+    resources = []
+    for path in SCHEMA_DIR.rglob("*.schema.json"):
+        doc = json.loads(path.read_text())
+        resources.append((str(path.relative_to(SCHEMA_DIR)), Resource.from_contents(doc)))
+    return Registry().with_resources(resources)
+
+
+@cache
+def validator(rel: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((SCHEMA_DIR / rel).read_text())
+    return jsonschema.Draft202012Validator(schema, registry=_registry())
+
+
+@lru_cache(maxsize=1)
+def _payload_schemas() -> dict[tuple[str, str], str]:
+    out = {}
+    for path in (SCHEMA_DIR / "errors").rglob("*.schema.json"):
+        doc = json.loads(path.read_text())
+        out[(doc["x-aimux"]["kind"], doc["properties"]["name"]["const"])] = str(
+            path.relative_to(SCHEMA_DIR)
+        )
+    return out
+
+
+def _nodes(node: Any) -> list[dict[str, Any]]:
+    out = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, dict):
+            continue
+        out.append(n)
+        if isinstance(n.get("cause"), dict):
+            stack.append(n["cause"])
+        err = n.get("error")
+        if isinstance(err, dict) and isinstance(err.get("errors"), list):
+            stack.extend(err["errors"])
+    return out
+
+
+def assert_valid_envelope(envelope: bytes | str | dict[str, Any]) -> dict[str, Any]:
+    """Validate against schema/envelope.schema.json, each known payload against its own schema,
+    and the byte bounds of CONTRACT §1. Returns the parsed envelope."""
+    raw = envelope if isinstance(envelope, (bytes, str)) else orjson.dumps(envelope)
+    if isinstance(raw, str):
+        raw = raw.encode()
+    assert len(raw) <= 1024 * 1024, f"envelope is {len(raw)} bytes"
+    doc = orjson.loads(raw)
+    validator("envelope.schema.json").validate(doc)
+    payloads = _payload_schemas()
+    depth_ok = True
+    for node in _nodes(doc):
+        assert len(node["message"].encode()) <= 1024, "message over 1 KiB"
+        if "kind" in node:
+            rel = payloads.get((node["kind"], node["error"]["name"]))
+            if rel is not None:
+                validator(rel).validate(node["error"])
+            for key in ("value", "responseBody", "data"):
+                if key in node["error"]:
+                    assert len(orjson.dumps(node["error"][key])) <= 16 * 1024 + 64, key
+    # at most 16 nodes deep along any cause path
+    def depth(n: dict[str, Any]) -> int:
+        c = n.get("cause")
+        return 1 + (depth(c) if isinstance(c, dict) else 0)
+
+    depth_ok = depth(doc) <= 16
+    assert depth_ok, "chain deeper than 16"
+    return doc  # type: ignore[no-any-return]
+
+
+def load_vectors() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (p.name, json.loads(p.read_text(encoding="utf-8")))
+        for p in sorted(VECTORS_DIR.glob("*.json"))
+    ]
+
+
+CANARY = "sk-canary-7f3a9c1e5b2d4f60a8e1"
+
+
+def assert_no_canary(*blobs: bytes | str | Any) -> None:
+    """No byte of any blob contains the canary key (or its Bearer form)."""
+    for blob in blobs:
+        data = blob if isinstance(blob, bytes) else (blob.encode() if isinstance(blob, str) else orjson.dumps(blob))
+        assert CANARY.encode() not in data, f"canary key leaked: {data[:300]!r}"

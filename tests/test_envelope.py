@@ -1,0 +1,175 @@
+"""The projection: shape, causes, bounds, scrubbing, retryability (CONTRACT §1)."""
+
+from __future__ import annotations
+
+import httpx
+import orjson
+import pytest
+from helpers import assert_valid_envelope
+
+from aimux_ops import errors as E
+from aimux_ops.envelope import chain_links, project
+from aimux_ops.redact import remember_secret
+
+
+def raised(exc: BaseException, cause: BaseException | None = None) -> BaseException:
+    try:
+        if cause is None:
+            raise exc
+        raise exc from cause
+    except BaseException as caught:
+        return caught
+
+
+def refused() -> httpx.HTTPError:
+    with pytest.raises(httpx.ConnectError) as info:
+        httpx.get("http://user:pw@127.0.0.1:1/v1/models?api_key=zzz", timeout=2)
+    return info.value
+
+
+def test_transport_chain_reaches_the_os_error_without_any_url() -> None:
+    exc = raised(E.APICallError("Cannot connect to API: " + str(refused()), is_retryable=True), refused())
+    data = project(exc)
+    env = assert_valid_envelope(data)
+    types = []
+    node = env
+    while "cause" in node:
+        node = node["cause"]
+        types.append(node.get("type"))
+    assert types == ["httpx.ConnectError", "httpcore.ConnectError", "ConnectionRefusedError"]
+    assert "Connection refused" in node["message"]
+    assert b"127.0.0.1" not in data and b"http://" not in data
+    assert env["retryable"] is True and "retryAfterMs" not in env
+    assert "statusCode" not in env["error"], "never fabricated"
+
+
+def test_member_order_and_root_only_fields() -> None:
+    env = orjson.loads(project(raised(E.JSONParseError("bad", text="{"), ValueError("x"))))
+    assert list(env) == ["kind", "code", "message", "error", "cause", "retryable"]
+    assert env["error"] == {"name": "AI_JSONParseError", "text": "{"}
+    assert env["cause"] == {"message": "x", "type": "ValueError"}
+
+
+def test_retry_after_from_headers_only() -> None:
+    err = E.APICallError("slow down", status_code=429, is_retryable=True, response_headers={"Retry-After": "3"})
+    assert orjson.loads(project(err))["retryAfterMs"] == 3000
+    err = E.APICallError("slow down", status_code=429, is_retryable=True, response_headers={"retry-after-ms": "150", "retry-after": "9"})
+    assert orjson.loads(project(err))["retryAfterMs"] == 150
+    # a number in the message is not a hint
+    err = E.APICallError("retry after 5 seconds", status_code=429, is_retryable=True)
+    assert "retryAfterMs" not in orjson.loads(project(err))
+
+
+def test_retry_error_has_no_cause_and_lists_attempts() -> None:
+    attempts = [E.APICallError("a", status_code=500, is_retryable=True), E.APICallError("b", status_code=503, is_retryable=True, response_headers={"retry-after-ms": "20"})]
+    env = assert_valid_envelope(project(E.RetryError(errors=attempts)))
+    assert "cause" not in env
+    assert [a["message"] for a in env["error"]["errors"]] == ["a", "b"]
+    assert env["retryable"] is True and env["retryAfterMs"] == 20
+    assert env["message"] == "Failed after 2 attempts. Last error: b"
+    links = chain_links(project(E.RetryError(errors=attempts)))
+    assert [(c, m) for c, m, _ in links] == [(14, env["message"].encode()), (11, b"b")]
+
+
+def test_non_aimux_exception_becomes_internal_with_its_chain() -> None:
+    env = assert_valid_envelope(project(raised(KeyError("k"), OSError(5, "I/O error"))))
+    assert (env["kind"], env["code"], env["error"]["name"]) == ("binding", 208, "InternalError")
+    assert env["cause"]["type"] == "KeyError"
+    assert env["cause"]["cause"] == {"message": "[Errno 5] I/O error", "type": "OSError"}
+
+
+def test_context_is_followed_unless_suppressed() -> None:
+    try:
+        try:
+            raise ValueError("inner")
+        except ValueError:
+            raise RuntimeError("outer")  # noqa: B904 - implicit context on purpose
+    except RuntimeError as exc:
+        implicit = exc
+    env = orjson.loads(project(raised(E.OtherError("x"), implicit)))
+    assert env["cause"]["cause"]["message"] == "inner"
+    try:
+        try:
+            raise ValueError("inner")
+        except ValueError:
+            raise RuntimeError("outer") from None
+    except RuntimeError as exc:
+        suppressed = exc
+    env = orjson.loads(project(raised(E.OtherError("x"), suppressed)))
+    assert "cause" not in env["cause"]
+
+
+def test_bounds_are_marked() -> None:
+    env = assert_valid_envelope(project(E.APICallError("m" * 5000, status_code=500, is_retryable=True, response_body="b" * 40000, data={"k": "v" * 40000})))
+    assert len(env["message"].encode()) <= 1024 and env["message"].endswith("…[truncated]")
+    assert len(env["error"]["responseBody"].encode()) <= 16384
+    assert isinstance(env["error"]["data"], str) and env["error"]["data"].endswith("…[truncated]")
+    assert set(env["truncated"]) == {"message", "error.responseBody", "error.data"}
+
+
+def test_depth_and_cycles_are_cut_and_marked() -> None:
+    exc: BaseException = ValueError("0")
+    for i in range(1, 100):
+        exc = raised(RuntimeError(str(i)), exc)
+    env = assert_valid_envelope(project(raised(E.OtherError("deep"), exc)))
+    node, n = env, 1
+    while "cause" in node:
+        node, n = node["cause"], n + 1
+    assert n == 16 and node["truncated"] == ["cause"]
+    a, b = RuntimeError("a"), RuntimeError("b")
+    a.__cause__, b.__cause__ = b, a
+    env = assert_valid_envelope(project(raised(E.OtherError("cyc"), a)))
+    assert env["cause"]["cause"]["truncated"] == ["cause"]
+
+
+def test_envelope_never_exceeds_one_mib() -> None:
+    def fat(i: int) -> E.APICallError:
+        inner: BaseException = ValueError("v" * 2000)
+        for j in range(20):
+            inner = raised(RuntimeError(f"{i}.{j} " + "w" * 2000), inner)
+        return raised(E.APICallError("x" * 2000, status_code=500, is_retryable=True, response_body="r" * 20000, data=["d" * 20000]), inner)  # type: ignore[return-value]
+
+    data = project(E.RetryError(errors=[fat(i) for i in range(40)]))
+    env = assert_valid_envelope(data)
+    assert len(data) <= 1024 * 1024
+    assert "envelope" in env["truncated"] or "error.errors" in env["truncated"]
+
+
+def test_secrets_are_scrubbed_everywhere() -> None:
+    key = "sk-live-0123456789abcdefSECRET"
+    remember_secret(key)
+    err = raised(
+        E.APICallError(
+            f"Incorrect API key provided: {key}. See https://platform.example/keys?token=abc",
+            status_code=401,
+            is_retryable=False,
+            response_headers={"authorization": f"Bearer {key}", "x-api-key": key, "set-cookie": "s=1", "x-request-id": "r1"},
+            response_body=f'{{"error": {{"message": "bad key {key}"}}}}',
+            data={"error": {"message": f"bad key {key}", "api_key": "whatever"}},
+        ),
+        ValueError(f"Authorization: Bearer {key}"),
+    )
+    data = project(err)
+    assert key.encode() not in data
+    env = orjson.loads(data)
+    assert "https://" not in env["message"] and "[url]" in env["message"]
+    assert env["error"]["responseHeaders"]["authorization"] == "[REDACTED]"
+    assert env["error"]["responseHeaders"]["set-cookie"] == "[REDACTED]"
+    assert env["error"]["responseHeaders"]["x-request-id"] == "r1"
+    assert env["error"]["data"]["error"]["api_key"] == "[REDACTED]"
+
+
+def test_lone_surrogates_and_non_string_args() -> None:
+    env = assert_valid_envelope(project(raised(E.OtherError("a\ud800b"), ValueError(12, None, {"x": 1}))))
+    assert env["message"] == "a?b"
+    assert env["cause"]["message"] == "(12, None, {'x': 1})"
+
+
+class _BrokenStr(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no str for you")
+
+
+def test_unprintable_exception() -> None:
+    env = assert_valid_envelope(project(raised(E.OtherError("x"), _BrokenStr())))
+    assert env["cause"]["message"] == "<unprintable _BrokenStr>"
