@@ -14,11 +14,11 @@ BINDINGS  := cpp node go java
 export AIMUX_LIB := $(LIB)
 SUB_ENV   := PYTHON=$(PY) AIMUX_LIB=$(LIB)
 
-.PHONY: help setup native schema check-schema lint test test-python test-native test-vectors \
+.PHONY: help setup native schema check-schema lint test test-python test-native test-vectors test-fuzz fuzz \
         $(addprefix test-,$(BINDINGS)) $(addprefix setup-,$(BINDINGS)) demo bench recordings clean
 
 help:
-	@echo "make demo | test | setup | native | schema | check-schema | lint | bench | recordings | clean"
+	@echo "make demo | test | setup | native | schema | check-schema | lint | bench | fuzz | recordings | clean"
 
 ## setup: .venv with the package (editable) and every dev tool, from the pinned lock file
 setup: $(STAMP)
@@ -58,7 +58,11 @@ test-native: native
 $(addprefix test-,$(BINDINGS)): test-%: native
 	$(MAKE) -C bindings/$* test $(SUB_ENV)
 
-test: lint check-schema test-python test-native $(addprefix test-,$(BINDINGS)) test-vectors
+## test-fuzz: a short, bounded fuzzing slice (the long run is `make fuzz`)
+test-fuzz: native
+	$(MAKE) -C fuzz smoke $(SUB_ENV)
+
+test: lint check-schema test-python test-native $(addprefix test-,$(BINDINGS)) test-vectors test-fuzz
 	@echo "make test: every suite passed"
 
 demo: native
@@ -66,6 +70,10 @@ demo: native
 
 bench: native
 	$(MAKE) -C native bench $(SUB_ENV)
+	$(MAKE) -C bench bench $(SUB_ENV)
+
+fuzz: native
+	$(MAKE) -C fuzz fuzz $(SUB_ENV)
 
 ## recordings: re-record recordings/demo.jsonl against the local fault server
 recordings: setup
