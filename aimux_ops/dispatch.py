@@ -106,15 +106,15 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
         ) from detail
 
 
+def _op_names() -> list[str]:
+    return sorted(s.name for s in all_ops())
+
+
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
     name = _op_name(op)
     spec = get_op(name)
     if spec is None:
-        raise UnknownOpError(
-            f"unknown op {name[:200]!r}",
-            op=name[:200],
-            available_ops=sorted(s.name for s in all_ops()),
-        )
+        raise UnknownOpError(f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names())
     if spec.mode != mode:
         raise WrongModeError(
             f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
@@ -133,12 +133,26 @@ def _dump(value: Any) -> bytes:
         raise ResultSerializationError("the result could not be serialized to JSON") from exc
 
 
+#: Results of pure ops (``aimux.version``, ``aimux.manifest``) by (op, params bytes): the
+#: hottest calls across the C ABI answer without validation or serialization.
+_pure_results: dict[tuple[str | bytes, bytes | str], bytes] = {}
+_PURE_KEY_MAX = 256
+
+
 def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
     """Run a call op: ``(result JSON, None)`` or ``(None, envelope JSON)``. Never raises."""
     try:
+        if params_json is not None and len(params_json) <= _PURE_KEY_MAX:
+            cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
+            if cached is not None:
+                return cached, None
         spec = _resolve(op, "call")
         params = _validate(spec, params_json)
-        return _dump(spec.handler(params)), None
+        result = _dump(spec.handler(params))
+        if spec.pure and op is not None and params_json is not None:
+            if len(params_json) <= _PURE_KEY_MAX and len(_pure_results) < 1024:
+                _pure_results[(op, params_json)] = result
+        return result, None
     except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
         return None, project(exc)
 

@@ -130,6 +130,7 @@ def build_manifest() -> dict[str, Any]:
     params=NoParams,
     result=VersionResult,
     description="The core's name, version and C ABI version.",
+    pure=True,
 )
 def version(params: NoParams) -> dict[str, Any]:
     return {"name": "aimux-ops", "version": __version__, "abiVersion": ABI_VERSION}
@@ -141,6 +142,7 @@ def version(params: NoParams) -> dict[str, Any]:
     params=NoParams,
     result=ManifestResult,
     description="Every op with its params / result / event schemas and every error code.",
+    pure=True,
 )
 def manifest(params: NoParams) -> dict[str, Any]:
     return build_manifest()

@@ -59,6 +59,8 @@ class OpSpec:
     event: Any
     handler: Callable[..., Any]
     description: str = ""
+    #: A pure op's result depends on its params only: the dispatcher may answer from a cache.
+    pure: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,11 +75,12 @@ def register_op(
     result: type[BaseModel] | None = None,
     event: Any = None,
     description: str = "",
+    pure: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``handler`` as op ``name``."""
 
     def deco(handler: Callable[..., Any]) -> Callable[..., Any]:
-        _OPS[name] = OpSpec(name, mode, params, result, event, handler, description)
+        _OPS[name] = OpSpec(name, mode, params, result, event, handler, description, pure)
         return handler
 
     return deco
