@@ -43,6 +43,8 @@ DEFAULT_LIMITS = Limits()
 
 def clip_text(text: str, limit: int) -> tuple[str, bool]:
     """``text`` as valid UTF-8 (lone surrogates replaced) of at most ``limit`` bytes."""
+    if len(text) <= limit and text.isascii():
+        return text, False
     try:
         raw = text.encode("utf-8")
     except UnicodeEncodeError:
