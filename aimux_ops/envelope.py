@@ -130,7 +130,13 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
         name_raw = error.get("name")
         name = name_raw if isinstance(name_raw, str) else None
         cls = lookup(kind, name, code)
-        if cls is None or (name is not None and cls.error_name != name):
+        # A name this version does not know stays generic even when its code is known; a
+        # RetryError is one only by name (the native-chain rule follows attempts by name).
+        if (
+            cls is None
+            or (name is not None and cls.error_name != name)
+            or (cls is RetryError and name is None)
+        ):
             exc = UnknownError(message, kind=kind, code=code, name=name)
         else:
             exc = cls.__new__(cls)

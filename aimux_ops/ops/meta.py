@@ -82,10 +82,7 @@ def _field_type(schema: dict[str, Any]) -> str:
 
 def _error_fields(cls: Any) -> list[ManifestField]:
     props = cls.Payload.model_json_schema(by_alias=True).get("properties", {})
-    fields = [ManifestField(name=k, type=_field_type(v)) for k, v in props.items()]
-    if cls.error_name == "AI_RetryError":
-        fields.append(ManifestField(name="errors", type="array"))
-    return fields
+    return [ManifestField(name=k, type=_field_type(v)) for k, v in props.items()]
 
 
 @lru_cache(maxsize=1)
