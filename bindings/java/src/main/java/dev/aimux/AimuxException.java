@@ -1,0 +1,61 @@
+package dev.aimux;
+
+import dev.aimux.errors.AimuxErrorType;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * A failed aimux call: the decoded root of an error envelope.
+ *
+ * <p>Every known variant is a generated subclass in {@code dev.aimux.errors} (e.g.
+ * {@code RetryException}, {@code APICallException}); an envelope whose kind or code this build does
+ * not know decodes to a plain {@code AimuxException} that still keeps {@link #kind()}, {@link #code()}
+ * and the raw JSON ({@link #toJson()}).
+ *
+ * <p>The native cause chain is the standard {@link #getCause()}: {@link AimuxCauseException} for aimux
+ * nodes, {@link AimuxSourceException} for snapshots of external exceptions, down to the OS error. For
+ * an {@code AI_RetryError} the last attempt is the cause and the earlier attempts are
+ * {@linkplain #getSuppressed() suppressed}, so {@code printStackTrace()} shows them all.
+ */
+public class AimuxException extends RuntimeException implements AimuxNode {
+    private static final long serialVersionUID = 1L;
+
+    private final ErrorNode node;
+
+    public AimuxException(ErrorNode node) {
+        super(node.message);
+        this.node = node;
+    }
+
+    @Override public String kind() { return node.kind; }
+    @Override public int code() { return node.code; }
+    @Override public String name() { return node.name; }
+    /** The whole envelope, exactly as the core produced it. */
+    @Override public String toJson() { return node.toJson(); }
+    @Override public Optional<AimuxErrorType> variant() { return node.variant(); }
+    @Override public Map<String, Object> errorFields() { return node.errorFields(); }
+
+    /** Whether retrying the same call could succeed (the envelope's {@code retryable}). */
+    public boolean retryable() {
+        var r = node.json.get("retryable");
+        return r != null && r.isBoolean() && r.booleanValue();
+    }
+
+    /** The server's retry hint ({@code retryAfterMs}), present only when one was observed. */
+    public Optional<Duration> retryAfter() {
+        var r = node.json.get("retryAfterMs");
+        if (r == null || !r.isIntegralNumber() || !r.canConvertToLong()) {
+            return Optional.empty();
+        }
+        return Optional.of(Duration.ofMillis(r.longValue()));
+    }
+
+    @Override
+    public String toString() {
+        String msg = getLocalizedMessage();
+        String head = getClass().getName() + " " + node.describe();
+        return msg != null ? head + ": " + msg : head;
+    }
+}

@@ -1,0 +1,49 @@
+package dev.aimux;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/** Envelopes the binding itself has to produce (never a hand-built JSON string). */
+final class Envelopes {
+    private Envelopes() {}
+
+    /** When the library's JSON is unusable: rebuild a minimal envelope from aimux_error_code / message. */
+    static AimuxException fromCodeAndMessage(int code, String message) {
+        String kind = code >= 1 && code <= 99 ? "aimux"
+                : code >= 100 && code <= 199 ? "recording"
+                : code >= 200 && code <= 299 ? "binding"
+                : code >= 300 && code <= 399 ? "protocol" : "unknown";
+        ObjectNode env = ErrorNode.MAPPER.createObjectNode();
+        env.put("kind", kind);
+        env.put("code", code);
+        env.put("message", message == null ? "" : message);
+        env.putObject("error");
+        env.put("retryable", false);
+        return AimuxDecoder.decode(env, env.toString());
+    }
+
+    /** A binding-domain error raised before the call reaches the library (e.g. a NUL inside a string). */
+    static AimuxException binding(int code, String name, String message, String argument) {
+        ObjectNode env = ErrorNode.MAPPER.createObjectNode();
+        env.put("kind", "binding");
+        env.put("code", code);
+        env.put("message", message);
+        ObjectNode err = env.putObject("error");
+        err.put("name", name);
+        err.put("argument", argument);
+        env.put("retryable", false);
+        return AimuxDecoder.decode(env, env.toString());
+    }
+
+    /** An op name the library could never have registered (it contains a NUL character). */
+    static AimuxException unknownOp(String op) {
+        ObjectNode env = ErrorNode.MAPPER.createObjectNode();
+        env.put("kind", "protocol");
+        env.put("code", 300);
+        env.put("message", "unknown op (the name contains a NUL character)");
+        ObjectNode err = env.putObject("error");
+        err.put("name", "UnknownOpError");
+        err.put("op", op);
+        env.put("retryable", false);
+        return AimuxDecoder.decode(env, env.toString());
+    }
+}
