@@ -1,0 +1,239 @@
+// aimux.hpp — the header-only C++17 binding of libaimux (native/aimux.h).
+//
+//   std::string r = aimux::call("generate_text", params_json);     // throws aimux::NativeError
+//   for (const std::string& event : aimux::Stream("stream_text", params_json)) {
+//       if (auto err = aimux::event_error(event)) throw *err;   // a failure mid-stream
+//   }
+//   try { ... } catch (const aimux::NativeError& e) {
+//       e.code(); e.kind(); e.name(); e.json();
+//       for (auto c = e.cause(); c; c = c->cause()) { ... }      // the native cause chain
+//   }
+//
+// Build with -I<repo>/native -I<repo>/bindings/cpp and link -laimux. No JSON library is needed:
+// the chain is walked with aimux_error_cause(), and kind / name come from the library.
+#ifndef AIMUX_HPP
+#define AIMUX_HPP
+
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "aimux.h"
+
+namespace aimux {
+
+/// Stable error codes (CONTRACT §1; append-only).
+namespace codes {
+inline constexpr std::int32_t OTHER = 1, JSON_PARSE = 2, INVALID_RESPONSE_DATA = 3, TYPE_VALIDATION = 3,
+                              INVALID_ARGUMENT = 5, INVALID_PROMPT = 6, UNSUPPORTED_FUNCTIONALITY = 8,
+                              NO_SUCH_MODEL = 9, NO_SUCH_PROVIDER = 10, API_CALL = 11, TIMEOUT = 12,
+                              ABORTED = 13, RETRY = 14, NO_SUCH_TOOL = 15, INVALID_TOOL_INPUT = 16,
+                              TOOL_CALL_REPAIR = 17, LOAD_API_KEY = 18, NO_OUTPUT_GENERATED = 20,
+                              NO_OBJECT_GENERATED = 21;
+inline constexpr std::int32_t OPEN_FILE = 101, NO_MATCH = 102, CORRUPT = 103, UNSUPPORTED_SCHEMA = 104,
+                              WRITE = 105;
+inline constexpr std::int32_t INVALID_UTF8 = 201, INVALID_WIRE_JSON = 202, INVALID_HANDLE = 203,
+                              NULL_ARGUMENT = 204, RESULT_SERIALIZATION = 205, RUNTIME_INIT = 207,
+                              INTERNAL = 208;
+inline constexpr std::int32_t UNKNOWN_OP = 300, INVALID_PARAMS = 301, WRONG_MODE = 302;
+}  // namespace codes
+
+namespace detail {
+struct StringDeleter {
+    void operator()(char *s) const noexcept { aimux_string_free(s); }
+};
+using CString = std::unique_ptr<char, StringDeleter>;
+
+inline std::string take(char *s) {
+    CString owned(s);
+    return owned ? std::string(owned.get()) : std::string();
+}
+inline std::optional<std::string> take_opt(char *s) {
+    CString owned(s);
+    if (!owned) return std::nullopt;
+    return std::string(owned.get());
+}
+struct ErrorDeleter {
+    void operator()(aimux_error_t *e) const noexcept { aimux_error_free(e); }
+};
+}  // namespace detail
+
+/// One node of an aimux error chain, as a C++ exception. The root owns the C chain (shared by
+/// every NativeError reached through cause(), so a cause outlives the error it came from).
+class NativeError : public std::runtime_error {
+public:
+    /// Takes ownership of a root error returned by the C API (must not be NULL).
+    static NativeError adopt(aimux_error_t *err) {
+        std::shared_ptr<aimux_error_t> root(err, detail::ErrorDeleter{});
+        return NativeError(root, err);
+    }
+
+    /// The stable code; 0 for a source node (a snapshot of an external exception).
+    std::int32_t code() const noexcept { return aimux_error_code(node_); }
+
+    /// "aimux", "recording", "binding", "protocol" (or a kind a newer core sends), or "source".
+    /// Falls back to the code range if the library cannot read the node.
+    std::string kind() const {
+        if (auto k = detail::take_opt(aimux_error_kind(node_))) return *k;
+        return kind_of_code(code());
+    }
+    static std::string kind_of_code(std::int32_t code) {
+        if (code == 0) return "source";
+        if (code < 100) return "aimux";
+        if (code < 200) return "recording";
+        if (code < 300) return "binding";
+        if (code < 400) return "protocol";
+        return "unknown";
+    }
+
+    bool is_source() const { return kind() == "source"; }
+
+    /// error.name of an aimux node (e.g. "AI_APICallError"), the exception type of a source node
+    /// (e.g. "ConnectionRefusedError"); nullopt when the node has none.
+    std::optional<std::string> name() const { return detail::take_opt(aimux_error_name(node_)); }
+
+    /// The display message (also what()).
+    std::string message() const { return what(); }
+
+    /// The JSON of this node: the whole envelope for a root, the node's JSON below it.
+    std::string json() const { return detail::take(aimux_error_json(node_)); }
+
+    /// The next link of the native cause chain (a node's cause; for an AI_RetryError its last
+    /// attempt), or nullopt at the end.
+    std::optional<NativeError> cause() const {
+        const aimux_error_t *next = aimux_error_cause(node_);
+        if (next == nullptr) return std::nullopt;
+        return NativeError(root_, next);
+    }
+
+    /// The root of the chain this node belongs to.
+    NativeError root() const { return NativeError(root_, root_.get()); }
+
+    /// The underlying C node (borrowed; valid as long as any NativeError of this chain lives).
+    const aimux_error_t *raw() const noexcept { return node_; }
+
+private:
+    NativeError(std::shared_ptr<aimux_error_t> root, const aimux_error_t *node)
+        : std::runtime_error(message_of(node)), root_(std::move(root)), node_(node) {}
+    static std::string message_of(const aimux_error_t *node) {
+        return detail::take(aimux_error_message(node));
+    }
+
+    std::shared_ptr<aimux_error_t> root_;
+    const aimux_error_t *node_;
+};
+
+/// Throws the error as a NativeError (taking ownership) when it is not NULL.
+inline void check(aimux_error_t *err) {
+    if (err != nullptr) throw NativeError::adopt(err);
+}
+
+/// Calls a request/response op; returns the result JSON or throws NativeError.
+inline std::string call(const std::string &op, const std::string &params_json = "{}") {
+    char *out = nullptr;
+    check(aimux_call(op.c_str(), params_json.c_str(), &out));
+    return detail::take(out);
+}
+
+/// Decodes an envelope given as JSON text into its NativeError (with its cause chain). Throws a
+/// NativeError (202 / 201) when the text is not an envelope.
+inline NativeError decode(const std::string &envelope_json) {
+    aimux_error_t *decoded = nullptr;
+    check(aimux_error_from_json(envelope_json.c_str(), &decoded));
+    return NativeError::adopt(decoded);
+}
+
+/// For a stream `error` event ({"type":"error","error":<envelope>}, as the core writes it), the
+/// decoded NativeError; nullopt for any other event.
+inline std::optional<NativeError> event_error(const std::string &event_json) {
+    static const std::string prefix = "{\"type\":\"error\",\"error\":";
+    if (event_json.size() < prefix.size() + 2 || event_json.compare(0, prefix.size(), prefix) != 0 ||
+        event_json.back() != '}')
+        return std::nullopt;
+    return decode(event_json.substr(prefix.size(), event_json.size() - prefix.size() - 1));
+}
+
+/// The ABI version of the loaded library.
+inline std::uint32_t abi_version() noexcept { return aimux_abi_version(); }
+
+/// A stream (RAII: the handle is freed by the destructor). Iterate it with range-for; each event
+/// is one JSON string ({"type": "text-delta", ...}, ..., {"type": "error", "error": <envelope>}).
+/// next() and iteration throw NativeError for an invalid handle; cancel() may be called from
+/// any thread and ends the iteration.
+class Stream {
+public:
+    Stream(const std::string &op, const std::string &params_json) {
+        check(aimux_stream(op.c_str(), params_json.c_str(), &handle_));
+    }
+    Stream(const Stream &) = delete;
+    Stream &operator=(const Stream &) = delete;
+    Stream(Stream &&other) noexcept : handle_(std::exchange(other.handle_, 0)) {}
+    Stream &operator=(Stream &&other) noexcept {
+        if (this != &other) {
+            reset();
+            handle_ = std::exchange(other.handle_, 0);
+        }
+        return *this;
+    }
+    ~Stream() { reset(); }
+
+    /// The next event, or nullopt when the stream has ended (or was cancelled).
+    std::optional<std::string> next() {
+        char *event = nullptr;
+        check(aimux_stream_next(handle_, &event));
+        return detail::take_opt(event);
+    }
+
+    /// Cancels the stream (thread-safe): a blocked next() wakes and reports the end.
+    void cancel() noexcept {
+        if (handle_ != 0) aimux_stream_cancel(handle_);
+    }
+
+    std::uint64_t handle() const noexcept { return handle_; }
+
+    class iterator {
+    public:
+        using iterator_category = std::input_iterator_tag;
+        using value_type = std::string;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const std::string *;
+        using reference = const std::string &;
+
+        iterator() = default;
+        explicit iterator(Stream *s) : stream_(s) { advance(); }
+        reference operator*() const { return *current_; }
+        pointer operator->() const { return &*current_; }
+        iterator &operator++() {
+            advance();
+            return *this;
+        }
+        void operator++(int) { advance(); }
+        bool operator==(const iterator &o) const { return stream_ == o.stream_; }
+        bool operator!=(const iterator &o) const { return stream_ != o.stream_; }
+
+    private:
+        void advance() {
+            current_ = stream_->next();
+            if (!current_) stream_ = nullptr;
+        }
+        Stream *stream_ = nullptr;
+        std::optional<std::string> current_;
+    };
+
+    iterator begin() { return iterator(this); }
+    iterator end() { return iterator(); }
+
+private:
+    void reset() noexcept {
+        if (handle_ != 0) aimux_stream_free(std::exchange(handle_, 0));
+    }
+    std::uint64_t handle_ = 0;
+};
+
+}  // namespace aimux
+
+#endif  // AIMUX_HPP
