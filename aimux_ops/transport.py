@@ -1,0 +1,398 @@
+"""HTTP transport: one pooled httpx client, per-call deadlines, SSE parsing, cancellation, and the
+transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer as a cause node").
+
+- ``HttpTransport.send`` posts a request and returns an ``HttpResponse`` once the status line and
+  headers are in; the body is read with ``read()`` or, for streams, ``iter_events()`` (SSE
+  ``(event, data)`` pairs, parsed from raw bytes without per-line decoding).
+- ``Deadline``: ``timeoutMs`` spans the whole call (every attempt). Each request gets the remaining
+  time as its httpx timeouts, and a watchdog shuts the socket down when the deadline passes while
+  a body is being read, so a slow drip cannot outlive it. Expiry → ``TimeoutError`` (code 12).
+- The httpx / httpcore loggers get a filter that scrubs every record (their DEBUG lines carry raw
+  response headers, an echoed key among them; httpx's INFO line the URL with its userinfo).
+- ``HttpResponse.abort()`` (any thread) shuts the socket down so a blocked read wakes: used for
+  stream cancellation.
+- Failures map to ``APICallError`` raised ``from`` the httpx exception, whose own chain is
+  httpcore's exception and the ``OSError`` below it. No message carries a URL (httpx's messages
+  do not; the projection scrubs any that slip through).
+
+httpx releases the interpreter lock while it waits on the socket; nothing here holds a lock across
+a network wait.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import logging
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, Protocol
+
+import httpx
+
+from .errors import AimuxError, APICallError, InvalidArgumentError
+from .errors import TimeoutError as AITimeoutError
+from .redact import redact_headers, redact_url, scrub_message, scrub_text
+
+__all__ = [
+    "Deadline",
+    "HTTPRequest",
+    "HttpResponse",
+    "HttpTransport",
+    "Response",
+    "Transport",
+    "default_transport",
+    "iter_sse",
+]
+
+SSEEvent = tuple[str | None, bytes]
+
+
+class Deadline:
+    """The per-call deadline of ``timeoutMs`` (None: no deadline)."""
+
+    __slots__ = ("expires_at", "fired", "timeout_ms")
+
+    def __init__(self, timeout_ms: int | None) -> None:
+        self.timeout_ms = timeout_ms
+        self.expires_at = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000.0
+        #: Set by a watchdog that aborted a read because the deadline passed.
+        self.fired = False
+
+    def remaining(self) -> float | None:
+        if self.expires_at is None:
+            return None
+        return self.expires_at - time.monotonic()
+
+    def expired(self) -> bool:
+        rem = self.remaining()
+        return rem is not None and rem <= 0
+
+    def error(self) -> AITimeoutError:
+        return AITimeoutError(
+            f"The call did not complete within {self.timeout_ms} ms.", timeout_ms=self.timeout_ms
+        )
+
+    def check(self) -> None:
+        """Raise ``TimeoutError`` when the deadline has passed."""
+        if self.expired():
+            raise self.error()
+
+
+@dataclass
+class HTTPRequest:
+    """One request: the URL is only used to connect, never put in a message."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    stream: bool = False
+    #: The parsed JSON body (for recording / replay matching), when the caller has it.
+    json_body: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Response(Protocol):
+    """What a provider reads from: a live response, or one served from a recording."""
+
+    status: int
+    reason: str
+    #: lower-cased header names, raw values (redact before they leave the core)
+    headers: dict[str, str]
+
+    def read(self) -> bytes: ...
+
+    def iter_events(self) -> Iterator[SSEEvent]: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class Transport(Protocol):
+    def send(self, request: HTTPRequest, deadline: Deadline) -> Response: ...
+
+
+# -- SSE -------------------------------------------------------------------------------------------
+
+
+def _parse_event(block: bytes) -> SSEEvent | None:
+    """The general path: one event block (LF line endings) → (event, data), or None."""
+    data: list[bytes] = []
+    event: str | None = None
+    for line in block.split(b"\n"):
+        if line[:5] == b"data:":
+            value = line[5:]
+            data.append(value[1:] if value[:1] == b" " else value)
+        elif line[:6] == b"event:":
+            event = line[6:].strip().decode("utf-8", "replace")
+    if not data:
+        return None
+    return event, data[0] if len(data) == 1 else b"\n".join(data)
+
+
+def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
+    """Server-sent events from raw byte chunks: ``(event name or None, data)`` per event.
+
+    Lines end in LF or CRLF; ``data:`` lines of one event are joined by LF; comments, ``id:`` and
+    ``retry:`` are ignored; an event still pending at EOF is delivered too. The common case (one
+    ``data: …`` line per event) is split out by C-level ``bytes.split``, not a per-line loop."""
+    buf = b""
+    for chunk in chunks:
+        if not chunk:
+            continue
+        buf = buf + chunk if buf else chunk
+        if b"\r" in chunk:
+            buf = buf.replace(b"\r\n", b"\n")
+        end = buf.rfind(b"\n\n")
+        if end < 0:
+            continue
+        block = buf[:end]
+        buf = buf[end + 2 :]
+        for ev in block.split(b"\n\n"):
+            if ev[:6] == b"data: " and b"\n" not in ev:
+                yield None, ev[6:]
+            elif ev:
+                parsed = _parse_event(ev.lstrip(b"\n"))
+                if parsed is not None:
+                    yield parsed
+    if buf.strip():
+        parsed = _parse_event(buf.strip(b"\n"))
+        if parsed is not None:
+            yield parsed
+
+
+# -- failure mapping -------------------------------------------------------------------------------
+
+
+def _detail(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if not text:
+        inner = exc.__cause__ or exc.__context__
+        text = str(inner).strip() if inner is not None else ""
+    return scrub_message(text) if text else type(exc).__name__
+
+
+def map_transport_error(
+    exc: BaseException,
+    deadline: Deadline,
+    *,
+    response: HttpResponse | None = None,
+) -> AimuxError:
+    """The aimux error for a failure of the transport (the caller raises it ``from exc``).
+
+    Before a response: ``APICallError("Cannot connect to API: …", isRetryable=True)`` without a
+    status (the AI SDK's ``handleFetchError``). While reading a body: the same, with the status and
+    headers that were observed. A passed deadline: ``TimeoutError``."""
+    if deadline.fired or (
+        deadline.expires_at is not None
+        and (isinstance(exc, httpx.TimeoutException) or deadline.expired())
+    ):
+        return deadline.error()
+    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+        return InvalidArgumentError(
+            f"Invalid argument for model.baseURL: {_detail(exc)}", argument="model.baseURL"
+        )
+    if isinstance(exc, (httpx.LocalProtocolError, UnicodeEncodeError)):
+        # the request itself cannot be sent as HTTP (a header name or value): not retryable
+        return InvalidArgumentError(
+            f"Invalid argument for headers: {_detail(exc)}", argument="headers"
+        )
+    if response is None:
+        return APICallError(f"Cannot connect to API: {_detail(exc)}", is_retryable=True)
+    return APICallError(
+        f"The response body could not be read: {_detail(exc)}",
+        status_code=response.status,
+        is_retryable=True,
+        response_headers=redact_headers(response.headers),
+    )
+
+
+# -- the live transport ----------------------------------------------------------------------------
+
+
+class HttpResponse:
+    """A live httpx response whose body has not been read yet."""
+
+    def __init__(self, raw: httpx.Response, deadline: Deadline) -> None:
+        self._raw = raw
+        self.status: int = raw.status_code
+        self.reason: str = raw.reason_phrase
+        self.headers: dict[str, str] = {k.lower(): v for k, v in raw.headers.items()}
+        self._deadline = deadline
+        self._aborted = False
+        self._closed = False
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        rem = deadline.remaining()
+        if rem is not None:
+            self._timer = threading.Timer(max(rem, 0.0), self._on_deadline)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _on_deadline(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._deadline.fired = True
+        self.abort()
+
+    def abort(self) -> None:
+        """Shut the socket down (any thread): a blocked read wakes with an error. A no-op once
+        the response is closed (its connection may already serve another request)."""
+        with self._lock:
+            if self._closed or self._raw.is_closed:
+                return
+            self._aborted = True
+            stream = self._raw.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if isinstance(sock, socket.socket):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    @property
+    def aborted(self) -> bool:
+        return self._aborted
+
+    def _raise(self, exc: BaseException) -> NoReturn:
+        err = map_transport_error(exc, self._deadline, response=self)
+        if self._deadline.fired:
+            # the read failed because the watchdog shut the socket down: that error is an
+            # artifact of the deadline, not its cause
+            raise err from None
+        raise err from exc
+
+    def read(self) -> bytes:
+        try:
+            return self._raw.read()
+        except httpx.HTTPError as exc:
+            self._raise(exc)
+        finally:
+            self.close()
+
+    def iter_bytes(self) -> Iterator[bytes]:
+        try:
+            yield from self._raw.iter_raw()
+        except httpx.HTTPError as exc:
+            self._raise(exc)
+
+    def iter_events(self) -> Iterator[SSEEvent]:
+        return iter_sse(self.iter_bytes())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        try:
+            self._raw.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection is best effort
+            pass
+
+
+class _NoCookies(http.cookiejar.CookieJar):
+    """A jar that never stores: the shared client must not carry one call's cookies (say, a
+    provider's session cookie) into another call."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+
+class HttpTransport:
+    """A pooled sync httpx client (thread-safe; shared by every call of the process)."""
+
+    def __init__(self, client: httpx.Client | None = None) -> None:
+        self.client = client or httpx.Client(
+            timeout=httpx.Timeout(None, connect=60.0),
+            limits=httpx.Limits(max_connections=128, max_keepalive_connections=32),
+            follow_redirects=False,
+            cookies=_NoCookies(),
+        )
+
+    def send(self, request: HTTPRequest, deadline: Deadline) -> HttpResponse:
+        rem = deadline.remaining()
+        if rem is not None and rem <= 0:
+            raise deadline.error()
+        try:
+            req = self.client.build_request(
+                request.method,
+                request.url,
+                content=request.body,
+                headers=request.headers,
+                timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+            raw = self.client.send(req, stream=True)
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
+            raise map_transport_error(exc, deadline) from exc
+        return HttpResponse(raw, deadline)
+
+
+# -- logs ------------------------------------------------------------------------------------------
+
+#: every logger httpx and httpcore write to (their DEBUG records carry raw response headers, and
+#: httpx's INFO line carries the request URL with any userinfo in it)
+HTTP_LOGGERS = (
+    "httpx",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+)
+_LOG_URL_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s'\"<>()\[\]{}]+")
+
+
+def scrub_log_text(text: str) -> str:
+    """A log line without secrets: URLs lose userinfo and secret query values, then every
+    remembered key and key-shaped token is redacted."""
+    return scrub_text(_LOG_URL_RE.sub(lambda m: redact_url(m.group(0)), text))
+
+
+class _ScrubSecrets(logging.Filter):
+    """Rewrites each record of the HTTP loggers to its scrubbed text (arguments folded in)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a broken record is dropped rather than leaked
+            return False
+        record.msg = scrub_log_text(text)
+        record.args = None
+        return True
+
+
+_LOG_FILTER = _ScrubSecrets()
+
+
+def install_log_filters() -> None:
+    """Attach the scrubbing filter to every HTTP logger (idempotent)."""
+    for name in HTTP_LOGGERS:
+        log = logging.getLogger(name)
+        if _LOG_FILTER not in log.filters:
+            log.addFilter(_LOG_FILTER)
+
+
+install_log_filters()
+
+_default: HttpTransport | None = None
+_default_lock = threading.Lock()
+
+
+def default_transport() -> HttpTransport:
+    """The process-wide live transport (created on first use)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = HttpTransport()
+    return _default

@@ -1,0 +1,435 @@
+"""A real OpenAI-compatible Chat Completions server on 127.0.0.1 that injects faults on demand.
+
+The fault is chosen per request by the ``x-fault`` header, else by a model id of the form
+``fault:<spec>``; a spec is ``;``-separated ``key=value`` pairs (``mode=status;status=429``).
+Requests are counted per scenario (the ``x-scenario`` header, else the spec):
+``GET /__counts`` → ``{scenario: n}``, ``POST /__reset`` clears them.
+
+Modes (``mode=``; default ``ok``):
+
+- ``ok``: ``"Hello!"`` (or ``text=``), usage 12/2/14, id ``chatcmpl-demo-1``; streamed as the
+  deltas ``"Hel"``, ``"lo!"`` (or ``text`` split in ``parts=`` pieces, ``drip_ms=`` apart),
+  finish, usage, ``[DONE]``.
+- ``status``: ``status=`` (default 500) with an OpenAI JSON error body (``body=text`` an HTML
+  body, ``body=big`` 100 KB of HTML, ``body=empty`` none, ``body=json-other`` JSON of another
+  shape); ``retry_after_ms=``, ``retry_after=`` (seconds, or ``date+N`` / ``date-N``: an HTTP
+  date N s from now) headers; ``times=N``: only the first N requests of the scenario fail,
+  later ones succeed (the ``ok`` mode); ``statuses=500,400,ok``: request n of the scenario gets
+  the n-th entry (the last one repeats).
+- ``echo``: 401 whose JSON body, message and a header echo the request's API key back.
+- ``badjson``: 200 that is not JSON. ``shape``: 200 JSON of the wrong shape.
+- ``drop``: close the connection without a response. ``reset``: an RST instead of a response.
+- ``stall``: wait ``stall_ms`` (default 10000) before answering (stream: after ``after`` deltas).
+- ``delay``: answer normally after ``delay_ms``.
+- stream-only, after ``after=`` deltas (default 1): ``errframe`` (an ``error`` frame, ``code=``,
+  ``etype=``), ``badchunk`` (a chunk that is not JSON), ``badshape`` (JSON of the wrong shape),
+  ``cut`` (the connection ends mid-body, no ``[DONE]``), ``nodone`` (the body ends cleanly but
+  without ``[DONE]``).
+- ``chunks``: a stream of ``n=`` (default 5000) one-word deltas, for benchmarks.
+- ``tool``: a call of ``tool=`` (default ``weather``) with ``args=`` (default ``{"city":"Paris"}``);
+  ``args=badjson`` sends ``{"city": "Par`` (not JSON). Streamed as argument fragments
+  (``noname=1``: the first fragment lacks the function name).
+- ``object``: content ``json=`` (default ``{"name":"Ada","age":36}``); for ``generate_object``.
+
+Run standalone: ``python tests/fault_server.py --port 8765``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import socket
+import struct
+import sys
+import threading
+import time
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+import orjson
+
+CREATED = 1_700_000_000
+DEFAULT_TOOL_ARGS = '{"city":"Paris"}'
+
+
+def parse_spec(spec: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in spec.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        key, _, value = part.partition("=")
+        out[key.strip()] = unquote(value.strip())
+    if "mode" not in out and out:
+        first = spec.split(";")[0]
+        if "=" not in first:
+            out["mode"] = first.strip()
+    return out
+
+
+class FaultServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(self, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        self._thread: threading.Thread | None = None
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a client that went away (a timeout, a cancel): expected here, not news
+        super().handle_error(request, client_address)
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def count(self, scenario: str) -> int:
+        with self.lock:
+            return self.counts[scenario]
+
+    def start(self) -> FaultServer:
+        self._thread = threading.Thread(target=self.serve_forever, name="fault-server",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.shutdown()
+        self.server_close()
+
+
+def _completion(text: str | None, model: str, *, tool_calls: list[dict[str, Any]] | None = None,
+                finish: str = "stop") -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-demo-1",
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14},
+    }
+
+
+def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return orjson.dumps({
+        "id": "chatcmpl-demo-1",
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    })
+
+
+def _sse(data: bytes) -> bytes:
+    return b"data: " + data + b"\n\n"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms stalls
+    server: FaultServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None,
+              content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _sleep(self, ms: float) -> None:
+        end = time.monotonic() + ms / 1000.0
+        while not self.server.stopping.is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.05))
+
+    def _abort(self, rst: bool = False) -> None:
+        self.close_connection = True
+        if rst:  # close with SO_LINGER 0: an RST, not a FIN
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.connection.close()
+            return
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    # -- control ---------------------------------------------------------------------------------
+    def do_GET(self) -> None:
+        if self.path.startswith("/__counts"):
+            with self.server.lock:
+                body = orjson.dumps(dict(self.server.counts))
+            self._send(200, body)
+            return
+        self._send(404, b'{"error":{"message":"not found","type":"invalid_request_error"}}')
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.path.startswith("/__reset"):
+            with self.server.lock:
+                self.server.counts.clear()
+                self.server.bodies.clear()
+                self.server.headers.clear()
+                self.server.paths.clear()
+            self._send(200, b"{}")
+            return
+        if not self.path.partition("?")[0].endswith("/chat/completions"):
+            self._send(404, b'{"error":{"message":"Unknown path","type":"invalid_request_error"}}')
+            return
+        try:
+            req = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            self._send(400, b'{"error":{"message":"We could not parse the JSON body",'
+                            b'"type":"invalid_request_error"}}')
+            return
+        model = str(req.get("model", ""))
+        spec_text = self.headers.get("x-fault") or (
+            model[len("fault:"):] if model.startswith("fault:") else ""
+        )
+        spec = parse_spec(spec_text)
+        scenario = self.headers.get("x-scenario") or spec_text or "ok"
+        with self.server.lock:
+            self.server.counts[scenario] += 1
+            n = self.server.counts[scenario]
+            self.server.bodies.append(req)
+            self.server.headers.append({k.lower(): v for k, v in self.headers.items()})
+            self.server.paths.append(self.path)
+        mode = spec.get("mode", "ok")
+        times = int(spec["times"]) if "times" in spec else None
+        if times is not None and n > times:
+            mode = "ok"
+        if "statuses" in spec:  # request n of the scenario gets the n-th status (last repeats)
+            seq = spec["statuses"].split(",")
+            step = seq[min(n, len(seq)) - 1]
+            mode = "ok" if step == "ok" else "status"
+            spec = {**spec, "status": step}
+        stream = bool(req.get("stream"))
+        self._serve(mode, spec, req, model, stream)
+
+    # -- scenarios -------------------------------------------------------------------------------
+    def _serve(self, mode: str, spec: dict[str, str], req: dict[str, Any], model: str,
+               stream: bool) -> None:
+        if mode == "delay":
+            self._sleep(float(spec.get("delay_ms", "10")))
+            mode = "ok"
+        if mode == "stall" and not stream:
+            self._sleep(float(spec.get("stall_ms", "10000")))
+            self._abort()
+            return
+        if mode == "status":
+            self._status(spec)
+            return
+        if mode == "echo":
+            key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            body = orjson.dumps({"error": {
+                "message": f"Incorrect API key provided: {key}. You can find your API key at "
+                           "https://platform.openai.com/account/api-keys.",
+                "type": "invalid_request_error", "param": None, "code": "invalid_api_key",
+                "key": key}})
+            self._send(401, body, {"x-echo-key": key, "set-cookie": f"session={key}"})
+            return
+        if mode == "badjson":
+            self._send(200, b'{"id": "chatcmpl-1", "choices": [ this is not json')
+            return
+        if mode == "shape":
+            self._send(200, b'{"id": "chatcmpl-1", "object": "chat.completion", '
+                            b'"choices": "none"}')
+            return
+        if mode == "drop":
+            self._abort()
+            return
+        if mode == "reset":
+            self._abort(rst=True)
+            return
+        text = spec.get("text", "Hello!")
+        if mode == "object":
+            text = spec.get("json", '{"name":"Ada","age":36}')
+        if mode == "tool":
+            name = spec.get("tool", "weather")
+            args = spec.get("args", DEFAULT_TOOL_ARGS)
+            if args == "badjson":
+                args = '{"city": "Par'
+            if stream:
+                self._stream_tool(model, "" if spec.get("noname") else name, args)
+            else:
+                self._send(200, orjson.dumps(_completion(
+                    None, model, finish="tool_calls",
+                    tool_calls=[{"id": "call_1", "type": "function",
+                                 "function": {"name": name, "arguments": args}}])))
+            return
+        if not stream:
+            self._send(200, orjson.dumps(_completion(text, model)))
+            return
+        self._stream_text(mode, spec, model, text)
+
+    def _status(self, spec: dict[str, str]) -> None:
+        status = int(spec.get("status", "500"))
+        headers: dict[str, str] = {}
+        if "retry_after_ms" in spec:
+            headers["retry-after-ms"] = spec["retry_after_ms"]
+        if "retry_after" in spec:
+            ra = spec["retry_after"]
+            if ra.startswith(("date+", "date-")):
+                ra = formatdate(time.time() + float(ra[4:]), usegmt=True)
+            headers["retry-after"] = ra
+        kind = spec.get("body", "json")
+        if kind == "big":
+            self._send(status, b"<html>" + b"x" * 100_000 + b"</html>", headers,
+                       content_type="text/html")
+        elif kind == "text":
+            self._send(status, b"<html><body><h1>Bad things happened</h1></body></html>",
+                       headers, content_type="text/html")
+        elif kind == "empty":
+            self._send(status, b"", headers)
+        elif kind == "json-other":
+            self._send(status, b'{"detail": "something else"}', headers)
+        else:
+            body = orjson.dumps({"error": {
+                "message": spec.get("message", f"Injected fault with status {status}"),
+                "type": "server_error" if status >= 500 else "invalid_request_error",
+                "param": None, "code": spec.get("code")}})
+            self._send(status, body, headers)
+
+    def _stream_text(self, mode: str, spec: dict[str, str], model: str, text: str) -> None:
+        self._start_stream()
+        write = self._write_chunk
+        write(_sse(_chunk(model, {"role": "assistant", "content": ""})))
+        if mode == "chunks":
+            n = int(spec.get("n", "5000"))
+            words = [_sse(_chunk(model, {"content": f"w{i} "})) for i in range(n)]
+            for start in range(0, n, 256):
+                write(b"".join(words[start:start + 256]))
+        else:
+            parts = int(spec.get("parts", "2"))
+            size = max(1, -(-len(text) // parts))
+            pieces = [text[i:i + size] for i in range(0, len(text), size)]
+            after = int(spec.get("after", "1"))
+            drip = float(spec.get("drip_ms", "0"))
+            for i, piece in enumerate(pieces):
+                if mode != "ok" and i == after:
+                    break
+                if drip and i:
+                    self._sleep(drip)
+                write(_sse(_chunk(model, {"content": piece})))
+            if mode == "errframe":
+                err: dict[str, Any] = {"message": spec.get("message", "The server had an error "
+                                                            "while processing your request."),
+                                       "type": spec.get("etype", "server_error"),
+                                       "param": None, "code": spec.get("code")}
+                if "code" in spec and spec["code"].isdigit():
+                    err["code"] = int(spec["code"])
+                write(_sse(orjson.dumps({"error": err})))
+                self._end_stream()
+                return
+            if mode == "badshape":
+                write(_sse(b'{"id": "chatcmpl-demo-1", "choices": [{"delta": {"content": 5}}]}'))
+                self._end_stream()
+                return
+            if mode == "badchunk":
+                write(b'data: {"id": "chatcmpl-demo-1", "choices": [{"delta": {"content": "x"\n\n')
+                self._end_stream()
+                return
+            if mode == "cut":
+                self._abort()
+                return
+            if mode == "stall":
+                self._sleep(float(spec.get("stall_ms", "10000")))
+                self._abort()
+                return
+            if mode == "nodone":
+                self._end_stream()
+                return
+        write(_sse(_chunk(model, {}, "stop")))
+        write(_sse(orjson.dumps({
+            "id": "chatcmpl-demo-1", "object": "chat.completion.chunk", "created": CREATED,
+            "model": model, "choices": [],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14}})))
+        write(_sse(b"[DONE]"))
+        self._end_stream()
+
+    def _stream_tool(self, model: str, name: str, args: str) -> None:
+        self._start_stream()
+        write = self._write_chunk
+        write(_sse(_chunk(model, {"role": "assistant", "content": None, "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function",
+             "function": {"name": name, "arguments": ""}}]})))
+        half = len(args) // 2
+        for piece in (args[:half], args[half:]):
+            write(_sse(_chunk(model, {"tool_calls": [
+                {"index": 0, "function": {"arguments": piece}}]})))
+        write(_sse(_chunk(model, {}, "tool_calls")))
+        write(_sse(b"[DONE]"))
+        self._end_stream()
+
+
+class serve:
+    """``with serve() as server:`` a started server, stopped on exit (test fixtures use it)."""
+
+    def __enter__(self) -> FaultServer:
+        self.server = FaultServer().start()
+        return self.server
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args()
+    server = FaultServer(args.port)
+    print(f"fault server on {server.base_url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()
