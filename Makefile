@@ -14,7 +14,7 @@ BINDINGS  := cpp node go java
 export AIMUX_LIB := $(LIB)
 SUB_ENV   := PYTHON=$(PY) AIMUX_LIB=$(LIB)
 
-.PHONY: help setup native schema check-schema lint test test-python test-native test-vectors test-fuzz fuzz \
+.PHONY: help setup native schema check-schema lint test test-python test-native test-vectors test-fuzz fuzz peers \
         $(addprefix test-,$(BINDINGS)) $(addprefix setup-,$(BINDINGS)) demo bench recordings clean
 
 help:
@@ -45,7 +45,11 @@ lint: setup
 	$(VENV)/bin/ruff format --check aimux_ops
 	$(VENV)/bin/mypy --strict aimux_ops
 
-test-python: setup
+## peers: the AI SDK (npm, pinned in bench/peers/package-lock.json) the parity tests compare with
+peers:
+	$(MAKE) -C bench peers
+
+test-python: setup peers
 	$(VENV)/bin/pytest tests
 
 ## test-vectors: every decode-chain over every contract vector

@@ -279,8 +279,9 @@ _cache_lock = threading.Lock()
 
 
 def _corrupt(path: str, line: int, reason: str) -> RecordingCorruptError:
-    err = RecordingCorruptError(f"Recording line {line} is not a valid record: {reason}",
-                                path=path, line=line)
+    err = RecordingCorruptError(
+        f"Recording line {line} is not a valid record: {reason}", path=path, line=line
+    )
     err.__cause__ = ValueError(reason)
     return err
 
@@ -358,7 +359,8 @@ class _ReplayResponse:
         self.reason: str = rec.get("reason") or ""
         headers = rec.get("headers")
         self.headers: dict[str, str] = (
-            {str(k).lower(): str(v) for k, v in headers.items()} if isinstance(headers, dict)
+            {str(k).lower(): str(v) for k, v in headers.items()}
+            if isinstance(headers, dict)
             else {}
         )
 

@@ -31,30 +31,12 @@ T = TypeVar("T")
 _MAX_HINT_MS = 60_000
 
 
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
 def retry_delay_ms(error: APICallError, backoff_ms: float) -> float:
     """The delay before the next attempt: the server's hint when usable, else the backoff.
-
-    Two cases where the AI SDK keeps the backoff and the shared header parser (which serves
-    ``retryAfterMs``) does not say so directly: a negative ``retry-after-ms`` (it still wins over
-    ``retry-after``, and is out of range) and an HTTP date already in the past."""
-    headers = {k.lower(): v for k, v in (error.response_headers or {}).items()}
-    raw_ms = headers.get("retry-after-ms")
-    ms = _number(raw_ms) if raw_ms is not None else None
-    if ms is not None and ms < 0:
-        return backoff_ms
-    hint = _parse_retry_after_ms(headers)
-    if hint == 0 and ms is None:
-        raw = headers.get("retry-after")
-        if raw is not None and _number(raw) is None:  # a date: 0 means "already past"
-            return backoff_ms
-    if hint is not None and 0 <= hint and (hint < _MAX_HINT_MS or hint < backoff_ms):
+    The hint is the one ``retryAfterMs`` reports (``_parse_retry_after_ms``: a negative value or
+    a date already past is no hint), used when ``hint < 60 s`` or shorter than the backoff."""
+    hint = _parse_retry_after_ms(error.response_headers)
+    if hint is not None and (hint < _MAX_HINT_MS or hint < backoff_ms):
         return float(hint)
     return backoff_ms
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 from pydantic import Field
@@ -158,35 +160,32 @@ class _APICallPayload(ErrorPayload):
 
 
 def _parse_retry_after_ms(headers: dict[str, str] | None) -> int | None:
-    """``retry-after-ms``, then ``retry-after`` (seconds or an HTTP date), when observed."""
+    """The server's retry hint in ms, read like the AI SDK does: ``retry-after-ms`` when it is a
+    number, else ``retry-after`` (seconds or an HTTP date). A negative value or a date already
+    past is no usable hint (None); so is a value that is not a number or a date."""
     if not headers:
         return None
     lowered = {k.lower(): v for k, v in headers.items()}
+    ms: float | None = None
     raw_ms = lowered.get("retry-after-ms")
     if raw_ms is not None:
         try:
             ms = float(raw_ms)
         except ValueError:
-            ms = -1.0
-        if ms >= 0:
-            return int(ms)
+            ms = None
     raw = lowered.get("retry-after")
-    if raw is not None:
+    if raw is not None and ms is None:
         try:
-            secs = float(raw)
+            ms = float(raw) * 1000
         except ValueError:
-            import time
-            from email.utils import parsedate_to_datetime
-
             try:
                 when = parsedate_to_datetime(raw)
             except (TypeError, ValueError, IndexError):
                 return None
-            delta = when.timestamp() - time.time()
-            return max(0, int(delta * 1000))
-        if secs >= 0:
-            return int(secs * 1000)
-    return None
+            ms = (when.timestamp() - time.time()) * 1000
+    if ms is None or ms != ms or ms < 0 or ms == float("inf"):
+        return None
+    return int(ms)
 
 
 class APICallError(AIError):

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-import jsonschema
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -261,7 +260,8 @@ def _messages(params: _CallParams) -> list[dict[str, Any]]:
                     "type": "function",
                     "function": {
                         "name": c.tool_name,
-                        "arguments": c.input if isinstance(c.input, str)
+                        "arguments": c.input
+                        if isinstance(c.input, str)
                         else orjson.dumps(c.input).decode(),
                     },
                 }
@@ -364,8 +364,12 @@ class _Call:
             self.recorder.close()
 
 
-def _run_call(op: str, params: _CallParams, body_of: Callable[[], dict[str, Any]],
-              build: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+def _run_call(
+    op: str,
+    params: _CallParams,
+    body_of: Callable[[], dict[str, Any]],
+    build: Callable[[dict[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
     call = _Call(op, params, body_of(), stream=False)
     try:
         try:
@@ -395,6 +399,8 @@ def _validator(schema: dict[str, Any], argument: str = "schema") -> Any:
         if hit is not None:
             _validators.move_to_end(key)
             return hit
+    import jsonschema  # imported on first use: it costs ~160 ms at start-up of every host
+
     cls = jsonschema.validators.validator_for(schema)
     try:
         cls.check_schema(schema)
@@ -412,6 +418,8 @@ def _validator(schema: dict[str, Any], argument: str = "schema") -> Any:
 
 
 def _validate_value(value: Any, schema: dict[str, Any]) -> TypeValidationError | None:
+    import jsonschema
+
     error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(value))
     if error is None:
         return None
@@ -428,8 +436,9 @@ def _parse_json(text: str) -> tuple[Any, JSONParseError | None]:
         return None, openai.json_parse_error(text, exc)
 
 
-def _tool_call(call_id: str, name: str, raw: str,
-               tools: dict[str, ToolSpec] | None) -> dict[str, Any]:
+def _tool_call(
+    call_id: str, name: str, raw: str, tools: dict[str, ToolSpec] | None
+) -> dict[str, Any]:
     """A tool call as the result carries it; invalid ones marked with their error envelope."""
     spec = tools.get(name) if tools else None
     error: AimuxError | None = None
@@ -438,8 +447,11 @@ def _tool_call(call_id: str, name: str, raw: str,
         available = sorted(tools) if tools else []
         error = NoSuchToolError(
             f"Model tried to call unavailable tool '{name}'. "
-            + (f"Available tools: {', '.join(available)}." if available
-               else "No tools are available."),
+            + (
+                f"Available tools: {', '.join(available)}."
+                if available
+                else "No tools are available."
+            ),
             tool_name=name,
             available_tools=available,
         )
@@ -486,8 +498,12 @@ def _tools_wire(params: GenerateTextParams) -> tuple[list[dict[str, Any]] | None
 def _text_body(params: GenerateTextParams, stream: bool) -> dict[str, Any]:
     tools, choice = _tools_wire(params)
     return openai.build_body(
-        params.model.model_id, _messages(params), _settings(params),
-        stream=stream, tools=tools, tool_choice=choice,
+        params.model.model_id,
+        _messages(params),
+        _settings(params),
+        stream=stream,
+        tools=tools,
+        tool_choice=choice,
     )
 
 
@@ -539,8 +555,11 @@ def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
         if params.schema_description is not None:
             fmt["json_schema"]["description"] = params.schema_description
         return openai.build_body(
-            params.model.model_id, _messages(params), _settings(params),
-            stream=False, response_format=fmt,
+            params.model.model_id,
+            _messages(params),
+            _settings(params),
+            stream=False,
+            response_format=fmt,
         )
 
     def build(body: dict[str, Any]) -> dict[str, Any]:
@@ -550,8 +569,11 @@ def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
         if perr is None:
             cause = _validate_value(value, params.schema_)
         if cause is not None:
-            what = ("could not parse the response" if perr is not None
-                    else "response did not match schema")
+            what = (
+                "could not parse the response"
+                if perr is not None
+                else "response did not match schema"
+            )
             err = NoObjectGeneratedError(
                 f"No object generated: {what}.", text=text, finish_reason=finish, usage=usage
             )
@@ -582,8 +604,9 @@ def stream_text(params: StreamTextParams, ctx: StreamContext) -> Iterator[dict[s
 
     ctx.on_cancel(abort)
 
-    def attempt() -> tuple[Response, openai.StreamState, Iterator[dict[str, Any]],
-                           dict[str, Any] | None]:
+    def attempt() -> tuple[
+        Response, openai.StreamState, Iterator[dict[str, Any]], dict[str, Any] | None
+    ]:
         resp = call.send()
         current[:] = [resp]
         if ctx.cancelled.is_set():

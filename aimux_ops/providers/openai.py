@@ -307,8 +307,9 @@ class StreamState:
         self.tool_calls: dict[int, list[str]] = {}
 
 
-def _stream_error(resp: Response, message: str, *, retryable: bool, data: Any = None,
-                  status: int | None = None) -> APICallError:
+def _stream_error(
+    resp: Response, message: str, *, retryable: bool, data: Any = None, status: int | None = None
+) -> APICallError:
     return APICallError(
         message,
         status_code=status if status is not None else resp.status,
@@ -355,11 +356,8 @@ def _error_frame(resp: Response, frame: Any) -> APICallError:
 def _invalid_tool_delta(resp: Response, call: Any) -> APICallError:
     """The first delta of a tool call without its function name (the AI SDK's
     ``InvalidResponseDataError``), carried with the stream's status."""
-    err = _stream_error(resp, "Invalid stream chunk: a tool call without a name",
-                        retryable=False)
-    err.__cause__ = InvalidResponseDataError(
-        "Expected 'function.name' to be a string.", data=call
-    )
+    err = _stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
+    err.__cause__ = InvalidResponseDataError("Expected 'function.name' to be a string.", data=call)
     return err
 
 
