@@ -125,6 +125,8 @@ def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
 
 
 def _dump(value: Any) -> bytes:
+    if type(value) is bytes:  # an op may hand over an event already serialized
+        return value
     try:
         if isinstance(value, BaseModel):
             value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -241,8 +243,7 @@ def stream_json(
 
 
 def _lookup(handle: int) -> _Stream:
-    with _streams_lock:
-        stream = _streams.get(handle)
+    stream = _streams.get(handle)  # a single dict read is atomic: no lock on the hot path
     if stream is None:
         raise InvalidHandleError(
             f"stream handle {handle} is unknown, stale or freed", handle=handle

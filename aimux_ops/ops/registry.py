@@ -2,7 +2,7 @@
 
 A ``call`` op's handler takes the validated params and returns the result (a pydantic model or a
 JSON-ready dict). A ``stream`` op's handler takes the params and a ``StreamContext`` and returns an
-iterator of events (JSON-ready dicts); an exception raised before the first event fails the open,
+iterator of events (JSON-ready dicts, or the bytes of one serialized event); an exception raised before the first event fails the open,
 one raised later becomes the terminal ``error`` event.
 """
 
