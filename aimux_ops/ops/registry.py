@@ -1,9 +1,10 @@
 """The op registry: every op declares its name, mode, pydantic models and handler.
 
 A ``call`` op's handler takes the validated params and returns the result (a pydantic model or a
-JSON-ready dict). A ``stream`` op's handler takes the params and a ``StreamContext`` and returns an
-iterator of events (JSON-ready dicts, or the bytes of one serialized event); an exception raised before the first event fails the open,
-one raised later becomes the terminal ``error`` event.
+JSON-ready dict). A ``stream`` op's handler takes the params and a ``StreamContext`` and returns
+an iterator of events (JSON-ready dicts, or the bytes of one serialized event); an exception
+raised before the first event fails the open, one raised later becomes the terminal ``error``
+event.
 """
 
 from __future__ import annotations
