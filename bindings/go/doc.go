@@ -1,0 +1,13 @@
+// Package aimux is the Go binding of aimux-ops: cgo over libaimux (native/aimux.h), which it
+// dlopen()s at run time from $AIMUX_LIB, else <repo>/native/build/libaimux.so.
+//
+//	res, err := aimux.Call(ctx, "generate_text", params)     // json.RawMessage result
+//	s, err := aimux.Stream(ctx, "stream_text", params)       // *aimux.EventStream
+//	for s.Next() { ev := s.Event() … }; err = s.Err(); s.Close()
+//
+// Every failure is an *Error decoded from the core's JSON envelope, with the native cause
+// chain behind Unwrap (an AI_RetryError unwraps to its last attempt; external exceptions are
+// *SourceError). The per-variant code (Code… constants, Err… sentinels for errors.Is, typed
+// views such as *APICallError for errors.As) is generated from schema/manifest.json into
+// zz_generated.go by cmd/aimux-gen (`go generate`).
+package aimux

@@ -1,0 +1,361 @@
+package aimux
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:generate go run ./cmd/aimux-gen -manifest ../../schema/manifest.json -o zz_generated.go
+
+// maxChainLinks bounds how deep the decoder follows causes (the core emits at most 16 nodes
+// deep; this only protects against hostile input). Links beyond it are cut and the last
+// decoded node gets "cause" in Truncated.
+const maxChainLinks = 256
+
+// Variant is one entry of the error catalogue (schema/manifest.json "errors").
+type Variant struct {
+	Kind      string
+	Code      int
+	Constant  string
+	Name      string
+	ClassName string
+}
+
+// Variants returns the catalogue this package was generated from, in manifest order.
+func Variants() []Variant { return append([]Variant(nil), variants[:]...) }
+
+// Sentinel is the type of the ErrX values: errors.Is(err, ErrRetry) reports whether a link of
+// err's chain is an AI_RetryError.
+type Sentinel struct{ v int }
+
+func (s *Sentinel) Error() string {
+	return "aimux: " + variants[s.v].Name + " (" + variants[s.v].Kind + " " + strconv.Itoa(variants[s.v].Code) + ")"
+}
+
+// Variant returns the catalogue entry the sentinel stands for.
+func (s *Sentinel) Variant() Variant { return variants[s.v] }
+
+// Error is one aimux node of a decoded envelope (the root or a cause): kinds "aimux",
+// "recording", "binding", "protocol", or any kind this package does not know yet.
+type Error struct {
+	Kind    string
+	Code    int
+	Name    string // error.name; "" when the payload has none (see HasName)
+	Message string
+	// Payload is the envelope's "error" object (name plus the variant's fields), as sent.
+	Payload json.RawMessage
+	// Retryable and RetryAfter are root-only; RetryAfter is 0 unless the server sent a hint.
+	Retryable  bool
+	RetryAfter time.Duration
+	// Raw is this node's JSON as sent (for the root: the whole envelope).
+	Raw json.RawMessage
+	// Truncated lists what the core cut on this node ("message", "error.<field>", "cause").
+	Truncated []string
+
+	cause    error
+	attempts []error
+	vidx     int // index into variants, -1 when unknown
+	hasName  bool
+}
+
+// aimuxError lets the generated views embed *Error without a field named Error.
+type aimuxError = Error
+
+// Error returns the node's display text (the envelope's "message").
+func (e *Error) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	if e.Name != "" {
+		return e.Name
+	}
+	return "aimux " + e.Kind + " error " + strconv.Itoa(e.Code)
+}
+
+// Unwrap returns the next link of the native chain: the node's cause, or for an AI_RetryError
+// the last attempt; nil at the end. The result is an *Error or a *SourceError.
+func (e *Error) Unwrap() error { return e.cause }
+
+// HasName reports whether the payload carried an error.name.
+func (e *Error) HasName() bool { return e.hasName }
+
+// Variant returns the catalogue entry this node was resolved to ((kind, name) first, then
+// (kind, code)); ok is false for codes / kinds this package does not know.
+func (e *Error) Variant() (v Variant, ok bool) {
+	if e.vidx < 0 {
+		return Variant{}, false
+	}
+	return variants[e.vidx], true
+}
+
+// Attempts returns the decoded error.errors of an AI_RetryError (every attempt, oldest first).
+func (e *Error) Attempts() []error { return append([]error(nil), e.attempts...) }
+
+// Is makes errors.Is(err, ErrRetry) (any generated sentinel) match a link of that variant.
+func (e *Error) Is(target error) bool {
+	s, ok := target.(*Sentinel)
+	return ok && e.vidx >= 0 && e.vidx == s.v
+}
+
+// As makes errors.As(err, &apiErr) with apiErr *APICallError (any generated view) find a link
+// of that variant.
+func (e *Error) As(target any) bool { return e.asVariant(target) }
+
+func (e *Error) fillView(v any) {
+	if len(e.Payload) > 0 && e.Payload[0] == '{' {
+		// Best effort: a field of an unexpected type is skipped, the others are filled.
+		_ = json.Unmarshal(e.Payload, v)
+	}
+}
+
+// SourceError is a snapshot of an external exception (socket, TLS, JSON decoder, file system,
+// validation library) in the chain: {message, type?, cause?}.
+type SourceError struct {
+	Type      string // the exception's class name; "" when absent (see HasType)
+	Message   string
+	Raw       json.RawMessage
+	Truncated []string
+
+	cause   error
+	hasType bool
+}
+
+// Error returns the exception's message.
+func (s *SourceError) Error() string {
+	if s.Message == "" && s.Type != "" {
+		return s.Type
+	}
+	return s.Message
+}
+
+// Unwrap returns the next link (*SourceError, or *Error), nil at the end.
+func (s *SourceError) Unwrap() error { return s.cause }
+
+// HasType reports whether the node carried a type.
+func (s *SourceError) HasType() bool { return s.hasType }
+
+var (
+	byName = map[[2]string]int{}
+	byCode = map[string]int{}
+)
+
+const retryName = "AI_RetryError"
+
+func init() {
+	for i, v := range variants {
+		k := [2]string{v.Kind, v.Name}
+		if _, dup := byName[k]; !dup {
+			byName[k] = i
+		}
+		ck := v.Kind + "\x00" + strconv.Itoa(v.Code)
+		if _, dup := byCode[ck]; !dup { // code 3: the first entry (INVALID_RESPONSE_DATA)
+			byCode[ck] = i
+		}
+	}
+}
+
+// lookup resolves a node to a catalogue entry like aimux_ops.errors.lookup: by (kind, name);
+// by (kind, code) only when the payload has no name; -1 (generic) otherwise.
+func lookup(kind, name string, hasName bool, code int) int {
+	if hasName {
+		if i, ok := byName[[2]string{kind, name}]; ok {
+			return i
+		}
+		return -1
+	}
+	if i, ok := byCode[kind+"\x00"+strconv.Itoa(code)]; ok {
+		return i
+	}
+	return -1
+}
+
+// DecodeError turns an envelope (JSON text) into the native error: an *Error whose Unwrap chain
+// follows the native chain rule (DESIGN.md). An envelope that is not a JSON object still comes
+// back as an *Error (kind "binding", code 202) carrying the bytes in Raw; a root without "kind"
+// comes back as a *SourceError.
+func DecodeError(envelope []byte) error {
+	raw := bytes.TrimSpace(envelope)
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		msg := "aimux: undecodable error envelope"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		e := newLocalError(KindBinding, CodeInvalidWireJson, msg)
+		e.Raw = append(json.RawMessage(nil), raw...)
+		return e
+	}
+	budget := maxChainLinks
+	return decodeNode(append(json.RawMessage(nil), raw...), fields, true, &budget)
+}
+
+// newLocalError builds an error the binding itself raises (library missing, NUL in an argument).
+func newLocalError(kind string, code int, message string) *Error {
+	e := &Error{Kind: kind, Code: code, Message: message, vidx: lookup(kind, "", false, code)}
+	if e.vidx >= 0 {
+		e.Name, e.hasName = variants[e.vidx].Name, true
+	}
+	payload, _ := json.Marshal(map[string]string{"name": e.Name})
+	e.Payload = payload
+	e.Raw, _ = json.Marshal(struct { // the envelope's member order
+		Kind      string          `json:"kind"`
+		Code      int             `json:"code"`
+		Message   string          `json:"message"`
+		Error     json.RawMessage `json:"error"`
+		Retryable bool            `json:"retryable"`
+	}{kind, code, message, payload, false})
+	return e
+}
+
+// decodeAny decodes a cause / attempt; a value that is not a JSON object ends the chain (nil).
+func decodeAny(raw json.RawMessage, budget *int) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil
+	}
+	return decodeNode(raw, fields, false, budget)
+}
+
+// isJSONString reports whether raw is a JSON string (the test for "is an aimux node").
+func isJSONString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '"'
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// decodeNode mirrors aimux_ops.envelope.native_chain: a node is an aimux node when its "kind"
+// is a string, else a source node; the next link is "cause" when it is an object, or for an
+// AI_RetryError whose cause is absent or null, the last element of error.errors.
+func decodeNode(raw json.RawMessage, f map[string]json.RawMessage, root bool, budget *int) error {
+	*budget--
+	var truncated []string
+	if t, ok := f["truncated"]; ok {
+		_ = json.Unmarshal(t, &truncated)
+	}
+	causeRaw, hasCause := f["cause"]
+	if hasCause && isNull(causeRaw) {
+		hasCause = false
+	}
+	next := func() error {
+		if *budget <= 0 {
+			return nil
+		}
+		return decodeAny(causeRaw, budget)
+	}
+
+	if kindRaw, ok := f["kind"]; ok && isJSONString(kindRaw) {
+		e := &Error{Kind: scalarText(kindRaw), Message: stringField(f, "message"), Raw: raw, Truncated: truncated}
+		e.Code = intField(f, "code")
+		var pf map[string]json.RawMessage
+		if p, ok := f["error"]; ok && !isNull(p) {
+			e.Payload = p
+			if json.Unmarshal(p, &pf) == nil {
+				if n, ok := pf["name"]; ok && isJSONString(n) {
+					e.Name, e.hasName = scalarText(n), true
+				}
+			}
+		}
+		e.vidx = lookup(e.Kind, e.Name, e.hasName, e.Code)
+		if root {
+			if r, ok := f["retryable"]; ok {
+				_ = json.Unmarshal(r, &e.Retryable)
+			}
+			if ms := floatField(f, "retryAfterMs"); ms > 0 {
+				e.RetryAfter = time.Duration(ms * float64(time.Millisecond))
+			}
+		}
+		var lastAttempt json.RawMessage
+		if e.hasName && e.Name == retryName {
+			var attempts []json.RawMessage
+			if a, ok := pf["errors"]; ok {
+				_ = json.Unmarshal(a, &attempts)
+			}
+			for i, a := range attempts {
+				if *budget <= 0 {
+					break
+				}
+				var af map[string]json.RawMessage
+				if json.Unmarshal(a, &af) != nil || af == nil {
+					continue
+				}
+				if i == len(attempts)-1 && !hasCause {
+					// The last attempt is the next link: decode it once, reuse the value.
+					lastAttempt = a
+				}
+				e.attempts = append(e.attempts, decodeNode(a, af, false, budget))
+			}
+			if !hasCause && len(attempts) > 0 {
+				if lastAttempt != nil {
+					e.cause = e.attempts[len(e.attempts)-1]
+				}
+				return e
+			}
+		}
+		if hasCause {
+			if *budget <= 0 {
+				e.Truncated = append(e.Truncated, "cause")
+			} else if c := next(); c != nil {
+				e.cause = c
+			}
+		}
+		return e
+	}
+
+	s := &SourceError{Message: stringField(f, "message"), Raw: raw, Truncated: truncated}
+	if t, ok := f["type"]; ok && isJSONString(t) {
+		s.Type, s.hasType = scalarText(t), true
+	}
+	if hasCause {
+		if *budget <= 0 {
+			s.Truncated = append(s.Truncated, "cause")
+		} else if c := next(); c != nil {
+			s.cause = c
+		}
+	}
+	return s
+}
+
+// scalarText returns a JSON string's value, or the JSON text of anything else.
+func scalarText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return strings.TrimSpace(string(raw))
+}
+
+func stringField(f map[string]json.RawMessage, key string) string {
+	v, ok := f[key]
+	if !ok || string(v) == "null" {
+		return ""
+	}
+	return scalarText(v)
+}
+
+func floatField(f map[string]json.RawMessage, key string) float64 {
+	var n float64
+	if v, ok := f[key]; ok {
+		_ = json.Unmarshal(v, &n)
+	}
+	return n
+}
+
+func intField(f map[string]json.RawMessage, key string) int {
+	v, ok := f[key]
+	v = bytes.TrimSpace(v)
+	if !ok || len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+		return 0 // absent, or not a JSON number
+	}
+	var num json.Number
+	if json.Unmarshal(v, &num) != nil {
+		return 0
+	}
+	if i, err := num.Int64(); err == nil {
+		return int(i)
+	}
+	return 0 // not an integer (a float, a string, a bool): like the core, report 0
+}

@@ -1,0 +1,352 @@
+package aimux
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../native -O2
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "aimux.h"
+
+// The library is dlopen()ed (RTLD_LOCAL) from $AIMUX_LIB at run time, so nothing links against
+// it; each function is reached through a pointer whose type comes from aimux.h.
+static __typeof__(aimux_abi_version)   *p_abi_version;
+static __typeof__(aimux_call)          *p_call;
+static __typeof__(aimux_stream)        *p_stream;
+static __typeof__(aimux_stream_next)   *p_stream_next;
+static __typeof__(aimux_stream_cancel) *p_stream_cancel;
+static __typeof__(aimux_stream_free)   *p_stream_free;
+static __typeof__(aimux_error_code)    *p_error_code;
+static __typeof__(aimux_error_message) *p_error_message;
+static __typeof__(aimux_error_json)    *p_error_json;
+static __typeof__(aimux_error_free)    *p_error_free;
+static __typeof__(aimux_string_free)   *p_string_free;
+
+// Ownership accounting: every non-NULL string / error the library hands out, and every one we
+// give back. The tests check that the two match (each freed exactly once).
+static volatile long n_str_out, n_str_freed, n_err_out, n_err_freed;
+
+static char *aimuxgo_dup(const char *a, const char *b) {
+	size_t la = strlen(a), lb = b ? strlen(b) : 0;
+	char *s = malloc(la + lb + 1);
+	if (!s) return NULL;
+	memcpy(s, a, la);
+	if (lb) memcpy(s + la, b, lb);
+	s[la + lb] = 0;
+	return s;
+}
+
+#define AIMUXGO_SYM(var, name) \
+	do { *(void **)(&var) = dlsym(h, name); \
+	     if (!var) { char *m = aimuxgo_dup("missing symbol ", name); dlclose(h); return m; } } while (0)
+
+// Returns NULL on success, else a malloc'ed message (freed by the caller with free()).
+static char *aimuxgo_load(const char *path) {
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		return aimuxgo_dup(e ? e : "dlopen failed", NULL);
+	}
+	AIMUXGO_SYM(p_abi_version, "aimux_abi_version");
+	AIMUXGO_SYM(p_call, "aimux_call");
+	AIMUXGO_SYM(p_stream, "aimux_stream");
+	AIMUXGO_SYM(p_stream_next, "aimux_stream_next");
+	AIMUXGO_SYM(p_stream_cancel, "aimux_stream_cancel");
+	AIMUXGO_SYM(p_stream_free, "aimux_stream_free");
+	AIMUXGO_SYM(p_error_code, "aimux_error_code");
+	AIMUXGO_SYM(p_error_message, "aimux_error_message");
+	AIMUXGO_SYM(p_error_json, "aimux_error_json");
+	AIMUXGO_SYM(p_error_free, "aimux_error_free");
+	AIMUXGO_SYM(p_string_free, "aimux_string_free");
+	return NULL;
+}
+
+static uint32_t aimuxgo_abi_version(void) { return p_abi_version(); }
+
+static void aimuxgo_count(aimux_error_t *err, char *out) {
+	if (err) __sync_fetch_and_add(&n_err_out, 1);
+	if (out) __sync_fetch_and_add(&n_str_out, 1);
+}
+
+static aimux_error_t *aimuxgo_call(const char *op, const char *params, char **out) {
+	aimux_error_t *err = p_call(op, params, out);
+	aimuxgo_count(err, *out);
+	return err;
+}
+
+static aimux_error_t *aimuxgo_stream(const char *op, const char *params, uint64_t *out) {
+	aimux_error_t *err = p_stream(op, params, out);
+	aimuxgo_count(err, NULL);
+	return err;
+}
+
+static aimux_error_t *aimuxgo_stream_next(uint64_t h, char **out) {
+	aimux_error_t *err = p_stream_next(h, out);
+	aimuxgo_count(err, *out);
+	return err;
+}
+
+static void aimuxgo_stream_cancel(uint64_t h) { p_stream_cancel(h); }
+static void aimuxgo_stream_free(uint64_t h) { p_stream_free(h); }
+static int32_t aimuxgo_error_code(const aimux_error_t *e) { return p_error_code(e); }
+
+static char *aimuxgo_error_json(const aimux_error_t *e) {
+	char *s = p_error_json(e);
+	aimuxgo_count(NULL, s);
+	return s;
+}
+
+static char *aimuxgo_error_message(const aimux_error_t *e) {
+	char *s = p_error_message(e);
+	aimuxgo_count(NULL, s);
+	return s;
+}
+
+static void aimuxgo_error_free(aimux_error_t *e) {
+	if (e) __sync_fetch_and_add(&n_err_freed, 1);
+	p_error_free(e);
+}
+
+static void aimuxgo_string_free(char *s) {
+	if (s) __sync_fetch_and_add(&n_str_freed, 1);
+	p_string_free(s);
+}
+
+static void aimuxgo_counts(long *out) {
+	out[0] = __sync_fetch_and_add(&n_str_out, 0);
+	out[1] = __sync_fetch_and_add(&n_str_freed, 0);
+	out[2] = __sync_fetch_and_add(&n_err_out, 0);
+	out[3] = __sync_fetch_and_add(&n_err_freed, 0);
+}
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+	libPath  string
+)
+
+// LibraryPath returns the path of the shared library this package loads: $AIMUX_LIB, else
+// <repo>/native/build/libaimux.so (found relative to this source file).
+func LibraryPath() string {
+	if p := os.Getenv("AIMUX_LIB"); p != "" {
+		return p
+	}
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "libaimux.so"
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..", "native", "build", "libaimux.so")
+}
+
+// load dlopen()s the library once; a failure is remembered and returned by every call as a
+// binding-domain RUNTIME_INIT error.
+func load() error {
+	loadOnce.Do(func() {
+		libPath = LibraryPath()
+		cpath := C.CString(libPath)
+		defer C.free(unsafe.Pointer(cpath))
+		if msg := C.aimuxgo_load(cpath); msg != nil {
+			defer C.free(unsafe.Pointer(msg))
+			loadErr = loadError(fmt.Sprintf("aimux: cannot load %s: %s", libPath, C.GoString(msg)))
+			return
+		}
+		if v := uint32(C.aimuxgo_abi_version()); v != ABIVersion {
+			loadErr = loadError(fmt.Sprintf("aimux: %s has ABI version %d, this binding needs %d", libPath, v, ABIVersion))
+		}
+	})
+	return loadErr
+}
+
+func loadError(msg string) error { return newLocalError(KindBinding, CodeRuntimeInit, msg) }
+
+// ABI returns aimux_abi_version() of the loaded library.
+func ABI() (uint32, error) {
+	if err := load(); err != nil {
+		return 0, err
+	}
+	return uint32(C.aimuxgo_abi_version()), nil
+}
+
+// takeError decodes an error returned by the library and frees it (exactly once).
+func takeError(e *C.aimux_error_t) error {
+	defer C.aimuxgo_error_free(e)
+	js := C.aimuxgo_error_json(e)
+	if js == nil {
+		// Only when out of memory: fall back on the code and message accessors.
+		code := int(C.aimuxgo_error_code(e))
+		msg := C.aimuxgo_error_message(e)
+		defer C.aimuxgo_string_free(msg)
+		text := "aimux: error without JSON"
+		if msg != nil {
+			text = C.GoString(msg)
+		}
+		out := newLocalError("", code, text)
+		out.Kind = kindForCode(code)
+		return out
+	}
+	defer C.aimuxgo_string_free(js)
+	return DecodeError([]byte(C.GoString(js)))
+}
+
+func kindForCode(code int) string {
+	switch {
+	case code < 100:
+		return KindAimux
+	case code < 200:
+		return KindRecording
+	case code < 300:
+		return KindBinding
+	default:
+		return KindProtocol
+	}
+}
+
+// takeString copies a library string into Go memory and frees it (exactly once).
+func takeString(s *C.char) []byte {
+	defer C.aimuxgo_string_free(s)
+	return []byte(C.GoString(s))
+}
+
+// marshalParams turns params into JSON text: json.RawMessage and []byte are sent as they are,
+// nil as {}, anything else through encoding/json.
+func marshalParams(params any) (string, error) {
+	var b []byte
+	switch p := params.(type) {
+	case nil:
+		b = []byte("{}")
+	case json.RawMessage:
+		b = p
+	case []byte:
+		b = p
+	case string:
+		// A string is JSON text too (e.g. `{"prompt": "hi"}`).
+		b = []byte(p)
+	default:
+		var err error
+		if b, err = json.Marshal(p); err != nil {
+			e := newLocalError(KindBinding, CodeInvalidWireJson, "aimux: params cannot be encoded as JSON: "+err.Error())
+			return "", e
+		}
+	}
+	if strings.IndexByte(string(b), 0) >= 0 {
+		return "", newLocalError(KindBinding, CodeInvalidWireJson, "aimux: params contain a NUL byte")
+	}
+	return string(b), nil
+}
+
+func checkOp(op string) error {
+	if strings.IndexByte(op, 0) >= 0 {
+		return newLocalError(KindBinding, CodeInvalidUtf8, "aimux: op contains a NUL byte")
+	}
+	return nil
+}
+
+func callNative(op, params string) (json.RawMessage, error) {
+	cop := C.CString(op)
+	defer C.free(unsafe.Pointer(cop))
+	cparams := C.CString(params)
+	defer C.free(unsafe.Pointer(cparams))
+	var out *C.char
+	if e := C.aimuxgo_call(cop, cparams, &out); e != nil {
+		C.aimuxgo_string_free(out) // NULL per the contract; freed anyway should it not be
+		return nil, takeError(e)
+	}
+	if out == nil {
+		return nil, newLocalError(KindBinding, CodeInternal, "aimux: aimux_call returned neither a result nor an error")
+	}
+	return json.RawMessage(takeString(out)), nil
+}
+
+// Call runs a request/response op ("aimux.version", "aimux.manifest", "generate_text", …) and
+// returns its result JSON. params is a value for encoding/json, or JSON text (json.RawMessage,
+// []byte or string); nil means {}. A failure is an *Error (errors.As / errors.Is work on its
+// chain). The native call cannot be interrupted: when ctx ends first, Call returns ctx.Err()
+// at once and the abandoned call finishes (and is freed) in the background; use the op's
+// timeoutMs to bound the work itself.
+func Call(ctx context.Context, op string, params any) (json.RawMessage, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkOp(op); err != nil {
+		return nil, err
+	}
+	p, err := marshalParams(params)
+	if err != nil {
+		return nil, err
+	}
+	if err := load(); err != nil {
+		return nil, err
+	}
+	if ctx.Done() == nil {
+		return callNative(op, p)
+	}
+	type result struct {
+		res json.RawMessage
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		r, e := callNative(op, p)
+		ch <- result{r, e}
+	}()
+	select {
+	case r := <-ch:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Counts reports the library strings and errors handed out and freed so far (for tests and
+// leak checks): strings out, strings freed, errors out, errors freed.
+func Counts() (stringsOut, stringsFreed, errorsOut, errorsFreed int64) {
+	var c [4]C.long
+	C.aimuxgo_counts(&c[0])
+	return int64(c[0]), int64(c[1]), int64(c[2]), int64(c[3])
+}
+
+func streamStart(op, params string) (uint64, error) {
+	cop := C.CString(op)
+	defer C.free(unsafe.Pointer(cop))
+	cparams := C.CString(params)
+	defer C.free(unsafe.Pointer(cparams))
+	var h C.uint64_t
+	if e := C.aimuxgo_stream(cop, cparams, &h); e != nil {
+		return 0, takeError(e)
+	}
+	return uint64(h), nil
+}
+
+// streamNext returns the next event, or nil at the end.
+func streamNext(h uint64) (json.RawMessage, error) {
+	var out *C.char
+	if e := C.aimuxgo_stream_next(C.uint64_t(h), &out); e != nil {
+		C.aimuxgo_string_free(out) // NULL per the contract; freed anyway should it not be
+		return nil, takeError(e)
+	}
+	if out == nil {
+		return nil, nil
+	}
+	return json.RawMessage(takeString(out)), nil
+}
+
+func streamCancel(h uint64) { C.aimuxgo_stream_cancel(C.uint64_t(h)) }
+func streamFree(h uint64)   { C.aimuxgo_stream_free(C.uint64_t(h)) }
