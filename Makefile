@@ -24,6 +24,7 @@ help:
 setup: $(STAMP)
 $(STAMP): requirements/dev.lock pyproject.toml
 	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip==26.0.1
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements/dev.lock
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
