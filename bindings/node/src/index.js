@@ -1,0 +1,166 @@
+// aimux-ops for Node: `call` / `stream` over libaimux, errors as native Error
+// chains (see README.md).
+import {
+  nativeCall, nativeStream, nativeStreamNext, nativeStreamCancel, nativeStreamFree, nativeAbiVersion,
+  libraryPath, ownedPointers,
+} from './native.js';
+import { decodeEnvelope } from './decode.js';
+
+export { AimuxError, AimuxCauseError, AimuxSourceError, isAimuxNode, markerFor, hasMarker, AIMUX_NODE_MARKER } from './base.js';
+export * from './generated/variants.js';
+export { decodeEnvelope, nativeChain, chainEntry, decodeChain, lookupVariant } from './decode.js';
+export { libraryPath, ownedPointers };
+
+function checkOp(op) {
+  if (typeof op !== 'string') throw new TypeError('aimux: op must be a string');
+}
+
+function encodeParams(params) {
+  const json = JSON.stringify(params === undefined ? {} : params);
+  if (json === undefined) throw new TypeError('aimux: params must be JSON-serialisable');
+  return json;
+}
+
+function parseJson(text, what) {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new Error(`aimux: the library returned ${what} that is not JSON: ${err.message}`, { cause: err });
+  }
+}
+
+/**
+ * Calls a request/response op on libaimux's worker pool (never blocks the event
+ * loop). Resolves with the parsed result (an invalid tool call's `error` decoded
+ * into an AimuxError); rejects with the decoded AimuxError.
+ */
+export async function call(op, params = {}) {
+  checkOp(op);
+  const json = encodeParams(params);
+  const { error, text } = await nativeCall(op, json);
+  if (error !== null) throw decodeEnvelope(error);
+  if (text === null) throw new Error(`aimux: ${op} succeeded without a result`);
+  return decodeEmbeddedErrors(parseJson(text, 'a result'));
+}
+
+function isEnvelope(value) {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) && typeof value.kind === 'string';
+}
+
+/** A tool call's `error` (an envelope: unknown tool, invalid input) decoded in place. */
+function decodeToolCall(toolCall) {
+  if (toolCall !== null && typeof toolCall === 'object' && isEnvelope(toolCall.error)) {
+    toolCall.error = decodeEnvelope(toolCall.error);
+  }
+  return toolCall;
+}
+
+/** Errors carried inside a result or an event, decoded into AimuxError. */
+function decodeEmbeddedErrors(value) {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value.toolCalls)) value.toolCalls.forEach(decodeToolCall);
+  if (value.type === 'error' && isEnvelope(value.error)) value.error = decodeEnvelope(value.error);
+  else if (value.type === 'tool-call') decodeToolCall(value);
+  return value;
+}
+
+function abortReason(signal) {
+  if (signal.reason !== undefined) return signal.reason;
+  return new DOMException('This operation was aborted', 'AbortError');
+}
+
+/** Rejects with the signal's reason as soon as it aborts (never, without a signal). */
+function whenAborted(signal) {
+  if (!signal) return { promise: new Promise(() => {}), dispose() {} };
+  let onAbort;
+  const promise = new Promise((_, reject) => {
+    onAbort = () => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  promise.catch(() => {});
+  return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
+}
+
+// A stream whose iterator is dropped without being finished or returned is freed
+// when the iterator is garbage collected.
+const abandoned = new FinalizationRegistry((state) => {
+  if (state.handle !== 0 && !state.freed) {
+    state.freed = true;
+    try {
+      nativeStreamFree(state.handle);
+    } catch {
+      // nothing more can be done at collection time
+    }
+  }
+});
+
+/**
+ * Streams the events of a stream op. Each `next` waits on libaimux's worker pool.
+ * An `error` event arrives as `{type: "error", error: AimuxError}` (decoded), as
+ * does the `error` of an invalid `tool-call`.
+ * Aborting `signal` cancels the stream (aimux_stream_cancel from the main thread
+ * wakes the waiting worker) and the iteration throws the signal's reason.
+ * Leaving the loop early (break / return / throw) cancels and frees the stream.
+ */
+export function stream(op, params = {}, options = {}) {
+  checkOp(op);
+  const json = encodeParams(params);
+  const signal = options?.signal;
+  const state = { handle: 0, freed: false };
+  const iterator = streamEvents(op, json, signal, state);
+  abandoned.register(iterator, state, state);
+  return iterator;
+}
+
+function freeStream(state) {
+  abandoned.unregister(state);
+  if (state.handle !== 0 && !state.freed) {
+    state.freed = true;
+    nativeStreamFree(state.handle);
+  }
+}
+
+async function* streamEvents(op, json, signal, state) {
+  if (signal?.aborted) throw abortReason(signal);
+  // aimux_stream waits for the first event: an abort meanwhile rejects at once,
+  // and the stream is released whenever the library returns it.
+  const started = nativeStream(op, json).then(({ error, handle }) => {
+    if (error !== null) throw decodeEnvelope(error);
+    state.handle = handle;
+    return handle;
+  });
+  const aborted = whenAborted(signal);
+  try {
+    await Promise.race([started, aborted.promise]);
+  } catch (e) {
+    if (signal?.aborted) started.then(() => freeStream(state), () => {});
+    throw e;
+  } finally {
+    aborted.dispose();
+  }
+  const handle = state.handle;
+  const onAbort = () => {
+    if (!state.freed) nativeStreamCancel(handle);
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for (;;) {
+      if (signal?.aborted) throw abortReason(signal);
+      const { error, text } = await nativeStreamNext(handle);
+      if (error !== null) throw decodeEnvelope(error);
+      if (signal?.aborted) throw abortReason(signal);
+      if (text === null) return; // ended
+      yield decodeEmbeddedErrors(parseJson(text, 'an event'));
+    }
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    // No aimux_stream_next is in flight here: the generator only gets here
+    // between awaits. Free cancels a stream that is still running.
+    freeStream(state);
+  }
+}
+
+/** The ABI version of the loaded libaimux. */
+export function abiVersion() {
+  return nativeAbiVersion();
+}

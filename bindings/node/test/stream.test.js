@@ -1,0 +1,231 @@
+// Streams and the event loop against the project's fault-injecting
+// OpenAI-compatible server (tests/fault_server.py, on 127.0.0.1).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import {
+  call, stream, nativeChain, APICallError, AimuxError, AimuxSourceError,
+  NoSuchToolError, InvalidToolInputError, JSONParseError,
+  ownedPointers,
+} from '../src/index.js';
+import { REPO, python } from './helpers.js';
+
+let server;
+let baseURL;
+
+before(async () => {
+  server = spawn(python(), [join(REPO, 'tests', 'fault_server.py'), '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  baseURL = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`fault server did not start: ${out}`)), 20000);
+    server.once('exit', (code) => reject(new Error(`fault server exited (${code}): ${out}`)));
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = /fault server on (http\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+  });
+});
+
+after(() => {
+  server?.kill('SIGTERM');
+});
+
+function params(spec, extra = {}) {
+  return {
+    model: { provider: 'openai', modelId: `fault:${spec}`, baseURL, apiKey: 'sk-test' },
+    prompt: 'hi',
+    maxRetries: 0,
+    ...extra,
+  };
+}
+
+/** Counts 10 ms timer ticks while `fn` runs: a blocked event loop counts none. */
+async function ticksDuring(fn) {
+  let ticks = 0;
+  const timer = setInterval(() => { ticks++; }, 10);
+  const started = Date.now();
+  try {
+    const value = await fn();
+    return { value, ticks, ms: Date.now() - started };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+test('a live stream: deltas then finish', async () => {
+  const events = [];
+  for await (const ev of stream('stream_text', params('mode=ok;text=Hello world;parts=3'))) events.push(ev);
+  assert.equal(events.filter((e) => e.type === 'text-delta').map((e) => e.text).join(''), 'Hello world');
+  assert.equal(events.at(-1).type, 'finish');
+});
+
+test('an error inside a stream arrives as an error event with a decoded AimuxError', async () => {
+  const events = [];
+  for await (const ev of stream('stream_text', params('mode=errframe;after=1'))) events.push(ev);
+  assert.deepEqual(events[0], { type: 'text-delta', text: 'Hel' });
+  const errorEvent = events.find((e) => e.type === 'error');
+  assert.ok(errorEvent, `no error event in ${JSON.stringify(events)}`);
+  assert.ok(errorEvent.error instanceof AimuxError);
+  assert.ok(APICallError.isInstance(errorEvent.error));
+  assert.notEqual(events.at(-1).type, 'finish', 'an error is not a finish');
+});
+
+test('a call does not block the event loop while the server delays', async () => {
+  const { value, ticks, ms } = await ticksDuring(() => call('generate_text', params('mode=delay;delay_ms=600')));
+  assert.equal(value.text, 'Hello!');
+  assert.ok(ms >= 550, `the delay was honoured (${ms} ms)`);
+  assert.ok(ticks >= 15, `timers ran during the call: ${ticks} ticks in ${ms} ms`);
+});
+
+test('aborting a stream wakes the worker blocked in aimux_stream_next', async () => {
+  const controller = new AbortController();
+  const events = [];
+  let abortedAt;
+  const { value: error, ticks, ms } = await ticksDuring(async () => {
+    try {
+      for await (const ev of stream('stream_text', params('mode=stall;after=1;stall_ms=30000'), { signal: controller.signal })) {
+        events.push(ev);
+        if (ev.type === 'text-delta') {
+          setTimeout(() => { abortedAt = Date.now(); controller.abort(); }, 300);
+        }
+      }
+    } catch (e) {
+      return e;
+    }
+    return undefined;
+  });
+  assert.deepEqual(events, [{ type: 'text-delta', text: 'Hel' }]);
+  assert.ok(error, 'the aborted iteration throws');
+  assert.equal(error.name, 'AbortError');
+  assert.equal(error, controller.signal.reason);
+  assert.ok(Date.now() - abortedAt < 5000, 'woke promptly after the abort');
+  assert.ok(ms < 10000, `did not wait for the stalled server (${ms} ms)`);
+  assert.ok(ticks >= 8, `timers ran while the stream waited: ${ticks}`);
+});
+
+test('an abort reason of the caller’s own is what the iteration throws', async () => {
+  const controller = new AbortController();
+  const reason = new Error('user went away');
+  await assert.rejects(async () => {
+    for await (const ev of stream('stream_text', params('mode=stall;after=1;stall_ms=30000'), { signal: controller.signal })) {
+      if (ev.type === 'text-delta') controller.abort(reason);
+    }
+  }, (e) => e === reason);
+});
+
+test('an already aborted signal throws before anything starts', async () => {
+  const it = stream('stream_text', params('mode=ok'), { signal: AbortSignal.abort() });
+  await assert.rejects(it.next(), { name: 'AbortError' });
+});
+
+test('breaking out of a stalled stream frees it at once', async () => {
+  const started = Date.now();
+  for await (const ev of stream('stream_text', params('mode=stall;after=1;stall_ms=30000'))) {
+    assert.equal(ev.type, 'text-delta');
+    break;
+  }
+  assert.ok(Date.now() - started < 5000);
+  // The library still serves calls afterwards.
+  assert.equal((await call('aimux.version', {})).name, 'aimux-ops');
+});
+
+test('a failure before the first event rejects the first next()', async () => {
+  const it = stream('stream_text', params('mode=status;status=400'));
+  await assert.rejects(it.next(), (e) => {
+    assert.ok(APICallError.isInstance(e), `got ${e.name}: ${e.message}`);
+    assert.equal(e.statusCode, 400);
+    assert.equal(e.retryable, false);
+    return true;
+  });
+});
+
+test('429 with retry-after-ms: retryAfterMs on the root, status on the attempts', async () => {
+  const p = params('mode=status;status=429;retry_after_ms=20', { maxRetries: 1, retry: { initialDelayMs: 10 } });
+  await assert.rejects(call('generate_text', p), (e) => {
+    assert.equal(e.name, 'AI_RetryError');
+    assert.ok(APICallError.isInstance(e.cause));
+    assert.equal(e.cause.statusCode, 429);
+    assert.equal(e.retryAfterMs, 20);
+    assert.ok(nativeChain(e).length >= 2);
+    return true;
+  });
+});
+
+test('aborting while the stream waits for its first event rejects at once', async () => {
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 200);
+  const started = Date.now();
+  await assert.rejects(async () => {
+    // The server stalls 4 s before the first delta (aimux_stream blocks until then).
+    for await (const ev of stream('stream_text', params('mode=stall;after=0;stall_ms=4000'), { signal: controller.signal })) {
+      assert.fail(`no event expected, got ${JSON.stringify(ev)}`);
+    }
+  }, { name: 'AbortError' });
+  assert.ok(Date.now() - started < 2000, `rejected promptly (${Date.now() - started} ms)`);
+});
+
+const tools = {
+  weather: { description: 'Weather of a city', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+};
+
+test('tool calls: a valid call, and an unknown tool whose error is decoded', async () => {
+  const ok = await call('generate_text', params('mode=tool', { tools }));
+  assert.equal(ok.finishReason, 'tool-calls');
+  assert.deepEqual(ok.toolCalls, [{ toolCallId: 'call_1', toolName: 'weather', input: { city: 'Paris' } }]);
+  const bad = await call('generate_text', params('mode=tool;tool=nope', { tools }));
+  const [tc] = bad.toolCalls;
+  assert.equal(tc.invalid, true);
+  assert.ok(tc.error instanceof AimuxError, 'the tool call error is decoded');
+  assert.ok(NoSuchToolError.isInstance(tc.error));
+  assert.deepEqual(tc.error.availableTools, ['weather']);
+  assert.equal(JSON.parse(JSON.stringify(bad)).toolCalls[0].error.code, 15, 'serialises back to the envelope');
+});
+
+test('a streamed tool call with invalid input: InvalidToolInputError → JSONParseError → decoder error', async () => {
+  const events = [];
+  for await (const ev of stream('stream_text', params('mode=tool;args=badjson', { tools }))) events.push(ev);
+  const tc = events.find((e) => e.type === 'tool-call');
+  assert.ok(tc, JSON.stringify(events));
+  assert.equal(tc.invalid, true);
+  assert.ok(InvalidToolInputError.isInstance(tc.error));
+  assert.ok(JSONParseError.isInstance(tc.error.cause));
+  assert.ok(tc.error.cause.cause instanceof AimuxSourceError);
+  assert.equal(events.at(-1).type, 'finish');
+});
+
+test('a stream cut before the terminal event ends with an error event, not a finish', async () => {
+  for (const spec of ['mode=cut;after=1', 'mode=nodone;after=1']) {
+    const events = [];
+    for await (const ev of stream('stream_text', params(spec))) events.push(ev);
+    assert.equal(events[0].type, 'text-delta', spec);
+    assert.ok(events.some((e) => e.type === 'error' && e.error instanceof AimuxError), `${spec}: ${JSON.stringify(events)}`);
+    assert.ok(!events.some((e) => e.type === 'finish'), `${spec}: no finish`);
+  }
+});
+
+test('several streams and calls at once', async () => {
+  const collect = async (spec) => {
+    let text = '';
+    for await (const ev of stream('stream_text', params(spec))) if (ev.type === 'text-delta') text += ev.text;
+    return text;
+  };
+  const results = await Promise.all([
+    collect('mode=ok;text=one two three;parts=3'),
+    collect('mode=delay;delay_ms=200;text=four five'),
+    collect('mode=ok;text=six'),
+    call('generate_text', params('mode=delay;delay_ms=100;text=seven')).then((r) => r.text),
+    call('aimux.version', {}).then((v) => v.name),
+  ]);
+  assert.deepEqual(results, ['one two three', 'four five', 'six', 'seven', 'aimux-ops']);
+});
+
+test('every string and error the library handed over was released exactly once', () => {
+  assert.equal(ownedPointers(), 0);
+});

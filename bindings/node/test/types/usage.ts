@@ -1,0 +1,95 @@
+// Compiled by `tsc --noEmit` in `make test`: the declarations must allow what a
+// user writes and refuse what is wrong (every @ts-expect-error must be an error).
+import {
+  call, stream, decodeEnvelope, nativeChain,
+  AimuxError, AimuxCauseError, AimuxSourceError, APICallError, APICallErrorCause, RetryError,
+  UnknownOpError, InvalidParamsError, NoSuchToolError, ErrorCode, VARIANTS,
+  type AimuxEnvelope, type StreamEvent, type GenerateTextResult,
+} from 'aimux-ops';
+
+async function main(): Promise<void> {
+  try {
+    const result: GenerateTextResult = await call('generate_text', {
+      model: { provider: 'openai', modelId: 'gpt-4o-mini', baseURL: 'http://127.0.0.1:1/v1' },
+      prompt: 'hi',
+      maxRetries: 1,
+    });
+    const text: string = result.text;
+    const total: number | null | undefined = result.usage.totalTokens;
+    for (const tc of result.toolCalls) if (tc.error && NoSuchToolError.isInstance(tc.error)) void tc.error.availableTools;
+    void text; void total;
+  } catch (e) {
+    // In TypeScript `e` is unknown: narrow it first (plain JS can test e.cause directly).
+    if (e instanceof Error && APICallError.isInstance(e.cause)) {
+      const status: number | undefined = e.cause.statusCode;
+      const retryable: boolean | undefined = e.cause.isRetryable;
+      void status; void retryable;
+    }
+    if (RetryError.isInstance(e)) {
+      const attempts = e.errors ?? [];
+      for (const attempt of attempts) {
+        if (APICallError.isInstance(attempt)) void attempt.responseBody;
+      }
+    }
+    if (AimuxError.isInstance(e)) {
+      const env: AimuxEnvelope = e.toJSON();
+      const retryable: boolean = e.retryable;
+      const hint: number | undefined = e.retryAfterMs;
+      const kind: string = e.kind;
+      const code: number = e.code;
+      void env; void retryable; void hint; void kind; void code;
+      for (const link of nativeChain(e)) {
+        if (AimuxSourceError.isInstance(link)) { const t: string | null = link.type; void t; }
+        else if (AimuxCauseError.isInstance(link)) { const c: number = link.code; void c; }
+      }
+      // @ts-expect-error a root's toJSON is an envelope, not a string
+      const s: string = e.toJSON();
+      void s;
+    }
+    if (e instanceof APICallError) {
+      const asRoot: AimuxError = e;
+      void asRoot;
+    }
+    if (APICallErrorCause.isInstance(e)) {
+      // @ts-expect-error a cause node has no root-only `retryable`
+      void e.retryable;
+    }
+    if (UnknownOpError.isInstance(e)) {
+      const op: string | undefined = e.op;
+      void op;
+    }
+    if (InvalidParamsError.isInstance(e)) void e.violations;
+  }
+
+  const controller = new AbortController();
+  for await (const ev of stream('stream_text', {
+    model: { provider: 'openai', modelId: 'gpt-4o-mini' },
+    prompt: 'hi',
+    recording: { mode: 'replay', path: 'recordings/demo.jsonl' },
+  }, { signal: controller.signal })) {
+    const event: StreamEvent = ev;
+    switch (event.type) {
+      case 'text-delta': { const t: string = event.text; void t; break; }
+      case 'finish': { const r: string = event.finishReason; void r; break; }
+      case 'error': { const err: AimuxError = event.error; void err; break; }
+      default: break;
+    }
+  }
+
+  const version = await call('aimux.version');
+  const other: unknown = await call('some.future.op', { any: 1 });
+  void other;
+  // @ts-expect-error generate_text needs its params
+  await call('generate_text');
+  const abi: number = version.abiVersion;
+  void abi;
+  const decoded = decodeEnvelope('{"kind":"aimux","code":1,"message":"x","error":{},"retryable":false}');
+  const apiCallCode: 11 = ErrorCode.API_CALL;
+  void decoded; void apiCallCode; void VARIANTS;
+  // @ts-expect-error the model settings are required for generate_text
+  await call('generate_text', { prompt: 'hi' });
+  // @ts-expect-error op names are strings
+  await call(42);
+}
+
+void main;
