@@ -33,9 +33,12 @@ $(STAMP): requirements/dev.lock pyproject.toml
 native: setup
 	$(MAKE) -C native build $(SUB_ENV)
 
-## schema: regenerate schema/ from the pydantic models
+## schema: regenerate schema/ from the pydantic models, and the bindings' generated error tables
+## (Java generates its classes at build time)
 schema: setup
 	$(PY) -m aimux_ops.schema_gen --write schema
+	$(MAKE) -C bindings/node generate $(SUB_ENV)
+	$(MAKE) -C bindings/go generate $(SUB_ENV)
 
 ## check-schema: fail when schema/ drifts from the models
 check-schema: setup
