@@ -300,8 +300,12 @@ static void _aimux_start(void)
     }
     if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL) == NULL) {
         const char *why = dlerror();
-        _aimux_init_fail("cannot make libpython global: ", why ? why : info.dli_fname);
-        return;
+        /* A host whose executable carries the interpreter (a statically linked python3) exports
+           its symbols globally already: re-opening the executable fails, and is not needed. */
+        if (dlsym(RTLD_DEFAULT, "PyExc_SystemError") == NULL) {
+            _aimux_init_fail("cannot make libpython global: ", why ? why : info.dli_fname);
+            return;
+        }
     }
 
     env = getenv("AIMUX_PYTHONPATH");
