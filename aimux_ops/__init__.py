@@ -21,7 +21,16 @@ __all__ = ["AimuxError", "SourceError", "__version__", "call", "decode_error", "
 
 
 def _params_json(params: Any) -> bytes:
-    return orjson.dumps({} if params is None else params)
+    """``params`` as JSON; what cannot be JSON is a 202 raised through the one projection."""
+    try:
+        return orjson.dumps({} if params is None else params)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        from .envelope import project
+        from .errors import InvalidWireJsonError
+
+        wrapper = InvalidWireJsonError("params cannot be encoded as JSON", argument="params")
+        wrapper.__cause__ = exc
+        raise decode_error(project(wrapper))  # noqa: B904 - its __cause__ is the decoded chain
 
 
 def call(op: str, params: Any = None) -> Any:

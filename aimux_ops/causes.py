@@ -138,9 +138,35 @@ def _sanitize(value: Any, limit: int, budget: _Budget) -> Any:
     return _sanitize(repr(value), limit, budget)
 
 
-def _bounded_value(value: Any, limit: int) -> tuple[Any, bool]:
-    """``value`` sanitized and at most ``limit`` bytes of JSON; an over-limit value becomes the
-    cut text of its JSON."""
+#: Payload fields typed "any JSON" (the AI SDK's ``value`` / ``data``): an over-limit value may
+#: become the cut text of its JSON. Every other field keeps its type when cut.
+_ANY_TYPED = frozenset({"value", "data"})
+
+
+def _shrink(container: dict[str, Any] | list[Any], limit: int) -> dict[str, Any] | list[Any]:
+    """The leading members / items of ``container`` whose JSON fits in ``limit`` bytes."""
+    size = 2
+    if isinstance(container, list):
+        items: list[Any] = []
+        for item in container:
+            size += len(orjson.dumps(item)) + 1
+            if size > limit:
+                break
+            items.append(item)
+        return items
+    members: dict[str, Any] = {}
+    for key, item in container.items():
+        size += len(orjson.dumps({key: item})) - 1
+        if size > limit:
+            break
+        members[key] = item
+    return members
+
+
+def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
+    """``value`` sanitized and at most ``limit`` bytes of JSON. An over-limit string is cut; an
+    over-limit ``value`` / ``data`` becomes the cut text of its JSON; any other over-limit object
+    or array keeps its type and its leading members that fit."""
     budget = _Budget(limit)
     clean = _sanitize(value, limit, budget)
     if isinstance(clean, str):
@@ -149,13 +175,16 @@ def _bounded_value(value: Any, limit: int) -> tuple[Any, bool]:
     if isinstance(clean, (dict, list)):
         raw = orjson.dumps(clean)
         if len(raw) > limit:
-            return clip_text(raw.decode("utf-8"), limit)[0], True
+            if key in _ANY_TYPED:
+                return clip_text(raw.decode("utf-8"), limit)[0], True
+            return _shrink(clean, limit), True
     return clean, budget.cut
 
 
 def _message(exc: BaseException, limits: Limits, truncated: list[str]) -> str:
     raw = exc.message if isinstance(exc, (AimuxError, SourceError)) else _safe_str(exc)
-    pre, pre_cut = clip_text(raw, limits.message_bytes + _SCRUB_MARGIN)
+    # NUL would cut the message short for every C reader (aimux_error_message): never emitted
+    pre, pre_cut = clip_text(raw.replace("\x00", "\ufffd"), limits.message_bytes + _SCRUB_MARGIN)
     text, cut = clip_text(scrub_message(pre), limits.message_bytes)
     if cut or pre_cut:
         truncated.append("message")
@@ -173,7 +202,7 @@ def _payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str,
         fields = {}
         truncated.append("error")
     for key, value in fields.items():
-        bounded, cut = _bounded_value(value, limits.value_bytes)
+        bounded, cut = _bounded_value(value, limits.value_bytes, key)
         if cut:
             truncated.append(f"error.{key}")
         error[key] = bounded

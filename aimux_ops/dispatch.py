@@ -57,6 +57,8 @@ def _op_name(op: str | bytes | None) -> str:
             return op.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidUtf8Error("op is not valid UTF-8", argument="op") from exc
+    if not isinstance(op, str):
+        raise UnknownOpError(f"op must be a string, not {type(op).__name__}")
     return op
 
 

@@ -8,10 +8,13 @@
   whose name says api-key, token, secret, password or credential keep their name only
   (rate-limit headers such as ``x-ratelimit-remaining-tokens`` are kept: they help debugging).
 - ``redact_url``: for recordings, a URL without userinfo and without secret query values.
+- ``guard_url``: before a request, remember a URL's secrets (userinfo, secret query values) and
+  drop its userinfo.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
 from collections import OrderedDict
@@ -20,6 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "REDACTED",
+    "guard_url",
     "is_secret_header",
     "redact_headers",
     "redact_url",
@@ -113,6 +117,37 @@ def redact_headers(headers: Any) -> dict[str, str]:
         name = str(k).lower()
         out[name] = REDACTED if is_secret_header(name) else scrub_text(str(v))
     return out
+
+
+def guard_url(url: str) -> str:
+    """Remember every secret a URL carries — the userinfo password (also as the ``user:pass``
+    Basic credential, plain and base64) and secret query values — and return the URL without its
+    userinfo (the key goes in ``Authorization``; httpx would otherwise replace it with Basic auth).
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+        username = parts.username
+    except ValueError:
+        return url
+    for key, value in parse_qsl(parts.query):
+        if _SECRET_QUERY_RE.search(key):
+            remember_secret(value)
+    if password is None and username is None:
+        return url
+    if password:
+        remember_secret(password)
+        credential = f"{username or ''}:{password}"
+        remember_secret(credential)
+        remember_secret(base64.b64encode(credential.encode()).decode())
+    elif username:
+        remember_secret(username)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
 def redact_url(url: str) -> str:

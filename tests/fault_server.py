@@ -17,6 +17,8 @@ Modes (``mode=``; default ``ok``):
   later ones succeed (the ``ok`` mode); ``statuses=500,400,ok``: request n of the scenario gets
   the n-th entry (the last one repeats).
 - ``echo``: 401 whose JSON body, message and a header echo the request's API key back.
+- ``echorequest``: 400 whose JSON body, message and headers echo the request path (with its
+  query) and its ``Authorization`` header.
 - ``badjson``: 200 that is not JSON. ``shape``: 200 JSON of the wrong shape.
 - ``drop``: close the connection without a response. ``reset``: an RST instead of a response.
 - ``stall``: wait ``stall_ms`` (default 10000) before answering (stream: after ``after`` deltas).
@@ -271,6 +273,14 @@ class _Handler(BaseHTTPRequestHandler):
                 "type": "invalid_request_error", "param": None, "code": "invalid_api_key",
                 "key": key}})
             self._send(401, body, {"x-echo-key": key, "set-cookie": f"session={key}"})
+            return
+        if mode == "echorequest":
+            # a careless gateway: echoes the request line and its Authorization header
+            auth = self.headers.get("Authorization") or ""
+            body = orjson.dumps({"error": {
+                "message": f"bad request {self.path} with {auth}",
+                "type": "invalid_request_error", "request": self.path, "authorization": auth}})
+            self._send(400, body, {"x-echo-path": self.path, "x-echo-auth": auth})
             return
         if mode == "badjson":
             self._send(200, b'{"id": "chatcmpl-1", "choices": [ this is not json')

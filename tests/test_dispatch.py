@@ -240,3 +240,15 @@ def test_concurrent_calls_from_threads() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+@pytest.mark.parametrize("bad", [{"x": {1, 2}}, {"x": "\ud800"}, {"x": 2**70}])
+def test_python_params_that_cannot_be_json_are_202(bad: Any) -> None:
+    with pytest.raises(E.InvalidWireJsonError) as info:
+        aimux_ops.call("aimux.version", bad)
+    assert isinstance(info.value.__cause__, E.SourceError)
+
+
+def test_non_string_op_is_unknown() -> None:
+    with pytest.raises(E.UnknownOpError):
+        aimux_ops.call(123, {})  # type: ignore[arg-type]

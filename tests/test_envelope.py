@@ -173,3 +173,27 @@ class _BrokenStr(Exception):
 def test_unprintable_exception() -> None:
     env = assert_valid_envelope(project(raised(E.OtherError("x"), _BrokenStr())))
     assert env["cause"]["message"] == "<unprintable _BrokenStr>"
+
+
+def test_cut_typed_fields_keep_their_type() -> None:
+    headers = {f"x-h{i}": "h" * 1000 for i in range(60)}
+    env = assert_valid_envelope(project(E.APICallError("big headers", status_code=500, is_retryable=True, response_headers=headers)))
+    kept = env["error"]["responseHeaders"]
+    assert isinstance(kept, dict) and 0 < len(kept) < 60
+    assert "error.responseHeaders" in env["truncated"]
+
+
+def test_invalid_params_with_thousands_of_violations_stays_an_array() -> None:
+    from aimux_ops.dispatch import call_json
+
+    bad = {"model": {"provider": "openai", "modelId": "m"}, "messages": [{"role": 7}] * 3000}
+    _, envelope = call_json("generate_text", orjson.dumps(bad))
+    env = assert_valid_envelope(envelope or b"")
+    assert env["code"] == 301
+    assert isinstance(env["error"]["violations"], list) and len(env["error"]["violations"]) > 10
+    assert "error.violations" in env["truncated"]
+
+
+def test_messages_never_carry_nul() -> None:
+    env = assert_valid_envelope(project(raised(E.OtherError("before\x00after"), ValueError("a\x00b"))))
+    assert env["message"] == "before\ufffdafter" and env["cause"]["message"] == "a\ufffdb"

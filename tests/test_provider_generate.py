@@ -529,6 +529,17 @@ def test_generate_object(server: FaultServer) -> None:
     assert fmt["json_schema"]["schema"] == PERSON
 
 
+def test_generate_object_accepts_tools(server: FaultServer) -> None:
+    tools = {"lookup": {"description": "Look a person up.",
+                        "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+    result, env = run("generate_object", params(server, "mode=object", schema=PERSON, tools=tools))
+    assert env is None and result is not None
+    assert result["object"] == {"name": "Ada", "age": 36} and result["toolCalls"] == []
+    sent = server.bodies[-1]
+    assert sent["tools"][0]["function"]["name"] == "lookup"
+    assert sent["response_format"]["json_schema"]["schema"] == PERSON
+
+
 def test_generate_object_not_json(server: FaultServer) -> None:
     env = fail("generate_object", params(server, "mode=object;json=not json {", schema=PERSON))
     assert (env["code"], env["error"]["name"]) == (21, "AI_NoObjectGeneratedError")

@@ -16,7 +16,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,7 +33,7 @@ from ..errors import (
 )
 from ..providers import get_provider, openai
 from ..recording import Recorder, Replayer
-from ..redact import is_secret_header, remember_secret
+from ..redact import guard_url, is_secret_header, remember_secret
 from ..retry import retry_with_exponential_backoff
 from ..transport import Deadline, HTTPRequest, Response, Transport, default_transport
 from .registry import StreamContext, register_op
@@ -144,11 +143,12 @@ class _CallParams(_Model):
     retry: RetrySpec | None = None
     timeout_ms: int | None = Field(default=None, ge=1)
     recording: RecordingSpec | None = None
+    tools: dict[str, ToolSpec] | None = None
+    tool_choice: Literal["auto", "none", "required"] | ToolChoiceTool | None = None
 
 
 class GenerateTextParams(_CallParams):
-    tools: dict[str, ToolSpec] | None = None
-    tool_choice: Literal["auto", "none", "required"] | ToolChoiceTool | None = None
+    pass
 
 
 class StreamTextParams(GenerateTextParams):
@@ -202,6 +202,9 @@ class GenerateObjectResult(_Model):
     object: Any
     finish_reason: FinishReason
     usage: Usage
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list, description="Tool calls the model made beside the object (tools?)."
+    )
     response: ResponseInfo
 
 
@@ -285,15 +288,6 @@ def _settings(params: _CallParams) -> dict[str, Any]:
     }
 
 
-def _userinfo_password(url: str | None) -> str | None:
-    if not url or "@" not in url:
-        return None
-    try:
-        return urlsplit(url).password
-    except ValueError:
-        return None
-
-
 class _Call:
     """One op invocation: request, transport and recording, shared by its attempts."""
 
@@ -303,9 +297,7 @@ class _Call:
         rec = params.recording
         replay = rec is not None and rec.mode == "replay"
         key = openai.load_api_key(spec.api_key, spec.api_key_env, required=not replay)
-        password = _userinfo_password(spec.base_url)
-        if password:
-            remember_secret(password)
+        base_url = guard_url(spec.base_url) if spec.base_url else None
         for extra in (spec.headers, params.headers):  # a key passed as a header is a key too
             for name, value in (extra or {}).items():
                 if is_secret_header(name):
@@ -314,7 +306,7 @@ class _Call:
         self.deadline = Deadline(params.timeout_ms)
         self.request = HTTPRequest(
             "POST",
-            openai.chat_url(spec.base_url),
+            openai.chat_url(base_url),
             openai.request_headers(key, spec.headers, params.headers),
             orjson.dumps(body),
             stream=stream,
@@ -476,7 +468,7 @@ def _tool_call(
     return out
 
 
-def _tools_wire(params: GenerateTextParams) -> tuple[list[dict[str, Any]] | None, Any]:
+def _tools_wire(params: _CallParams) -> tuple[list[dict[str, Any]] | None, Any]:
     if not params.tools:
         return None, None
     tools = []
@@ -554,16 +546,19 @@ def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
         }
         if params.schema_description is not None:
             fmt["json_schema"]["description"] = params.schema_description
+        tools, choice = _tools_wire(params)
         return openai.build_body(
             params.model.model_id,
             _messages(params),
             _settings(params),
             stream=False,
             response_format=fmt,
+            tools=tools,
+            tool_choice=choice,
         )
 
     def build(body: dict[str, Any]) -> dict[str, Any]:
-        text, _calls, finish, usage, response = openai.completion_parts(body)
+        text, calls, finish, usage, response = openai.completion_parts(body)
         value, perr = _parse_json(text)
         cause: AimuxError | None = perr
         if perr is None:
@@ -578,7 +573,13 @@ def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
                 f"No object generated: {what}.", text=text, finish_reason=finish, usage=usage
             )
             raise err from cause
-        return {"object": value, "finishReason": finish, "usage": usage, "response": response}
+        return {
+            "object": value,
+            "finishReason": finish,
+            "usage": usage,
+            "toolCalls": [_tool_call(i, n, a, params.tools) for i, n, a in calls],
+            "response": response,
+        }
 
     return _run_call("generate_object", params, body_of, build)
 
