@@ -71,9 +71,13 @@ class Deadline:
         rem = self.remaining()
         return rem is not None and rem <= 0
 
-    def error(self) -> AITimeoutError:
+    def error(self, status_code: int | None = None) -> AITimeoutError:
+        """The timeout; ``status_code`` when a response had already begun (a stream's status was
+        sent before the deadline passed mid-body)."""
         return AITimeoutError(
-            f"The call did not complete within {self.timeout_ms} ms.", timeout_ms=self.timeout_ms
+            f"The call did not complete within {self.timeout_ms} ms.",
+            timeout_ms=self.timeout_ms,
+            status_code=status_code,
         )
 
     def check(self) -> None:
@@ -192,7 +196,7 @@ def map_transport_error(
         deadline.expires_at is not None
         and (isinstance(exc, httpx.TimeoutException) or deadline.expired())
     ):
-        return deadline.error()
+        return deadline.error(response.status if response is not None else None)
     if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
         return InvalidArgumentError(
             f"Invalid argument for model.baseURL: {_detail(exc)}", argument="model.baseURL"

@@ -178,6 +178,7 @@ def test_stall_mid_stream_times_out(server: FaultServer) -> None:
     elapsed = time.monotonic() - t0
     env = _one_terminal_error(events)
     assert (env["code"], env["error"]["timeoutMs"]) == (12, 400)
+    assert env["error"]["statusCode"] == 200, "a stream error carries the status already sent"
     assert 0.35 <= elapsed < 2.0, elapsed
 
 

@@ -15,7 +15,7 @@ The hierarchy::
     │   ├── NoSuchProviderError         10  AI_NoSuchProviderError      providerId, availableProviders
     │   ├── APICallError                11  AI_APICallError             statusCode, isRetryable,
     │   │                                                               responseHeaders, responseBody, data
-    │   ├── TimeoutError                12  AI_TimeoutError             timeoutMs
+    │   ├── TimeoutError                12  AI_TimeoutError             timeoutMs, statusCode
     │   ├── AbortedError                13  AI_AbortedError
     │   ├── RetryError                  14  AI_RetryError               reason, errors (last = cause)
     │   ├── NoSuchToolError             15  AI_NoSuchToolError          toolName, availableTools

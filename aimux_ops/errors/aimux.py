@@ -220,6 +220,8 @@ class APICallError(AIError):
 
 class _TimeoutPayload(ErrorPayload):
     timeout_ms: int | None = None
+    #: The HTTP status already received when the deadline passed mid-body (streams), if any.
+    status_code: int | None = None
 
 
 class TimeoutError(AIError):  # noqa: A001 - mirrors asyncio.TimeoutError / concurrent.futures

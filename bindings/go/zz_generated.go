@@ -260,6 +260,7 @@ func (v *APICallError) Node() *Error { return v.aimuxError }
 type TimeoutError struct {
 	*aimuxError `json:"-"`
 	TimeoutMs   *int64 `json:"timeoutMs,omitempty"`
+	StatusCode  *int64 `json:"statusCode,omitempty"`
 }
 
 // Node returns the decoded link this view was made from.

@@ -384,6 +384,7 @@ export declare class APICallErrorCause extends APICallErrorCause_base implements
  */
 export interface TimeoutErrorFields {
   readonly timeoutMs?: number;
+  readonly statusCode?: number;
 }
 declare const TimeoutError_base: AimuxErrorClass;
 /**
@@ -393,6 +394,7 @@ declare const TimeoutError_base: AimuxErrorClass;
  */
 export declare class TimeoutError extends TimeoutError_base implements TimeoutErrorFields {
   readonly timeoutMs?: number;
+  readonly statusCode?: number;
   static readonly marker: symbol;
   static readonly kind: "aimux";
   static readonly code: 12;
@@ -407,6 +409,7 @@ declare const TimeoutErrorCause_base: AimuxCauseErrorClass;
  */
 export declare class TimeoutErrorCause extends TimeoutErrorCause_base implements TimeoutErrorFields {
   readonly timeoutMs?: number;
+  readonly statusCode?: number;
   static readonly marker: symbol;
   static readonly kind: "aimux";
   static readonly code: 12;
