@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from fault_server import FaultServer, serve
 from helpers import assert_valid_envelope
 
 import aimux_ops.dispatch
@@ -26,6 +27,13 @@ def _validating_project(exc: BaseException) -> bytes:
 
 aimux_ops.envelope.project = _validating_project
 aimux_ops.dispatch.project = _validating_project  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FaultServer]:
+    """The fault-injecting OpenAI-compatible server on 127.0.0.1, one per test module."""
+    with serve() as srv:
+        yield srv
 
 
 @pytest.fixture(autouse=True)

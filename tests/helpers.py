@@ -103,3 +103,22 @@ def assert_no_canary(*blobs: bytes | str | Any) -> None:
     for blob in blobs:
         data = blob if isinstance(blob, bytes) else (blob.encode() if isinstance(blob, str) else orjson.dumps(blob))
         assert CANARY.encode() not in data, f"canary key leaked: {data[:300]!r}"
+
+
+def provider_params(server: Any, fault: str | None = None, *, scenario: str | None = None,
+                    **extra: Any) -> dict[str, Any]:
+    """generate/stream params against the fault server: the fault in ``x-fault``, the scenario
+    in ``x-scenario``, the canary as the API key, 1 ms retry delays."""
+    headers = {}
+    if fault is not None:
+        headers["x-fault"] = fault
+    if scenario is not None:
+        headers["x-scenario"] = scenario
+    p: dict[str, Any] = {
+        "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": server.base_url,
+                  "apiKey": CANARY, "headers": headers},
+        "prompt": "Say hello in one word.",
+        "retry": {"initialDelayMs": 1, "backoffFactor": 1},
+    }
+    p.update(extra)
+    return p

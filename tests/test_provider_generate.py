@@ -6,39 +6,16 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
-from fault_server import FaultServer, serve
+from fault_server import FaultServer
 from helpers import CANARY, assert_no_canary, validator
+from helpers import provider_params as params
 
 from aimux_ops.dispatch import call_json
 from aimux_ops.envelope import native_chain
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FaultServer]:
-    with serve() as srv:
-        yield srv
-
-
-def params(server: FaultServer, fault: str | None = None, *, scenario: str | None = None,
-           **extra: Any) -> dict[str, Any]:
-    headers = {}
-    if fault is not None:
-        headers["x-fault"] = fault
-    if scenario is not None:
-        headers["x-scenario"] = scenario
-    p: dict[str, Any] = {
-        "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": server.base_url,
-                  "apiKey": CANARY, "headers": headers},
-        "prompt": "Say hello in one word.",
-        "retry": {"initialDelayMs": 1, "backoffFactor": 1},
-    }
-    p.update(extra)
-    return p
 
 
 def run(op: str, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

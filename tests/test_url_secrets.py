@@ -5,13 +5,11 @@ still goes out as the bearer key (userinfo must not turn into Basic auth)."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
-from fault_server import FaultServer, serve
+from fault_server import FaultServer
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 
@@ -19,12 +17,6 @@ QUERY_SECRET = "CANARYQUERY0123456789"
 TOKEN_SECRET = "CANARYTOKEN0123456789"
 PASSWORD = "CANARYPASSWORD0123456789"
 KEY = "sk-url-canary-0123456789abcdef"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FaultServer]:
-    with serve() as srv:
-        yield srv
 
 
 def secrets() -> list[bytes]:
