@@ -76,8 +76,8 @@ test: lint check-schema test-python test-native $(addprefix test-,$(BINDINGS)) t
 demo: native
 	$(MAKE) -C native demo $(SUB_ENV)
 
+## bench: every benchmark (the native table included), results in bench/results.md + .png
 bench: native
-	$(MAKE) -C native bench $(SUB_ENV)
 	$(MAKE) -C bench bench $(SUB_ENV)
 
 fuzz: native

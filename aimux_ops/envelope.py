@@ -34,6 +34,7 @@ from .errors import (
 __all__ = [
     "ENVELOPE_MAX_BYTES",
     "chain_links",
+    "check_root",
     "decode_error",
     "native_chain",
     "project",
@@ -123,8 +124,7 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
     kind = node.get("kind")
     exc: BaseException
     if isinstance(kind, str):
-        code_raw = node.get("code")
-        code = code_raw if isinstance(code_raw, int) and not isinstance(code_raw, bool) else 0
+        code = _wire_code(node)
         error = node.get("error") if isinstance(node.get("error"), dict) else {}
         assert isinstance(error, dict)
         name_raw = error.get("name")
@@ -148,6 +148,8 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
             Exception.__init__(exc, message)
             exc.payload = payload
             exc.message = message
+            if code > 0:
+                exc.code = code  # the code as sent (a known name keeps its class's code otherwise)
             if isinstance(exc, RetryError):
                 attempts = error.get("errors")
                 exc.errors = [
@@ -169,14 +171,36 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
     return exc
 
 
-def decode_error(envelope: bytes | str | dict[str, Any]) -> AimuxError:
-    """Rebuild the native exception (with its ``__cause__`` chain) from an envelope."""
-    obj = _parse(envelope)
-    exc = _decode_node(obj, 0)
-    if not isinstance(exc, AimuxError):
+def _wire_code(node: dict[str, Any]) -> int:
+    """A node's ``code`` when it is a non-negative integer, else 0."""
+    code = node.get("code")
+    return code if isinstance(code, int) and not isinstance(code, bool) and code >= 0 else 0
+
+
+def check_root(obj: dict[str, Any]) -> None:
+    """An envelope's root must be an aimux node (a string ``kind``) with a code ≥ 1, or at least
+    an ``error.name`` this version knows (whose class gives the code); else 202."""
+    kind = obj.get("kind")
+    if not isinstance(kind, str):
         raise InvalidWireJsonError(
             "envelope has no 'kind': it is a source node, not an envelope", argument="envelope"
         )
+    if _wire_code(obj) < 1:
+        error = obj.get("error")
+        name = error.get("name") if isinstance(error, dict) else None
+        if not isinstance(name, str) or lookup(kind, name, None) is None:
+            raise InvalidWireJsonError(
+                "envelope has no valid 'code' (an integer ≥ 1) and no known error name",
+                argument="envelope",
+            )
+
+
+def decode_error(envelope: bytes | str | dict[str, Any]) -> AimuxError:
+    """Rebuild the native exception (with its ``__cause__`` chain) from an envelope."""
+    obj = _parse(envelope)
+    check_root(obj)
+    exc = _decode_node(obj, 0)
+    assert isinstance(exc, AimuxError)
     return exc
 
 
@@ -198,14 +222,25 @@ def native_chain(node: dict[str, Any]) -> list[dict[str, Any]]:
     return links
 
 
+def _decoded_root_code(root: dict[str, Any]) -> int:
+    error = root.get("error")
+    name = error.get("name") if isinstance(error, dict) else None
+    cls = lookup(str(root.get("kind")), name if isinstance(name, str) else None, None)
+    return cls.code if cls is not None else 0
+
+
 def chain_links(envelope_json: bytes) -> list[tuple[int, bytes, bytes]]:
     """(code, message UTF-8, node JSON) for each link of the native chain, root first; the
     root's JSON is ``envelope_json`` itself; source nodes report code 0."""
     root = orjson.loads(envelope_json)
+    if not isinstance(root, dict):
+        raise InvalidWireJsonError("envelope is not a JSON object", argument="envelope")
+    check_root(root)
     out: list[tuple[int, bytes, bytes]] = []
     for i, link in enumerate(native_chain(root)):
-        code = link.get("code") if isinstance(link.get("kind"), str) else 0
-        code = code if isinstance(code, int) and not isinstance(code, bool) else 0
+        code = _wire_code(link) if isinstance(link.get("kind"), str) else 0
+        if i == 0 and code < 1:
+            code = _decoded_root_code(root)
         msg = _str(link.get("message")).encode("utf-8", "replace")
         out.append((code, msg, envelope_json if i == 0 else orjson.dumps(link)))
     return out

@@ -125,3 +125,19 @@ def test_is_instance_is_marker_based() -> None:
     assert not E.RetryError.is_instance(Foreign())
     assert E.APICallError.is_instance(decode_error(dict(VECTORS)["001-api-call-429-retry-after.json"]["envelope"]))
     assert_valid_envelope(project(E.APICallError("x")))
+
+
+@pytest.mark.parametrize(
+    "root",
+    [{"kind": "future"}, {"kind": "aimux", "code": -7, "message": "x", "error": {"name": "AI_Future"}},
+     {"kind": "aimux", "code": 0, "message": "x", "error": {}}],
+)
+def test_root_without_a_valid_code_is_refused(root: dict) -> None:
+    with pytest.raises(E.InvalidWireJsonError):
+        decode_error(root)
+
+
+def test_known_name_supplies_a_missing_code() -> None:
+    err = decode_error({"kind": "aimux", "message": "x", "error": {"name": "AI_APICallError"}})
+    assert isinstance(err, E.APICallError) and err.code == 11
+    assert orjson.loads(project(err))["code"] == 11
