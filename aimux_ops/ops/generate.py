@@ -487,7 +487,9 @@ def _tools_wire(params: _CallParams) -> tuple[list[dict[str, Any]] | None, Any]:
     return tools, wire_choice
 
 
-def _text_body(params: GenerateTextParams, stream: bool) -> dict[str, Any]:
+def _body(
+    params: _CallParams, stream: bool, response_format: dict[str, Any] | None = None
+) -> dict[str, Any]:
     tools, choice = _tools_wire(params)
     return openai.build_body(
         params.model.model_id,
@@ -496,6 +498,7 @@ def _text_body(params: GenerateTextParams, stream: bool) -> dict[str, Any]:
         stream=stream,
         tools=tools,
         tool_choice=choice,
+        response_format=response_format,
     )
 
 
@@ -520,7 +523,7 @@ def generate_text(params: GenerateTextParams) -> dict[str, Any]:
             "response": response,
         }
 
-    return _run_call("generate_text", params, lambda: _text_body(params, False), build)
+    return _run_call("generate_text", params, lambda: _body(params, False), build)
 
 
 # -- generate_object -------------------------------------------------------------------------------
@@ -546,16 +549,7 @@ def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
         }
         if params.schema_description is not None:
             fmt["json_schema"]["description"] = params.schema_description
-        tools, choice = _tools_wire(params)
-        return openai.build_body(
-            params.model.model_id,
-            _messages(params),
-            _settings(params),
-            stream=False,
-            response_format=fmt,
-            tools=tools,
-            tool_choice=choice,
-        )
+        return _body(params, False, fmt)
 
     def build(body: dict[str, Any]) -> dict[str, Any]:
         text, calls, finish, usage, response = openai.completion_parts(body)
@@ -596,7 +590,7 @@ def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
     description="Stream text deltas, tool calls and a finish event from a language model.",
 )
 def stream_text(params: StreamTextParams, ctx: StreamContext) -> Iterator[dict[str, Any]]:
-    call = _Call("stream_text", params, _text_body(params, True), stream=True)
+    call = _Call("stream_text", params, _body(params, True), stream=True)
     current: list[Response] = []
 
     def abort() -> None:
