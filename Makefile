@@ -53,7 +53,7 @@ lint: setup
 peers:
 	$(MAKE) -C bench peers
 
-test-python: setup peers
+test-python: setup peers native
 	$(VENV)/bin/pytest tests
 
 ## test-vectors: every decode-chain over every contract vector
