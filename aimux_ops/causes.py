@@ -167,6 +167,8 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
     """``value`` sanitized and at most ``limit`` bytes of JSON. An over-limit string is cut; an
     over-limit ``value`` / ``data`` becomes the cut text of its JSON; any other over-limit object
     or array keeps its type and its leading members that fit."""
+    if isinstance(value, str) and len(value) <= limit and value.isascii():
+        return scrub_text(value), False
     budget = _Budget(limit)
     clean = _sanitize(value, limit, budget)
     if isinstance(clean, str):
@@ -202,6 +204,9 @@ def _payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str,
         fields = {}
         truncated.append("error")
     for key, value in fields.items():
+        if value is None or isinstance(value, (bool, int, float)):
+            error[key] = value  # scalars need no bound and no scrubbing
+            continue
         bounded, cut = _bounded_value(value, limits.value_bytes, key)
         if cut:
             truncated.append(f"error.{key}")
