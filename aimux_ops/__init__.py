@@ -47,24 +47,25 @@ def call(op: str, params: Any = None) -> Any:
 def stream(op: str, params: Any = None) -> Iterator[dict[str, Any]]:
     """Run a stream op. A failure before the first event raises; a later one is yielded as an
     ``error`` event, after which the iteration ends. Closing the iterator cancels the stream."""
-    from .dispatch import stream_free, stream_json, stream_next_json
+    from .dispatch import stream_free, stream_json, stream_next_object
 
     handle, envelope = stream_json(op, _params_json(params))
     if envelope is not None:
         raise decode_error(envelope)
     assert handle is not None
-    return _events(handle, stream_next_json, stream_free)
+    return _events(handle, stream_next_object, stream_free)
 
 
-def _events(handle: int, next_json: Any, free: Any) -> Iterator[dict[str, Any]]:
+def _events(handle: int, next_object: Any, free: Any) -> Iterator[dict[str, Any]]:
     try:
         while True:
-            event, envelope = next_json(handle)
+            event, envelope = next_object(handle)
             if envelope is not None:
                 raise decode_error(envelope)
             if event is None:
                 return
-            decoded: dict[str, Any] = orjson.loads(event)
+            # the op's own dict when it made one (no dump-and-parse); bytes are parsed once
+            decoded: dict[str, Any] = event if type(event) is dict else orjson.loads(event)
             yield decoded
             if decoded.get("type") == "error":
                 return

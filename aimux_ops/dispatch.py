@@ -44,6 +44,7 @@ __all__ = [
     "stream_free",
     "stream_json",
     "stream_next_json",
+    "stream_next_object",
 ]
 
 Reply = tuple[bytes | None, bytes | None]
@@ -172,19 +173,19 @@ class _Stream:
         self._events = events
         self.ctx = ctx
         self._lock = threading.Lock()
-        self._pending: bytes | None = None
+        self._pending: Any = None
         self._done = False
 
     def prime(self) -> None:
         """Pull the first event; an exception here fails the open."""
         try:
-            first = next(self._events)
+            self._pending = next(self._events)
         except StopIteration:
             self._done = True
-            return
-        self._pending = _dump(first)
 
-    def next(self) -> bytes | None:
+    def pull(self) -> Any:
+        """The next event as the op produced it (a JSON-ready dict, or bytes), the terminal
+        ``error`` event as bytes, or None at the end (and after a cancel)."""
         with self._lock:
             if self._pending is not None:
                 event, self._pending = self._pending, None
@@ -193,7 +194,7 @@ class _Stream:
                 self._done = True
                 return None
             try:
-                return _dump(next(self._events))
+                return next(self._events)
             except StopIteration:
                 self._done = True
                 return None
@@ -202,6 +203,10 @@ class _Stream:
                 if self.ctx.cancelled.is_set():
                     return None
                 return b'{"type":"error","error":' + project(exc) + b"}"
+
+    def next(self) -> bytes | None:
+        event = self.pull()
+        return None if event is None else _dump(event)
 
     def close(self) -> None:
         self.ctx.cancel()
@@ -258,6 +263,15 @@ def stream_next_json(handle: int) -> Reply:
     an invalid handle. Never raises."""
     try:
         return _lookup(handle).next(), None
+    except BaseException as exc:  # noqa: BLE001
+        return None, project(exc)
+
+
+def stream_next_object(handle: int) -> tuple[Any, bytes | None]:
+    """``stream_next_json`` for in-process callers (the Python binding): the event as the op
+    produced it — a dict not yet serialized, or bytes — so it is not dumped and parsed again."""
+    try:
+        return _lookup(handle).pull(), None
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 

@@ -252,3 +252,22 @@ def test_python_params_that_cannot_be_json_are_202(bad: Any) -> None:
 def test_non_string_op_is_unknown() -> None:
     with pytest.raises(E.UnknownOpError):
         aimux_ops.call(123, {})  # type: ignore[arg-type]
+
+
+def test_python_stream_events_equal_the_wire_events() -> None:
+    """The Python binding hands over the op's event dicts without a JSON round trip: they must be
+    exactly what every other binding parses from the wire."""
+    from helpers import ROOT
+
+    p = {"model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": "http://127.0.0.1:1/v1"},
+         "prompt": "Say hello in one word.",
+         "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")}}
+    in_process = list(aimux_ops.stream("stream_text", p))
+    handle, err = stream_json("stream_text", orjson.dumps(p))
+    assert err is None and handle is not None
+    wire = []
+    while (event := stream_next_json(handle)[0]) is not None:
+        wire.append(orjson.loads(event))
+    stream_free(handle)
+    assert in_process == wire
+    assert [e["type"] for e in wire] == ["text-delta", "text-delta", "finish"]
