@@ -112,3 +112,29 @@ def cleanup() -> None:
             os.unlink(p)
         except OSError:
             pass
+
+
+def drain_stream(op: str | bytes, params: bytes, max_events: int) -> int | None:
+    """Open a stream through the dispatcher, check every answer (a handle or a valid envelope,
+    then valid events, never an envelope on a live handle) and free it. Returns the freed
+    handle, or None when the open failed."""
+    from aimux_ops import dispatch
+
+    handle, env = dispatch.stream_json(op, params)
+    if (handle is None) == (env is None):
+        raise AssertionError(f"stream_json answered {handle!r}, {env!r}")
+    if env is not None:
+        check_envelope(env)
+        return None
+    assert handle is not None
+    try:
+        for _ in range(max_events):
+            event, env = dispatch.stream_next_json(handle)
+            if env is not None:
+                raise AssertionError(f"stream_next_json on a live handle: {env[:300]!r}")
+            if event is None:
+                break
+            check_event(event)
+    finally:
+        dispatch.stream_free(handle)
+    return handle
