@@ -242,5 +242,7 @@ def chain_links(envelope_json: bytes) -> list[tuple[int, bytes, bytes]]:
         if i == 0 and code < 1:
             code = _decoded_root_code(root)
         msg = _str(link.get("message")).encode("utf-8", "replace")
-        out.append((code, msg, envelope_json if i == 0 else orjson.dumps(link)))
+        # the root is the envelope's own bytes (the same bytes everywhere), minus any
+        # surrounding whitespace a foreign producer left around the object
+        out.append((code, msg, envelope_json.strip() if i == 0 else orjson.dumps(link)))
     return out
