@@ -51,15 +51,12 @@ class AimuxError(Exception):
     constant: ClassVar[str] = ""
     description: ClassVar[str] = ""
     Payload: ClassVar[type[ErrorPayload]] = _EmptyPayload
-    #: Set on concrete (catalogued) classes only.
-    _catalogued: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("constant"):
             if not cls.__dict__.get("description"):
                 cls.description = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-            cls._catalogued = True
             key = (cls.kind, cls.error_name)
             if key in _BY_NAME:  # pragma: no cover - a programming error caught at import
                 raise TypeError(f"duplicate error name {key}")

@@ -10,8 +10,8 @@ event.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -62,7 +62,6 @@ class OpSpec:
     description: str = ""
     #: A pure op's result depends on its params only: the dispatcher may answer from a cache.
     pure: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 _OPS: dict[str, OpSpec] = {}
@@ -93,6 +92,3 @@ def get_op(name: str) -> OpSpec | None:
 
 def all_ops() -> list[OpSpec]:
     return list(_OPS.values())
-
-
-StreamHandler = Callable[[Any, StreamContext], Iterator[dict[str, Any]]]

@@ -272,6 +272,28 @@ func callNative(op, params string) (json.RawMessage, error) {
 	return json.RawMessage(takeString(out)), nil
 }
 
+// prepare is what Call and Stream do before the native call: a nil ctx is Background, a done
+// ctx, an invalid op, params that cannot be JSON and a library that cannot load all fail here.
+func prepare(ctx context.Context, op string, params any) (context.Context, string, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return ctx, "", err
+	}
+	if err := checkOp(op); err != nil {
+		return ctx, "", err
+	}
+	p, err := marshalParams(params)
+	if err != nil {
+		return ctx, "", err
+	}
+	if err := load(); err != nil {
+		return ctx, "", err
+	}
+	return ctx, p, nil
+}
+
 // Call runs a request/response op ("aimux.version", "aimux.manifest", "generate_text", …) and
 // returns its result JSON. params is a value for encoding/json, or JSON text (json.RawMessage,
 // []byte or string); nil means {}. A failure is an *Error (errors.As / errors.Is work on its
@@ -279,20 +301,8 @@ func callNative(op, params string) (json.RawMessage, error) {
 // at once and the abandoned call finishes (and is freed) in the background; use the op's
 // timeoutMs to bound the work itself.
 func Call(ctx context.Context, op string, params any) (json.RawMessage, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := checkOp(op); err != nil {
-		return nil, err
-	}
-	p, err := marshalParams(params)
+	ctx, p, err := prepare(ctx, op, params)
 	if err != nil {
-		return nil, err
-	}
-	if err := load(); err != nil {
 		return nil, err
 	}
 	if ctx.Done() == nil {

@@ -50,20 +50,8 @@ type EventStream struct {
 // as an *Error. Cancelling ctx cancels the stream (aimux_stream_cancel): a blocked Next wakes up,
 // returns false, and Err reports ctx.Err().
 func Stream(ctx context.Context, op string, params any) (*EventStream, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := checkOp(op); err != nil {
-		return nil, err
-	}
-	p, err := marshalParams(params)
+	ctx, p, err := prepare(ctx, op, params)
 	if err != nil {
-		return nil, err
-	}
-	if err := load(); err != nil {
 		return nil, err
 	}
 	type result struct {
