@@ -17,6 +17,10 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
 
 httpx releases the interpreter lock while it waits on the socket; nothing here holds a lock across
 a network wait.
+
+Inside a stream (``aio.in_stream()``: the op runs in a greenlet on the core's stream loop) the same
+classes use the loop's ``httpx.AsyncClient`` through ``aio.await_only``: the providers keep their
+synchronous iterators, and no thread waits per stream. The deadline watchdog is then a loop timer.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any, NoReturn, Protocol
 
 import httpx
 
+from . import aio
 from .errors import AimuxError, APICallError, InvalidArgumentError
 from .errors import TimeoutError as AITimeoutError
 from .redact import redact_headers, redact_url, scrub_message, scrub_text
@@ -231,12 +236,18 @@ class HttpResponse:
         self._aborted = False
         self._closed = False
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        self._timer: Any = None  # a threading.Timer, or an asyncio.TimerHandle on the loop
+        #: the body is read on the stream loop (``aio``), through the async client
+        self._async = aio.in_stream()
         rem = deadline.remaining()
         if rem is not None:
-            self._timer = threading.Timer(max(rem, 0.0), self._on_deadline)
-            self._timer.daemon = True
-            self._timer.start()
+            if self._async:
+                loop = aio.loop_state().loop
+                self._timer = loop.call_later(max(rem, 0.0), self._on_deadline)
+            else:
+                self._timer = threading.Timer(max(rem, 0.0), self._on_deadline)
+                self._timer.daemon = True
+                self._timer.start()
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -254,7 +265,8 @@ class HttpResponse:
             self._aborted = True
             stream = self._raw.extensions.get("network_stream")
             sock = stream.get_extra_info("socket") if stream is not None else None
-            if isinstance(sock, socket.socket):
+            # a socket.socket, or asyncio's TransportSocket on the stream loop
+            if sock is not None and hasattr(sock, "shutdown"):
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
@@ -274,6 +286,8 @@ class HttpResponse:
 
     def read(self) -> bytes:
         try:
+            if self._async:
+                return aio.await_only(self._raw.aread())
             return self._raw.read()
         except httpx.HTTPError as exc:
             self._raise(exc)
@@ -282,7 +296,16 @@ class HttpResponse:
 
     def iter_bytes(self) -> Iterator[bytes]:
         try:
-            yield from self._raw.iter_raw()
+            if self._async:
+                chunks = self._raw.aiter_raw()
+                step = chunks.__anext__
+                while True:
+                    try:
+                        yield aio.await_only(step())
+                    except StopAsyncIteration:
+                        return
+            else:
+                yield from self._raw.iter_raw()
         except httpx.HTTPError as exc:
             self._raise(exc)
 
@@ -296,7 +319,11 @@ class HttpResponse:
         if timer is not None:
             timer.cancel()
         try:
-            self._raw.close()
+            if self._async:
+                if aio.in_stream():
+                    aio.await_only(self._raw.aclose())
+            else:
+                self._raw.close()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
 
@@ -323,10 +350,26 @@ class HttpTransport:
             cookies=_NoCookies(),
         )
 
+    def async_client(self) -> httpx.AsyncClient:
+        """The stream loop's client (made on the loop thread, bound to that loop). Its pool has
+        no connection limit: a stream never waits for another one's connection."""
+        state = aio.loop_state()
+        if state.client is None:
+            state.client = httpx.AsyncClient(
+                timeout=httpx.Timeout(None, connect=60.0),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                follow_redirects=False,
+                cookies=_NoCookies(),
+            )
+        client: httpx.AsyncClient = state.client
+        return client
+
     def send(self, request: HTTPRequest, deadline: Deadline) -> HttpResponse:
         rem = deadline.remaining()
         if rem is not None and rem <= 0:
             raise deadline.error()
+        if aio.in_stream():
+            return self._send_async(request, deadline, rem)
         try:
             req = self.client.build_request(
                 request.method,
@@ -336,6 +379,23 @@ class HttpTransport:
                 timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
             )
             raw = self.client.send(req, stream=True)
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
+            raise map_transport_error(exc, deadline) from exc
+        return HttpResponse(raw, deadline)
+
+    def _send_async(
+        self, request: HTTPRequest, deadline: Deadline, rem: float | None
+    ) -> HttpResponse:
+        client = self.async_client()
+        try:
+            req = client.build_request(
+                request.method,
+                request.url,
+                content=request.body,
+                headers=request.headers,
+                timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+            raw = aio.await_only(client.send(req, stream=True))
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             raise map_transport_error(exc, deadline) from exc
         return HttpResponse(raw, deadline)
