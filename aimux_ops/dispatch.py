@@ -48,6 +48,7 @@ __all__ = [
     "call_json",
     "events_fd",
     "open_stream",
+    "poll_ready_json",
     "ready_handles",
     "reset_after_fork",
     "stream_cancel",
@@ -428,6 +429,30 @@ def stream_poll_json(handle: int, max_events: int) -> tuple[bytes | None, bool, 
 def ready_handles(capacity: int) -> list[int]:
     """Up to ``capacity`` handles of event-driven streams with something to poll."""
     return aio.notifier().take(capacity)
+
+
+def poll_ready_json(max_events: int) -> bytes | None:
+    """``ready_handles`` and ``stream_poll_json`` of each in one step (``aimux_poll_ready``): a
+    JSON array of ``[handle, ended, events or null, open-failure envelope or null]``, one entry
+    per listed stream that still exists, or None when none is listed. Never raises."""
+    entries: list[bytes] = []
+    for handle in aio.notifier().take(1 << 30):
+        stream = _streams.get(handle)
+        if stream is None:
+            continue  # freed since it was listed
+        try:
+            batch, ended = stream.poll(max(1, max_events))
+            env = None
+        except _OpenFailed as exc:
+            batch, ended, env = None, True, project(exc.cause)
+        except BaseException as exc:  # noqa: BLE001
+            batch, ended, env = None, True, project(exc)
+        entries.append(
+            b"[%d,%d,%s,%s]" % (handle, 1 if ended else 0, batch or b"null", env or b"null")
+        )
+    if not entries:
+        return None
+    return b"[" + b",".join(entries) + b"]"
 
 
 def events_fd() -> int:

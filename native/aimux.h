@@ -240,6 +240,7 @@ char *aimux_error_name(const aimux_error_t *err);
  *      (the fd is non-blocking: read until EAGAIN);
  *   2. calls aimux_ready() until it returns fewer handles than it has room
  *      for (each call removes the handles it returns from the list);
+ *      aimux_poll_ready() does 2 and 3 in one call, as one JSON text;
  *   3. for each handle, calls aimux_stream_poll() until it returns no batch or
  *      `*out_ended` is 1. A handle is listed again only after something new
  *      arrives once it was returned by aimux_ready() (edge-triggered, like
@@ -327,6 +328,26 @@ aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity,
  */
 aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events,
                                  char **out_events_json, int32_t *out_ended);
+
+/**
+ * aimux_ready() and aimux_stream_poll() of every listed stream in one call:
+ * the crossing a host's event loop makes per wake-up (CONTRACT-free
+ * convenience for bindings that pay per call, such as Node).
+ *
+ * `max_events` at most this many events per stream (0 counts as 1).
+ * `out_json`   receives, owned by the caller (aimux_string_free()), a JSON
+ *              array with one entry per listed stream that still exists:
+ *              [stream, ended, events, error] where `stream` is the handle (a
+ *              JSON integer), `ended` 0 or 1 (as `*out_ended` of
+ *              aimux_stream_poll()), `events` a JSON array of events or null,
+ *              `error` null or the envelope of the stream's open failure (the
+ *              stream is then over). Every listed handle leaves the list.
+ *              Stays NULL when no stream is listed. Set to NULL on entry;
+ *              NULL pointer → 204.
+ *
+ * Never blocks. Thread-safe.
+ */
+aimux_error_t *aimux_poll_ready(size_t max_events, char **out_json);
 
 #ifdef __cplusplus
 }

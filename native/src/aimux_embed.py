@@ -33,6 +33,7 @@ try:
     _stream_start = _dispatch.stream_start_json
     _stream_poll = _dispatch.stream_poll_json
     _ready = _dispatch.ready_handles
+    _poll_ready = _dispatch.poll_ready_json
     _events_fd = _dispatch.events_fd
 except BaseException as _e:  # recorded, reported by every call as a 207
     _init_error = (
@@ -109,6 +110,10 @@ if _init_error is not None:
     @ffi.def_extern(error=-1)
     def _aimux_py_ready(out_streams, capacity, out_count):
         return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_poll_ready(max_events, out_json, out_err):
+        return _fail(out_err)
 
     @ffi.def_extern(error=-1)
     def _aimux_py_events_fd(out_fd, out_err):
@@ -226,6 +231,23 @@ else:
         for i, h in enumerate(handles):
             out_streams[i] = h
         out_count[0] = len(handles)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_poll_ready(
+        max_events, out_json, out_err, _take=_poll_ready, _dup=lib._aimux_strndup
+    ):
+        try:
+            text = _take(max_events)
+            if text is not None:
+                r = _dup(text, len(text))
+                if not r:
+                    raise MemoryError("cannot allocate the batch")
+                out_json[0] = r
+        except MemoryError:
+            raise
+        except BaseException as e:
+            out_err[0] = _internal("poll_ready_json", e)
         return 0
 
     @ffi.def_extern(error=-1)

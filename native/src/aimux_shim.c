@@ -24,6 +24,7 @@ static int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);
 static int _aimux_py_stream_start(const char *, const char *, uint64_t *, aimux_error_t **);
 static int _aimux_py_stream_poll(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
 static int _aimux_py_ready(uint64_t *, size_t, size_t *);
+static int _aimux_py_poll_ready(size_t, char **, aimux_error_t **);
 static int _aimux_py_events_fd(int *, aimux_error_t **);
 
 /* One node of the chain: one allocation holding the struct, the message and the JSON. */
@@ -486,6 +487,20 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_even
     }
     *out_events_json = batch;
     *out_ended = ended ? AIMUX_STREAM_ENDED : AIMUX_STREAM_OPEN;
+    return NULL;
+}
+
+CFFI_DLLEXPORT aimux_error_t *aimux_poll_ready(size_t max_events, char **out_json)
+{
+    aimux_error_t *err;
+    char *json = NULL;
+    int rc;
+    if (out_json == NULL) return _aimux_null_arg("out_json");
+    *out_json = NULL;
+    if ((err = _aimux_runtime()) != NULL) return err;
+    rc = _aimux_py_poll_ready(max_events, &json, &err);
+    if ((err = _aimux_after(rc, err)) != NULL) { free(json); return err; }
+    *out_json = json;
     return NULL;
 }
 
