@@ -228,13 +228,13 @@ def notifier() -> Notifier:
         return n
     with _state_lock:
         if _notifier is None or _notifier.pid != os.getpid():
-            if _notifier is not None:  # the parent's pipe: close our copies of it
-                for fd in (_notifier.rfd, _notifier.wfd):
+            old, _notifier = _notifier, Notifier()
+            if old is not None:  # the parent's pipe: close our copies of it (after the new
+                for fd in (old.rfd, old.wfd):  # one exists: the fd numbers differ)
                     try:
                         os.close(fd)
                     except OSError:
                         pass
-            _notifier = Notifier()
         return _notifier
 
 

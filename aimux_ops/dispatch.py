@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import itertools
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -461,11 +462,16 @@ def events_fd() -> int:
 
 
 def reset_after_fork() -> None:
-    """In a forked child: every stream of the parent is stale (203), the loop and pipe new."""
+    """In a forked child: every stream of the parent is stale (203), the loop and pipe new.
+    Registered with ``os.register_at_fork``: it runs after ``os.fork()`` and after a C-level fork
+    whose child runs ``PyOS_AfterFork_Child``."""
     global _streams_lock
     _streams_lock = threading.Lock()
     _streams.clear()
     aio.reset_after_fork()
+
+
+os.register_at_fork(after_in_child=reset_after_fork)
 
 
 def _lookup(handle: int) -> _Stream:
