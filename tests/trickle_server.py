@@ -3,7 +3,7 @@ concurrent streams (tests/test_node_streams, native/tests/test_events.c, bench/r
 
 One asyncio thread serves every connection. ``POST .../chat/completions`` with ``"stream":
 true`` answers ``--events`` text deltas ("e0 ", "e1 ", ...) ``--interval-ms`` apart (after a first
-role chunk), then the finish chunk and ``[DONE]``; the prompt ``refuse`` answers a 400. Prints
+role chunk; with 0, all in one write), then the finish chunk and ``[DONE]``; the prompt ``refuse`` answers a 400. Prints
 ``port <n>`` on stdout once listening on 127.0.0.1 (ephemeral port), runs until stdin closes or
 it is killed.
 
@@ -47,10 +47,11 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ar
                          b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n")
             writer.write(_chunk({"role": "assistant", "content": ""}))
             await writer.drain()
-            for i in range(args.events):
-                if args.interval_ms:
-                    await asyncio.sleep(args.interval_ms / 1000.0)
-                writer.write(_chunk({"content": f"e{i} "}))
+            if not args.interval_ms:  # as fast as possible: every event in one write
+                writer.write(args.all_events)
+            for i in range(args.events if args.interval_ms else 0):
+                await asyncio.sleep(args.interval_ms / 1000.0)
+                writer.write(args.deltas[i])
                 await writer.drain()
             writer.write(_chunk({}, "stop") + b"data: [DONE]\n\n")
             await writer.drain()
@@ -76,4 +77,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=20)
     ap.add_argument("--interval-ms", type=float, default=50)
-    asyncio.run(_main(ap.parse_args()))
+    parsed = ap.parse_args()
+    parsed.deltas = [_chunk({"content": f"e{i} "}) for i in range(parsed.events)]
+    parsed.all_events = b"".join(parsed.deltas)
+    asyncio.run(_main(parsed))
