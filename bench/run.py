@@ -649,11 +649,14 @@ def profile(fn: Callable[[], Any], n: int, label: str, top: int = 14) -> str:
 
 
 def versions() -> dict[str, str]:
-    import openai
-
     out = {"python": platform.python_version(), "httpx": httpx.__version__,
-           "orjson": orjson.__version__, "openai-python": openai.__version__,
-           "aimux-ops": aimux_ops.__version__}
+           "orjson": orjson.__version__, "aimux-ops": aimux_ops.__version__}
+    try:  # a peer of sections 3-4 (bench/requirements.txt); --only concurrency runs without it
+        import openai
+
+        out["openai-python"] = openai.__version__
+    except ImportError:
+        pass
     try:
         out["node"] = subprocess.run(["node", "--version"], capture_output=True, text=True,
                                      timeout=30).stdout.strip()
