@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib.util
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -28,6 +30,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import greenlet
+
+# httpcore asks sniffio which async library runs, importing it on every request; without sniffio
+# installed that is a failed import (~0.3 ms) each time. Remember the failure (a None entry makes
+# `import sniffio` fail at once); httpcore then assumes asyncio, which it is here.
+if importlib.util.find_spec("sniffio") is None:
+    sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
 
 __all__ = [
     "Notifier",
@@ -190,9 +198,12 @@ class Notifier:
         self._listed: set[int] = set()
         self._lock = threading.Lock()
         self._signalled = False
+        self._flush_scheduled = False
 
     def mark(self, handle: int) -> None:
-        """``handle`` has something to poll (any thread; cheap when already listed)."""
+        """``handle`` has something to poll (any thread; cheap when already listed). On the loop
+        thread the byte is written once per loop iteration, after every stream that had data in
+        it was served (one wake-up of the host for all of them, not one per event)."""
         with self._lock:
             if handle in self._listed:
                 return
@@ -201,6 +212,23 @@ class Notifier:
             if self._signalled:
                 return
             self._signalled = True
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None:
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    loop.call_soon(self._flush)
+                return
+        self._write()
+
+    def _flush(self) -> None:
+        with self._lock:
+            self._flush_scheduled = False
+        self._write()
+
+    def _write(self) -> None:
         try:
             os.write(self.wfd, b"\x01")
         except (BlockingIOError, OSError):

@@ -26,6 +26,7 @@ synchronous iterators, and no thread waits per stream. The deadline watchdog is 
 from __future__ import annotations
 
 import http.cookiejar
+import itertools
 import logging
 import re
 import socket
@@ -339,6 +340,10 @@ class _NoCookies(http.cookiejar.CookieJar):
         return None
 
 
+#: async clients of the stream loop (see ``HttpTransport.async_client``)
+_SHARDS = 16
+
+
 class HttpTransport:
     """A pooled sync httpx client (thread-safe; shared by every call of the process)."""
 
@@ -351,17 +356,26 @@ class HttpTransport:
         )
 
     def async_client(self) -> httpx.AsyncClient:
-        """The stream loop's client (made on the loop thread, bound to that loop). Its pool has
-        no connection limit: a stream never waits for another one's connection."""
+        """A client of the stream loop (made on the loop thread, bound to that loop). The pools
+        have no connection limit: a stream never waits for another one's connection. They are
+        ``_SHARDS`` clients taken in turn: httpcore scans every connection of a pool for each
+        request, so one pool holding n open streams costs O(n) per request and O(n²) to open n."""
         state = aio.loop_state()
         if state.client is None:
-            state.client = httpx.AsyncClient(
-                timeout=httpx.Timeout(None, connect=60.0),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
-                follow_redirects=False,
-                cookies=_NoCookies(),
+            state.client = (
+                itertools.count(),
+                [
+                    httpx.AsyncClient(
+                        timeout=httpx.Timeout(None, connect=60.0),
+                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
+                        follow_redirects=False,
+                        cookies=_NoCookies(),
+                    )
+                    for _ in range(_SHARDS)
+                ],
             )
-        client: httpx.AsyncClient = state.client
+        turn, clients = state.client
+        client: httpx.AsyncClient = clients[next(turn) % _SHARDS]
         return client
 
     def send(self, request: HTTPRequest, deadline: Deadline) -> HttpResponse:
