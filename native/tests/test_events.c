@@ -185,6 +185,7 @@ int main(int argc, char **argv)
               "poll: unknown handle is 203, out-params reset");
         CHECK(error_code_free(aimux_stream_poll(1, 8, NULL, &over)) == 204, "poll: NULL batch is 204");
         CHECK(error_code_free(aimux_stream_poll(1, 8, &b, NULL)) == 204, "poll: NULL ended is 204");
+        CHECK(error_code_free(aimux_poll_ready(8, NULL)) == 204, "poll_ready: NULL out_json is 204");
     }
 
     /* an open that fails (HTTP 400) is reported once by the first poll, then 203 after free */
@@ -211,6 +212,22 @@ int main(int argc, char **argv)
         CHECK(e == NULL && b == NULL && over == AIMUX_STREAM_ENDED, "then it is over");
         aimux_stream_free(h);
         CHECK(error_code_free(aimux_stream_poll(h, 8, &b, &over)) == 203, "freed: 203");
+    }
+
+    /* aimux_poll_ready: every listed stream in one JSON text, the open failure inside */
+    {
+        uint64_t h = 0; char *js = NULL; int found = 0; char want[64];
+        double until = now_s() + 30;
+        CHECK(aimux_stream_start("stream_text", bad, &h) == NULL && h != 0, "a second failing open");
+        snprintf(want, sizeof want, "[%llu,1,null,{", (unsigned long long)h);
+        while (!found && now_s() < until) {
+            wait_readable(fd, 1000);
+            e = aimux_poll_ready(8, &js);
+            if (e) { aimux_error_free(e); break; }
+            if (js) { found = strstr(js, want) != NULL && strstr(js, "\"code\":11") != NULL; aimux_string_free(js); js = NULL; }
+        }
+        CHECK(found, "poll_ready lists it as [handle, 1, null, <envelope 11>]");
+        aimux_stream_free(h);
     }
 
     /* blocking next on an event-driven stream, and cancel of one mid-stream */
