@@ -60,6 +60,8 @@ class _StreamGreenlet(greenlet.greenlet):  # type: ignore[misc]
     #: the future of an interruptible wait in progress (``sleep``, ``wait``), else None
     waiting: asyncio.Future[Any] | None = None
     interrupted = False
+    #: called each time the greenlet is about to suspend in ``await_only``
+    on_suspend: Callable[[], None] | None = None
 
 
 def in_stream() -> bool:
@@ -72,6 +74,9 @@ def await_only(awaitable: Awaitable[T]) -> T:
     current = greenlet.getcurrent()
     if not isinstance(current, _StreamGreenlet):
         raise RuntimeError("await_only outside a stream greenlet")
+    hook = current.on_suspend
+    if hook is not None:
+        hook()
     result: T = current.parent.switch(awaitable)
     return result
 

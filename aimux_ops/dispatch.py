@@ -228,23 +228,31 @@ class _Stream:
 
     def _produce(self, events: Callable[[], Iterator[Any]]) -> None:
         cancelled = self.ctx.cancelled
-        self._greenlet = aio.current()
+        self._greenlet = g = aio.current()
         if cancelled.is_set():
             return  # cancelled before it ran: nothing was opened
         if self._interrupt_pending:
-            aio.interrupt(self._greenlet)
+            aio.interrupt(g)
+        # Events are appended without a lock (deque appends are atomic) and consumers are woken
+        # once per suspension of this greenlet (aio.await_only calls on_suspend): one wake-up for
+        # every event parsed from one network read, not one per event.
+        g.on_suspend = self._flush
+        queue = self._events
+        produced = False
         try:
             for event in events():
-                self._push(event)
-                if len(self._events) >= _HIGH_WATER and not cancelled.is_set():
+                queue.append(event)
+                produced = True
+                if len(queue) >= _HIGH_WATER and not cancelled.is_set():
                     self._wait_room()
         except BaseException as exc:  # noqa: BLE001 - becomes the open failure or an event
             if not cancelled.is_set():
-                if self._opened:
-                    self._push(b'{"type":"error","error":' + project(exc) + b"}")
+                if produced:
+                    queue.append(b'{"type":"error","error":' + project(exc) + b"}")
                 else:
                     self._open_exc = exc
         finally:
+            g.on_suspend = None
             with self._cond:
                 self._ended = True
                 self._opened = True
@@ -252,11 +260,13 @@ class _Stream:
             if self._notifier is not None:
                 self._notifier.mark(self.handle)
 
-    def _push(self, event: Any) -> None:
+    def _flush(self) -> None:
+        """Wake the consumers of what was appended since the last suspension (loop thread)."""
+        if not self._events:
+            return
         with self._cond:
-            self._events.append(event)
             self._opened = True
-            self._cond.notify()
+            self._cond.notify_all()
         if self._notifier is not None:
             self._notifier.mark(self.handle)
 
@@ -321,6 +331,16 @@ class _Stream:
     def pull(self) -> Any:
         """The next event as the op produced it (a JSON-ready dict, or bytes), the terminal
         ``error`` event as bytes, or None at the end (and after a cancel). Blocks until one."""
+        if self._events and not self._done and not self.ctx.cancelled.is_set():
+            try:  # the hot path: no lock (a deque's popleft is atomic)
+                event = self._events.popleft()
+            except IndexError:
+                pass
+            else:
+                if self._space is not None:
+                    with self._cond:
+                        self._took()
+                return event
         with self._cond:
             while True:
                 event, ended = self._take_locked()
