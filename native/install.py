@@ -115,6 +115,8 @@ def install(stage: Path, prefix: str, destdir: str) -> None:
         shutil.rmtree(payload)
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".stamp")
     shutil.copytree(stage / "deps", payload, symlinks=True, ignore=skip)
+    # console scripts (their #! names the build interpreter): the library runs none of them
+    shutil.rmtree(payload / "bin", ignore_errors=True)
     shutil.copytree(REPO / "aimux_ops", payload / "aimux_ops", ignore=skip)
     print(f"  {payload}/ (aimux_ops and its dependencies)")
     _write(lib / "pkgconfig" / "aimux.pc", PC.format(version=version, pyver=pyver))
