@@ -105,4 +105,4 @@ recordings: setup
 	$(PY) tests/make_recordings.py
 
 clean:
-	rm -rf native/build bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
+	rm -rf native/build build aimux_ops.egg-info bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
