@@ -85,6 +85,8 @@ install:
 
 ## test-dist: the downstream-user test (dist-tests/run.sh: install, move, build and run outside)
 test-dist: setup
+	@for tool in cmake pkg-config; do command -v $$tool >/dev/null || { echo "installing $$tool (Debian)"; \
+	  apt-get install -y $$tool || { apt-get update && apt-get install -y $$tool; }; }; done
 	PYTHON=$(PY) dist-tests/run.sh
 
 test: lint check-schema test-python test-native $(addprefix test-,$(BINDINGS)) test-vectors test-fuzz test-dist

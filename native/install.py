@@ -1,7 +1,7 @@
 """Lay out an installed libaimux under DESTDIR/PREFIX (run by `make install`; stdlib only).
 
-The layout (documented in native/README.md, "Installed layout"; every path relative, so the tree
-can be moved after installation):
+The layout (docs/DESIGN.md "Installing"; every path relative, so the tree can be moved after
+installation):
 
     include/aimux.h, include/aimux.hpp
     lib/libaimux.so.1                       SONAME libaimux.so.1; finds the payload from its path
