@@ -238,7 +238,7 @@ static void _aimux_init_fail_pyerr(const char *what)
     Py_XDECREF(s); Py_XDECREF(t); Py_XDECREF(v); Py_XDECREF(tb);
 }
 
-/* --- where the runtime comes from (relocatable installs; native/README.md "Layout") ---------
+/* --- where the runtime comes from (relocatable installs; docs/DESIGN.md "Installing") -------
    Recorded at build time by build_libaimux.py:
    AIMUX_PAYLOAD_REL  the Python payload (aimux_ops and its dependencies), relative to the
                       directory of this library's file; "" in a development build
