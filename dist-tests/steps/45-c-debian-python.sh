@@ -12,7 +12,7 @@ elif ! "$SYS" -c 'import sysconfig as s, os, sys; sys.exit(not (s.get_config_var
   why="$SYS has no shared libpython or no Python.h (apt-get install libpython3-dev)"
 elif ! "$SYS" -m pip --version >/dev/null 2>&1; then why="$SYS has no pip (apt-get install python3-pip)"
 fi
-if [ -n "$why" ]; then echo "   SKIPPED (not counted): $why"; exit 0; fi
+if [ -n "$why" ]; then echo "   SKIPPED: $why"; exit 77; fi
 case "$1" in
 package)
   make -s -C "$AIMUX_DIST_SRC" install PREFIX="$PWD/installed" PYTHON="$SYS" > install.log 2>&1 \

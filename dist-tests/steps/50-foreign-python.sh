@@ -14,7 +14,7 @@ for p in "${cands[@]}"; do
   v="$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
   if [ -n "$v" ] && [ "$v" != "$built" ] && [ "${v%%.*}" = 3 ]; then host="$p"; hv="$v"; break; fi
 done
-if [ -z "$host" ]; then echo "   SKIPPED (not counted): no CPython other than $built on this machine"; exit 0; fi
+if [ -z "$host" ]; then echo "   SKIPPED: no CPython other than $built on this machine"; exit 77; fi
 cat > host.py <<'PY'
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
