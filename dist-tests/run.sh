@@ -74,9 +74,15 @@ run_steps() {
 
 echo "== test-dist: copy the checkout to $WORK/src (Python $("$PYTHON" -c 'import sys; print(sys.version.split()[0])'))"
 mkdir -p "$WORK/src"
-(cd "$REPO" && git ls-files -z --cached --others --exclude-standard \
-   | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
-   | tar --null -T - -cf -) | tar -xf - -C "$WORK/src"
+if git -C "$REPO" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  (cd "$REPO" && git ls-files -z --cached --others --exclude-standard \
+     | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
+     | tar --null -T - -cf -) | tar -xf - -C "$WORK/src"
+else   # not a git checkout (an unpacked archive): everything but build outputs and environments
+  (cd "$REPO" && tar --exclude=./.venv --exclude='./native/build' --exclude='./build' \
+     --exclude='./bindings/*/build' --exclude=node_modules --exclude='./bindings/java/target' \
+     --exclude='*.egg-info' --exclude=__pycache__ -cf - .) | tar -xf - -C "$WORK/src"
+fi
 
 echo "== test-dist: make install PREFIX=$AIMUX_DIST_PREFIX (from the copy)"
 make -s -C "$WORK/src" install PREFIX="$AIMUX_DIST_PREFIX" PYTHON="$PYTHON" > "$WORK/install.log" 2>&1 \
