@@ -29,11 +29,16 @@ OUT = Path(__file__).parent / "vectors"
 
 def neutral_chain(envelope: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
-    for node in native_chain(envelope):
+    for i, node in enumerate(native_chain(envelope)):
         if isinstance(node.get("kind"), str):
             err = node.get("error") if isinstance(node.get("error"), dict) else {}
             name = err.get("name") if isinstance(err.get("name"), str) else None
-            out.append({"kind": node["kind"], "code": node["code"], "name": name, "message": node["message"]})
+            code = node.get("code")
+            if not isinstance(code, int) or isinstance(code, bool) or code < 0:
+                code = 0
+            if i == 0 and code < 1:  # a root without a valid code: its known name supplies it
+                code = {c.error_name: c.code for c in E.catalogue() if c.kind == node["kind"]}[name]
+            out.append({"kind": node["kind"], "code": code, "name": name, "message": node["message"]})
         else:
             typ = node.get("type") if isinstance(node.get("type"), str) else None
             out.append({"kind": "source", "code": 0, "name": typ, "message": node["message"]})
@@ -264,6 +269,16 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
         "{\"name\":\"AI_Old\",\"n\\u0061me\":\"AI_OtherError\"},\"retryable\":false,"
         "\"cause\":{\"type\":\"A\",\"message\":\"s\",\"type\":\"OSError\"}}",
     )
+    v["root-code-from-known-name"] = (
+        "A root whose code is missing: its known (kind, error.name) supplies it (never a root with code 0)",
+        {"kind": "aimux", "message": "Bad Request", "error": {"name": "AI_APICallError", "statusCode": 400},
+         "retryable": False},
+    )
+    v["root-code-not-an-integer"] = (
+        "A root whose code is not a JSON integer (a string here): its known name supplies it",
+        {"kind": "recording", "code": "103", "message": "corrupt", "error": {"name": "RecordingCorruptError"},
+         "retryable": False},
+    )
     v["aimux-node-without-name"] = (
         "An aimux node whose error has no name: name is null, decoded by code",
         {"kind": "aimux", "code": 11, "message": "Not Found", "error": {"statusCode": 404, "isRetryable": False}, "retryable": False},
@@ -295,7 +310,7 @@ def rejects() -> dict[str, tuple[str, Any]]:
     }
 
 
-LENIENT = {"aimux-node-without-name", "escaped-and-duplicate-keys"}
+LENIENT = {"aimux-node-without-name", "escaped-and-duplicate-keys", "root-code-from-known-name", "root-code-not-an-integer"}
 
 
 def root_of(envelope: dict[str, Any]) -> dict[str, Any]:
