@@ -136,7 +136,7 @@ def subset(want: Any, got: Any) -> bool:
     if isinstance(want, dict):
         return isinstance(got, dict) and all(k in got and subset(v, got[k]) for k, v in want.items())
     if isinstance(want, list):
-        return isinstance(got, list) and len(want) == len(got) and all(subset(a, b) for a, b in zip(want, got))
+        return isinstance(got, list) and len(want) == len(got) and all(subset(a, b) for a, b in zip(want, got, strict=True))
     return type(want) is type(got) and want == got
 
 

@@ -1,6 +1,6 @@
 """Runs decode-chain testees over every contract vector (protobuf-conformance style).
 
-    python contract-tests/run_decode_chain.py bindings/python/decode-chain [more testees…]
+    python contract-tests/run_decode_chain.py [--failure-lists=DIR] bindings/python/decode-chain [more testees…]
 
 Each testee is started once, in its long-lived mode (``decode-chain --lines``): the runner writes
 one envelope per line on its stdin (the vector's ``envelopeText`` when it has one, else its
@@ -11,7 +11,7 @@ one envelope per line on its stdin (the vector's ``envelopeText`` when it has on
 
 and compares it with the vector's ``chain`` and ``root``, or its ``rejected`` code. A testee's
 known failures are listed, one vector key per line, in ``failure_lists/<lang>.txt`` (``#``
-comments allowed): a listed vector that fails is reported but not counted; a listed vector that
+comments allowed; ``<lang>`` is the testee's directory name): a listed vector that fails is reported but not counted; a listed vector that
 now passes is a failure (remove it from the list). Exits 1 on any failure and when a testee is
 missing or dies.
 """
@@ -65,9 +65,9 @@ def check(doc: dict[str, Any], answer: Any) -> str | None:
     return None
 
 
-def failure_list(testee: str) -> set[str]:
+def failure_list(testee: str, lists: Path) -> set[str]:
     lang = Path(testee).resolve().parent.name
-    path = HERE / "failure_lists" / f"{lang}.txt"
+    path = lists / f"{lang}.txt"
     if not path.is_file():
         return set()
     keys = set()
@@ -124,6 +124,10 @@ def run_testee(testee: str, vectors: list[tuple[str, dict[str, Any]]]) -> tuple[
 
 
 def main(argv: list[str]) -> int:
+    lists = HERE / "failure_lists"
+    if argv and argv[0].startswith("--failure-lists="):
+        lists = Path(argv[0].split("=", 1)[1])
+        argv = argv[1:]
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
@@ -134,7 +138,7 @@ def main(argv: list[str]) -> int:
             print(f"{testee}: missing", file=sys.stderr)
             failed += len(vectors)
             continue
-        known = failure_list(testee)
+        known = failure_list(testee, lists)
         unknown_keys = known - {name for name, _ in vectors}
         results, _ = run_testee(testee, vectors)
         bad = 0

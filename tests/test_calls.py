@@ -17,7 +17,7 @@ from helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "contract-tests"))
 
-from make_calls import run_python, subset  # noqa: E402
+from make_calls import run_python, subset
 
 DOC = json.loads((ROOT / "contract-tests" / "calls" / "cases.json").read_text(encoding="utf-8"))
 CASES: list[dict[str, Any]] = DOC["cases"]

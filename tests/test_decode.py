@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -206,3 +207,35 @@ def test_known_name_supplies_a_missing_code() -> None:
     err = decode_error({"kind": "aimux", "message": "x", "error": {"name": "AI_APICallError"}})
     assert isinstance(err, E.APICallError) and err.code == 11
     assert orjson.loads(project(err))["code"] == 11
+
+
+def test_vector_runner_failure_lists(tmp_path: Path) -> None:
+    """run_decode_chain.py: a listed failure is reported but not counted; a listed vector that
+    passes, and an unlisted failure, fail the run."""
+    testee = tmp_path / "fake" / "decode-chain"
+    testee.parent.mkdir()
+    # the Python testee, except that it answers retryable wrong for one vector
+    testee.write_text(
+        "#!/bin/sh\n"
+        f'"{sys.executable}" -m aimux_ops.decode_chain "$@" | '
+        f'"{sys.executable}" -c "import sys\n'
+        "for l in sys.stdin:\n"
+        "    if '\\\"Not Found\\\"' in l: l = l.replace('\\\"retryable\\\":false', '\\\"retryable\\\":true')\n"
+        "    sys.stdout.write(l); sys.stdout.flush()\"\n"
+    )
+    testee.chmod(0o755)
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    runner = [sys.executable, str(ROOT / "contract-tests" / "run_decode_chain.py"), f"--failure-lists={lists}", str(testee)]
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(runner, capture_output=True, text=True, check=False, cwd=ROOT)
+
+    out = run()
+    assert out.returncode == 1 and "aimux-node-without-name: root fields differ" in out.stderr, out.stderr
+    (lists / "fake.txt").write_text("# known\naimux-node-without-name\n")
+    out = run()
+    assert out.returncode == 0 and "1 known failures" in out.stdout, out.stdout + out.stderr
+    (lists / "fake.txt").write_text("aimux-node-without-name\nunicode-message\n")
+    out = run()
+    assert out.returncode == 1 and "unicode-message: passes but is in the failure list" in out.stderr

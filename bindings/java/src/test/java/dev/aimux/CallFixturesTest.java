@@ -10,7 +10,6 @@ import org.junit.jupiter.api.TestFactory;
 
 import java.nio.file.Files;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
@@ -30,8 +29,7 @@ class CallFixturesTest {
             if (got == null || !got.isObject()) {
                 return false;
             }
-            for (Iterator<Map.Entry<String, JsonNode>> it = want.fields(); it.hasNext(); ) {
-                Map.Entry<String, JsonNode> e = it.next();
+            for (Map.Entry<String, JsonNode> e : want.properties()) {
                 if (!got.has(e.getKey()) || !subset(e.getValue(), got.get(e.getKey()))) {
                     return false;
                 }
