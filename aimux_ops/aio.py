@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib
 import importlib.util
 import os
 import sys
@@ -143,6 +144,10 @@ class _Loop:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
+        try:  # what httpx's first async request imports, before any stream's deadline runs
+            importlib.import_module("anyio._backends._asyncio")
+        except ImportError:
+            pass
         self.loop.run_forever()
 
 

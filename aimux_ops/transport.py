@@ -30,12 +30,14 @@ import itertools
 import logging
 import re
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
+import certifi
 import httpx
 
 from . import aio
@@ -359,23 +361,25 @@ class HttpTransport:
         """A client of the stream loop (made on the loop thread, bound to that loop). The pools
         have no connection limit: a stream never waits for another one's connection. They are
         ``_SHARDS`` clients taken in turn: httpcore scans every connection of a pool for each
-        request, so one pool holding n open streams costs O(n) per request and O(n²) to open n."""
+        request, so one pool holding n open streams costs O(n) per request and O(n²) to open n.
+        Each shard is made on first use, all sharing one TLS context (making a context loads the
+        CA bundle: tens of ms, inside the first call's deadline)."""
         state = aio.loop_state()
         if state.client is None:
-            state.client = (
-                itertools.count(),
-                [
-                    httpx.AsyncClient(
-                        timeout=httpx.Timeout(None, connect=60.0),
-                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
-                        follow_redirects=False,
-                        cookies=_NoCookies(),
-                    )
-                    for _ in range(_SHARDS)
-                ],
+            state.client = (itertools.count(), [None] * _SHARDS, [])
+        turn, clients, tls = state.client
+        i = next(turn) % _SHARDS
+        client: httpx.AsyncClient | None = clients[i]
+        if client is None:
+            if not tls:
+                tls.append(ssl.create_default_context(cafile=certifi.where()))
+            client = clients[i] = httpx.AsyncClient(
+                timeout=httpx.Timeout(None, connect=60.0),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
+                follow_redirects=False,
+                cookies=_NoCookies(),
+                verify=tls[0],
             )
-        turn, clients = state.client
-        client: httpx.AsyncClient = clients[next(turn) % _SHARDS]
         return client
 
     def send(self, request: HTTPRequest, deadline: Deadline) -> HttpResponse:
