@@ -9,6 +9,9 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
   a body is being read, so a slow drip cannot outlive it. Expiry → ``TimeoutError`` (code 12).
 - The httpx / httpcore loggers get a filter that scrubs every record (their DEBUG lines carry raw
   response headers, an echoed key among them; httpx's INFO line the URL with its userinfo).
+- Redirects: only a same-origin 307/308 is followed (same method, body and headers, up to
+  ``MAX_REDIRECTS`` hops); any other 3xx is the answer (the provider maps it to an error), so a
+  request with the API key never reaches another origin.
 - ``HttpResponse.abort()`` (any thread) shuts the socket down so a blocked read wakes: used for
   stream cancellation.
 - Failures map to ``APICallError`` raised ``from`` the httpx exception, whose own chain is
@@ -312,6 +315,27 @@ class _NoCookies(http.cookiejar.CookieJar):
         return None
 
 
+#: same-origin 307/308 hops followed per request (fetch's limit is 20)
+MAX_REDIRECTS = 20
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def _same_origin_target(raw: httpx.Response) -> httpx.URL | None:
+    """Where a 307/308 points when that is the request's own origin, else None."""
+    location = raw.headers.get("location")
+    if not location:
+        return None
+    try:
+        target = raw.request.url.join(location)
+    except (httpx.InvalidURL, ValueError):
+        return None
+    return target if _origin(target) == _origin(raw.request.url) else None
+
+
 class HttpTransport:
     """A pooled sync httpx client (thread-safe; shared by every call of the process)."""
 
@@ -336,6 +360,27 @@ class HttpTransport:
                 timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
             )
             raw = self.client.send(req, stream=True)
+            hops = 0
+            while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
+                # a same-origin 307/308 is followed with the same method, body and headers (as
+                # fetch does); any other redirect comes back as the answer: the request carries
+                # the API key, and another origin never gets it
+                target = _same_origin_target(raw)
+                if target is None:
+                    break
+                raw.close()
+                hops += 1
+                rem = deadline.remaining()
+                if rem is not None and rem <= 0:
+                    raise deadline.error()
+                req = self.client.build_request(
+                    request.method,
+                    target,
+                    content=request.body,
+                    headers=request.headers,
+                    timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
+                )
+                raw = self.client.send(req, stream=True)
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             raise map_transport_error(exc, deadline) from exc
         return HttpResponse(raw, deadline)
