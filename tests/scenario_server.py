@@ -43,7 +43,7 @@ def sse_reply(
     done: bool = True,
     crlf: bool = False,
     split: int = 0,
-    content_type: str = "text/event-stream",
+    content_type: str | None = "text/event-stream",
 ) -> Reply:
     """An event stream: each frame a dict (JSON), str or bytes (raw data, or a raw block when it
     already starts with ``data:``/``:``/``event:``). ``split``: write in pieces of that many

@@ -225,8 +225,10 @@ class _TimeoutPayload(ErrorPayload):
 
 
 class TimeoutError(AIError):  # noqa: A001 - mirrors asyncio.TimeoutError / concurrent.futures
-    """The call did not complete within ``timeoutMs`` (never retried); when it passed during
-    retry backoff, ``errors`` holds the failed attempts, the last one is its cause."""
+    """The call did not complete within ``timeoutMs`` (never retried).
+
+    When the deadline passed during retry backoff, ``errors`` holds the failed attempts and the
+    last one is also its cause."""
 
     code = 12
     constant = "TIMEOUT"

@@ -310,6 +310,9 @@ def completion_parts(
         )
     response = {"id": body.get("id"), "modelId": body.get("model")}
     text = message.get("content") or ""
+    audio = message.get("audio")
+    if not text and isinstance(audio, dict) and isinstance(audio.get("transcript"), str):
+        text = audio["transcript"]  # an audio answer's text (the AI SDK reads it the same way)
     finish = map_finish_reason(choice.get("finish_reason"))
     refusal = message.get("refusal")
     if isinstance(refusal, str) and refusal:
@@ -393,6 +396,8 @@ def _error_frame(resp: Response, frame: Any) -> APICallError:
         message = err["message"]
     elif isinstance(err, str):
         message = err
+    elif err is None and isinstance(frame, dict) and isinstance(frame.get("message"), str):
+        message = frame["message"]  # an ``event: error`` frame whose body is its own error
     status = _frame_status(err)
     if status is not None:
         retryable = is_retryable_status(status)
