@@ -250,11 +250,11 @@ def _check_completion(body: Any) -> str | None:
 
 
 def _count(value: Any) -> int | None:
-    """A token count: an integer, or an integral float (``20.0``: JSON has one number type);
-    anything else (a fraction, a bool, a string) is no count."""
+    """A token count: an integer, or an integral float (``20.0``: JSON has one number type)
+    that a double holds exactly; anything else (a fraction, a bool, a string) is no count."""
     if type(value) is int:
         return value
-    if type(value) is float and value.is_integer():
+    if type(value) is float and value.is_integer() and abs(value) < 2**53:
         return int(value)
     return None
 
