@@ -145,16 +145,26 @@ def _parse_event(block: bytes) -> SSEEvent | None:
 def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
     """Server-sent events from raw byte chunks: ``(event name or None, data)`` per event.
 
-    Lines end in LF or CRLF; ``data:`` lines of one event are joined by LF; comments, ``id:`` and
+    Lines end in LF, CRLF or CR (a CRLF split across chunks too); a leading UTF-8 BOM is
+    dropped; ``data:`` lines of one event are joined by LF; comments, ``id:`` and
     ``retry:`` are ignored; an event still pending at EOF is delivered too. The common case (one
     ``data: …`` line per event) is split out by C-level ``bytes.split``, not a per-line loop."""
     buf = b""
+    first = True
+    cr_pending = False  # the buffer ends in CR: it may be the first half of a CRLF
     for chunk in chunks:
         if not chunk:
             continue
+        if first:
+            first = False
+            if chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM before the stream (SSE spec)
+                chunk = chunk[3:]
         buf = buf + chunk if buf else chunk
-        if b"\r" in chunk:
-            buf = buf.replace(b"\r\n", b"\n")
+        if cr_pending or b"\r" in chunk:
+            cr_pending = buf.endswith(b"\r")
+            body = buf[:-1] if cr_pending else buf
+            body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            buf = body + b"\r" if cr_pending else body
         end = buf.rfind(b"\n\n")
         if end < 0:
             continue
@@ -167,6 +177,7 @@ def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
                 parsed = _parse_event(ev.lstrip(b"\n"))
                 if parsed is not None:
                     yield parsed
+    buf = buf.replace(b"\r", b"\n")
     if buf.strip():
         parsed = _parse_event(buf.strip(b"\n"))
         if parsed is not None:

@@ -268,6 +268,22 @@ CASES: list[Case] = [
     G("g-413-too-large", J({"error": {"message": "Request too large", "type": "invalid_request",
                                       "code": "request_too_large"}}, 413)),
     G("g-409-conflict", J({"error": {"message": "conflict"}}, 409)),
+    G("g-400-message-not-string", J({"error": {"message": 42, "type": "x"}}, 400)),
+    G("g-400-message-null", J({"error": {"message": None}}, 400)),
+    G("g-400-top-level-message", J({"message": "top-level", "code": "bad"}, 400)),
+    G("g-400-rich-param", J({"error": {"message": "bad param", "type": "invalid_request_error",
+                                       "param": {"path": ["messages", 0]}, "code": 123}}, 400)),
+    G("g-200-empty-body", Reply(200, b"")),
+    G("g-204-no-content", Reply(204, b"", content_type=None)),
+    G("g-multiple-choices", J(completion({"content": "first"}) | {"choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "first"},
+         "finish_reason": "stop"},
+        {"index": 1, "message": {"role": "assistant", "content": "second"},
+         "finish_reason": "length"}]})),
+    G("g-tool-args-object", J(completion({"content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "weather", "arguments": {"city": "Paris"}}}]}, "tool_calls")),
+      tools=True),
     # retry (the AI SDK's retry tests: retryable statuses, retry-after, giving up)
     G("r-429-then-ok", J(RATE, 429, **FAST), J(completion({"content": "after retry"})),
       max_retries=2),
@@ -348,6 +364,8 @@ CASES: list[Case] = [
                                   ":", ch({}, "stop"), usage_chunk(1, 1, 2)])),
     S("s-split-frames", E(HELLO_TEXT, split=7)),
     S("s-split-one-byte", E([ch({"content": "ab"}), ch({}, "stop")], split=1)),
+    S("s-crlf-split-one-byte", E([ch({"content": "ab"}), ch({"content": "cd"}), ch({}, "stop"),
+                                  usage_chunk(1, 2, 3)], crlf=True, split=1)),
     S("s-data-no-space", E(["data:" + json.dumps(ch({"content": "tight"})),
                             "data:" + json.dumps(ch({}, "stop"))])),
     S("s-multiline-data", E(["data: " + json.dumps(ch({"content": "two"}), indent=1)
@@ -378,6 +396,21 @@ CASES: list[Case] = [
     S("s-html-200", Reply(200, b"<html>login</html>", content_type="text/html"),
       expect="better:html-to-stream",
       check=lambda o: _err(o).get("isRetryable") is False and "text/html" in _err(o)["message"]),
+    S("s-bom", Reply(200, ["\ufeff".encode() + sse_reply([ch({"content": "bom"}),
+                                                         ch({}, "stop")]).body[0]],
+                       content_type="text/event-stream")),
+    S("s-cr-only-line-endings", Reply(200, [sse_reply([ch({"content": "cr"}), ch({}, "stop")])
+                                             .body[0].replace(b"\n", b"\r")],
+                                      content_type="text/event-stream")),
+    S("s-junk-after-done", Reply(200, [sse_reply([ch({"content": "x"}), ch({}, "stop")]).body[0]
+                                       + b"data: {not json\n\n"],
+                                 content_type="text/event-stream"),
+      expect="better:after-done", check=lambda o: o["error"] is None and o["text"] == "x"),
+    S("s-multiple-choices", E([ch({"content": "a"}) | {"choices": [
+        {"index": 0, "delta": {"content": "a"}, "finish_reason": None},
+        {"index": 1, "delta": {"content": "b"}, "finish_reason": None}]}, ch({}, "stop")])),
+    S("s-event-stream-charset", E([ch({"content": "x"}), ch({}, "stop")],
+                                  content_type="text/event-stream; charset=utf-8")),
     S("s-sse-no-content-type", E([ch({"content": "x"}), ch({}, "stop")], content_type=None)),
     # doStream: errors
     S("s-error-first-chunk", E([{"error": {"message": SERVER_ERROR, "type": "server_error",
@@ -473,6 +506,11 @@ CASES: list[Case] = [
     S("t-text-then-tool", E([ch({"role": "assistant", "content": "Let me check. "}),
                              ch({"tool_calls": [tc(0, "call_1", "weather", '{"city":"Bern"}')]}),
                              ch({}, "tool_calls"), usage_chunk(5, 5, 10)]), tools=True),
+    S("t-args-object", E(tool_stream([tc(0, "call_1", "weather", None) | {
+        "function": {"name": "weather", "arguments": {"city": "Oslo"}}}])), tools=True,
+      expect="better:bad-chunk-status",
+      check=lambda o: _err(o).get("name") == "AI_APICallError"
+      and _err(o).get("statusCode") == 200),
     S("t-finish-stop-with-tools", E(tool_stream([tc(0, "call_1", "weather", "{}")],
                                                 finish="stop")), tools=True),
 ]

@@ -493,6 +493,8 @@ def _tool_delta(resp: Response, state: StreamState, call: Any) -> None:
     index = call.get("index")
     index = index if type(index) is int else None
     args = fn.get("arguments")
+    if args is not None and type(args) is not str:
+        raise TypeError("choices[0].delta.tool_calls[].function.arguments: expected a string")
     slot = _resolve_call(state, wire_id, index, name, args)
     if slot is False:
         return
