@@ -300,6 +300,13 @@ CASES: list[Case] = [
       J(completion({"content": "ok"})), max_retries=1),
     G("r-429-retry-after-seconds", J(RATE, 429, **{"retry-after": "0"}),
       J(completion({"content": "ok"})), max_retries=1),
+    G("r-prefer-retry-after-ms", J(RATE, 429, **{"retry-after-ms": "1", "retry-after": "10"}),
+      J(completion({"content": "ok"})), max_retries=1, timeout_ms=8000),
+    G("r-hint-over-60s-uses-backoff", J(RATE, 429, **{"retry-after-ms": "70000"}),
+      J(completion({"content": "ok"})), max_retries=1, timeout_ms=15000),
+    G("r-invalid-hints-use-backoff", J(RATE, 429, **{"retry-after-ms": "invalid",
+                                                     "retry-after": "not-a-number"}),
+      J(completion({"content": "ok"})), max_retries=1, timeout_ms=15000),
     G("r-deadline-in-backoff", J(RATE, 429, **{"retry-after": "30"}), max_retries=2,
       timeout_ms=500, expect="better:timeout-keeps-attempts",
       check=lambda o: _err(o).get("name") == "AI_TimeoutError"
@@ -339,6 +346,19 @@ CASES: list[Case] = [
         usage_chunk(15, 78, 93, cid="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt",
                     model="gpt-5-nano-2025-08-07",
                     completion_tokens_details={"reasoning_tokens": 64})])),
+    S("s-annotations", E([
+        ch({"role": "assistant", "content": ""}, model=TOOL_MODEL),
+        ch({"content": "Based on search results"}, model=TOOL_MODEL, index=1),
+        ch({"annotations": [{"type": "url_citation", "url_citation": {
+            "start_index": 24, "end_index": 29, "url": "https://example.com/doc1.pdf",
+            "title": "Document 1"}}]}, model=TOOL_MODEL, index=1),
+        ch({}, "stop", model=TOOL_MODEL), usage_chunk(model=TOOL_MODEL)])),
+    S("s-reasoning-model", E([
+        ch({"role": "assistant", "content": ""}, model="o4-mini"),
+        ch({"content": "Hello, World!"}, model="o4-mini", index=1),
+        ch({}, "stop", model="o4-mini", choice={"logprobs": None}),
+        usage_chunk(15, 20, 35, model="o4-mini",
+                    completion_tokens_details={"reasoning_tokens": 10})])),
     S("s-logprobs", E([ch({"content": "Hello!"}, choice={"logprobs": LOGPROBS}),
                        ch({}, "stop", choice={"logprobs": LOGPROBS}), usage_chunk()])),
     S("s-refusal", E([ch({"role": "assistant", "content": None, "refusal": ""}),
