@@ -431,6 +431,10 @@ CASES: list[Case] = [
         {"index": 1, "delta": {"content": "b"}, "finish_reason": None}]}, ch({}, "stop")])),
     S("s-event-stream-charset", E([ch({"content": "x"}), ch({}, "stop")],
                                   content_type="text/event-stream; charset=utf-8")),
+    S("s-sse-labelled-json", E([ch({"content": "x"}), ch({}, "stop")],
+                               content_type="application/json")),
+    S("s-sse-labelled-text-plain", E([ch({"content": "y"}), ch({}, "stop")],
+                                     content_type="text/plain; charset=utf-8")),
     S("s-sse-no-content-type", E([ch({"content": "x"}), ch({}, "stop")], content_type=None)),
     # doStream: errors
     S("s-error-first-chunk", E([{"error": {"message": SERVER_ERROR, "type": "server_error",

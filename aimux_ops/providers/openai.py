@@ -14,9 +14,10 @@ stream chunk parsing, error bodies), following ``@ai-sdk/openai``'s chat languag
 - Streams: an ``error`` frame (``"error": null`` is none), an invalid JSON chunk, a chunk of the
   wrong shape, or an end before the terminal event each raise one ``APICallError`` that carries
   the stream's numeric status. The terminal event is the ``finish_reason`` chunk (CONTRACT §2):
-  a missing ``[DONE]`` after it is a normal end. A 2xx that is not ``text/event-stream``: a chat
-  completion is delivered as the stream, anything else is a non-retryable error saying what
-  arrived. Tool-call deltas are matched to calls by id, then index and name, as the AI SDK's
+  a missing ``[DONE]`` after it is a normal end. A 2xx labelled other than
+  ``text/event-stream``: read as an event stream when it is one, else a chat completion is
+  delivered as the stream, and anything else is a non-retryable error saying what arrived.
+  Tool-call deltas are matched to calls by id, then index and name, as the AI SDK's
   ``StreamingToolCallTracker`` does (two ids on one index are two calls). The response id and
   model come from the first chunk that has one (not Azure's empty ``prompt_filter_results``).
 
@@ -39,7 +40,7 @@ from ..errors import (
     TypeValidationError,
 )
 from ..redact import redact_headers, remember_secret
-from ..transport import Response
+from ..transport import Response, iter_sse
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -538,11 +539,19 @@ def _content_type(resp: Response) -> str:
     return str(resp.headers.get("content-type") or "").lower()
 
 
-def _not_an_event_stream(resp: Response, state: StreamState) -> Iterator[dict[str, Any]]:
-    """A 2xx answer to a stream request that is not ``text/event-stream``: a chat completion is
+def _looks_like_sse(raw: bytes) -> bool:
+    """A body labelled as something else that is an event stream all the same (some servers
+    send their SSE as ``application/json`` or ``text/plain``)."""
+    head = raw.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.startswith((b"data:", b":", b"event:", b"id:", b"retry:"))
+
+
+def _not_an_event_stream(
+    resp: Response, state: StreamState, raw: bytes
+) -> Iterator[dict[str, Any]]:
+    """A 2xx answer to a stream request that is not an event stream: a chat completion is
     delivered as the stream; an OpenAI error object is the provider's error; anything else a
     non-retryable error saying what arrived."""
-    raw = resp.read()
     text = raw.decode("utf-8", "replace")
     try:
         body: Any = orjson.loads(raw)
@@ -580,11 +589,15 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
     stream's numeric status) for an error frame, a bad chunk or an end before the terminal event
     (the ``finish_reason`` chunk, or ``[DONE]``)."""
     ctype = _content_type(resp)
+    events: Iterator[tuple[str | None, bytes]] | None = None
     if ctype and "event-stream" not in ctype:
-        yield from _not_an_event_stream(resp, state)
-        return
+        raw = resp.read()
+        if not _looks_like_sse(raw):
+            yield from _not_an_event_stream(resp, state, raw)
+            return
+        events = iter_sse(iter((raw,)))
     loads = orjson.loads
-    for event, data in resp.iter_events():
+    for event, data in events if events is not None else resp.iter_events():
         if data == b"[DONE]":
             state.done = True
             _finish(state)
