@@ -16,7 +16,9 @@ from helpers import CANARY, assert_no_canary
 from scenario_server import Reply, ScenarioServer, json_reply, serve_scenarios, sse_reply
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
-from aimux_ops.envelope import native_chain
+from aimux_ops.envelope import decode_error, native_chain
+from aimux_ops.errors import APICallError
+from aimux_ops.errors import TimeoutError as AITimeoutError
 
 
 @pytest.fixture(scope="module")
@@ -250,6 +252,10 @@ def test_deadline_during_backoff_keeps_the_attempts(srv: ScenarioServer) -> None
     assert cause["error"]["data"]["error"]["code"] == "rate_limit_exceeded"
     assert [a["error"]["statusCode"] for a in env["error"]["errors"]] == [429]
     assert srv.count("slow-429") == 1
+    decoded = decode_error(orjson.dumps(env))
+    assert isinstance(decoded, AITimeoutError)
+    assert [e.status_code for e in decoded.errors] == [429]  # type: ignore[attr-defined]
+    assert isinstance(decoded.__cause__, APICallError) and decoded.__cause__.status_code == 429
 
 
 # -- error objects in 200 bodies -----------------------------------------------------------------
