@@ -610,7 +610,8 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
             err.__cause__ = json_parse_error(text, exc)
             raise err  # noqa: B904 - __cause__ set above
         try:
-            if chunk.get("error") is not None or event == "error":  # "error": null is no error
+            if ("error" in chunk and chunk["error"] is not None) or event == "error":
+                # ("error": null is no error frame)
                 raise _error_frame(resp, chunk)
             if not state.metadata_seen and (
                 chunk.get("id") or chunk.get("model") or chunk.get("created")
@@ -630,7 +631,7 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
                         if type(content) is not str:
                             raise TypeError("choices[0].delta.content: expected a string")
                         yield {"type": "text-delta", "text": content}
-                    refusal = delta.get("refusal")
+                    refusal = delta.get("refusal") if "refusal" in delta else None
                     if refusal:
                         if type(refusal) is not str:
                             raise TypeError("choices[0].delta.refusal: expected a string")
