@@ -660,6 +660,6 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
         return
     raise _stream_error(
         resp,
-        "The stream ended before the provider's terminal event ([DONE])",
+        "The stream ended before the provider's terminal event (a finish_reason chunk or [DONE])",
         retryable=True,
     )
