@@ -209,12 +209,10 @@ class APICallError(AIError):
     def response_headers(self) -> dict[str, str] | None:
         return self.payload.response_headers
 
-    @property
-    def retryable(self) -> bool:
+    def _own_retryable(self) -> bool:
         return self.payload.is_retryable
 
-    @property
-    def retry_after_ms(self) -> int | None:
+    def _own_retry_after_ms(self) -> int | None:
         return _parse_retry_after_ms(self.payload.response_headers)
 
 
@@ -240,8 +238,7 @@ class TimeoutError(AIError):  # noqa: A001 - mirrors asyncio.TimeoutError / conc
     def cause_children(self) -> list[BaseException]:
         return self.errors
 
-    @property
-    def retryable(self) -> bool:
+    def _own_retryable(self) -> bool:
         return True
 
 
@@ -305,8 +302,7 @@ class RetryError(AIError):
     def native_next(self) -> BaseException | None:
         return self.last_error
 
-    @property
-    def retryable(self) -> bool:
+    def _own_retryable(self) -> bool:
         last = self.last_error
         return (
             self.payload.reason == "maxRetriesExceeded"
@@ -314,8 +310,7 @@ class RetryError(AIError):
             and last.retryable
         )
 
-    @property
-    def retry_after_ms(self) -> int | None:
+    def _own_retry_after_ms(self) -> int | None:
         last = self.last_error
         return last.retry_after_ms if isinstance(last, AimuxError) else None
 
