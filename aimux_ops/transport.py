@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
 import httpx
@@ -80,11 +80,6 @@ class Deadline:
             status_code=status_code,
         )
 
-    def check(self) -> None:
-        """Raise ``TimeoutError`` when the deadline has passed."""
-        if self.expired():
-            raise self.error()
-
 
 @dataclass
 class HTTPRequest:
@@ -97,7 +92,6 @@ class HTTPRequest:
     stream: bool = False
     #: The parsed JSON body (for recording / replay matching), when the caller has it.
     json_body: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Response(Protocol):
@@ -228,7 +222,6 @@ class HttpResponse:
         self.reason: str = raw.reason_phrase
         self.headers: dict[str, str] = {k.lower(): v for k, v in raw.headers.items()}
         self._deadline = deadline
-        self._aborted = False
         self._closed = False
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
@@ -251,7 +244,6 @@ class HttpResponse:
         with self._lock:
             if self._closed or self._raw.is_closed:
                 return
-            self._aborted = True
             stream = self._raw.extensions.get("network_stream")
             sock = stream.get_extra_info("socket") if stream is not None else None
             if isinstance(sock, socket.socket):
@@ -259,10 +251,6 @@ class HttpResponse:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-
-    @property
-    def aborted(self) -> bool:
-        return self._aborted
 
     def _raise(self, exc: BaseException) -> NoReturn:
         err = map_transport_error(exc, self._deadline, response=self)
