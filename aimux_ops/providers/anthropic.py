@@ -216,11 +216,11 @@ def build_body(call: LanguageModelCall) -> dict[str, Any]:
             {"name": JSON_TOOL, "description": JSON_TOOL_DESCRIPTION, "input_schema": fmt.schema}
         )
         choice = {"type": "any", "disable_parallel_tool_use": True}
-    elif tools and call.tool_choice is not None:
-        if call.tool_choice == "tool":
-            choice = {"type": "tool", "name": call.tool_choice_name}
-        else:
-            choice = {"type": {"required": "any"}.get(call.tool_choice, call.tool_choice)}
+    elif call.tool_choice == "tool":
+        choice = {"type": "tool", "name": call.tool_choice_name}
+    else:  # no choice: "auto", as the AI SDK sends it whenever there are tools
+        wanted = call.tool_choice or "auto"
+        choice = {"type": "any" if wanted == "required" else wanted}
     if tools:
         body["tools"] = tools
         if choice is not None:
