@@ -45,8 +45,8 @@ check-schema: setup
 	$(PY) -m aimux_ops.schema_gen --check schema
 
 lint: setup
-	$(VENV)/bin/ruff check aimux_ops tests contract-tests bindings/python
-	$(VENV)/bin/ruff format --check aimux_ops
+	$(VENV)/bin/ruff check aimux_ops tests contract-tests bindings/python native
+	$(VENV)/bin/ruff format --check aimux_ops native
 	$(VENV)/bin/mypy --strict aimux_ops
 
 ## peers: the AI SDK (npm, pinned in bench/peers/package-lock.json) the parity tests compare with

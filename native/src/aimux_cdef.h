@@ -1,0 +1,15 @@
+/* What Python sees of the shim (lib.*) and the callbacks the shim calls (extern "Python").
+ * Parsed by cffi's cdef parser (native/build_libaimux.py), not by a C compiler. */
+typedef struct aimux_error aimux_error_t;
+
+char *_aimux_strndup(const char *s, size_t n);
+aimux_error_t *_aimux_err_unpack(const char *buf, size_t len);
+aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *message,
+                                 const char *argument);
+const char *_aimux_paths(void);
+
+extern "Python" int _aimux_py_call(const char *, const char *, char **, aimux_error_t **);
+extern "Python" int _aimux_py_stream(const char *, const char *, uint64_t *, aimux_error_t **);
+extern "Python" int _aimux_py_stream_next(uint64_t, char **, aimux_error_t **);
+extern "Python" int _aimux_py_stream_ctl(uint64_t, int);
+extern "Python" int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);

@@ -1,0 +1,203 @@
+"""The Python side of libaimux, run once by cffi_start_python() (cffi's embedding init code).
+
+Loads the core (``aimux_ops.dispatch``) and defines the ``extern "Python"`` callbacks of
+aimux_cdef.h. It never raises: a failure to load the core is recorded, and every call answers
+207 with it. Not imported as a module: native/build_libaimux.py embeds this file's text.
+"""
+
+# ruff: noqa: BLE001, UP031  (the callbacks must catch everything; %-format keeps bytes-safe text)
+
+import site
+import struct
+
+from _aimux_cffi import ffi, lib
+
+NULL = ffi.NULL
+_pack = struct.Struct("=iII").pack
+_init_error = None
+_paths = []
+try:
+    _paths = [
+        p for p in ffi.string(lib._aimux_paths()).decode("utf-8", "surrogateescape").split(":") if p
+    ]
+    for _p in _paths:
+        site.addsitedir(_p)
+    from aimux_ops import dispatch as _dispatch
+    from aimux_ops.envelope import chain_links as _chain_links
+
+    _call_json = _dispatch.call_json
+    _stream_json = _dispatch.stream_json
+    _stream_next_json = _dispatch.stream_next_json
+    _stream_cancel = _dispatch.stream_cancel
+    _stream_free = _dispatch.stream_free
+except BaseException as _e:  # recorded, reported by every call as a 207
+    _init_error = (
+        "cannot load the aimux_ops core from %s: %s: %s"
+        % (":".join(_paths) or "?", type(_e).__name__, _e)
+    ).encode("utf-8", "replace")
+
+
+def _simple(code, name, message, argument=NULL):
+    return lib._aimux_err_simple(code, name, message.encode("utf-8", "replace"), argument)
+
+
+def _internal(where, exc):
+    return _simple(208, b"InternalError", "libaimux: %s: %s: %s" % (where, type(exc).__name__, exc))
+
+
+def _packed(links):
+    parts = []
+    for code, msg, node in links:
+        if not -0x80000000 <= code <= 0x7FFFFFFF:
+            code = 0
+        parts.append(_pack(code, len(msg), len(node)))
+        parts.append(msg)
+        parts.append(node)
+    return b"".join(parts)
+
+
+def _chain(env):
+    # The envelope and its native chain: one packed buffer, one C call builds every node.
+    try:
+        buf = _packed(_chain_links(env))
+    except BaseException as e:
+        return _internal("cannot walk the error envelope", e)
+    err = lib._aimux_err_unpack(buf, len(buf))
+    if not err:
+        raise MemoryError("cannot allocate the error chain")
+    return err
+
+
+if _init_error is not None:
+    # The core did not load: every call answers 207 with the reason.
+    def _fail(out_err):
+        out_err[0] = lib._aimux_err_simple(207, b"RuntimeInitError", _init_error, NULL)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_call(op, params, out_result, out_err):
+        return _fail(out_err)
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream(op, params, out_stream, out_err):
+        return _fail(out_err)
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream_next(handle, out_event, out_err):
+        return _fail(out_err)
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream_ctl(handle, free):
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_decode(text, out_decoded, out_err):
+        return _fail(out_err)
+
+else:
+    # The hot paths bind everything they use as default arguments (no global / attribute
+    # lookups per call); a NULL `const char *` is falsy and becomes None (the core answers 204).
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_call(
+        op,
+        params,
+        out_result,
+        out_err,
+        _s=ffi.string,
+        _call=_call_json,
+        _dup=lib._aimux_strndup,
+        _chain=_chain,
+    ):
+        try:
+            res, env = _call(_s(op) if op else None, _s(params) if params else None)
+            if env is None:
+                r = _dup(res, len(res))
+                if not r:
+                    raise MemoryError("cannot allocate the result")
+                out_result[0] = r
+            else:
+                out_err[0] = _chain(env)
+        except MemoryError:
+            raise
+        except BaseException as e:
+            out_err[0] = _internal("call_json", e)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream(op, params, out_stream, out_err, _s=ffi.string, _open=_stream_json):
+        try:
+            handle, env = _open(_s(op) if op else None, _s(params) if params else None)
+            if env is None:
+                out_stream[0] = handle
+            else:
+                out_err[0] = _chain(env)
+        except MemoryError:
+            raise
+        except BaseException as e:
+            out_err[0] = _internal("stream_json", e)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream_next(
+        handle, out_event, out_err, _next=_stream_next_json, _dup=lib._aimux_strndup
+    ):
+        try:
+            ev, env = _next(handle)
+            if env is not None:
+                out_err[0] = _chain(env)
+            elif ev is not None:
+                r = _dup(ev, len(ev))
+                if not r:
+                    raise MemoryError("cannot allocate the event")
+                out_event[0] = r
+        except MemoryError:
+            raise
+        except BaseException as e:
+            out_err[0] = _internal("stream_next_json", e)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream_ctl(handle, free):
+        try:
+            (_stream_free if free else _stream_cancel)(handle)
+        except BaseException:
+            pass
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_decode(text, out_decoded, out_err):
+        raw = ffi.string(text)
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            out_err[0] = _simple(
+                201,
+                b"InvalidUtf8Error",
+                "envelope_json is not valid UTF-8: %s" % e,
+                b"envelope_json",
+            )
+            return 0
+        try:
+            buf = _packed(_chain_links(raw))
+        except BaseException as e:
+            out_err[0] = _simple(
+                202,
+                b"InvalidWireJsonError",
+                "envelope_json is not an error envelope: %s: %s" % (type(e).__name__, e),
+                b"envelope_json",
+            )
+            return 0
+        if not buf:
+            out_err[0] = _simple(
+                202,
+                b"InvalidWireJsonError",
+                "envelope_json is not an error envelope (not a JSON object)",
+                b"envelope_json",
+            )
+            return 0
+        dec = lib._aimux_err_unpack(buf, len(buf))
+        if not dec:
+            raise MemoryError("cannot allocate the error chain")
+        out_decoded[0] = dec
+        return 0
