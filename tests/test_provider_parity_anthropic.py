@@ -79,7 +79,7 @@ for (const s of scenarios) {
   const provider = createAnthropic({
     baseURL: s.url ?? `http://127.0.0.1:${PORT}/v1`, apiKey: KEY,
     headers: { 'x-fault': s.fault ?? 'mode=ok', 'x-scenario': scenario } });
-  const common = { model: provider(MODEL), maxRetries: s.maxRetries ?? 0,
+  const common = { model: provider(s.model ?? MODEL), maxRetries: s.maxRetries ?? 0,
     tools: s.tools ? tools : undefined, toolChoice: s.toolChoice ?? undefined,
     system: s.system ?? undefined, maxOutputTokens: s.maxOutputTokens ?? undefined,
     temperature: s.temperature ?? undefined,
@@ -184,10 +184,22 @@ GEN: list[tuple[str, str | None, int, dict[str, Any]]] = [
                  "output": {"type": "text", "value": "sunny"}}]},
         ]}),
 ]
+#: the default max_tokens each side sends for a model id (the AI SDK's model table)
+MODELS: list[tuple[str, str, int]] = [
+    ("max-tokens-claude-3-5-haiku", "claude-3-5-haiku-latest", 4096),
+    ("max-tokens-sonnet-4-5", "claude-sonnet-4-5-20250929", 64000),
+    ("max-tokens-opus-4-1", "claude-opus-4-1-20250805", 32000),
+    ("max-tokens-sonnet-4", "claude-sonnet-4-20250514", 64000),
+    ("max-tokens-opus-4-6", "claude-opus-4-6", 128000),
+    ("max-tokens-unknown-id", "my-local-model", 4096),
+]
 OBJ: list[tuple[str, str]] = [
     ("object-ok", "mode=object"),
     ("object-mismatch", 'mode=object;json={"name":"Ada"}'),
+    ("object-native-model", "mode=object"),
 ]
+#: object scenarios on another model than MODEL
+OBJ_MODELS = {"object-native-model": "claude-sonnet-4-5-20250929"}
 STREAM: list[tuple[str, str, dict[str, Any]]] = [
     ("st-ok", "mode=ok", {}),
     ("st-tool", "mode=tool", {"tools": True}),
@@ -245,7 +257,9 @@ def ai_sdk(server: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> dic
             "toolChoice": x.get("toolChoice"), "system": x.get("system"),
             "temperature": x.get("temperature"), "maxOutputTokens": x.get("maxOutputTokens"),
             "messages": _node_messages(x)})
-    scenarios += [{"name": n, "kind": "obj", "fault": f} for n, f in OBJ]
+    scenarios += [{"name": n, "kind": "gen", "fault": "mode=ok", "model": m} for n, m, _ in MODELS]
+    scenarios += [{"name": n, "kind": "obj", "fault": f, "model": OBJ_MODELS.get(n)}
+                  for n, f in OBJ]
     scenarios += [{"name": n, "kind": "stream", "fault": f, "maxRetries": 1,
                    "tools": x.get("tools", False)} for n, f, x in STREAM]
     env = {**os.environ, "PORT": str(server.port), "KEY": KEY, "MODEL": MODEL,
@@ -375,11 +389,21 @@ def test_generate_object_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[st
                                             name: str, fault: str) -> None:
     theirs = ai_sdk[name]
     p = _params(server, name, fault, 0, {}, closed_port())
+    p["model"]["modelId"] = OBJ_MODELS.get(name, MODEL)
     p["schema"] = OBJECT_SCHEMA
     result, env_raw = call_json("generate_object", orjson.dumps(p))
     ours_body, _ = _ours_body(server, name)
-    # both force the same JSON tool
-    assert ours_body == theirs["body"], (ours_body, theirs["body"])
+    outcome = "same"
+    if name in OBJ_MODELS:
+        # on a model with native structured outputs the AI SDK asks with output_config.format;
+        # aimux-ops always forces the JSON tool (every Messages API model and server has it)
+        assert theirs["body"]["output_config"]["format"]["type"] == "json_schema"
+        assert "tools" not in theirs["body"]
+        assert ours_body["tools"][-1]["name"] == "json"
+        outcome = "different: JSON tool instead of output_config.format (same object back)"
+    else:
+        # both force the same JSON tool
+        assert ours_body == theirs["body"], (ours_body, theirs["body"])
     if theirs.get("ok"):
         assert result is not None, env_raw
         mine = orjson.loads(result)
@@ -390,6 +414,19 @@ def test_generate_object_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[st
         assert _names(env)[:2] == ["AI_NoObjectGeneratedError", "AI_TypeValidationError"]
         assert theirs["error"][0]["name"] == "AI_NoObjectGeneratedError"
         assert len(native_chain(env)) >= len(theirs["error"])
+    OUTCOMES[name] = outcome
+
+
+@pytest.mark.parametrize(("name", "model", "max_tokens"), MODELS, ids=[m[0] for m in MODELS])
+def test_default_max_tokens_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, Any],
+                                               name: str, model: str, max_tokens: int) -> None:
+    p = _params(server, name, "mode=ok", 0, {}, 0)
+    p["model"]["modelId"] = model
+    result, env_raw = call_json("generate_text", orjson.dumps(p))
+    assert env_raw is None and result is not None
+    ours_body, _ = _ours_body(server, name)
+    assert ours_body["max_tokens"] == ai_sdk[name]["body"]["max_tokens"] == max_tokens
+    assert ours_body == ai_sdk[name]["body"]
     OUTCOMES[name] = "same"
 
 
@@ -462,9 +499,10 @@ def test_stream_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, A
 
 def test_parity_counts() -> None:
     """Runs last in this module: every scenario got a verdict; prints the tally."""
-    expected = len(GEN) + len(OBJ) + len(STREAM)
+    expected = len(GEN) + len(MODELS) + len(OBJ) + len(STREAM)
     assert len(OUTCOMES) == expected, sorted(set(
-        [g[0] for g in GEN] + [o[0] for o in OBJ] + [s[0] for s in STREAM]) - set(OUTCOMES))
+        [g[0] for g in GEN] + [m[0] for m in MODELS] + [o[0] for o in OBJ]
+        + [s[0] for s in STREAM]) - set(OUTCOMES))
     tally = {"same": 0, "better": 0, "different": 0}
     for verdict in OUTCOMES.values():
         tally[verdict.split(":")[0]] += 1
