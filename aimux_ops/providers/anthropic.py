@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from .._version import __version__
 from ..errors import APICallError, InvalidResponseDataError
 from ..redact import redact_headers
 from ..transport import HTTPRequest, Response
@@ -56,7 +57,7 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
 API_VERSION = "2023-06-01"
-USER_AGENT = "aimux-ops/0.1.0"
+USER_AGENT = f"aimux-ops/{__version__}"
 #: the forced tool of ``generate_object`` (the AI SDK's name and description)
 JSON_TOOL = "json"
 JSON_TOOL_DESCRIPTION = "Respond with a JSON object."
