@@ -466,3 +466,39 @@ def test_stream_record_then_replay(server: FaultServer, provider: str, recording
     first = events_of(p)
     again = events_of(_replay(p))
     assert again == first and first[-1]["type"] in ("finish", "error")
+
+
+def test_the_ops_reach_providers_only_through_the_interface() -> None:
+    """No module of ``aimux_ops/ops/`` imports a provider's wire module: only
+    ``aimux_ops.providers`` (the lookup) and ``aimux_ops.providers.base`` (the interface)."""
+    import ast
+
+    import aimux_ops.ops
+
+    ops_dir = Path(aimux_ops.ops.__file__).parent
+    seen: set[str] = set()
+    for path in sorted(ops_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and "providers" in node.module:
+                seen.add(node.module)
+                for alias in node.names:
+                    assert alias.name not in WIRE, (path.name, alias.name)
+                assert node.module.split(".")[-1] in ("providers", "base"), (path.name,
+                                                                            node.module)
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert "providers." not in alias.name or alias.name.endswith(".base"), (
+                        path.name, alias.name)
+    assert seen, "the ops import the provider interface somewhere"
+
+
+def test_error_frame_before_the_first_event_is_retried(server: FaultServer,
+                                                       provider: str) -> None:
+    """A retryable error frame before any event fails the attempt (streams retry until the
+    first event): every attempt is made, then the open fails."""
+    handle, env = open_stream(params(server, provider, "mode=errframe;after=0", scenario="ef0",
+                                     maxRetries=2))
+    assert handle is None and env is not None
+    assert (env["error"]["name"], env["error"]["reason"]) == ("AI_RetryError",
+                                                              "maxRetriesExceeded")
+    assert count(server, provider, "ef0") == 3

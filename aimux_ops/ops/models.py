@@ -87,7 +87,10 @@ class ToolCallPart(_Model):
 
 class Message(_Model):
     role: Literal["system", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[dict[str, Any]] | None = Field(
+        default=None,
+        description="Text, or content parts passed to the provider as given (in its own format).",
+    )
     #: role "assistant": the tool calls it made; role "tool": which call this answers.
     tool_calls: list[ToolCallPart] | None = None
     tool_call_id: str | None = None
