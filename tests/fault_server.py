@@ -43,7 +43,9 @@ Anthropic's shapes: ``status`` bodies carry the error type of the status (529
 ``x-api-key``; ``errframe`` sends ``event: error`` (``etype=``, default ``overloaded_error``);
 ``nodone`` ends without ``message_stop``; ``stop=`` sets the ``stop_reason`` (``max_tokens``,
 ``refusal`` …); ``object`` answers a forced ``json`` tool with ``json=`` as its input (or as text
-when no ``json`` tool was sent).
+when no ``json`` tool was sent); ``blocks`` answers with the content blocks a client must skip
+(a ``thinking`` block with its signature, a server tool's ``server_tool_use`` and
+``web_search_tool_result``) before the text ``"Hello!"``.
 
 Run standalone: ``python tests/fault_server.py --port 8765``.
 """
@@ -183,6 +185,20 @@ ANTHROPIC_USAGE_END = {"input_tokens": 12, "cache_creation_input_tokens": 0,
                        "cache_read_input_tokens": 0, "output_tokens": 2}
 
 
+#: ``mode=blocks``: blocks the client does not report, then text (block index → content block)
+ANTHROPIC_OTHER_BLOCKS: list[tuple[dict[str, Any], list[dict[str, Any]]]] = [
+    ({"type": "thinking", "thinking": "", "signature": ""},
+     [{"type": "thinking_delta", "thinking": "The user greets me."},
+      {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pk"}]),
+    ({"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {}},
+     [{"type": "input_json_delta", "partial_json": '{"query": "hel'},
+      {"type": "input_json_delta", "partial_json": 'lo"}'}]),
+    ({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [
+        {"type": "web_search_result", "title": "Hello", "url": "https://example.com/",
+         "encrypted_content": "Eo8BCioIAhgB", "page_age": None}]}, []),
+]
+
+
 def _anthropic_error(etype: str, message: str) -> bytes:
     return orjson.dumps({"type": "error", "error": {"type": etype, "message": message},
                          "request_id": ANTHROPIC_REQUEST_ID})
@@ -270,6 +286,21 @@ class _AnthropicHandler:
             return
         if mode == "object":
             text = spec.get("json", '{"name":"Ada","age":36}')
+        if mode == "blocks" and not stream:
+            blocks = []
+            for start, deltas in ANTHROPIC_OTHER_BLOCKS:
+                block = dict(start)
+                for d in deltas:
+                    if d["type"] == "thinking_delta":
+                        block["thinking"] += d["thinking"]
+                    elif d["type"] == "signature_delta":
+                        block["signature"] = d["signature"]
+                    else:
+                        block["input"] = {"query": "hello"}
+                blocks.append(block)
+            self._send(200, _anthropic_message(model, [*blocks, {"type": "text", "text": text}],
+                                               stop), ANTHROPIC_HEADERS)
+            return
         if not stream:
             self._send(200, _anthropic_message(model, [{"type": "text", "text": text}], stop),
                        ANTHROPIC_HEADERS)
@@ -300,12 +331,24 @@ class _AnthropicHandler:
                                text: str, stop: str) -> None:
         self._anthropic_start(model)
         write = self._write_chunk
-        write(_event("content_block_start", {"type": "content_block_start", "index": 0,
+        first = 0
+        if mode == "blocks":
+            for first, (start, deltas) in enumerate(ANTHROPIC_OTHER_BLOCKS):
+                write(_event("content_block_start", {"type": "content_block_start",
+                                                     "index": first, "content_block": start}))
+                for d in deltas:
+                    write(_event("content_block_delta", {"type": "content_block_delta",
+                                                         "index": first, "delta": d}))
+                write(_event("content_block_stop", {"type": "content_block_stop",
+                                                    "index": first}))
+            first += 1
+            mode = "ok"
+        write(_event("content_block_start", {"type": "content_block_start", "index": first,
                                              "content_block": {"type": "text", "text": ""}}))
         write(_event("ping", {"type": "ping"}))
 
         def delta(piece: str) -> bytes:
-            return _event("content_block_delta", {"type": "content_block_delta", "index": 0,
+            return _event("content_block_delta", {"type": "content_block_delta", "index": first,
                                                   "delta": {"type": "text_delta", "text": piece}})
 
         if mode == "chunks":
@@ -350,10 +393,11 @@ class _AnthropicHandler:
                 self._abort()
                 return
             if mode == "nodone":
-                write(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
+                write(_event("content_block_stop", {"type": "content_block_stop",
+                                                    "index": first}))
                 self._end_stream()
                 return
-        write(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        write(_event("content_block_stop", {"type": "content_block_stop", "index": first}))
         self._anthropic_end(stop)
 
     def _anthropic_stream_tool(self: Any, model: str, name: str, args: str, stop: str) -> None:

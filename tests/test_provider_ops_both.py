@@ -502,3 +502,13 @@ def test_error_frame_before_the_first_event_is_retried(server: FaultServer,
     assert (env["error"]["name"], env["error"]["reason"]) == ("AI_RetryError",
                                                               "maxRetriesExceeded")
     assert count(server, provider, "ef0") == 3
+
+
+def test_anthropic_blocks_the_ops_do_not_report(server: FaultServer) -> None:
+    """A thinking block (with its signature) and a server tool's blocks (its streamed input
+    included) before the text: skipped, in a result and in a stream."""
+    result = ok("generate_text", params(server, "anthropic", "mode=blocks"))
+    assert (result["text"], result["toolCalls"], result["finishReason"]) == ("Hello!", [], "stop")
+    events = events_of(params(server, "anthropic", "mode=blocks"))
+    assert [e["type"] for e in events] == ["text-delta", "text-delta", "finish"]
+    assert events[-1]["finishReason"] == "stop"

@@ -155,6 +155,7 @@ GEN: list[tuple[str, str | None, int, dict[str, Any]]] = [
     ("stop-max-tokens", "mode=ok;stop=max_tokens", 0, {}),
     ("stop-refusal", "mode=ok;stop=refusal", 0, {}),
     ("stop-sequence", "mode=ok;stop=stop_sequence", 0, {}),
+    ("other-blocks", "mode=blocks", 0, {}),
     ("tool-ok", "mode=tool", 0, {"tools": True}),
     ("tool-unknown", "mode=tool;tool=launch", 0, {"tools": True}),
     ("tool-badschema", 'mode=tool;args={"city":42}', 0, {"tools": True}),
@@ -202,6 +203,7 @@ OBJ: list[tuple[str, str]] = [
 OBJ_MODELS = {"object-native-model": "claude-sonnet-4-5-20250929"}
 STREAM: list[tuple[str, str, dict[str, Any]]] = [
     ("st-ok", "mode=ok", {}),
+    ("st-other-blocks", "mode=blocks", {}),
     ("st-tool", "mode=tool", {"tools": True}),
     ("st-tool-badjson", "mode=tool;args=badjson", {"tools": True}),
     ("st-errframe-overloaded", "mode=errframe", {}),
@@ -364,6 +366,14 @@ def test_generate_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str,
         assert mine["finishReason"] == theirs["finishReason"], (mine, theirs)
         assert mine["text"] == theirs["text"]
         assert mine["usage"] == theirs["usage"], (mine["usage"], theirs["usage"])
+        if name == "other-blocks":
+            # thinking and a server tool's blocks are skipped by both; the AI SDK also reports
+            # the server tool (not declared: aimux-ops has no provider tools) as invalid
+            assert mine["toolCalls"] == []
+            assert theirs["invalid"] == [{"invalid": True, "error": ["AI_NoSuchToolError"]}]
+            OUTCOMES[name] = "different: a server tool call (web_search) is skipped, not " \
+                "reported as an invalid call (aimux-ops has no provider-executed tools)"
+            return
         ours_invalid = [
             {"invalid": c.get("invalid", False),
              "error": _names(c["error"]) if "error" in c else None}
@@ -463,6 +473,12 @@ def test_stream_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, A
         assert events[-1]["finishReason"] == their_parts[-1]["finishReason"]
         assert "".join(e["text"] for e in events if e["type"] == "text-delta") == "".join(
             p["text"] for p in their_parts if p["type"] == "text-delta")
+        if name == "st-other-blocks":
+            assert "tool-call" not in kinds and their_parts[0] == {"type": "tool-call",
+                                                                   "invalid": True}
+            OUTCOMES[name] = "different: a server tool call (web_search) is skipped, not " \
+                "reported as an invalid call (aimux-ops has no provider-executed tools)"
+            return
         assert [e.get("invalid", False) for e in events if e["type"] == "tool-call"] == [
             p["invalid"] for p in their_parts if p["type"] == "tool-call"]
         OUTCOMES[name] = outcome

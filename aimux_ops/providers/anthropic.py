@@ -478,7 +478,9 @@ def stream_events(
                         if piece:
                             yield {"type": "text-delta", "text": piece}
                     else:
-                        tool_calls[index][2] += piece
+                        slot = tool_calls.get(index)
+                        if slot is not None:  # else a server tool's input: not ours to report
+                            slot[2] += piece
                 # thinking, signature and citation deltas carry nothing the ops report
             elif kind == "message_start":
                 message = frame["message"]
