@@ -89,7 +89,8 @@ for (const s of scenarios) {
     try {
       if (s.kind === 'obj') {
         const { tools: _t, toolChoice: _c, ...rest } = common;
-        const r = await generateObject({ ...rest, schema: objectSchema });
+        const r = await generateObject({ ...rest,
+          schema: s.schema ? jsonSchema(s.schema) : objectSchema });
         out.ok = true; out.object = r.object; out.finishReason = r.finishReason;
       } else {
         const r = await generateText(common);
@@ -166,6 +167,11 @@ GEN: list[tuple[str, str | None, int, dict[str, Any]]] = [
         "tools": True, "toolChoice": {"type": "tool", "toolName": "weather"},
         "maxOutputTokens": 100}),
     ("request-temperature-clamped", "mode=ok", 0, {"temperature": 1.5}),
+    # a model that rejects sampling parameters: both leave temperature out
+    ("request-no-sampling", "mode=ok", 0, {"temperature": 0.5, "model": "claude-opus-4-7"}),
+    # a model without forced tool use: required becomes auto
+    ("request-no-forced-choice", "mode=tool", 0, {"tools": True, "toolChoice": "required",
+                                                  "model": "claude-sonnet-5-5"}),
     ("request-messages", "mode=ok", 0, {
         "tools": True, "system": "Be brief.",
         "messages": [
@@ -198,9 +204,16 @@ OBJ: list[tuple[str, str]] = [
     ("object-ok", "mode=object"),
     ("object-mismatch", 'mode=object;json={"name":"Ada"}'),
     ("object-native-model", "mode=object"),
+    ("object-native-open-schema", 'mode=object;json={"name":"Ada","meta":{}}'),
 ]
 #: object scenarios on another model than MODEL
-OBJ_MODELS = {"object-native-model": "claude-sonnet-4-5-20250929"}
+OBJ_MODELS = {"object-native-model": "claude-sonnet-4-5-20250929",
+              "object-native-open-schema": "claude-sonnet-4-5-20250929"}
+#: object scenarios with another schema than OBJECT_SCHEMA: an open object (``meta``) that
+#: native structured outputs would close, so both sides fall back to the JSON tool
+OBJ_SCHEMAS = {"object-native-open-schema": {
+    "type": "object", "properties": {"name": {"type": "string"}, "meta": {"type": "object"}},
+    "required": ["name", "meta"]}}
 STREAM: list[tuple[str, str, dict[str, Any]]] = [
     ("st-ok", "mode=ok", {}),
     ("st-other-blocks", "mode=blocks", {}),
@@ -258,10 +271,10 @@ def ai_sdk(server: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> dic
             "url": _url(x.get("url"), closed), "tools": x.get("tools", False),
             "toolChoice": x.get("toolChoice"), "system": x.get("system"),
             "temperature": x.get("temperature"), "maxOutputTokens": x.get("maxOutputTokens"),
-            "messages": _node_messages(x)})
+            "messages": _node_messages(x), "model": x.get("model")})
     scenarios += [{"name": n, "kind": "gen", "fault": "mode=ok", "model": m} for n, m, _ in MODELS]
-    scenarios += [{"name": n, "kind": "obj", "fault": f, "model": OBJ_MODELS.get(n)}
-                  for n, f in OBJ]
+    scenarios += [{"name": n, "kind": "obj", "fault": f, "model": OBJ_MODELS.get(n),
+                   "schema": OBJ_SCHEMAS.get(n)} for n, f in OBJ]
     scenarios += [{"name": n, "kind": "stream", "fault": f, "maxRetries": 1,
                    "tools": x.get("tools", False)} for n, f, x in STREAM]
     env = {**os.environ, "PORT": str(server.port), "KEY": KEY, "MODEL": MODEL,
@@ -299,6 +312,8 @@ def _params(server: FaultServer, name: str, fault: str | None, retries: int,
         p["retry"] = {"initialDelayMs": 50}  # no retry-after to honour: keep the test short
     if extra.get("tools"):
         p["tools"] = {"weather": {"description": "w", "inputSchema": TOOL_SCHEMA}}
+    if extra.get("model"):
+        p["model"]["modelId"] = extra["model"]
     for key in ("toolChoice", "system", "temperature", "maxOutputTokens"):
         if extra.get(key) is not None:
             p[key] = extra[key]
@@ -400,20 +415,18 @@ def test_generate_object_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[st
     theirs = ai_sdk[name]
     p = _params(server, name, fault, 0, {}, closed_port())
     p["model"]["modelId"] = OBJ_MODELS.get(name, MODEL)
-    p["schema"] = OBJECT_SCHEMA
+    p["schema"] = OBJ_SCHEMAS.get(name, OBJECT_SCHEMA)
     result, env_raw = call_json("generate_object", orjson.dumps(p))
     ours_body, _ = _ours_body(server, name)
     outcome = "same"
-    if name in OBJ_MODELS:
-        # on a model with native structured outputs the AI SDK asks with output_config.format;
-        # aimux-ops always forces the JSON tool (every Messages API model and server has it)
-        assert theirs["body"]["output_config"]["format"]["type"] == "json_schema"
-        assert "tools" not in theirs["body"]
-        assert ours_body["tools"][-1]["name"] == "json"
-        outcome = "different: JSON tool instead of output_config.format (same object back)"
-    else:
-        # both force the same JSON tool
-        assert ours_body == theirs["body"], (ours_body, theirs["body"])
+    # the same request: the forced JSON tool, or on a model with native structured outputs
+    # output_config.format with the sanitized schema (constraints moved to descriptions)
+    assert ours_body == theirs["body"], (ours_body, theirs["body"])
+    if name in OBJ_SCHEMAS:
+        assert "output_config" not in ours_body and ours_body["tools"][-1]["name"] == "json"
+    elif name in OBJ_MODELS:
+        assert ours_body["output_config"]["format"]["type"] == "json_schema"
+        assert "tools" not in ours_body
     if theirs.get("ok"):
         assert result is not None, env_raw
         mine = orjson.loads(result)

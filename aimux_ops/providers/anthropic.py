@@ -6,8 +6,11 @@ stream event grammar, error bodies), following ``@ai-sdk/anthropic``'s language 
   default output limit when ``maxOutputTokens`` is absent, as the AI SDK's model table gives it);
   tools as ``input_schema`` and ``toolChoice`` as ``auto`` / ``any`` / ``none`` / ``tool``;
   ``temperature`` above 1 is clamped to 1 and the penalties and ``seed`` (which the API lacks) are
-  left out, as the AI SDK does. ``generate_object`` forces a ``json`` tool whose input schema is
-  the object's schema; its input is the answer (the AI SDK's JSON-tool mode).
+  left out, as the AI SDK does (so are sampling parameters for the models that reject them).
+  ``generate_object`` asks with native structured outputs (``output_config.format``) on a model
+  that has them for a schema they can take, else forces a ``json`` tool whose input schema is the
+  object's schema and whose input is the answer — the AI SDK's ``auto`` mode
+  (``anthropic_models``).
 - Non-2xx: ``APICallError`` with the message of the ``{"type": "error", "error": {"type",
   "message"}}`` body (``data`` the parsed body: the error type is in it), else the reason phrase;
   retryable for 408, 409, 429 and 5xx (529 "overloaded" included).
@@ -23,7 +26,6 @@ Shape checks are hand-written (no per-event pydantic): this is the hot path.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,6 +35,7 @@ from .._version import __version__
 from ..errors import APICallError, InvalidResponseDataError
 from ..redact import redact_headers
 from ..transport import HTTPRequest, Response
+from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
 from .base import (
     GenerateResult,
     LanguageModelCall,
@@ -78,34 +81,22 @@ def map_stop_reason(reason: Any, *, json_tool: bool = False) -> str:
     return "other"
 
 
-#: (model id fragment, default max_tokens), first match wins — the AI SDK's model table
-_MAX_TOKENS: tuple[tuple[str, int], ...] = (
-    ("claude-opus-4-8", 128_000),
-    ("claude-opus-4-7", 128_000),
-    ("claude-sonnet-4-6", 128_000),
-    ("claude-opus-4-6", 128_000),
-    ("claude-sonnet-4-5", 64_000),
-    ("claude-opus-4-5", 64_000),
-    ("claude-haiku-4-5", 64_000),
-    ("claude-opus-4-1", 32_000),
-    ("claude-sonnet-4-", 64_000),
-    ("claude-sonnet-4@", 64_000),
-    ("claude-opus-4-", 32_000),
-    ("claude-opus-4@", 32_000),
-)
-_LEGACY_RE = re.compile(r"claude-(?:instant(?:-|$)|v?2(?=$|[-.:])|3(?=$|[-.]))")
-
-
 def default_max_tokens(model_id: str) -> int:
     """``max_tokens`` when ``maxOutputTokens`` is absent, as the AI SDK's model table gives it:
     the model's output limit; 4096 for Claude 2 / 3 and for an id it does not know (a compatible
     server's own model); 128000 for a newer ``claude-`` id."""
-    for fragment, limit in _MAX_TOKENS:
-        if fragment in model_id:
-            return limit
-    if _LEGACY_RE.search(model_id) or "claude-" not in model_id:
-        return 4_096
-    return 128_000
+    return capabilities(model_id).max_tokens
+
+
+def uses_json_tool(call: LanguageModelCall) -> bool:
+    """``generate_object`` through the forced ``json`` tool (else: native structured outputs,
+    on a model that has them, for a schema they can take — the AI SDK's ``auto`` mode)."""
+    fmt = call.object_format
+    if fmt is None:
+        return False
+    return not (
+        capabilities(call.model_id).native_structured_output and native_schema_ok(fmt.schema)
+    )
 
 
 def messages_url(base_url: str | None) -> str:
@@ -185,43 +176,53 @@ def build_body(call: LanguageModelCall) -> dict[str, Any]:
     """The Messages API request body of ``call``."""
     system, messages = convert_prompt(call)
     s = call.settings
+    caps = capabilities(call.model_id)
     body: dict[str, Any] = {
         "model": call.model_id,
-        "max_tokens": s.max_output_tokens or default_max_tokens(call.model_id),
+        "max_tokens": s.max_output_tokens or caps.max_tokens,
     }
-    if s.temperature is not None:
-        body["temperature"] = min(max(s.temperature, 0.0), 1.0)
-    if s.top_p is not None:
-        body["top_p"] = s.top_p
+    if caps.sampling:  # models without sampling parameters ignore them (the AI SDK warns)
+        if s.temperature is not None:
+            body["temperature"] = min(max(s.temperature, 0.0), 1.0)
+        if s.top_p is not None:
+            body["top_p"] = s.top_p
     if s.stop_sequences is not None:
         body["stop_sequences"] = s.stop_sequences
+    fmt = call.object_format
+    json_tool = uses_json_tool(call)
+    if fmt is not None and not json_tool:
+        body["output_config"] = {
+            "format": {"type": "json_schema", "schema": sanitize_schema(fmt.schema)}
+        }
     if system:
         body["system"] = system
     body["messages"] = messages
     tools: list[dict[str, Any]] = []
     choice: dict[str, Any] | None = None
-    fmt = call.object_format
+    wanted = call.tool_choice
     for tool in call.tools:
-        if fmt is not None and (
-            call.tool_choice == "none"
-            or (call.tool_choice == "tool" and tool.name != call.tool_choice_name)
+        if json_tool and (
+            wanted == "none" or (wanted == "tool" and tool.name != call.tool_choice_name)
         ):
             continue  # the JSON tool is forced: only the tools the choice allows go along
+        if wanted == "tool" and not caps.forced_tool_choice and tool.name != call.tool_choice_name:
+            continue  # no forced choice on this model: only the chosen tool, with "auto"
         wire: dict[str, Any] = {"name": tool.name}
         if tool.description is not None:
             wire["description"] = tool.description
         wire["input_schema"] = tool.input_schema
         tools.append(wire)
-    if fmt is not None:
+    if json_tool and fmt is not None:
         tools.append(
             {"name": JSON_TOOL, "description": JSON_TOOL_DESCRIPTION, "input_schema": fmt.schema}
         )
         choice = {"type": "any", "disable_parallel_tool_use": True}
-    elif call.tool_choice == "tool":
+    elif wanted == "tool" and caps.forced_tool_choice:
         choice = {"type": "tool", "name": call.tool_choice_name}
+    elif wanted == "required" and caps.forced_tool_choice:
+        choice = {"type": "any"}
     else:  # no choice: "auto", as the AI SDK sends it whenever there are tools
-        wanted = call.tool_choice or "auto"
-        choice = {"type": "any" if wanted == "required" else wanted}
+        choice = {"type": "none" if wanted == "none" else "auto"}
     if tools:
         body["tools"] = tools
         if choice is not None:
@@ -565,13 +566,13 @@ class AnthropicMessagesProvider(Provider):
         return failed_response_error(resp)
 
     def parse_result(self, resp: Response, call: LanguageModelCall) -> GenerateResult:
-        return parse_message(resp, json_tool=call.object_format is not None)
+        return parse_message(resp, json_tool=uses_json_tool(call))
 
     def open_stream(
         self, resp: Response, call: LanguageModelCall
     ) -> tuple[AnthropicStreamState, Iterator[dict[str, Any]]]:
         state = AnthropicStreamState()
-        return state, stream_events(resp, state, json_tool=call.object_format is not None)
+        return state, stream_events(resp, state, json_tool=uses_json_tool(call))
 
 
 PROVIDER = AnthropicMessagesProvider()
