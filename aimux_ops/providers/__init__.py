@@ -2,7 +2,8 @@
 
 - ``openai``: Chat Completions (also spoken by vLLM, Ollama, llama.cpp's server, LM Studio and
   most gateways), ``providers/openai.py``.
-- ``anthropic``: the Messages API, ``providers/anthropic.py``.
+- ``anthropic``: the Messages API, ``providers/anthropic.py`` (its model table:
+  ``providers/anthropic_models.py``).
 
 Any other id is ``NoSuchProviderError``. Adding a provider: a module with a ``Provider`` subclass
 and one line in ``_PROVIDERS``; nothing outside this package changes.
