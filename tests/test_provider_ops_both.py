@@ -31,20 +31,38 @@ from aimux_ops.envelope import native_chain
 
 #: what each provider's wire format makes differ
 WIRE: dict[str, dict[str, Any]] = {
-    "openai": {"model": "gpt-4o-mini", "id": "chatcmpl-demo-1", "path": "/v1/chat/completions",
-               "env": "OPENAI_API_KEY", "errframe": (200, True), "diagnostic": None},
-    "anthropic": {"model": "claude-3-haiku-20240307", "id": ANTHROPIC_MSG_ID,
-                  "path": "/v1/messages", "env": "ANTHROPIC_API_KEY",
-                  # an overloaded_error frame stands for 529, retryable (as the AI SDK infers)
-                  "errframe": (529, True),
-                  "diagnostic": ("request-id", ANTHROPIC_REQUEST_ID)},
+    "openai": {
+        "model": "gpt-4o-mini",
+        "id": "chatcmpl-demo-1",
+        "path": "/v1/chat/completions",
+        "env": "OPENAI_API_KEY",
+        "errframe": (200, True),
+        "diagnostic": None,
+    },
+    "anthropic": {
+        "model": "claude-3-haiku-20240307",
+        "id": ANTHROPIC_MSG_ID,
+        "path": "/v1/messages",
+        "env": "ANTHROPIC_API_KEY",
+        # an overloaded_error frame stands for 529, retryable (as the AI SDK infers)
+        "errframe": (529, True),
+        "diagnostic": ("request-id", ANTHROPIC_REQUEST_ID),
+    },
 }
-WEATHER = {"weather": {"inputSchema": {"type": "object",
-                                       "properties": {"city": {"type": "string"}},
-                                       "required": ["city"]}}}
-OBJECT_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"},
-                                                  "age": {"type": "integer"}},
-                 "required": ["name", "age"]}
+WEATHER = {
+    "weather": {
+        "inputSchema": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        }
+    }
+}
+OBJECT_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
 
 
 @pytest.fixture(params=sorted(WIRE))
@@ -52,10 +70,17 @@ def provider(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def params(server: FaultServer, provider: str, fault: str | None = None, *,
-           scenario: str | None = None, **extra: Any) -> dict[str, Any]:
-    p = provider_params(server, fault, scenario=f"{provider}-{scenario}" if scenario else None,
-                        **extra)
+def params(
+    server: FaultServer,
+    provider: str,
+    fault: str | None = None,
+    *,
+    scenario: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    p = provider_params(
+        server, fault, scenario=f"{provider}-{scenario}" if scenario else None, **extra
+    )
     p["model"]["provider"] = provider
     p["model"]["modelId"] = WIRE[provider]["model"]
     return p
@@ -135,20 +160,25 @@ def closed_port() -> int:
 
 
 def test_generate_text_result(server: FaultServer, provider: str) -> None:
-    result = ok("generate_text", params(server, provider, system="Be brief.",
-                                        maxOutputTokens=20, temperature=0.5))
+    result = ok(
+        "generate_text",
+        params(server, provider, system="Be brief.", maxOutputTokens=20, temperature=0.5),
+    )
     assert result == {
-        "text": "Hello!", "finishReason": "stop",
+        "text": "Hello!",
+        "finishReason": "stop",
         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
-        "toolCalls": [], "response": {"id": WIRE[provider]["id"],
-                                      "modelId": WIRE[provider]["model"]},
+        "toolCalls": [],
+        "response": {"id": WIRE[provider]["id"], "modelId": WIRE[provider]["model"]},
     }
     assert server.paths[-1] == WIRE[provider]["path"]
     assert "Be brief." in orjson.dumps(server.bodies[-1]).decode()
 
 
-@pytest.mark.parametrize(("stop", "finish"), [("max_tokens", "length"), ("refusal",
-                                              "content-filter"), ("stop_sequence", "stop")])
+@pytest.mark.parametrize(
+    ("stop", "finish"),
+    [("max_tokens", "length"), ("refusal", "content-filter"), ("stop_sequence", "stop")],
+)
 def test_anthropic_stop_reasons(server: FaultServer, stop: str, finish: str) -> None:
     result = ok("generate_text", params(server, "anthropic", f"mode=ok;stop={stop}"))
     assert result["finishReason"] == finish
@@ -162,8 +192,11 @@ def test_conversation_with_tool_history(server: FaultServer, provider: str) -> N
     p["messages"] = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Weather in Oslo?"},
-        {"role": "assistant", "content": None,
-         "toolCalls": [{"toolCallId": "c1", "toolName": "weather", "input": {"city": "Oslo"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "toolCalls": [{"toolCallId": "c1", "toolName": "weather", "input": {"city": "Oslo"}}],
+        },
         {"role": "tool", "toolCallId": "c1", "content": "sunny"},
     ]
     assert ok("generate_text", p)["text"] == "Hello!"
@@ -171,8 +204,9 @@ def test_conversation_with_tool_history(server: FaultServer, provider: str) -> N
     assert "Oslo" in sent and "sunny" in sent and "c1" in sent and "Be brief." in sent
 
 
-def test_api_key_from_env_and_missing_key(server: FaultServer, provider: str,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_key_from_env_and_missing_key(
+    server: FaultServer, provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AIMUX_TEST_KEY", CANARY)
     p = params(server, provider)
     del p["model"]["apiKey"]
@@ -198,8 +232,10 @@ def test_connection_refused(server: FaultServer, provider: str) -> None:
 
 
 def test_5xx_retried_to_max(server: FaultServer, provider: str) -> None:
-    env = fail("generate_text", params(server, provider, "mode=status;status=500",
-                                       scenario="500", maxRetries=2))
+    env = fail(
+        "generate_text",
+        params(server, provider, "mode=status;status=500", scenario="500", maxRetries=2),
+    )
     assert env["error"]["name"] == "AI_RetryError"
     assert env["error"]["reason"] == "maxRetriesExceeded"
     assert count(server, provider, "500") == 3
@@ -213,8 +249,12 @@ def test_5xx_retried_to_max(server: FaultServer, provider: str) -> None:
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422])
 def test_4xx_not_retried_and_unwrapped(server: FaultServer, provider: str, status: int) -> None:
-    env = fail("generate_text", params(server, provider, f"mode=status;status={status}",
-                                       scenario=f"s{status}", maxRetries=2))
+    env = fail(
+        "generate_text",
+        params(
+            server, provider, f"mode=status;status={status}", scenario=f"s{status}", maxRetries=2
+        ),
+    )
     assert env["error"]["name"] == "AI_APICallError"
     assert (env["error"]["statusCode"], env["error"]["isRetryable"]) == (status, False)
     assert env["message"] == f"Injected fault with status {status}"
@@ -222,36 +262,48 @@ def test_4xx_not_retried_and_unwrapped(server: FaultServer, provider: str, statu
 
 
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 503, 529])
-def test_retryable_statuses_then_success(server: FaultServer, provider: str,
-                                         status: int) -> None:
-    result = ok("generate_text", params(server, provider,
-                                        f"mode=status;status={status};times=1",
-                                        scenario=f"r{status}", maxRetries=1))
+def test_retryable_statuses_then_success(server: FaultServer, provider: str, status: int) -> None:
+    result = ok(
+        "generate_text",
+        params(
+            server,
+            provider,
+            f"mode=status;status={status};times=1",
+            scenario=f"r{status}",
+            maxRetries=1,
+        ),
+    )
     assert result["text"] == "Hello!" and count(server, provider, f"r{status}") == 2
 
 
 def test_retry_after_is_the_root_hint(server: FaultServer, provider: str) -> None:
-    env = fail("generate_text", params(server, provider,
-                                       "mode=status;status=529;retry_after=0", maxRetries=0))
+    env = fail(
+        "generate_text",
+        params(server, provider, "mode=status;status=529;retry_after=0", maxRetries=0),
+    )
     assert env["retryAfterMs"] == 0 and env["retryable"] is True
 
 
 def test_error_not_retryable_after_a_retry(server: FaultServer, provider: str) -> None:
-    env = fail("generate_text", params(server, provider, "statuses=500,400", scenario="500-400",
-                                       maxRetries=3))
+    env = fail(
+        "generate_text",
+        params(server, provider, "statuses=500,400", scenario="500-400", maxRetries=3),
+    )
     assert env["error"]["name"] == "AI_RetryError"
     assert env["error"]["reason"] == "errorNotRetryable"
     assert count(server, provider, "500-400") == 2
 
 
 def test_non_json_error_body(server: FaultServer, provider: str) -> None:
-    env = fail("generate_text", params(server, provider, "mode=status;status=502;body=text",
-                                       maxRetries=0))
+    env = fail(
+        "generate_text", params(server, provider, "mode=status;status=502;body=text", maxRetries=0)
+    )
     assert env["message"] == "Bad Gateway" and "<h1>" in env["error"]["responseBody"]
 
 
-@pytest.mark.parametrize(("mode", "cause"), [("badjson", "AI_JSONParseError"),
-                                              ("shape", "AI_TypeValidationError")])
+@pytest.mark.parametrize(
+    ("mode", "cause"), [("badjson", "AI_JSONParseError"), ("shape", "AI_TypeValidationError")]
+)
 def test_unusable_2xx(server: FaultServer, provider: str, mode: str, cause: str) -> None:
     env = fail("generate_text", params(server, provider, f"mode={mode}", maxRetries=0))
     assert env["message"] == "Invalid JSON response" and env["error"]["statusCode"] == 200
@@ -264,8 +316,17 @@ def test_echoed_key_never_leaves(server: FaultServer, provider: str) -> None:
 
 
 def test_timeout_is_code_12_and_not_retried(server: FaultServer, provider: str) -> None:
-    env = fail("generate_text", params(server, provider, "mode=stall;stall_ms=5000",
-                                       scenario="stall", timeoutMs=300, maxRetries=2))
+    env = fail(
+        "generate_text",
+        params(
+            server,
+            provider,
+            "mode=stall;stall_ms=5000",
+            scenario="stall",
+            timeoutMs=300,
+            maxRetries=2,
+        ),
+    )
     assert (env["code"], env["error"]["timeoutMs"]) == (12, 300)
     assert count(server, provider, "stall") == 1
 
@@ -278,21 +339,28 @@ def test_tool_call(server: FaultServer, provider: str) -> None:
     assert result["finishReason"] == "tool-calls"
     [call] = result["toolCalls"]
     assert (call["toolName"], call["input"], call.get("invalid")) == (
-        "weather", {"city": "Paris"}, None)
+        "weather",
+        {"city": "Paris"},
+        None,
+    )
 
 
-@pytest.mark.parametrize(("fault", "chain"), [
-    ('mode=tool;args={"city":42}', ["AI_InvalidToolInputError", "AI_TypeValidationError"]),
-    ("mode=tool;tool=launch", ["AI_NoSuchToolError"]),
-])
-def test_invalid_tool_calls(server: FaultServer, provider: str, fault: str,
-                            chain: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("fault", "chain"),
+    [
+        ('mode=tool;args={"city":42}', ["AI_InvalidToolInputError", "AI_TypeValidationError"]),
+        ("mode=tool;tool=launch", ["AI_NoSuchToolError"]),
+    ],
+)
+def test_invalid_tool_calls(
+    server: FaultServer, provider: str, fault: str, chain: list[str]
+) -> None:
     result = ok("generate_text", params(server, provider, fault, tools=WEATHER))
     [call] = result["toolCalls"]
-    assert call["invalid"] is True and names(call["error"])[:len(chain)] == chain
+    assert call["invalid"] is True and names(call["error"])[: len(chain)] == chain
     events = events_of(params(server, provider, fault, tools=WEATHER))
     [event] = [e for e in events if e["type"] == "tool-call"]
-    assert event["invalid"] is True and names(event["error"])[:len(chain)] == chain
+    assert event["invalid"] is True and names(event["error"])[: len(chain)] == chain
 
 
 def test_streamed_tool_input_not_json(server: FaultServer, provider: str) -> None:
@@ -304,15 +372,17 @@ def test_streamed_tool_input_not_json(server: FaultServer, provider: str) -> Non
 
 
 def test_generate_object(server: FaultServer, provider: str) -> None:
-    result = ok("generate_object", params(server, provider, "mode=object",
-                                          schema=OBJECT_SCHEMA))
+    result = ok("generate_object", params(server, provider, "mode=object", schema=OBJECT_SCHEMA))
     assert result["object"] == {"name": "Ada", "age": 36} and result["finishReason"] == "stop"
 
 
-@pytest.mark.parametrize(("json", "cause"), [('{"name":"Ada"}', "AI_TypeValidationError"),
-                                              ("[1, 2", "AI_JSONParseError")])
-def test_generate_object_failures(server: FaultServer, provider: str, json: str,
-                                  cause: str) -> None:
+@pytest.mark.parametrize(
+    ("json", "cause"),
+    [('{"name":"Ada"}', "AI_TypeValidationError"), ("[1, 2", "AI_JSONParseError")],
+)
+def test_generate_object_failures(
+    server: FaultServer, provider: str, json: str, cause: str
+) -> None:
     if provider == "anthropic" and cause == "AI_JSONParseError":
         # the JSON tool's input is always JSON on the Messages API: a text answer stands in
         p = params(server, provider, f"mode=ok;text={json}", schema=OBJECT_SCHEMA)
@@ -329,9 +399,12 @@ def test_happy_stream(server: FaultServer, provider: str) -> None:
     assert events_of(params(server, provider)) == [
         {"type": "text-delta", "text": "Hel"},
         {"type": "text-delta", "text": "lo!"},
-        {"type": "finish", "finishReason": "stop",
-         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
-         "response": {"id": WIRE[provider]["id"], "modelId": WIRE[provider]["model"]}},
+        {
+            "type": "finish",
+            "finishReason": "stop",
+            "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
+            "response": {"id": WIRE[provider]["id"], "modelId": WIRE[provider]["model"]},
+        },
     ]
     assert server.bodies[-1]["stream"] is True
 
@@ -343,8 +416,9 @@ def test_streamed_tool_call(server: FaultServer, provider: str) -> None:
 
 
 def test_error_frame_mid_stream(server: FaultServer, provider: str) -> None:
-    events = events_of(params(server, provider, "mode=errframe;message=Overloaded",
-                              scenario="ef", maxRetries=2))
+    events = events_of(
+        params(server, provider, "mode=errframe;message=Overloaded", scenario="ef", maxRetries=2)
+    )
     assert events[0] == {"type": "text-delta", "text": "Hel"}
     env = terminal_error(events)
     assert env["error"]["name"] == "AI_APICallError" and env["message"] == "Overloaded"
@@ -354,13 +428,15 @@ def test_error_frame_mid_stream(server: FaultServer, provider: str) -> None:
 
 
 def test_error_frame_of_a_client_error_type(server: FaultServer, provider: str) -> None:
-    env = terminal_error(events_of(params(server, provider,
-                                          "mode=errframe;etype=invalid_request_error")))
+    env = terminal_error(
+        events_of(params(server, provider, "mode=errframe;etype=invalid_request_error"))
+    )
     assert env["error"]["isRetryable"] is False and env["retryable"] is False
 
 
-@pytest.mark.parametrize(("mode", "cause"), [("badchunk", "AI_JSONParseError"),
-                                              ("badshape", "AI_TypeValidationError")])
+@pytest.mark.parametrize(
+    ("mode", "cause"), [("badchunk", "AI_JSONParseError"), ("badshape", "AI_TypeValidationError")]
+)
 def test_bad_event(server: FaultServer, provider: str, mode: str, cause: str) -> None:
     env = terminal_error(events_of(params(server, provider, f"mode={mode}")))
     assert env["error"]["statusCode"] == 200 and env["error"]["isRetryable"] is False
@@ -382,21 +458,24 @@ def test_end_before_the_terminal_event(server: FaultServer, provider: str) -> No
 
 
 def test_failure_before_first_event_is_retried(server: FaultServer, provider: str) -> None:
-    events = events_of(params(server, provider, "mode=status;status=529;times=2",
-                              scenario="open", maxRetries=2))
+    events = events_of(
+        params(server, provider, "mode=status;status=529;times=2", scenario="open", maxRetries=2)
+    )
     assert events[-1]["type"] == "finish" and count(server, provider, "open") == 3
 
 
 def test_open_fails_unwrapped_when_not_retryable(server: FaultServer, provider: str) -> None:
-    handle, env = open_stream(params(server, provider, "mode=status;status=401",
-                                     scenario="o401", maxRetries=2))
+    handle, env = open_stream(
+        params(server, provider, "mode=status;status=401", scenario="o401", maxRetries=2)
+    )
     assert handle is None and env is not None and env["error"]["statusCode"] == 401
     assert count(server, provider, "o401") == 1
 
 
 def test_stall_mid_stream_is_a_timeout_event(server: FaultServer, provider: str) -> None:
-    env = terminal_error(events_of(params(server, provider, "mode=stall;stall_ms=5000",
-                                          timeoutMs=300)))
+    env = terminal_error(
+        events_of(params(server, provider, "mode=stall;stall_ms=5000", timeoutMs=300))
+    )
     assert (env["code"], env["error"]["statusCode"]) == (12, 200)
 
 
@@ -440,17 +519,22 @@ def recording(tmp_path: Path) -> Iterator[Path]:
         assert b"Bearer" not in data
 
 
-@pytest.mark.parametrize(("op", "fault", "extra"), [
-    ("generate_text", "mode=ok", {}),
-    ("generate_text", "mode=tool", {"tools": WEATHER}),
-    ("generate_object", "mode=object", {"schema": OBJECT_SCHEMA}),
-    ("generate_text", "mode=status;status=529;times=1", {"maxRetries": 1}),
-    ("generate_text", "mode=status;status=400", {}),
-])
-def test_call_record_then_replay(server: FaultServer, provider: str, recording: Path, op: str,
-                                 fault: str, extra: dict[str, Any]) -> None:
-    p = params(server, provider, fault, recording={"mode": "record", "path": str(recording)},
-               **extra)
+@pytest.mark.parametrize(
+    ("op", "fault", "extra"),
+    [
+        ("generate_text", "mode=ok", {}),
+        ("generate_text", "mode=tool", {"tools": WEATHER}),
+        ("generate_object", "mode=object", {"schema": OBJECT_SCHEMA}),
+        ("generate_text", "mode=status;status=529;times=1", {"maxRetries": 1}),
+        ("generate_text", "mode=status;status=400", {}),
+    ],
+)
+def test_call_record_then_replay(
+    server: FaultServer, provider: str, recording: Path, op: str, fault: str, extra: dict[str, Any]
+) -> None:
+    p = params(
+        server, provider, fault, recording={"mode": "record", "path": str(recording)}, **extra
+    )
     first = run(op, p)
     again = run(op, _replay(p))
     assert again == first
@@ -459,10 +543,12 @@ def test_call_record_then_replay(server: FaultServer, provider: str, recording: 
 
 
 @pytest.mark.parametrize("fault", ["mode=ok", "mode=tool", "mode=errframe", "mode=nodone"])
-def test_stream_record_then_replay(server: FaultServer, provider: str, recording: Path,
-                                   fault: str) -> None:
-    p = params(server, provider, fault, tools=WEATHER,
-               recording={"mode": "record", "path": str(recording)})
+def test_stream_record_then_replay(
+    server: FaultServer, provider: str, recording: Path, fault: str
+) -> None:
+    p = params(
+        server, provider, fault, tools=WEATHER, recording={"mode": "record", "path": str(recording)}
+    )
     first = events_of(p)
     again = events_of(_replay(p))
     assert again == first and first[-1]["type"] in ("finish", "error")
@@ -483,24 +569,24 @@ def test_the_ops_reach_providers_only_through_the_interface() -> None:
                 seen.add(node.module)
                 for alias in node.names:
                     assert alias.name not in WIRE, (path.name, alias.name)
-                assert node.module.split(".")[-1] in ("providers", "base"), (path.name,
-                                                                            node.module)
+                assert node.module.split(".")[-1] in ("providers", "base"), (path.name, node.module)
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     assert "providers." not in alias.name or alias.name.endswith(".base"), (
-                        path.name, alias.name)
+                        path.name,
+                        alias.name,
+                    )
     assert seen, "the ops import the provider interface somewhere"
 
 
-def test_error_frame_before_the_first_event_is_retried(server: FaultServer,
-                                                       provider: str) -> None:
+def test_error_frame_before_the_first_event_is_retried(server: FaultServer, provider: str) -> None:
     """A retryable error frame before any event fails the attempt (streams retry until the
     first event): every attempt is made, then the open fails."""
-    handle, env = open_stream(params(server, provider, "mode=errframe;after=0", scenario="ef0",
-                                     maxRetries=2))
+    handle, env = open_stream(
+        params(server, provider, "mode=errframe;after=0", scenario="ef0", maxRetries=2)
+    )
     assert handle is None and env is not None
-    assert (env["error"]["name"], env["error"]["reason"]) == ("AI_RetryError",
-                                                              "maxRetriesExceeded")
+    assert (env["error"]["name"], env["error"]["reason"]) == ("AI_RetryError", "maxRetriesExceeded")
     assert count(server, provider, "ef0") == 3
 
 

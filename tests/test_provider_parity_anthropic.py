@@ -125,14 +125,23 @@ for (const s of scenarios) {
 """
 
 #: the JSON Schemas zod gives the AI SDK's side (so both sides send the same bytes)
-TOOL_SCHEMA = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-               "properties": {"city": {"type": "string"}}, "required": ["city"],
-               "additionalProperties": False}
-OBJECT_SCHEMA = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-                 "properties": {"name": {"type": "string"},
-                                "age": {"type": "integer", "minimum": -9007199254740991,
-                                        "maximum": 9007199254740991}},
-                 "required": ["name", "age"], "additionalProperties": False}
+TOOL_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+OBJECT_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "age": {"type": "integer", "minimum": -9007199254740991, "maximum": 9007199254740991},
+    },
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
 
 # name, fault, maxRetries, extra
 GEN: list[tuple[str, str | None, int, dict[str, Any]]] = [
@@ -161,35 +170,82 @@ GEN: list[tuple[str, str | None, int, dict[str, Any]]] = [
     ("tool-unknown", "mode=tool;tool=launch", 0, {"tools": True}),
     ("tool-badschema", 'mode=tool;args={"city":42}', 0, {"tools": True}),
     # the request each side sends for the same call (bodies compared whole)
-    ("request-body", "mode=tool", 0, {"tools": True, "toolChoice": "required",
-                                      "system": "Be brief.", "temperature": 0.5}),
-    ("request-tool-choice", "mode=tool", 0, {
-        "tools": True, "toolChoice": {"type": "tool", "toolName": "weather"},
-        "maxOutputTokens": 100}),
+    (
+        "request-body",
+        "mode=tool",
+        0,
+        {"tools": True, "toolChoice": "required", "system": "Be brief.", "temperature": 0.5},
+    ),
+    (
+        "request-tool-choice",
+        "mode=tool",
+        0,
+        {
+            "tools": True,
+            "toolChoice": {"type": "tool", "toolName": "weather"},
+            "maxOutputTokens": 100,
+        },
+    ),
     ("request-temperature-clamped", "mode=ok", 0, {"temperature": 1.5}),
     # a model that rejects sampling parameters: both leave temperature out
     ("request-no-sampling", "mode=ok", 0, {"temperature": 0.5, "model": "claude-opus-4-7"}),
     # a model without forced tool use: required becomes auto
-    ("request-no-forced-choice", "mode=tool", 0, {"tools": True, "toolChoice": "required",
-                                                  "model": "claude-sonnet-5-5"}),
-    ("request-messages", "mode=ok", 0, {
-        "tools": True, "system": "Be brief.",
-        "messages": [
-            {"role": "user", "content": "Weather in Paris?"},
-            {"role": "assistant", "content": "Let me look.", "toolCalls": [
-                {"toolCallId": "toolu_01", "toolName": "weather", "input": {"city": "Paris"}}]},
-            {"role": "tool", "toolCallId": "toolu_01", "content": "sunny"},
-        ],
-        "nodeMessages": [
-            {"role": "user", "content": "Weather in Paris?"},
-            {"role": "assistant", "content": [
-                {"type": "text", "text": "Let me look."},
-                {"type": "tool-call", "toolCallId": "toolu_01", "toolName": "weather",
-                 "input": {"city": "Paris"}}]},
-            {"role": "tool", "content": [
-                {"type": "tool-result", "toolCallId": "toolu_01", "toolName": "weather",
-                 "output": {"type": "text", "value": "sunny"}}]},
-        ]}),
+    (
+        "request-no-forced-choice",
+        "mode=tool",
+        0,
+        {"tools": True, "toolChoice": "required", "model": "claude-sonnet-5-5"},
+    ),
+    (
+        "request-messages",
+        "mode=ok",
+        0,
+        {
+            "tools": True,
+            "system": "Be brief.",
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "content": "Let me look.",
+                    "toolCalls": [
+                        {
+                            "toolCallId": "toolu_01",
+                            "toolName": "weather",
+                            "input": {"city": "Paris"},
+                        }
+                    ],
+                },
+                {"role": "tool", "toolCallId": "toolu_01", "content": "sunny"},
+            ],
+            "nodeMessages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "Let me look."},
+                        {
+                            "type": "tool-call",
+                            "toolCallId": "toolu_01",
+                            "toolName": "weather",
+                            "input": {"city": "Paris"},
+                        },
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "content": [
+                        {
+                            "type": "tool-result",
+                            "toolCallId": "toolu_01",
+                            "toolName": "weather",
+                            "output": {"type": "text", "value": "sunny"},
+                        }
+                    ],
+                },
+            ],
+        },
+    ),
 ]
 #: the default max_tokens each side sends for a model id (the AI SDK's model table)
 MODELS: list[tuple[str, str, int]] = [
@@ -207,13 +263,19 @@ OBJ: list[tuple[str, str]] = [
     ("object-native-open-schema", 'mode=object;json={"name":"Ada","meta":{}}'),
 ]
 #: object scenarios on another model than MODEL
-OBJ_MODELS = {"object-native-model": "claude-sonnet-4-5-20250929",
-              "object-native-open-schema": "claude-sonnet-4-5-20250929"}
+OBJ_MODELS = {
+    "object-native-model": "claude-sonnet-4-5-20250929",
+    "object-native-open-schema": "claude-sonnet-4-5-20250929",
+}
 #: object scenarios with another schema than OBJECT_SCHEMA: an open object (``meta``) that
 #: native structured outputs would close, so both sides fall back to the JSON tool
-OBJ_SCHEMAS = {"object-native-open-schema": {
-    "type": "object", "properties": {"name": {"type": "string"}, "meta": {"type": "object"}},
-    "required": ["name", "meta"]}}
+OBJ_SCHEMAS = {
+    "object-native-open-schema": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "meta": {"type": "object"}},
+        "required": ["name", "meta"],
+    }
+}
 STREAM: list[tuple[str, str, dict[str, Any]]] = [
     ("st-ok", "mode=ok", {}),
     ("st-other-blocks", "mode=blocks", {}),
@@ -266,22 +328,54 @@ def ai_sdk(server: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> dic
     closed = closed_port()
     scenarios: list[dict[str, Any]] = []
     for n, f, r, x in GEN:
-        scenarios.append({
-            "name": n, "kind": "gen", "fault": f, "maxRetries": r,
-            "url": _url(x.get("url"), closed), "tools": x.get("tools", False),
-            "toolChoice": x.get("toolChoice"), "system": x.get("system"),
-            "temperature": x.get("temperature"), "maxOutputTokens": x.get("maxOutputTokens"),
-            "messages": _node_messages(x), "model": x.get("model")})
+        scenarios.append(
+            {
+                "name": n,
+                "kind": "gen",
+                "fault": f,
+                "maxRetries": r,
+                "url": _url(x.get("url"), closed),
+                "tools": x.get("tools", False),
+                "toolChoice": x.get("toolChoice"),
+                "system": x.get("system"),
+                "temperature": x.get("temperature"),
+                "maxOutputTokens": x.get("maxOutputTokens"),
+                "messages": _node_messages(x),
+                "model": x.get("model"),
+            }
+        )
     scenarios += [{"name": n, "kind": "gen", "fault": "mode=ok", "model": m} for n, m, _ in MODELS]
-    scenarios += [{"name": n, "kind": "obj", "fault": f, "model": OBJ_MODELS.get(n),
-                   "schema": OBJ_SCHEMAS.get(n)} for n, f in OBJ]
-    scenarios += [{"name": n, "kind": "stream", "fault": f, "maxRetries": 1,
-                   "tools": x.get("tools", False)} for n, f, x in STREAM]
-    env = {**os.environ, "PORT": str(server.port), "KEY": KEY, "MODEL": MODEL,
-           "SCENARIOS": json.dumps(scenarios)}
+    scenarios += [
+        {
+            "name": n,
+            "kind": "obj",
+            "fault": f,
+            "model": OBJ_MODELS.get(n),
+            "schema": OBJ_SCHEMAS.get(n),
+        }
+        for n, f in OBJ
+    ]
+    scenarios += [
+        {"name": n, "kind": "stream", "fault": f, "maxRetries": 1, "tools": x.get("tools", False)}
+        for n, f, x in STREAM
+    ]
+    env = {
+        **os.environ,
+        "PORT": str(server.port),
+        "KEY": KEY,
+        "MODEL": MODEL,
+        "SCENARIOS": json.dumps(scenarios),
+    }
     assert NODE is not None
-    proc = subprocess.run([NODE, "parity.mjs"], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [NODE, "parity.mjs"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = {}
     for line in proc.stdout.splitlines():
@@ -295,14 +389,25 @@ def ai_sdk(server: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> dic
     return out
 
 
-def _params(server: FaultServer, name: str, fault: str | None, retries: int,
-            extra: dict[str, Any], closed: int) -> dict[str, Any]:
+def _params(
+    server: FaultServer,
+    name: str,
+    fault: str | None,
+    retries: int,
+    extra: dict[str, Any],
+    closed: int,
+) -> dict[str, Any]:
     headers = {"x-fault": fault or "mode=ok", "x-scenario": "ax-" + name}
     p: dict[str, Any] = {
-        "model": {"provider": "anthropic", "modelId": MODEL,
-                  "baseURL": _url(extra.get("url"), closed) or server.base_url,
-                  "apiKey": KEY, "headers": headers},
-        "maxRetries": retries, "retry": {"initialDelayMs": 2000},
+        "model": {
+            "provider": "anthropic",
+            "modelId": MODEL,
+            "baseURL": _url(extra.get("url"), closed) or server.base_url,
+            "apiKey": KEY,
+            "headers": headers,
+        },
+        "maxRetries": retries,
+        "retry": {"initialDelayMs": 2000},
     }
     if extra.get("messages"):
         p["messages"] = extra["messages"]
@@ -347,13 +452,19 @@ def _names(env: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize(("name", "fault", "retries", "extra"), GEN, ids=[g[0] for g in GEN])
-def test_generate_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, Any],
-                                          name: str, fault: str | None, retries: int,
-                                          extra: dict[str, Any]) -> None:
+def test_generate_text_matches_the_ai_sdk(
+    server: FaultServer,
+    ai_sdk: dict[str, Any],
+    name: str,
+    fault: str | None,
+    retries: int,
+    extra: dict[str, Any],
+) -> None:
     theirs = ai_sdk[name]
     closed = closed_port()
-    result, env_raw = call_json("generate_text",
-                                orjson.dumps(_params(server, name, fault, retries, extra, closed)))
+    result, env_raw = call_json(
+        "generate_text", orjson.dumps(_params(server, name, fault, retries, extra, closed))
+    )
     assert KEY.encode() not in (result or env_raw or b"")
     env = orjson.loads(env_raw) if env_raw else None
     assert server.count("ax-" + name) == theirs["attempts"], (name, theirs)
@@ -369,8 +480,11 @@ def test_generate_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str,
             assert theirs["leak"] is True
             outcome = "better: the echoed x-api-key stays out of the error"
         if name[:2] in ("s4", "s5") and fault and "body=" not in fault and "statuses" not in fault:
-            root = env["error"] if env["error"]["name"] != "AI_RetryError" else \
-                env["error"]["errors"][-1]["error"]
+            root = (
+                env["error"]
+                if env["error"]["name"] != "AI_RetryError"
+                else env["error"]["errors"][-1]["error"]
+            )
             # the provider's error type and the diagnostics headers are kept
             assert root["data"]["error"]["type"], root
             assert root["responseHeaders"]["request-id"] == ANTHROPIC_REQUEST_ID
@@ -386,20 +500,25 @@ def test_generate_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str,
             # the server tool (not declared: aimux-ops has no provider tools) as invalid
             assert mine["toolCalls"] == []
             assert theirs["invalid"] == [{"invalid": True, "error": ["AI_NoSuchToolError"]}]
-            OUTCOMES[name] = "different: a server tool call (web_search) is skipped, not " \
+            OUTCOMES[name] = (
+                "different: a server tool call (web_search) is skipped, not "
                 "reported as an invalid call (aimux-ops has no provider-executed tools)"
+            )
             return
         ours_invalid = [
-            {"invalid": c.get("invalid", False),
-             "error": _names(c["error"]) if "error" in c else None}
+            {
+                "invalid": c.get("invalid", False),
+                "error": _names(c["error"]) if "error" in c else None,
+            }
             for c in mine["toolCalls"]
         ]
         assert [c["invalid"] for c in ours_invalid] == [c["invalid"] for c in theirs["invalid"]]
         for m, t in zip(ours_invalid, theirs["invalid"], strict=True):
             if t["error"]:
                 assert m["error"] is not None
-                assert [n for n in m["error"] if n != "source"] \
-                    == [n for n in t["error"] if n.startswith("AI_")]
+                assert [n for n in m["error"] if n != "source"] == [
+                    n for n in t["error"] if n.startswith("AI_")
+                ]
                 assert len(m["error"]) >= len(t["error"])
         if name.startswith("request-"):
             ours_body, ours_headers = _ours_body(server, name)
@@ -410,8 +529,9 @@ def test_generate_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str,
 
 
 @pytest.mark.parametrize(("name", "fault"), OBJ, ids=[o[0] for o in OBJ])
-def test_generate_object_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, Any],
-                                            name: str, fault: str) -> None:
+def test_generate_object_matches_the_ai_sdk(
+    server: FaultServer, ai_sdk: dict[str, Any], name: str, fault: str
+) -> None:
     theirs = ai_sdk[name]
     p = _params(server, name, fault, 0, {}, closed_port())
     p["model"]["modelId"] = OBJ_MODELS.get(name, MODEL)
@@ -441,8 +561,9 @@ def test_generate_object_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[st
 
 
 @pytest.mark.parametrize(("name", "model", "max_tokens"), MODELS, ids=[m[0] for m in MODELS])
-def test_default_max_tokens_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, Any],
-                                               name: str, model: str, max_tokens: int) -> None:
+def test_default_max_tokens_matches_the_ai_sdk(
+    server: FaultServer, ai_sdk: dict[str, Any], name: str, model: str, max_tokens: int
+) -> None:
     p = _params(server, name, "mode=ok", 0, {}, 0)
     p["model"]["modelId"] = model
     result, env_raw = call_json("generate_text", orjson.dumps(p))
@@ -453,8 +574,9 @@ def test_default_max_tokens_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict
     OUTCOMES[name] = "same"
 
 
-def _stream(server: FaultServer, name: str, fault: str,
-            extra: dict[str, Any]) -> list[dict[str, Any]]:
+def _stream(
+    server: FaultServer, name: str, fault: str, extra: dict[str, Any]
+) -> list[dict[str, Any]]:
     p = _params(server, name, fault, 1, extra, 0)
     handle, env = stream_json("stream_text", orjson.dumps(p))
     assert handle is not None, env
@@ -472,8 +594,9 @@ def _stream(server: FaultServer, name: str, fault: str,
 
 
 @pytest.mark.parametrize(("name", "fault", "extra"), STREAM, ids=[s[0] for s in STREAM])
-def test_stream_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, Any],
-                                        name: str, fault: str, extra: dict[str, Any]) -> None:
+def test_stream_text_matches_the_ai_sdk(
+    server: FaultServer, ai_sdk: dict[str, Any], name: str, fault: str, extra: dict[str, Any]
+) -> None:
     theirs = ai_sdk[name]
     events = _stream(server, name, fault, extra)
     assert server.count("ax-" + name) == theirs["attempts"], (name, theirs)
@@ -485,15 +608,21 @@ def test_stream_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, A
         assert their_kinds[-1] == "finish" and kinds[-1] == "finish"
         assert events[-1]["finishReason"] == their_parts[-1]["finishReason"]
         assert "".join(e["text"] for e in events if e["type"] == "text-delta") == "".join(
-            p["text"] for p in their_parts if p["type"] == "text-delta")
+            p["text"] for p in their_parts if p["type"] == "text-delta"
+        )
         if name == "st-other-blocks":
-            assert "tool-call" not in kinds and their_parts[0] == {"type": "tool-call",
-                                                                   "invalid": True}
-            OUTCOMES[name] = "different: a server tool call (web_search) is skipped, not " \
+            assert "tool-call" not in kinds and their_parts[0] == {
+                "type": "tool-call",
+                "invalid": True,
+            }
+            OUTCOMES[name] = (
+                "different: a server tool call (web_search) is skipped, not "
                 "reported as an invalid call (aimux-ops has no provider-executed tools)"
+            )
             return
         assert [e.get("invalid", False) for e in events if e["type"] == "tool-call"] == [
-            p["invalid"] for p in their_parts if p["type"] == "tool-call"]
+            p["invalid"] for p in their_parts if p["type"] == "tool-call"
+        ]
         OUTCOMES[name] = outcome
         return
     # ours: exactly one terminal error event carrying the numeric status, never a finish
@@ -503,10 +632,14 @@ def test_stream_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, A
     if name.startswith("st-errframe"):
         err = next(p for p in their_parts if p["type"] == "error")["error"][0]
         assert (env["error"]["statusCode"], env["error"]["isRetryable"]) == (
-            err["statusCode"], err["isRetryable"])
+            err["statusCode"],
+            err["isRetryable"],
+        )
         assert env["error"]["data"]["error"]["type"] == err["type"]
-        outcome = "different: theirs is a plain object (not an Error); ours an AI_APICallError" \
+        outcome = (
+            "different: theirs is a plain object (not an Error); ours an AI_APICallError"
             " with the same status, type and retryability"
+        )
     elif name == "st-no-message-stop":
         # the AI SDK reports a stream cut before message_stop as a finish
         assert "error" not in their_kinds and their_kinds[-1] == "finish"
@@ -529,9 +662,15 @@ def test_stream_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, A
 def test_parity_counts() -> None:
     """Runs last in this module: every scenario got a verdict; prints the tally."""
     expected = len(GEN) + len(MODELS) + len(OBJ) + len(STREAM)
-    assert len(OUTCOMES) == expected, sorted(set(
-        [g[0] for g in GEN] + [m[0] for m in MODELS] + [o[0] for o in OBJ]
-        + [s[0] for s in STREAM]) - set(OUTCOMES))
+    assert len(OUTCOMES) == expected, sorted(
+        set(
+            [g[0] for g in GEN]
+            + [m[0] for m in MODELS]
+            + [o[0] for o in OBJ]
+            + [s[0] for s in STREAM]
+        )
+        - set(OUTCOMES)
+    )
     tally = {"same": 0, "better": 0, "different": 0}
     for verdict in OUTCOMES.values():
         tally[verdict.split(":")[0]] += 1
