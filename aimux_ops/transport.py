@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
 import httpx
@@ -83,11 +83,6 @@ class Deadline:
             status_code=status_code,
         )
 
-    def check(self) -> None:
-        """Raise ``TimeoutError`` when the deadline has passed."""
-        if self.expired():
-            raise self.error()
-
 
 @dataclass
 class HTTPRequest:
@@ -100,7 +95,6 @@ class HTTPRequest:
     stream: bool = False
     #: The parsed JSON body (for recording / replay matching), when the caller has it.
     json_body: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Response(Protocol):
@@ -242,7 +236,6 @@ class HttpResponse:
         self.reason: str = raw.reason_phrase
         self.headers: dict[str, str] = {k.lower(): v for k, v in raw.headers.items()}
         self._deadline = deadline
-        self._aborted = False
         self._closed = False
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
@@ -265,7 +258,6 @@ class HttpResponse:
         with self._lock:
             if self._closed or self._raw.is_closed:
                 return
-            self._aborted = True
             stream = self._raw.extensions.get("network_stream")
             sock = stream.get_extra_info("socket") if stream is not None else None
             if isinstance(sock, socket.socket):
@@ -273,10 +265,6 @@ class HttpResponse:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-
-    @property
-    def aborted(self) -> bool:
-        return self._aborted
 
     def _raise(self, exc: BaseException) -> NoReturn:
         err = map_transport_error(exc, self._deadline, response=self)

@@ -32,19 +32,21 @@ from typing import Any, Literal
 
 import orjson
 
-from ..errors import (
-    APICallError,
-    InvalidResponseDataError,
-    JSONParseError,
-    LoadAPIKeyError,
-    TypeValidationError,
-)
+from ..errors import APICallError, InvalidResponseDataError, LoadAPIKeyError
 from ..redact import redact_headers, remember_secret
-from ..transport import Response, iter_sse
+from ..transport import HTTPRequest, Response, iter_sse
+from .base import (
+    GenerateResult,
+    LanguageModelCall,
+    Provider,
+    is_retryable_status,
+    json_parse_error,
+    type_validation_error,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
-    "PROVIDER_ID",
+    "OpenAIChatProvider",
     "StreamState",
     "build_body",
     "chat_url",
@@ -57,7 +59,6 @@ __all__ = [
     "stream_events",
 ]
 
-PROVIDER_ID = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 USER_AGENT = "aimux-ops/0.1.0"
@@ -77,11 +78,6 @@ def map_finish_reason(reason: Any) -> str:
     if reason is None:
         return "unknown"
     return _FINISH_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
-
-
-def is_retryable_status(status: int) -> bool:
-    """The AI SDK's default: 408, 409, 429 and every 5xx."""
-    return status in (408, 409, 429) or status >= 500
 
 
 def load_api_key(api_key: str | None, api_key_env: str | None, *, required: bool) -> str | None:
@@ -195,18 +191,6 @@ def _invalid_response(resp: Response, text: str, cause: BaseException) -> APICal
         response_body=text,
     )
     err.__cause__ = cause
-    return err
-
-
-def json_parse_error(text: str, exc: BaseException) -> JSONParseError:
-    err = JSONParseError(f"JSON parsing failed: {exc}", text=text)
-    err.__cause__ = exc
-    return err
-
-
-def type_validation_error(value: Any, reason: str) -> TypeValidationError:
-    err = TypeValidationError(f"Type validation failed: {reason}", value=value)
-    err.__cause__ = ValueError(reason)
     return err
 
 
@@ -663,3 +647,130 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
         "The stream ended before the provider's terminal event (a finish_reason chunk or [DONE])",
         retryable=True,
     )
+
+
+# -- the provider ----------------------------------------------------------------------------------
+
+
+def chat_messages(call: LanguageModelCall) -> list[dict[str, Any]]:
+    """The neutral prompt as Chat Completions messages (``system`` first)."""
+    out: list[dict[str, Any]] = []
+    if call.system is not None:
+        out.append({"role": "system", "content": call.system})
+    for m in call.messages:
+        msg: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            msg["tool_calls"] = [
+                {
+                    "id": c.tool_call_id,
+                    "type": "function",
+                    "function": {
+                        "name": c.tool_name,
+                        "arguments": c.input
+                        if isinstance(c.input, str)
+                        else orjson.dumps(c.input).decode(),
+                    },
+                }
+                for c in m.tool_calls
+            ]
+        if m.tool_call_id is not None:
+            msg["tool_call_id"] = m.tool_call_id
+        out.append(msg)
+    return out
+
+
+def chat_tools(call: LanguageModelCall) -> tuple[list[dict[str, Any]] | None, Any]:
+    """``tools`` and ``tool_choice`` of the request body (None, None without tools)."""
+    if not call.tools:
+        return None, None
+    tools = []
+    for tool in call.tools:
+        fn: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
+        if tool.description is not None:
+            fn["description"] = tool.description
+        tools.append({"type": "function", "function": fn})
+    choice: Any = call.tool_choice
+    if choice == "tool":
+        choice = {"type": "function", "function": {"name": call.tool_choice_name}}
+    return tools, choice
+
+
+def response_format(call: LanguageModelCall) -> dict[str, Any] | None:
+    """``generate_object``: a ``json_schema`` response format (not strict, as the AI SDK)."""
+    fmt = call.object_format
+    if fmt is None:
+        return None
+    out: dict[str, Any] = {
+        "type": "json_schema",
+        "json_schema": {"name": fmt.name or "response", "schema": fmt.schema, "strict": False},
+    }
+    if fmt.description is not None:
+        out["json_schema"]["description"] = fmt.description
+    return out
+
+
+class OpenAIChatProvider(Provider):
+    """``openai``: Chat Completions, through the module functions above."""
+
+    id = "openai"
+    default_base_url = DEFAULT_BASE_URL
+    default_api_key_env = DEFAULT_API_KEY_ENV
+    display_name = "OpenAI"
+
+    def load_api_key(
+        self, api_key: str | None, api_key_env: str | None, *, required: bool
+    ) -> str | None:
+        return load_api_key(api_key, api_key_env, required=required)
+
+    def request(
+        self,
+        call: LanguageModelCall,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        headers: tuple[dict[str, str] | None, ...],
+    ) -> HTTPRequest:
+        s = call.settings
+        settings = {
+            "max_tokens": s.max_output_tokens,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "presence_penalty": s.presence_penalty,
+            "frequency_penalty": s.frequency_penalty,
+            "stop": s.stop_sequences,
+            "seed": s.seed,
+        }
+        tools, choice = chat_tools(call)
+        body = build_body(
+            call.model_id,
+            chat_messages(call),
+            settings,
+            stream=call.stream,
+            tools=tools,
+            tool_choice=choice,
+            response_format=response_format(call),
+        )
+        return HTTPRequest(
+            "POST",
+            chat_url(base_url),
+            request_headers(api_key, *headers),
+            orjson.dumps(body),
+            stream=call.stream,
+            json_body=body,
+        )
+
+    def failed_response_error(self, resp: Response) -> APICallError:
+        return failed_response_error(resp)
+
+    def parse_result(self, resp: Response, call: LanguageModelCall) -> GenerateResult:
+        text, calls, finish, usage, response = completion_parts(parse_completion(resp))
+        return GenerateResult(text, calls, finish, usage, response)
+
+    def open_stream(
+        self, resp: Response, call: LanguageModelCall
+    ) -> tuple[StreamState, Iterator[dict[str, Any]]]:
+        state = StreamState()
+        return state, stream_events(resp, state)
+
+
+PROVIDER = OpenAIChatProvider()
