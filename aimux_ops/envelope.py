@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from .causes import DEFAULT_LIMITS, Limits, capture
 from .errors import (
@@ -139,24 +138,19 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
         ):
             exc = UnknownError(message, kind=kind, code=code, name=name)
         else:
-            exc = cls.__new__(cls)
-            fields = {k: v for k, v in error.items() if k not in ("name", "errors")}
-            try:
-                payload = cls.Payload.model_validate(fields)
-            except ValidationError:
-                payload = cls.Payload.model_construct(**fields)
-            Exception.__init__(exc, message)
-            exc.payload = payload
-            exc.message = message
-            if code > 0:
-                exc.code = code  # the code as sent (a known name keeps its class's code otherwise)
-            if isinstance(exc, RetryError):
+            members = {k: v for k, v in error.items() if k != "name"}
+            if cls is RetryError:
                 attempts = error.get("errors")
-                exc.errors = [
+                members["errors"] = [
                     _decode_node(a, depth + 1)
                     for a in (attempts if isinstance(attempts, list) else [])
                     if isinstance(a, dict) and depth + 1 < _DECODE_MAX_DEPTH
                 ]
+            else:
+                members.pop("errors", None)
+            exc = cls(message, payload=cls.wire_payload(members))
+            if code > 0:
+                exc.code = code  # the code as sent (a known name keeps its class's code otherwise)
         assert isinstance(exc, AimuxError)
         exc.raw = node
     else:
