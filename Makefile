@@ -33,16 +33,15 @@ $(STAMP): requirements/dev.lock pyproject.toml
 native: setup
 	$(MAKE) -C native build $(SUB_ENV)
 
-## schema: regenerate schema/ from the pydantic models, and the bindings' generated error tables
-## (Java generates its classes at build time)
+## schema: regenerate everything derived from the catalogue and the op models (one generator,
+## aimux_ops/codegen): schema/, native/aimux_codes.h, the shim's early-error table, the Go, Node
+## and Java generated code, the DESIGN.md catalogue table. All of it is committed.
 schema: setup
-	$(PY) -m aimux_ops.schema_gen --write schema
-	$(MAKE) -C bindings/node generate $(SUB_ENV)
-	$(MAKE) -C bindings/go generate $(SUB_ENV)
+	$(PY) -m aimux_ops.codegen --write
 
-## check-schema: fail when schema/ drifts from the models
+## check-schema: fail when any generated file drifts from the catalogue / models
 check-schema: setup
-	$(PY) -m aimux_ops.schema_gen --check schema
+	$(PY) -m aimux_ops.codegen --check
 
 lint: setup
 	$(VENV)/bin/ruff check aimux_ops tests contract-tests bindings/python native

@@ -47,6 +47,8 @@
 
 #include <stdint.h>
 
+#include "aimux_codes.h" /* AIMUX_CODE_<CONSTANT>, aimux_code_kind(): generated */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -26,21 +26,8 @@
 
 namespace aimux {
 
-/// Stable error codes (CONTRACT §1; append-only).
-namespace codes {
-inline constexpr std::int32_t OTHER = 1, JSON_PARSE = 2, INVALID_RESPONSE_DATA = 3, TYPE_VALIDATION = 3,
-                              INVALID_ARGUMENT = 5, INVALID_PROMPT = 6, UNSUPPORTED_FUNCTIONALITY = 8,
-                              NO_SUCH_MODEL = 9, NO_SUCH_PROVIDER = 10, API_CALL = 11, TIMEOUT = 12,
-                              ABORTED = 13, RETRY = 14, NO_SUCH_TOOL = 15, INVALID_TOOL_INPUT = 16,
-                              TOOL_CALL_REPAIR = 17, LOAD_API_KEY = 18, NO_OUTPUT_GENERATED = 20,
-                              NO_OBJECT_GENERATED = 21;
-inline constexpr std::int32_t OPEN_FILE = 101, NO_MATCH = 102, CORRUPT = 103, UNSUPPORTED_SCHEMA = 104,
-                              WRITE = 105;
-inline constexpr std::int32_t INVALID_UTF8 = 201, INVALID_WIRE_JSON = 202, INVALID_HANDLE = 203,
-                              NULL_ARGUMENT = 204, RESULT_SERIALIZATION = 205, RUNTIME_INIT = 207,
-                              INTERNAL = 208;
-inline constexpr std::int32_t UNKNOWN_OP = 300, INVALID_PARAMS = 301, WRONG_MODE = 302;
-}  // namespace codes
+// The stable error codes, aimux::codes::API_CALL etc., come from aimux.h (the generated
+// aimux_codes.h, from the catalogue).
 
 namespace detail {
 struct StringDeleter {
@@ -83,11 +70,8 @@ public:
     }
     static std::string kind_of_code(std::int32_t code) {
         if (code == 0) return "source";
-        if (code < 100) return "aimux";
-        if (code < 200) return "recording";
-        if (code < 300) return "binding";
-        if (code < 400) return "protocol";
-        return "unknown";
+        const char *kind = aimux_code_kind(code);
+        return kind != nullptr ? kind : "unknown";
     }
 
     bool is_source() const { return kind() == "source"; }

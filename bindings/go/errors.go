@@ -8,8 +8,6 @@ import (
 	"time"
 )
 
-//go:generate go run ./cmd/aimux-gen -manifest ../../schema/manifest.json -o zz_generated.go
-
 // maxChainLinks bounds how deep the decoder follows causes (the core emits at most 16 nodes
 // deep; this only protects against hostile input). Links beyond it are cut and the last
 // decoded node gets "cause" in Truncated.

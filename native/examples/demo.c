@@ -76,7 +76,7 @@ int main(int argc, char **argv)
         const aimux_error_t *last = err;
         for (const aimux_error_t *n = err; n; n = aimux_error_cause(n)) last = n;
         char *lm = aimux_error_message(last);
-        ok &= aimux_error_code(err) == 14 && lm && strstr(lm, "Connection refused");
+        ok &= aimux_error_code(err) == AIMUX_CODE_RETRY && lm && strstr(lm, "Connection refused");
         aimux_string_free(lm);
         aimux_string_free(json);
     }

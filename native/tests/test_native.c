@@ -83,7 +83,7 @@ static int expect_error(aimux_error_t *e, int code, const char *name, const char
     char *kind = aimux_error_kind(e), *nm = aimux_error_name(e);
     char codestr[32];
     snprintf(codestr, sizeof codestr, "\"code\":%d,", code);
-    const char *want_kind = code >= 300 ? "protocol" : code >= 200 ? "binding" : code >= 100 ? "recording" : "aimux";
+    const char *want_kind = aimux_code_kind(code) ? aimux_code_kind(code) : "?";
     if (got != code) { CHECK(0, "%s: code %d, expected %d (%s)", what, got, code, json ? json : "?"); ok = 0; }
     else CHECK(1, "");
     CHECK(msg && msg[0], "%s: empty message", what);
@@ -237,7 +237,7 @@ static void test_from_json(void)
     if (e) { expect_error(e, 0, NULL, "from_json"); return; }
     const char *want_names[] = {"AI_RetryError", "AI_APICallError", "ConnectionRefusedError"};
     const char *want_kinds[] = {"aimux", "aimux", "source"};
-    const int want_codes[] = {14, 11, 0};
+    const int want_codes[] = {AIMUX_CODE_RETRY, AIMUX_CODE_API_CALL, 0};
     const char *want_msgs[] = {"Failed after 2 attempts. Last error: boom", "Cannot connect to API: \xc3\xa9\"x\"",
                                "[Errno 111] Connection refused"};
     int i = 0;
@@ -447,11 +447,11 @@ static void test_connection_refused_chain(void)
     CHECK(e != NULL, "closed port fails");
     if (!e) { aimux_string_free(out); return; }
     char *json = aimux_error_json(e);
-    CHECK(aimux_error_code(e) == 14, "RetryError root (%d)", aimux_error_code(e));
+    CHECK(aimux_error_code(e) == AIMUX_CODE_RETRY, "RetryError root (%d)", aimux_error_code(e));
     CHECK(json && !strstr(json, "sk-test") && !strstr(json, "127.0.0.1:1"), "no secret / URL in the envelope");
     const aimux_error_t *n = aimux_error_cause(e);
     char *nm = aimux_error_name(n), *m = aimux_error_message(n);
-    CHECK(aimux_error_code(n) == 11 && nm && strcmp(nm, "AI_APICallError") == 0, "second link APICallError (%s)", nm ? nm : "NULL");
+    CHECK(aimux_error_code(n) == AIMUX_CODE_API_CALL && nm && strcmp(nm, "AI_APICallError") == 0, "second link APICallError (%s)", nm ? nm : "NULL");
     CHECK(m && strncmp(m, "Cannot connect to API: ", 23) == 0, "APICallError message %s", m ? m : "NULL");
     aimux_string_free(nm); aimux_string_free(m);
     const aimux_error_t *last = n;
