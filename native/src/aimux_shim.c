@@ -12,6 +12,7 @@
 #include <string.h>
 #include <stdio.h>
 #include "aimux.h"
+#include "aimux_early.h"
 
 #define AIMUX_MSG_MAX 1024
 
@@ -32,11 +33,8 @@ struct aimux_error {
     struct aimux_error *cause;  /* owned */
 };
 
-#define _AIMUX_OOM_MSG "out of memory in libaimux"
-#define _AIMUX_OOM_JSON "{\"kind\":\"binding\",\"code\":208,\"message\":\"" _AIMUX_OOM_MSG \
-    "\",\"error\":{\"name\":\"InternalError\"},\"retryable\":false}"
 static struct aimux_error _aimux_oom = {
-    208, 1, _AIMUX_OOM_MSG, _AIMUX_OOM_JSON,
+    _AIMUX_OOM_CODE, 1, _AIMUX_OOM_MSG, _AIMUX_OOM_JSON,
     sizeof(_AIMUX_OOM_MSG) - 1, sizeof(_AIMUX_OOM_JSON) - 1, NULL
 };
 
@@ -162,12 +160,14 @@ static size_t _aimux_utf8_prefix(const char *s, size_t n, size_t max)
     return i;
 }
 
-/* A binding-domain envelope built in C (204 for NULL out-pointers, 207 when the runtime cannot
-   start, 208 for failures of the shim itself). Never NULL. */
-aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *message,
-                                 const char *argument)
+/* An envelope the shim builds itself, before (or without) the Python core: `which` is an
+   _AIMUX_EARLY_* entry of the generated table (aimux_early.h: code, kind and error.name from the
+   catalogue): 204 for NULL out-pointers, 207 when the runtime cannot start, 208 for failures of
+   the shim itself. Every other error is projected by the core. Never NULL. */
+aimux_error_t *_aimux_err_early(int which, const char *message, const char *argument)
 {
     static const char cut[] = "\xe2\x80\xa6[truncated]";
+    const struct _aimux_early *t = &_aimux_early_errors[which];
     _aimux_buf b = {0}, m = {0};
     size_t n = message ? strlen(message) : 0, keep = _aimux_utf8_prefix(message, n, AIMUX_MSG_MAX);
     int truncated = keep < n;
@@ -177,14 +177,13 @@ aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *mes
     if (truncated) _aimux_buf_put(&m, cut, sizeof cut - 1);
     if (m.oom || m.p == NULL) { free(m.p); return &_aimux_oom; }
     _aimux_buf_str(&b, "{\"kind\":\"");
-    _aimux_buf_str(&b, code >= 300 && code < 400 ? "protocol" : code >= 200 && code < 300 ? "binding"
-                       : code >= 100 && code < 200 ? "recording" : "aimux");
+    _aimux_buf_str(&b, t->kind);
     _aimux_buf_str(&b, "\",\"code\":");
-    _aimux_buf_int(&b, code);
+    _aimux_buf_int(&b, t->code);
     _aimux_buf_str(&b, ",\"message\":");
     _aimux_buf_json_string(&b, m.p, m.len);
     _aimux_buf_str(&b, ",\"error\":{\"name\":");
-    _aimux_buf_json_string(&b, name, strlen(name));
+    _aimux_buf_json_string(&b, t->name, strlen(t->name));
     if (argument != NULL) {
         _aimux_buf_str(&b, ",\"argument\":");
         _aimux_buf_json_string(&b, argument, strlen(argument));
@@ -193,7 +192,7 @@ aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *mes
     if (truncated) _aimux_buf_str(&b, ",\"truncated\":[\"message\"]");
     _aimux_buf_str(&b, "}");
     if (b.oom) { free(b.p); free(m.p); return &_aimux_oom; }
-    e = _aimux_node_new(code, m.p, m.len, b.p, b.len);
+    e = _aimux_node_new(t->code, m.p, m.len, b.p, b.len);
     free(b.p); free(m.p);
     return e ? e : &_aimux_oom;
 }
@@ -203,7 +202,7 @@ static aimux_error_t *_aimux_null_arg(const char *argument)
     char msg[128] = "argument `";
     strncat(msg, argument, 64);
     strcat(msg, "` must not be NULL");
-    return _aimux_err_simple(204, "NullArgumentError", msg, argument);
+    return _aimux_err_early(_AIMUX_EARLY_NULL_ARGUMENT, msg, argument);
 }
 
 /* --- starting the embedded runtime ------------------------------------------------------- */
@@ -335,7 +334,7 @@ static aimux_error_t *_aimux_runtime(void)
 {
     pthread_once(&_aimux_once, _aimux_start);
     if (_aimux_ready) return NULL;
-    return _aimux_err_simple(207, "RuntimeInitError", _aimux_init_msg, NULL);
+    return _aimux_err_early(_AIMUX_EARLY_RUNTIME_INIT, _aimux_init_msg, NULL);
 }
 
 /* rc != 0: the Python callback raised past its own handler (or ran out of memory). */
@@ -343,7 +342,7 @@ static aimux_error_t *_aimux_after(int rc, aimux_error_t *err)
 {
     if (err != NULL) return err;
     if (rc != 0)
-        return _aimux_err_simple(208, "InternalError",
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
                                  "unexpected failure in the Python side of libaimux", NULL);
     return NULL;
 }
@@ -363,7 +362,7 @@ CFFI_DLLEXPORT aimux_error_t *aimux_call(const char *op, const char *params_json
     rc = _aimux_py_call(op, params_json, &res, &err);
     if ((err = _aimux_after(rc, err)) != NULL) { free(res); return err; }
     if (res == NULL)
-        return _aimux_err_simple(208, "InternalError", "the core returned neither a result nor an error", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL, "the core returned neither a result nor an error", NULL);
     *out_result_json = res;
     return NULL;
 }
@@ -380,7 +379,7 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream(const char *op, const char *params_js
     rc = _aimux_py_stream(op, params_json, &h, &err);
     if ((err = _aimux_after(rc, err)) != NULL) return err;
     if (h == 0)
-        return _aimux_err_simple(208, "InternalError", "the core returned neither a handle nor an error", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL, "the core returned neither a handle nor an error", NULL);
     *out_stream = h;
     return NULL;
 }
@@ -449,7 +448,7 @@ CFFI_DLLEXPORT aimux_error_t *aimux_error_from_json(const char *envelope_json,
     rc = _aimux_py_decode(envelope_json, &dec, &err);
     if ((err = _aimux_after(rc, err)) != NULL) { aimux_error_free(dec); return err; }
     if (dec == NULL)
-        return _aimux_err_simple(208, "InternalError", "the envelope decoded to no error", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL, "the envelope decoded to no error", NULL);
     *out_error = dec;
     return NULL;
 }
