@@ -89,7 +89,7 @@ class AimuxCallTest {
     void paramsThatAreNotJson() {
         AimuxException e = assertThrows(AimuxException.class, () -> Aimux.call("aimux.version", "{not json"));
         assertTrue(e.code() == 202 || e.code() == 301, e.toJson());
-        assertEquals(e.code() == 202 ? "binding" : "protocol", e.kind());
+        assertEquals(AimuxErrorType.kindOfCode(e.code()), e.kind());
     }
 
     @Test
