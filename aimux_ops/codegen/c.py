@@ -75,6 +75,8 @@ def _early(m: Manifest) -> str:
     )
     out += "/* Out of memory: a static envelope (no allocation needed to report it). */\n"
     out += f"#define _AIMUX_OOM_CODE {internal['code']}\n"
+    out += f"#define _AIMUX_OOM_KIND {_c(internal['kind'])}\n"
+    out += f"#define _AIMUX_OOM_NAME {_c(internal['name'])}\n"
     out += f"#define _AIMUX_OOM_MSG {_c(OOM_MESSAGE)}\n"
     out += f"#define _AIMUX_OOM_JSON {_c(oom)}\n\n#endif /* AIMUX_EARLY_H */\n"
     return out

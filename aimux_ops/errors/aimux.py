@@ -132,12 +132,10 @@ class APICallError(AIError, code=11):
     response_body: str | None = None
     data: Any = None
 
-    @property
-    def retryable(self) -> bool:
+    def _own_retryable(self) -> bool:
         return self.is_retryable
 
-    @property
-    def retry_after_ms(self) -> int | None:
+    def _own_retry_after_ms(self) -> int | None:
         return _parse_retry_after_ms(self.response_headers)
 
 
@@ -148,8 +146,7 @@ class TimeoutError(AIError, code=12):  # noqa: A001 - mirrors asyncio.TimeoutErr
     #: The HTTP status already received when the deadline passed mid-body (streams), if any.
     status_code: int | None = None
 
-    @property
-    def retryable(self) -> bool:
+    def _own_retryable(self) -> bool:
         return True
 
 
@@ -198,15 +195,13 @@ class RetryError(AIError, code=14):
     def native_next(self) -> BaseException | None:
         return self.last_error
 
-    @property
-    def retryable(self) -> bool:
+    def _own_retryable(self) -> bool:
         last = self.last_error
         return (
             self.reason == "maxRetriesExceeded" and isinstance(last, AimuxError) and last.retryable
         )
 
-    @property
-    def retry_after_ms(self) -> int | None:
+    def _own_retry_after_ms(self) -> int | None:
         last = self.last_error
         return last.retry_after_ms if isinstance(last, AimuxError) else None
 

@@ -23,6 +23,8 @@ static const struct _aimux_early _aimux_early_errors[] = {
 
 /* Out of memory: a static envelope (no allocation needed to report it). */
 #define _AIMUX_OOM_CODE 208
+#define _AIMUX_OOM_KIND "binding"
+#define _AIMUX_OOM_NAME "InternalError"
 #define _AIMUX_OOM_MSG "out of memory in libaimux"
 #define _AIMUX_OOM_JSON "{\"kind\":\"binding\",\"code\":208,\"message\":\"out of memory in libaimux\",\"error\":{\"name\":\"InternalError\"},\"retryable\":false}"
 
