@@ -23,7 +23,7 @@ from .causes import DEFAULT_LIMITS, Limits, capture
 from .errors import (
     AimuxError,
     InternalError,
-    InvalidWireJsonError,
+    InvalidWireJSONError,
     RetryError,
     SourceError,
     UnknownError,
@@ -110,9 +110,9 @@ def _parse(envelope: bytes | str | dict[str, Any]) -> dict[str, Any]:
     try:
         obj = orjson.loads(envelope)
     except orjson.JSONDecodeError as exc:
-        raise InvalidWireJsonError("envelope is not valid JSON", argument="envelope") from exc
+        raise InvalidWireJSONError("envelope is not valid JSON", argument="envelope") from exc
     if not isinstance(obj, dict):
-        raise InvalidWireJsonError("envelope is not a JSON object", argument="envelope")
+        raise InvalidWireJSONError("envelope is not a JSON object", argument="envelope")
     return obj
 
 
@@ -179,11 +179,11 @@ def check_root(obj: dict[str, Any]) -> None:
     knows (whose class gives the code); else 202 — never a root with code 0."""
     kind = obj.get("kind")
     if not isinstance(kind, str):
-        raise InvalidWireJsonError(
+        raise InvalidWireJSONError(
             "envelope has no 'kind': it is a source node, not an envelope", argument="envelope"
         )
     if _wire_code(obj) > _CODE_MAX:
-        raise InvalidWireJsonError(
+        raise InvalidWireJSONError(
             "envelope 'code' is out of range (an integer from 1 to 2147483647)",
             argument="envelope",
         )
@@ -191,7 +191,7 @@ def check_root(obj: dict[str, Any]) -> None:
         error = obj.get("error")
         name = error.get("name") if isinstance(error, dict) else None
         if not isinstance(name, str) or lookup(kind, name, None) is None:
-            raise InvalidWireJsonError(
+            raise InvalidWireJSONError(
                 "envelope has no valid 'code' (an integer ≥ 1) and no known error name",
                 argument="envelope",
             )
@@ -260,7 +260,7 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     by ``check_root``)."""
     root = orjson.loads(envelope_json)
     if not isinstance(root, dict):
-        raise InvalidWireJsonError("envelope is not a JSON object", argument="envelope")
+        raise InvalidWireJSONError("envelope is not a JSON object", argument="envelope")
     check_root(root)
     out: list[Link] = []
     for i, link in enumerate(native_chain(root)):

@@ -66,10 +66,10 @@ def cases() -> list[dict[str, Any]]:
          "expect": error("protocol", 300, "UnknownOpError")},
         {"key": "nul-in-params-text", "description": "Raw params JSON text with a NUL byte: 202, never the "
          "truncated text {} (bindings whose API takes JSON text)", "api": "call", "op": "aimux.version",
-         "paramsText": "{}\u0000{\"junk\": 1}", "expect": error("binding", 202, "InvalidWireJsonError")},
+         "paramsText": "{}\u0000{\"junk\": 1}", "expect": error("binding", 202, "InvalidWireJSONError")},
         {"key": "params-text-not-json", "description": "Raw params text that is not JSON: 202",
          "api": "call", "op": "aimux.version", "paramsText": "{\"a\": ",
-         "expect": error("binding", 202, "InvalidWireJsonError")},
+         "expect": error("binding", 202, "InvalidWireJSONError")},
         {"key": "invalid-params", "description": "Params the op's schema refuses: 301",
          "api": "call", "op": "aimux.version", "params": {"unexpected": 1},
          "expect": error("protocol", 301, "InvalidParamsError")},

@@ -31,8 +31,8 @@
 #define AIMUX_CODE_CORRUPT                   103 /* recording: RecordingCorruptError */
 #define AIMUX_CODE_UNSUPPORTED_SCHEMA        104 /* recording: RecordingUnsupportedSchemaError */
 #define AIMUX_CODE_WRITE                     105 /* recording: RecordingWriteError */
-#define AIMUX_CODE_INVALID_UTF8              201 /* binding: InvalidUtf8Error */
-#define AIMUX_CODE_INVALID_WIRE_JSON         202 /* binding: InvalidWireJsonError */
+#define AIMUX_CODE_INVALID_UTF8              201 /* binding: InvalidUTF8Error */
+#define AIMUX_CODE_INVALID_WIRE_JSON         202 /* binding: InvalidWireJSONError */
 #define AIMUX_CODE_INVALID_HANDLE            203 /* binding: InvalidHandleError */
 #define AIMUX_CODE_NULL_ARGUMENT             204 /* binding: NullArgumentError */
 #define AIMUX_CODE_RESULT_SERIALIZATION      205 /* binding: ResultSerializationError */

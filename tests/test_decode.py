@@ -54,7 +54,7 @@ def test_vector_decodes_to_its_chain(name: str, doc: dict) -> None:
 
 @pytest.mark.parametrize(("name", "doc"), REJECTS, ids=[n for n, _ in REJECTS])
 def test_rejected_vector_is_refused(name: str, doc: dict) -> None:
-    with pytest.raises(E.InvalidWireJsonError) as info:
+    with pytest.raises(E.InvalidWireJSONError) as info:
         decode_error(wire(doc))
     assert info.value.code == doc["rejected"]
 
@@ -83,9 +83,9 @@ def test_root_code_beyond_int32_is_refused() -> None:
 
     for code in (2**32 + 11, 2**31, 2**63):
         env = {"kind": "aimux", "code": code, "message": "m", "error": {"name": "AI_APICallError"}, "retryable": False}
-        with pytest.raises(E.InvalidWireJsonError):
+        with pytest.raises(E.InvalidWireJSONError):
             decode_error(env)
-        with pytest.raises(E.InvalidWireJsonError):
+        with pytest.raises(E.InvalidWireJSONError):
             chain_links(orjson.dumps(env))
     assert decode_error({"kind": "aimux", "code": 2**31 - 1, "message": "m", "error": {}, "retryable": False}).code == 2**31 - 1
 
@@ -149,11 +149,11 @@ def test_transport_vector_python_chain() -> None:
 
 
 def test_decode_rejects_non_envelopes() -> None:
-    with pytest.raises(E.InvalidWireJsonError):
+    with pytest.raises(E.InvalidWireJSONError):
         decode_error(b"{not json")
-    with pytest.raises(E.InvalidWireJsonError):
+    with pytest.raises(E.InvalidWireJSONError):
         decode_error(b"[1, 2]")
-    with pytest.raises(E.InvalidWireJsonError):
+    with pytest.raises(E.InvalidWireJSONError):
         decode_error({"message": "a source node"})
 
 
@@ -199,7 +199,7 @@ def test_is_instance_is_marker_based() -> None:
      {"kind": "aimux", "code": 0, "message": "x", "error": {}}],
 )
 def test_root_without_a_valid_code_is_refused(root: dict) -> None:
-    with pytest.raises(E.InvalidWireJsonError):
+    with pytest.raises(E.InvalidWireJSONError):
         decode_error(root)
 
 

@@ -244,7 +244,7 @@ def test_concurrent_calls_from_threads() -> None:
 
 @pytest.mark.parametrize("bad", [{"x": {1, 2}}, {"x": "\ud800"}, {"x": 2**70}])
 def test_python_params_that_cannot_be_json_are_202(bad: Any) -> None:
-    with pytest.raises(E.InvalidWireJsonError) as info:
+    with pytest.raises(E.InvalidWireJSONError) as info:
         aimux_ops.call("aimux.version", bad)
     assert isinstance(info.value.__cause__, E.SourceError)
 

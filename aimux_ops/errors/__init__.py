@@ -32,8 +32,8 @@ The hierarchy::
     │   ├── RecordingUnsupportedSchemaError 104 path, line, schemaVersion
     │   └── RecordingWriteError         105 path
     ├── BindingError                    kind "binding" (200–299)
-    │   ├── InvalidUtf8Error            201 argument
-    │   ├── InvalidWireJsonError        202 argument
+    │   ├── InvalidUTF8Error            201 argument
+    │   ├── InvalidWireJSONError        202 argument
     │   ├── InvalidHandleError          203 handle
     │   ├── NullArgumentError           204 argument
     │   ├── ResultSerializationError    205
@@ -85,7 +85,9 @@ from .binding import (
     BindingError,
     InternalError,
     InvalidHandleError,
+    InvalidUTF8Error,
     InvalidUtf8Error,
+    InvalidWireJSONError,
     InvalidWireJsonError,
     NullArgumentError,
     ResultSerializationError,
@@ -157,7 +159,9 @@ __all__ = [
     "InvalidPromptError",
     "InvalidResponseDataError",
     "InvalidToolInputError",
+    "InvalidUTF8Error",
     "InvalidUtf8Error",
+    "InvalidWireJSONError",
     "InvalidWireJsonError",
     "JSONParseError",
     "KINDS",

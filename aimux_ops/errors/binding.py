@@ -8,7 +8,9 @@ __all__ = [
     "BindingError",
     "InternalError",
     "InvalidHandleError",
+    "InvalidUTF8Error",
     "InvalidUtf8Error",
+    "InvalidWireJSONError",
     "InvalidWireJsonError",
     "NullArgumentError",
     "ResultSerializationError",
@@ -22,13 +24,13 @@ class BindingError(AimuxError):
     kind = "binding"
 
 
-class InvalidUtf8Error(BindingError, code=201):
+class InvalidUTF8Error(BindingError, code=201):
     """An argument is not valid UTF-8."""
 
     argument: str | None = None
 
 
-class InvalidWireJsonError(BindingError, code=202):
+class InvalidWireJSONError(BindingError, code=202):
     """An argument is not valid JSON."""
 
     argument: str | None = None
@@ -56,3 +58,9 @@ class RuntimeInitError(BindingError, code=207):
 
 class InternalError(BindingError, code=208):
     """An unexpected exception inside the core; its chain is the cause."""
+
+
+#: The names before the acronym normalisation (CHANGELOG.md), kept as aliases of the same classes:
+#: ``except InvalidUtf8Error`` still catches. The wire names are the new ones.
+InvalidUtf8Error = InvalidUTF8Error
+InvalidWireJsonError = InvalidWireJSONError

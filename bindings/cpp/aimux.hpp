@@ -143,7 +143,7 @@ inline void check_no_nul(const std::string &op, const std::string &json_text, co
     if (json_text.find('\0') != std::string::npos)
         throw decode(std::string("{\"kind\":\"binding\",\"code\":202,\"message\":\"") + argument +
                      " is not valid JSON: it contains a NUL character\",\"error\":{\"name\":"
-                     "\"InvalidWireJsonError\",\"argument\":\"" + argument + "\"},\"retryable\":false}");
+                     "\"InvalidWireJSONError\",\"argument\":\"" + argument + "\"},\"retryable\":false}");
 }
 }  // namespace detail
 

@@ -192,7 +192,7 @@ func DecodeError(envelope []byte) error {
 func ParseEnvelope(envelope []byte) (decoded error, rejected *Error) {
 	raw := bytes.TrimSpace(envelope)
 	reject := func(msg string) (error, *Error) {
-		e := newLocalError(KindBinding, CodeInvalidWireJson, msg)
+		e := newLocalError(KindBinding, CodeInvalidWireJSON, msg)
 		e.Raw = append(json.RawMessage(nil), raw...)
 		return nil, e
 	}

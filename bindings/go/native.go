@@ -228,12 +228,12 @@ func marshalParams(params any) (string, error) {
 	default:
 		var err error
 		if b, err = json.Marshal(p); err != nil {
-			e := newLocalError(KindBinding, CodeInvalidWireJson, "aimux: params cannot be encoded as JSON: "+err.Error())
+			e := newLocalError(KindBinding, CodeInvalidWireJSON, "aimux: params cannot be encoded as JSON: "+err.Error())
 			return "", e
 		}
 	}
 	if strings.IndexByte(string(b), 0) >= 0 {
-		return "", newLocalError(KindBinding, CodeInvalidWireJson, "aimux: params contain a NUL byte")
+		return "", newLocalError(KindBinding, CodeInvalidWireJSON, "aimux: params contain a NUL byte")
 	}
 	return string(b), nil
 }

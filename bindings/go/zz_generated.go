@@ -47,8 +47,8 @@ const (
 	CodeRecordingCorrupt           = 103 // recording CORRUPT RecordingCorruptError
 	CodeRecordingUnsupportedSchema = 104 // recording UNSUPPORTED_SCHEMA RecordingUnsupportedSchemaError
 	CodeRecordingWrite             = 105 // recording WRITE RecordingWriteError
-	CodeInvalidUtf8                = 201 // binding INVALID_UTF8 InvalidUtf8Error
-	CodeInvalidWireJson            = 202 // binding INVALID_WIRE_JSON InvalidWireJsonError
+	CodeInvalidUTF8                = 201 // binding INVALID_UTF8 InvalidUTF8Error
+	CodeInvalidWireJSON            = 202 // binding INVALID_WIRE_JSON InvalidWireJSONError
 	CodeInvalidHandle              = 203 // binding INVALID_HANDLE InvalidHandleError
 	CodeNullArgument               = 204 // binding NULL_ARGUMENT NullArgumentError
 	CodeResultSerialization        = 205 // binding RESULT_SERIALIZATION ResultSerializationError
@@ -103,8 +103,8 @@ var variants = [...]Variant{
 	{Kind: "recording", Code: 103, Constant: "CORRUPT", Name: "RecordingCorruptError", ClassName: "RecordingCorruptError"},
 	{Kind: "recording", Code: 104, Constant: "UNSUPPORTED_SCHEMA", Name: "RecordingUnsupportedSchemaError", ClassName: "RecordingUnsupportedSchemaError"},
 	{Kind: "recording", Code: 105, Constant: "WRITE", Name: "RecordingWriteError", ClassName: "RecordingWriteError"},
-	{Kind: "binding", Code: 201, Constant: "INVALID_UTF8", Name: "InvalidUtf8Error", ClassName: "InvalidUtf8Error"},
-	{Kind: "binding", Code: 202, Constant: "INVALID_WIRE_JSON", Name: "InvalidWireJsonError", ClassName: "InvalidWireJsonError"},
+	{Kind: "binding", Code: 201, Constant: "INVALID_UTF8", Name: "InvalidUTF8Error", ClassName: "InvalidUTF8Error"},
+	{Kind: "binding", Code: 202, Constant: "INVALID_WIRE_JSON", Name: "InvalidWireJSONError", ClassName: "InvalidWireJSONError"},
 	{Kind: "binding", Code: 203, Constant: "INVALID_HANDLE", Name: "InvalidHandleError", ClassName: "InvalidHandleError"},
 	{Kind: "binding", Code: 204, Constant: "NULL_ARGUMENT", Name: "NullArgumentError", ClassName: "NullArgumentError"},
 	{Kind: "binding", Code: 205, Constant: "RESULT_SERIALIZATION", Name: "ResultSerializationError", ClassName: "ResultSerializationError"},
@@ -141,8 +141,8 @@ var (
 	ErrRecordingCorrupt           error = &Sentinel{v: 21} // RecordingCorruptError
 	ErrRecordingUnsupportedSchema error = &Sentinel{v: 22} // RecordingUnsupportedSchemaError
 	ErrRecordingWrite             error = &Sentinel{v: 23} // RecordingWriteError
-	ErrInvalidUtf8                error = &Sentinel{v: 24} // InvalidUtf8Error
-	ErrInvalidWireJson            error = &Sentinel{v: 25} // InvalidWireJsonError
+	ErrInvalidUTF8                error = &Sentinel{v: 24} // InvalidUTF8Error
+	ErrInvalidWireJSON            error = &Sentinel{v: 25} // InvalidWireJSONError
 	ErrInvalidHandle              error = &Sentinel{v: 26} // InvalidHandleError
 	ErrNullArgument               error = &Sentinel{v: 27} // NullArgumentError
 	ErrResultSerialization        error = &Sentinel{v: 28} // ResultSerializationError
@@ -429,27 +429,27 @@ type RecordingWriteError struct {
 // Node returns the decoded link this view was made from.
 func (v *RecordingWriteError) Node() *Error { return v.aimuxError }
 
-// InvalidUtf8Error is the typed view of InvalidUtf8Error (binding, code 201), found with errors.As.
+// InvalidUTF8Error is the typed view of InvalidUTF8Error (binding, code 201), found with errors.As.
 // An argument is not valid UTF-8.
 // Fields absent from the payload (never fabricated) stay nil.
-type InvalidUtf8Error struct {
+type InvalidUTF8Error struct {
 	*aimuxError `json:"-"`
 	Argument    *string `json:"argument,omitempty"`
 }
 
 // Node returns the decoded link this view was made from.
-func (v *InvalidUtf8Error) Node() *Error { return v.aimuxError }
+func (v *InvalidUTF8Error) Node() *Error { return v.aimuxError }
 
-// InvalidWireJsonError is the typed view of InvalidWireJsonError (binding, code 202), found with errors.As.
+// InvalidWireJSONError is the typed view of InvalidWireJSONError (binding, code 202), found with errors.As.
 // An argument is not valid JSON.
 // Fields absent from the payload (never fabricated) stay nil.
-type InvalidWireJsonError struct {
+type InvalidWireJSONError struct {
 	*aimuxError `json:"-"`
 	Argument    *string `json:"argument,omitempty"`
 }
 
 // Node returns the decoded link this view was made from.
-func (v *InvalidWireJsonError) Node() *Error { return v.aimuxError }
+func (v *InvalidWireJSONError) Node() *Error { return v.aimuxError }
 
 // InvalidHandleError is the typed view of InvalidHandleError (binding, code 203), found with errors.As.
 // A stream handle is unknown, stale or already freed.
@@ -734,19 +734,19 @@ func (e *Error) asVariant(target any) bool {
 		e.fillView(v)
 		*t = v
 		return true
-	case **InvalidUtf8Error:
+	case **InvalidUTF8Error:
 		if e.vidx != 24 {
 			return false
 		}
-		v := &InvalidUtf8Error{aimuxError: e}
+		v := &InvalidUTF8Error{aimuxError: e}
 		e.fillView(v)
 		*t = v
 		return true
-	case **InvalidWireJsonError:
+	case **InvalidWireJSONError:
 		if e.vidx != 25 {
 			return false
 		}
-		v := &InvalidWireJsonError{aimuxError: e}
+		v := &InvalidWireJSONError{aimuxError: e}
 		e.fillView(v)
 		*t = v
 		return true

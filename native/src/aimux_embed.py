@@ -204,7 +204,7 @@ else:
             raw.decode("utf-8")
         except UnicodeDecodeError as e:
             out_err[0] = _core_error(
-                _errors.InvalidUtf8Error(
+                _errors.InvalidUTF8Error(
                     "envelope_json is not valid UTF-8: %s" % e, argument="envelope_json"
                 )
             )
@@ -213,7 +213,7 @@ else:
             buf = _packed(_chain_links(raw))
         except BaseException as e:
             out_err[0] = _core_error(
-                _errors.InvalidWireJsonError(
+                _errors.InvalidWireJSONError(
                     "envelope_json is not an error envelope: %s: %s" % (type(e).__name__, e),
                     argument="envelope_json",
                 )
@@ -221,7 +221,7 @@ else:
             return 0
         if len(buf) <= 9:
             out_err[0] = _core_error(
-                _errors.InvalidWireJsonError(
+                _errors.InvalidWireJSONError(
                     "envelope_json is not an error envelope (not a JSON object)",
                     argument="envelope_json",
                 )

@@ -154,10 +154,10 @@ static void test_protocol_errors(void)
 
 static void test_wire_errors(void)
 {
-    call_expect("aimux.version", "{not json", 202, "InvalidWireJsonError", "non-JSON params");
-    call_expect("aimux.version", "", 202, "InvalidWireJsonError", "empty params");
-    call_expect("aimux.\xff\xfe", "{}", 201, "InvalidUtf8Error", "invalid UTF-8 op");
-    call_expect("aimux.version", "{\"a\":\"\xc3\x28\"}", 201, "InvalidUtf8Error", "invalid UTF-8 params");
+    call_expect("aimux.version", "{not json", 202, "InvalidWireJSONError", "non-JSON params");
+    call_expect("aimux.version", "", 202, "InvalidWireJSONError", "empty params");
+    call_expect("aimux.\xff\xfe", "{}", 201, "InvalidUTF8Error", "invalid UTF-8 op");
+    call_expect("aimux.version", "{\"a\":\"\xc3\x28\"}", 201, "InvalidUTF8Error", "invalid UTF-8 params");
     call_expect(NULL, "{}", 204, "NullArgumentError", "NULL op");
     call_expect("aimux.version", NULL, 204, "NullArgumentError", "NULL params");
     call_expect(NULL, NULL, 204, "NullArgumentError", "NULL op and params");
@@ -269,10 +269,10 @@ static void test_from_json(void)
     }
     aimux_error_free(dec);
     dec = (aimux_error_t *)1;
-    expect_error(aimux_error_from_json("not json", &dec), 202, "InvalidWireJsonError", "from_json non-JSON");
+    expect_error(aimux_error_from_json("not json", &dec), 202, "InvalidWireJSONError", "from_json non-JSON");
     CHECK(dec == NULL, "from_json out reset on failure");
-    expect_error(aimux_error_from_json("[1]", &dec), 202, "InvalidWireJsonError", "from_json non-object");
-    expect_error(aimux_error_from_json("{\"message\":\"\xff\"}", &dec), 201, "InvalidUtf8Error", "from_json bad UTF-8");
+    expect_error(aimux_error_from_json("[1]", &dec), 202, "InvalidWireJSONError", "from_json non-object");
+    expect_error(aimux_error_from_json("{\"message\":\"\xff\"}", &dec), 201, "InvalidUTF8Error", "from_json bad UTF-8");
 }
 
 /* The accessors answer what the decoder decided (issue 13): escaped and duplicate keys read as
@@ -311,11 +311,11 @@ static void test_accessors_agree_with_decoders(void)
     dec = NULL;
     expect_error(aimux_error_from_json("{\"kind\":\"aimux\",\"code\":4294967307,\"message\":\"m\",\"error\":"
                                        "{\"name\":\"AI_APICallError\"},\"retryable\":false}", &dec),
-                 202, "InvalidWireJsonError", "root code beyond 32 bits");
+                 202, "InvalidWireJSONError", "root code beyond 32 bits");
     CHECK(dec == NULL, "no root with code 0");
     expect_error(aimux_error_from_json("{\"kind\":\"aimux\",\"code\":2147483648,\"message\":\"m\",\"error\":{},"
                                        "\"retryable\":false}", &dec),
-                 202, "InvalidWireJsonError", "root code beyond int32");
+                 202, "InvalidWireJSONError", "root code beyond int32");
     CHECK(aimux_error_retryable(NULL) == 0 && aimux_error_retry_after_ms(NULL) == -1, "root fields of NULL");
 }
 
@@ -704,14 +704,14 @@ static void test_huge_inputs(void)
     char *big = (char *)malloc(n + 1);
     if (!big) { CHECK(0, "malloc 100 MB"); return; }
     memset(big, 'a', n); big[n] = 0;
-    call_expect("aimux.version", big, 202, "InvalidWireJsonError", "100 MB non-JSON params");
+    call_expect("aimux.version", big, 202, "InvalidWireJSONError", "100 MB non-JSON params");
     call_expect(big, "{}", 300, "UnknownOpError", "100 MB op name");
     /* 100 MB of valid JSON: an object with one huge string member */
     big[0] = '{'; big[1] = '"'; big[2] = 'x'; big[3] = '"'; big[4] = ':'; big[5] = '"';
     big[n - 2] = '"'; big[n - 1] = '}';
     call_expect("aimux.version", big, 301, "InvalidParamsError", "100 MB JSON params");
     big[100] = (char)0xff;
-    call_expect("aimux.version", big, 201, "InvalidUtf8Error", "100 MB invalid UTF-8");
+    call_expect("aimux.version", big, 201, "InvalidUTF8Error", "100 MB invalid UTF-8");
     free(big);
     /* the envelopes stay bounded: an op name of 100 MB is not echoed */
     n = 4u * 1024 * 1024;

@@ -902,75 +902,75 @@ export declare class RecordingWriteErrorCause extends RecordingWriteErrorCause_b
 }
 
 /**
- * Payload fields of InvalidUtf8Error (binding 201); absent when not observed.
+ * Payload fields of InvalidUTF8Error (binding 201); absent when not observed.
  */
-export interface InvalidUtf8ErrorFields {
+export interface InvalidUTF8ErrorFields {
   readonly argument?: string;
 }
-declare const InvalidUtf8Error_base: AimuxErrorClass;
+declare const InvalidUTF8Error_base: AimuxErrorClass;
 /**
- * binding 201 INVALID_UTF8: `InvalidUtf8Error` at the root of an envelope.
+ * binding 201 INVALID_UTF8: `InvalidUTF8Error` at the root of an envelope.
  *
  * An argument is not valid UTF-8.
  */
-export declare class InvalidUtf8Error extends InvalidUtf8Error_base implements InvalidUtf8ErrorFields {
+export declare class InvalidUTF8Error extends InvalidUTF8Error_base implements InvalidUTF8ErrorFields {
   readonly argument?: string;
   static readonly marker: symbol;
   static readonly kind: "binding";
   static readonly code: 201;
-  static readonly errorName: "InvalidUtf8Error";
+  static readonly errorName: "InvalidUTF8Error";
   static readonly constant: "INVALID_UTF8";
   /** True for a root or a cause node of this variant, from any copy of the package. */
-  static isInstance(error: unknown): error is InvalidUtf8Error | InvalidUtf8ErrorCause;
+  static isInstance(error: unknown): error is InvalidUTF8Error | InvalidUTF8ErrorCause;
 }
-declare const InvalidUtf8ErrorCause_base: AimuxCauseErrorClass;
+declare const InvalidUTF8ErrorCause_base: AimuxCauseErrorClass;
 /**
- * binding 201 INVALID_UTF8: `InvalidUtf8Error` as a node inside a chain.
+ * binding 201 INVALID_UTF8: `InvalidUTF8Error` as a node inside a chain.
  */
-export declare class InvalidUtf8ErrorCause extends InvalidUtf8ErrorCause_base implements InvalidUtf8ErrorFields {
+export declare class InvalidUTF8ErrorCause extends InvalidUTF8ErrorCause_base implements InvalidUTF8ErrorFields {
   readonly argument?: string;
   static readonly marker: symbol;
   static readonly kind: "binding";
   static readonly code: 201;
-  static readonly errorName: "InvalidUtf8Error";
+  static readonly errorName: "InvalidUTF8Error";
   static readonly constant: "INVALID_UTF8";
-  static isInstance(error: unknown): error is InvalidUtf8ErrorCause;
+  static isInstance(error: unknown): error is InvalidUTF8ErrorCause;
 }
 
 /**
- * Payload fields of InvalidWireJsonError (binding 202); absent when not observed.
+ * Payload fields of InvalidWireJSONError (binding 202); absent when not observed.
  */
-export interface InvalidWireJsonErrorFields {
+export interface InvalidWireJSONErrorFields {
   readonly argument?: string;
 }
-declare const InvalidWireJsonError_base: AimuxErrorClass;
+declare const InvalidWireJSONError_base: AimuxErrorClass;
 /**
- * binding 202 INVALID_WIRE_JSON: `InvalidWireJsonError` at the root of an envelope.
+ * binding 202 INVALID_WIRE_JSON: `InvalidWireJSONError` at the root of an envelope.
  *
  * An argument is not valid JSON.
  */
-export declare class InvalidWireJsonError extends InvalidWireJsonError_base implements InvalidWireJsonErrorFields {
+export declare class InvalidWireJSONError extends InvalidWireJSONError_base implements InvalidWireJSONErrorFields {
   readonly argument?: string;
   static readonly marker: symbol;
   static readonly kind: "binding";
   static readonly code: 202;
-  static readonly errorName: "InvalidWireJsonError";
+  static readonly errorName: "InvalidWireJSONError";
   static readonly constant: "INVALID_WIRE_JSON";
   /** True for a root or a cause node of this variant, from any copy of the package. */
-  static isInstance(error: unknown): error is InvalidWireJsonError | InvalidWireJsonErrorCause;
+  static isInstance(error: unknown): error is InvalidWireJSONError | InvalidWireJSONErrorCause;
 }
-declare const InvalidWireJsonErrorCause_base: AimuxCauseErrorClass;
+declare const InvalidWireJSONErrorCause_base: AimuxCauseErrorClass;
 /**
- * binding 202 INVALID_WIRE_JSON: `InvalidWireJsonError` as a node inside a chain.
+ * binding 202 INVALID_WIRE_JSON: `InvalidWireJSONError` as a node inside a chain.
  */
-export declare class InvalidWireJsonErrorCause extends InvalidWireJsonErrorCause_base implements InvalidWireJsonErrorFields {
+export declare class InvalidWireJSONErrorCause extends InvalidWireJSONErrorCause_base implements InvalidWireJSONErrorFields {
   readonly argument?: string;
   static readonly marker: symbol;
   static readonly kind: "binding";
   static readonly code: 202;
-  static readonly errorName: "InvalidWireJsonError";
+  static readonly errorName: "InvalidWireJSONError";
   static readonly constant: "INVALID_WIRE_JSON";
-  static isInstance(error: unknown): error is InvalidWireJsonErrorCause;
+  static isInstance(error: unknown): error is InvalidWireJSONErrorCause;
 }
 
 /**

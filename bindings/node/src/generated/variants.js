@@ -769,69 +769,69 @@ RecordingWriteErrorCause.prototype.name = "RecordingWriteError";
 RecordingWriteErrorCause.prototype[RecordingWriteError.marker] = true;
 RecordingWriteErrorCause.prototype[RecordingWriteErrorCause.marker] = true;
 
-/** binding 201 INVALID_UTF8 (InvalidUtf8Error), root of an envelope. */
-export class InvalidUtf8Error extends AimuxError {
-  static marker = markerFor("InvalidUtf8Error");
+/** binding 201 INVALID_UTF8 (InvalidUTF8Error), root of an envelope. */
+export class InvalidUTF8Error extends AimuxError {
+  static marker = markerFor("InvalidUTF8Error");
   static kind = "binding";
   static code = 201;
-  static errorName = "InvalidUtf8Error";
+  static errorName = "InvalidUTF8Error";
   static constant = "INVALID_UTF8";
 
   /** True for a root or a cause node of this variant, from any copy of the package. */
   static isInstance(error) {
-    return hasMarker(error, InvalidUtf8Error.marker);
+    return hasMarker(error, InvalidUTF8Error.marker);
   }
 }
-InvalidUtf8Error.prototype.name = "InvalidUtf8Error";
-InvalidUtf8Error.prototype[InvalidUtf8Error.marker] = true;
+InvalidUTF8Error.prototype.name = "InvalidUTF8Error";
+InvalidUTF8Error.prototype[InvalidUTF8Error.marker] = true;
 
-/** binding 201 INVALID_UTF8 (InvalidUtf8Error), a node inside a chain. */
-export class InvalidUtf8ErrorCause extends AimuxCauseError {
-  static marker = markerFor("InvalidUtf8ErrorCause");
+/** binding 201 INVALID_UTF8 (InvalidUTF8Error), a node inside a chain. */
+export class InvalidUTF8ErrorCause extends AimuxCauseError {
+  static marker = markerFor("InvalidUTF8ErrorCause");
   static kind = "binding";
   static code = 201;
-  static errorName = "InvalidUtf8Error";
+  static errorName = "InvalidUTF8Error";
   static constant = "INVALID_UTF8";
 
   static isInstance(error) {
-    return hasMarker(error, InvalidUtf8ErrorCause.marker);
+    return hasMarker(error, InvalidUTF8ErrorCause.marker);
   }
 }
-InvalidUtf8ErrorCause.prototype.name = "InvalidUtf8Error";
-InvalidUtf8ErrorCause.prototype[InvalidUtf8Error.marker] = true;
-InvalidUtf8ErrorCause.prototype[InvalidUtf8ErrorCause.marker] = true;
+InvalidUTF8ErrorCause.prototype.name = "InvalidUTF8Error";
+InvalidUTF8ErrorCause.prototype[InvalidUTF8Error.marker] = true;
+InvalidUTF8ErrorCause.prototype[InvalidUTF8ErrorCause.marker] = true;
 
-/** binding 202 INVALID_WIRE_JSON (InvalidWireJsonError), root of an envelope. */
-export class InvalidWireJsonError extends AimuxError {
-  static marker = markerFor("InvalidWireJsonError");
+/** binding 202 INVALID_WIRE_JSON (InvalidWireJSONError), root of an envelope. */
+export class InvalidWireJSONError extends AimuxError {
+  static marker = markerFor("InvalidWireJSONError");
   static kind = "binding";
   static code = 202;
-  static errorName = "InvalidWireJsonError";
+  static errorName = "InvalidWireJSONError";
   static constant = "INVALID_WIRE_JSON";
 
   /** True for a root or a cause node of this variant, from any copy of the package. */
   static isInstance(error) {
-    return hasMarker(error, InvalidWireJsonError.marker);
+    return hasMarker(error, InvalidWireJSONError.marker);
   }
 }
-InvalidWireJsonError.prototype.name = "InvalidWireJsonError";
-InvalidWireJsonError.prototype[InvalidWireJsonError.marker] = true;
+InvalidWireJSONError.prototype.name = "InvalidWireJSONError";
+InvalidWireJSONError.prototype[InvalidWireJSONError.marker] = true;
 
-/** binding 202 INVALID_WIRE_JSON (InvalidWireJsonError), a node inside a chain. */
-export class InvalidWireJsonErrorCause extends AimuxCauseError {
-  static marker = markerFor("InvalidWireJsonErrorCause");
+/** binding 202 INVALID_WIRE_JSON (InvalidWireJSONError), a node inside a chain. */
+export class InvalidWireJSONErrorCause extends AimuxCauseError {
+  static marker = markerFor("InvalidWireJSONErrorCause");
   static kind = "binding";
   static code = 202;
-  static errorName = "InvalidWireJsonError";
+  static errorName = "InvalidWireJSONError";
   static constant = "INVALID_WIRE_JSON";
 
   static isInstance(error) {
-    return hasMarker(error, InvalidWireJsonErrorCause.marker);
+    return hasMarker(error, InvalidWireJSONErrorCause.marker);
   }
 }
-InvalidWireJsonErrorCause.prototype.name = "InvalidWireJsonError";
-InvalidWireJsonErrorCause.prototype[InvalidWireJsonError.marker] = true;
-InvalidWireJsonErrorCause.prototype[InvalidWireJsonErrorCause.marker] = true;
+InvalidWireJSONErrorCause.prototype.name = "InvalidWireJSONError";
+InvalidWireJSONErrorCause.prototype[InvalidWireJSONError.marker] = true;
+InvalidWireJSONErrorCause.prototype[InvalidWireJSONErrorCause.marker] = true;
 
 /** binding 203 INVALID_HANDLE (InvalidHandleError), root of an envelope. */
 export class InvalidHandleError extends AimuxError {
@@ -1115,8 +1115,8 @@ export const VARIANTS = Object.freeze([
   Object.freeze({ kind: "recording", code: 103, name: "RecordingCorruptError", constant: "CORRUPT", className: "RecordingCorruptError", Root: RecordingCorruptError, Cause: RecordingCorruptErrorCause }),
   Object.freeze({ kind: "recording", code: 104, name: "RecordingUnsupportedSchemaError", constant: "UNSUPPORTED_SCHEMA", className: "RecordingUnsupportedSchemaError", Root: RecordingUnsupportedSchemaError, Cause: RecordingUnsupportedSchemaErrorCause }),
   Object.freeze({ kind: "recording", code: 105, name: "RecordingWriteError", constant: "WRITE", className: "RecordingWriteError", Root: RecordingWriteError, Cause: RecordingWriteErrorCause }),
-  Object.freeze({ kind: "binding", code: 201, name: "InvalidUtf8Error", constant: "INVALID_UTF8", className: "InvalidUtf8Error", Root: InvalidUtf8Error, Cause: InvalidUtf8ErrorCause }),
-  Object.freeze({ kind: "binding", code: 202, name: "InvalidWireJsonError", constant: "INVALID_WIRE_JSON", className: "InvalidWireJsonError", Root: InvalidWireJsonError, Cause: InvalidWireJsonErrorCause }),
+  Object.freeze({ kind: "binding", code: 201, name: "InvalidUTF8Error", constant: "INVALID_UTF8", className: "InvalidUTF8Error", Root: InvalidUTF8Error, Cause: InvalidUTF8ErrorCause }),
+  Object.freeze({ kind: "binding", code: 202, name: "InvalidWireJSONError", constant: "INVALID_WIRE_JSON", className: "InvalidWireJSONError", Root: InvalidWireJSONError, Cause: InvalidWireJSONErrorCause }),
   Object.freeze({ kind: "binding", code: 203, name: "InvalidHandleError", constant: "INVALID_HANDLE", className: "InvalidHandleError", Root: InvalidHandleError, Cause: InvalidHandleErrorCause }),
   Object.freeze({ kind: "binding", code: 204, name: "NullArgumentError", constant: "NULL_ARGUMENT", className: "NullArgumentError", Root: NullArgumentError, Cause: NullArgumentErrorCause }),
   Object.freeze({ kind: "binding", code: 205, name: "ResultSerializationError", constant: "RESULT_SERIALIZATION", className: "ResultSerializationError", Root: ResultSerializationError, Cause: ResultSerializationErrorCause }),

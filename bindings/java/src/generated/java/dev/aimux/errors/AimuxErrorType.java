@@ -134,15 +134,15 @@ public enum AimuxErrorType {
     RECORDING_WRITE("recording", 105, "RecordingWriteError", "WRITE", RecordingWriteError.class,
             RecordingWriteException::new, RecordingWriteCauseException::new),
     /**
-     * binding 201 InvalidUtf8Error: An argument is not valid UTF-8.
+     * binding 201 InvalidUTF8Error: An argument is not valid UTF-8.
      */
-    BINDING_INVALID_UTF8("binding", 201, "InvalidUtf8Error", "INVALID_UTF8", InvalidUtf8Error.class,
-            InvalidUtf8Exception::new, InvalidUtf8CauseException::new),
+    BINDING_INVALID_UTF8("binding", 201, "InvalidUTF8Error", "INVALID_UTF8", InvalidUTF8Error.class,
+            InvalidUTF8Exception::new, InvalidUTF8CauseException::new),
     /**
-     * binding 202 InvalidWireJsonError: An argument is not valid JSON.
+     * binding 202 InvalidWireJSONError: An argument is not valid JSON.
      */
-    BINDING_INVALID_WIRE_JSON("binding", 202, "InvalidWireJsonError", "INVALID_WIRE_JSON", InvalidWireJsonError.class,
-            InvalidWireJsonException::new, InvalidWireJsonCauseException::new),
+    BINDING_INVALID_WIRE_JSON("binding", 202, "InvalidWireJSONError", "INVALID_WIRE_JSON", InvalidWireJSONError.class,
+            InvalidWireJSONException::new, InvalidWireJSONCauseException::new),
     /**
      * binding 203 InvalidHandleError: A stream handle is unknown, stale or already freed.
      */

@@ -2,14 +2,14 @@
 package dev.aimux.errors;
 
 /**
- * Root exception of variant binding 202 InvalidWireJsonError.
+ * Cause node of variant binding 202 InvalidWireJSONError.
  * An argument is not valid JSON.
  */
-public class InvalidWireJsonException extends dev.aimux.AimuxException implements InvalidWireJsonError {
+public class InvalidWireJSONCauseException extends dev.aimux.AimuxCauseException implements InvalidWireJSONError {
     private static final long serialVersionUID = 1L;
 
     /** Created by the decoder only. */
-    public InvalidWireJsonException(dev.aimux.ErrorNode node) {
+    public InvalidWireJSONCauseException(dev.aimux.ErrorNode node) {
         super(node);
     }
 }

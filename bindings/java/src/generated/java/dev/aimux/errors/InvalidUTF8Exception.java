@@ -2,14 +2,14 @@
 package dev.aimux.errors;
 
 /**
- * Cause node of variant binding 201 InvalidUtf8Error.
+ * Root exception of variant binding 201 InvalidUTF8Error.
  * An argument is not valid UTF-8.
  */
-public class InvalidUtf8CauseException extends dev.aimux.AimuxCauseException implements InvalidUtf8Error {
+public class InvalidUTF8Exception extends dev.aimux.AimuxException implements InvalidUTF8Error {
     private static final long serialVersionUID = 1L;
 
     /** Created by the decoder only. */
-    public InvalidUtf8CauseException(dev.aimux.ErrorNode node) {
+    public InvalidUTF8Exception(dev.aimux.ErrorNode node) {
         super(node);
     }
 }

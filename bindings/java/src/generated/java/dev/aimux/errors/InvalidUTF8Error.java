@@ -4,12 +4,12 @@ package dev.aimux.errors;
 /**
  * An argument is not valid UTF-8.
  *
- * Variant binding 201 InvalidUtf8Error (INVALID_UTF8): implemented by
- * the root class {@link InvalidUtf8Exception} and the cause-node class
- * {@link InvalidUtf8CauseException}, so {@code instanceof InvalidUtf8Error} matches this
+ * Variant binding 201 InvalidUTF8Error (INVALID_UTF8): implemented by
+ * the root class {@link InvalidUTF8Exception} and the cause-node class
+ * {@link InvalidUTF8CauseException}, so {@code instanceof InvalidUTF8Error} matches this
  * variant anywhere in a chain.
  */
-public interface InvalidUtf8Error extends dev.aimux.AimuxNode {
+public interface InvalidUTF8Error extends dev.aimux.AimuxNode {
     /** This variant. */
     AimuxErrorType TYPE = AimuxErrorType.BINDING_INVALID_UTF8;
 

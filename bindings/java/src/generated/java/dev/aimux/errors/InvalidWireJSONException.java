@@ -2,14 +2,14 @@
 package dev.aimux.errors;
 
 /**
- * Cause node of variant binding 202 InvalidWireJsonError.
+ * Root exception of variant binding 202 InvalidWireJSONError.
  * An argument is not valid JSON.
  */
-public class InvalidWireJsonCauseException extends dev.aimux.AimuxCauseException implements InvalidWireJsonError {
+public class InvalidWireJSONException extends dev.aimux.AimuxException implements InvalidWireJSONError {
     private static final long serialVersionUID = 1L;
 
     /** Created by the decoder only. */
-    public InvalidWireJsonCauseException(dev.aimux.ErrorNode node) {
+    public InvalidWireJSONException(dev.aimux.ErrorNode node) {
         super(node);
     }
 }

@@ -4,12 +4,12 @@ package dev.aimux.errors;
 /**
  * An argument is not valid JSON.
  *
- * Variant binding 202 InvalidWireJsonError (INVALID_WIRE_JSON): implemented by
- * the root class {@link InvalidWireJsonException} and the cause-node class
- * {@link InvalidWireJsonCauseException}, so {@code instanceof InvalidWireJsonError} matches this
+ * Variant binding 202 InvalidWireJSONError (INVALID_WIRE_JSON): implemented by
+ * the root class {@link InvalidWireJSONException} and the cause-node class
+ * {@link InvalidWireJSONCauseException}, so {@code instanceof InvalidWireJSONError} matches this
  * variant anywhere in a chain.
  */
-public interface InvalidWireJsonError extends dev.aimux.AimuxNode {
+public interface InvalidWireJSONError extends dev.aimux.AimuxNode {
     /** This variant. */
     AimuxErrorType TYPE = AimuxErrorType.BINDING_INVALID_WIRE_JSON;
 
