@@ -104,8 +104,7 @@ class FaultServer(ThreadingHTTPServer):
             return self.counts[scenario]
 
     def start(self) -> FaultServer:
-        self._thread = threading.Thread(target=self.serve_forever, name="fault-server",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, name="fault-server", daemon=True)
         self._thread.start()
         return self
 
@@ -115,8 +114,13 @@ class FaultServer(ThreadingHTTPServer):
         self.server_close()
 
 
-def _completion(text: str | None, model: str, *, tool_calls: list[dict[str, Any]] | None = None,
-                finish: str = "stop") -> dict[str, Any]:
+def _completion(
+    text: str | None,
+    model: str,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish: str = "stop",
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if tool_calls:
         message["tool_calls"] = tool_calls
@@ -131,13 +135,15 @@ def _completion(text: str | None, model: str, *, tool_calls: list[dict[str, Any]
 
 
 def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
-    return orjson.dumps({
-        "id": "chatcmpl-demo-1",
-        "object": "chat.completion.chunk",
-        "created": CREATED,
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    })
+    return orjson.dumps(
+        {
+            "id": "chatcmpl-demo-1",
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+    )
 
 
 def _sse(data: bytes) -> bytes:
@@ -153,8 +159,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     # -- plumbing --------------------------------------------------------------------------------
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None,
-              content_type: str = "application/json") -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -190,8 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _abort(self, rst: bool = False) -> None:
         self.close_connection = True
         if rst:  # close with SO_LINGER 0: an RST, not a FIN
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                       struct.pack("ii", 1, 0))
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             return
         try:
@@ -225,12 +235,15 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             req = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            self._send(400, b'{"error":{"message":"We could not parse the JSON body",'
-                            b'"type":"invalid_request_error"}}')
+            self._send(
+                400,
+                b'{"error":{"message":"We could not parse the JSON body",'
+                b'"type":"invalid_request_error"}}',
+            )
             return
         model = str(req.get("model", ""))
         spec_text = self.headers.get("x-fault") or (
-            model[len("fault:"):] if model.startswith("fault:") else ""
+            model[len("fault:") :] if model.startswith("fault:") else ""
         )
         spec = parse_spec(spec_text)
         scenario = self.headers.get("x-scenario") or spec_text or "ok"
@@ -253,8 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve(mode, spec, req, model, stream)
 
     # -- scenarios -------------------------------------------------------------------------------
-    def _serve(self, mode: str, spec: dict[str, str], req: dict[str, Any], model: str,
-               stream: bool) -> None:
+    def _serve(
+        self, mode: str, spec: dict[str, str], req: dict[str, Any], model: str, stream: bool
+    ) -> None:
         if mode == "delay":
             self._sleep(float(spec.get("delay_ms", "10")))
             mode = "ok"
@@ -267,27 +281,40 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "echo":
             key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-            body = orjson.dumps({"error": {
-                "message": f"Incorrect API key provided: {key}. You can find your API key at "
-                           "https://platform.openai.com/account/api-keys.",
-                "type": "invalid_request_error", "param": None, "code": "invalid_api_key",
-                "key": key}})
+            body = orjson.dumps(
+                {
+                    "error": {
+                        "message": f"Incorrect API key provided: {key}. You can find your API key at "
+                        "https://platform.openai.com/account/api-keys.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_api_key",
+                        "key": key,
+                    }
+                }
+            )
             self._send(401, body, {"x-echo-key": key, "set-cookie": f"session={key}"})
             return
         if mode == "echorequest":
             # a careless gateway: echoes the request line and its Authorization header
             auth = self.headers.get("Authorization") or ""
-            body = orjson.dumps({"error": {
-                "message": f"bad request {self.path} with {auth}",
-                "type": "invalid_request_error", "request": self.path, "authorization": auth}})
+            body = orjson.dumps(
+                {
+                    "error": {
+                        "message": f"bad request {self.path} with {auth}",
+                        "type": "invalid_request_error",
+                        "request": self.path,
+                        "authorization": auth,
+                    }
+                }
+            )
             self._send(400, body, {"x-echo-path": self.path, "x-echo-auth": auth})
             return
         if mode == "badjson":
             self._send(200, b'{"id": "chatcmpl-1", "choices": [ this is not json')
             return
         if mode == "shape":
-            self._send(200, b'{"id": "chatcmpl-1", "object": "chat.completion", '
-                            b'"choices": "none"}')
+            self._send(200, b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": "none"}')
             return
         if mode == "drop":
             self._abort()
@@ -306,10 +333,23 @@ class _Handler(BaseHTTPRequestHandler):
             if stream:
                 self._stream_tool(model, "" if spec.get("noname") else name, args)
             else:
-                self._send(200, orjson.dumps(_completion(
-                    None, model, finish="tool_calls",
-                    tool_calls=[{"id": "call_1", "type": "function",
-                                 "function": {"name": name, "arguments": args}}])))
+                self._send(
+                    200,
+                    orjson.dumps(
+                        _completion(
+                            None,
+                            model,
+                            finish="tool_calls",
+                            tool_calls=[
+                                {
+                                    "id": "call_1",
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": args},
+                                }
+                            ],
+                        )
+                    ),
+                )
             return
         if not stream:
             self._send(200, orjson.dumps(_completion(text, model)))
@@ -328,20 +368,31 @@ class _Handler(BaseHTTPRequestHandler):
             headers["retry-after"] = ra
         kind = spec.get("body", "json")
         if kind == "big":
-            self._send(status, b"<html>" + b"x" * 100_000 + b"</html>", headers,
-                       content_type="text/html")
+            self._send(
+                status, b"<html>" + b"x" * 100_000 + b"</html>", headers, content_type="text/html"
+            )
         elif kind == "text":
-            self._send(status, b"<html><body><h1>Bad things happened</h1></body></html>",
-                       headers, content_type="text/html")
+            self._send(
+                status,
+                b"<html><body><h1>Bad things happened</h1></body></html>",
+                headers,
+                content_type="text/html",
+            )
         elif kind == "empty":
             self._send(status, b"", headers)
         elif kind == "json-other":
             self._send(status, b'{"detail": "something else"}', headers)
         else:
-            body = orjson.dumps({"error": {
-                "message": spec.get("message", f"Injected fault with status {status}"),
-                "type": "server_error" if status >= 500 else "invalid_request_error",
-                "param": None, "code": spec.get("code")}})
+            body = orjson.dumps(
+                {
+                    "error": {
+                        "message": spec.get("message", f"Injected fault with status {status}"),
+                        "type": "server_error" if status >= 500 else "invalid_request_error",
+                        "param": None,
+                        "code": spec.get("code"),
+                    }
+                }
+            )
             self._send(status, body, headers)
 
     def _stream_text(self, mode: str, spec: dict[str, str], model: str, text: str) -> None:
@@ -352,11 +403,11 @@ class _Handler(BaseHTTPRequestHandler):
             n = int(spec.get("n", "5000"))
             words = [_sse(_chunk(model, {"content": f"w{i} "})) for i in range(n)]
             for start in range(0, n, 256):
-                write(b"".join(words[start:start + 256]))
+                write(b"".join(words[start : start + 256]))
         else:
             parts = int(spec.get("parts", "2"))
             size = max(1, -(-len(text) // parts))
-            pieces = [text[i:i + size] for i in range(0, len(text), size)]
+            pieces = [text[i : i + size] for i in range(0, len(text), size)]
             after = int(spec.get("after", "1"))
             drip = float(spec.get("drip_ms", "0"))
             for i, piece in enumerate(pieces):
@@ -366,10 +417,14 @@ class _Handler(BaseHTTPRequestHandler):
                     self._sleep(drip)
                 write(_sse(_chunk(model, {"content": piece})))
             if mode == "errframe":
-                err: dict[str, Any] = {"message": spec.get("message", "The server had an error "
-                                                            "while processing your request."),
-                                       "type": spec.get("etype", "server_error"),
-                                       "param": None, "code": spec.get("code")}
+                err: dict[str, Any] = {
+                    "message": spec.get(
+                        "message", "The server had an error while processing your request."
+                    ),
+                    "type": spec.get("etype", "server_error"),
+                    "param": None,
+                    "code": spec.get("code"),
+                }
                 if "code" in spec and spec["code"].isdigit():
                     err["code"] = int(spec["code"])
                 write(_sse(orjson.dumps({"error": err})))
@@ -394,23 +449,52 @@ class _Handler(BaseHTTPRequestHandler):
                 self._end_stream()
                 return
         write(_sse(_chunk(model, {}, "stop")))
-        write(_sse(orjson.dumps({
-            "id": "chatcmpl-demo-1", "object": "chat.completion.chunk", "created": CREATED,
-            "model": model, "choices": [],
-            "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14}})))
+        write(
+            _sse(
+                orjson.dumps(
+                    {
+                        "id": "chatcmpl-demo-1",
+                        "object": "chat.completion.chunk",
+                        "created": CREATED,
+                        "model": model,
+                        "choices": [],
+                        "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14},
+                    }
+                )
+            )
+        )
         write(_sse(b"[DONE]"))
         self._end_stream()
 
     def _stream_tool(self, model: str, name: str, args: str) -> None:
         self._start_stream()
         write = self._write_chunk
-        write(_sse(_chunk(model, {"role": "assistant", "content": None, "tool_calls": [
-            {"index": 0, "id": "call_1", "type": "function",
-             "function": {"name": name, "arguments": ""}}]})))
+        write(
+            _sse(
+                _chunk(
+                    model,
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": name, "arguments": ""},
+                            }
+                        ],
+                    },
+                )
+            )
+        )
         half = len(args) // 2
         for piece in (args[:half], args[half:]):
-            write(_sse(_chunk(model, {"tool_calls": [
-                {"index": 0, "function": {"arguments": piece}}]})))
+            write(
+                _sse(
+                    _chunk(model, {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+                )
+            )
         write(_sse(_chunk(model, {}, "tool_calls")))
         write(_sse(b"[DONE]"))
         self._end_stream()

@@ -33,8 +33,11 @@ EXPECTED_RESULT = {
 
 def replay_params(path: str) -> dict[str, Any]:
     return {
-        "model": {"provider": "openai", "modelId": "gpt-4o-mini",
-                  "baseURL": "http://127.0.0.1:1/v1"},
+        "model": {
+            "provider": "openai",
+            "modelId": "gpt-4o-mini",
+            "baseURL": "http://127.0.0.1:1/v1",
+        },
         "prompt": PROMPT,
         "recording": {"mode": "replay", "path": path},
     }
@@ -56,8 +59,12 @@ def main() -> None:
         if tmp.exists():
             tmp.unlink()
         params = {
-            "model": {"provider": "openai", "modelId": "gpt-4o-mini",
-                      "baseURL": server.base_url, "apiKey": "sk-demo-recording-not-a-key"},
+            "model": {
+                "provider": "openai",
+                "modelId": "gpt-4o-mini",
+                "baseURL": server.base_url,
+                "apiKey": "sk-demo-recording-not-a-key",
+            },
             "prompt": PROMPT,
             "recording": {"mode": "record", "path": str(tmp)},
         }
