@@ -189,8 +189,11 @@ func DecodeError(envelope []byte) error {
 // "kind" (a source node is not an envelope), or its root code is not an integer from 1 to
 // 2147483647 and no known error.name supplies one — as every binding refuses it (CONTRACT §4:
 // never a root with code 0).
+//
+//lint:ignore ST1008 decoded is the value asked for (a decoded error), not a failure of the call
 func ParseEnvelope(envelope []byte) (decoded error, rejected *Error) {
 	raw := bytes.TrimSpace(envelope)
+	//lint:ignore ST1008 same shape as ParseEnvelope
 	reject := func(msg string) (error, *Error) {
 		e := newLocalError(KindBinding, CodeInvalidWireJSON, msg)
 		e.Raw = append(json.RawMessage(nil), raw...)
