@@ -28,49 +28,68 @@ static int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);
    by _aimux_err_early: the accessors never read JSON. */
 struct aimux_error {
     int32_t code;
-    int is_static;              /* the out-of-memory sentinel: never freed */
-    int retryable;              /* root only (0 on a cause) */
-    int64_t retry_after_ms;     /* root only; -1: absent */
-    const char *kind;           /* NUL-terminated: "aimux", …, or "source" */
-    const char *name;           /* NUL-terminated, or NULL: error.name / a source node's type */
-    const char *message;        /* NUL-terminated UTF-8 */
-    const char *json;           /* NUL-terminated: the envelope (root) or the node JSON */
+    int is_static;          /* the out-of-memory sentinel: never freed */
+    int retryable;          /* root only (0 on a cause) */
+    int64_t retry_after_ms; /* root only; -1: absent */
+    const char *kind;       /* NUL-terminated: "aimux", …, or "source" */
+    const char *name;       /* NUL-terminated, or NULL: error.name / a source node's type */
+    const char *message;    /* NUL-terminated UTF-8 */
+    const char *json;       /* NUL-terminated: the envelope (root) or the node JSON */
     size_t kind_len, name_len, message_len, json_len;
-    struct aimux_error *cause;  /* owned */
+    struct aimux_error *cause; /* owned */
 };
 
-static struct aimux_error _aimux_oom = {
-    _AIMUX_OOM_CODE, 1, 0, -1, _AIMUX_OOM_KIND, _AIMUX_OOM_NAME, _AIMUX_OOM_MSG, _AIMUX_OOM_JSON,
-    sizeof(_AIMUX_OOM_KIND) - 1, sizeof(_AIMUX_OOM_NAME) - 1, sizeof(_AIMUX_OOM_MSG) - 1,
-    sizeof(_AIMUX_OOM_JSON) - 1, NULL
-};
+static struct aimux_error _aimux_oom = {_AIMUX_OOM_CODE,
+                                        1,
+                                        0,
+                                        -1,
+                                        _AIMUX_OOM_KIND,
+                                        _AIMUX_OOM_NAME,
+                                        _AIMUX_OOM_MSG,
+                                        _AIMUX_OOM_JSON,
+                                        sizeof(_AIMUX_OOM_KIND) - 1,
+                                        sizeof(_AIMUX_OOM_NAME) - 1,
+                                        sizeof(_AIMUX_OOM_MSG) - 1,
+                                        sizeof(_AIMUX_OOM_JSON) - 1,
+                                        NULL};
 
 #define _AIMUX_NO_NAME 0xFFFFFFFFu
 
 /* name == NULL: the node has no name. Strings are copied (each NUL-terminated). */
 static aimux_error_t *_aimux_node_new(int32_t code, const char *kind, size_t kind_len,
-                                      const char *name, size_t name_len,
-                                      const char *msg, size_t msg_len,
-                                      const char *json, size_t json_len)
+                                      const char *name, size_t name_len, const char *msg,
+                                      size_t msg_len, const char *json, size_t json_len)
 {
     struct aimux_error *e;
     char *p;
     if (name == NULL) name_len = 0;
-    e = (struct aimux_error *)malloc(sizeof(struct aimux_error) + kind_len + 1 + name_len + 1
-                                     + msg_len + 1 + json_len + 1);
+    e = (struct aimux_error *)malloc(sizeof(struct aimux_error) + kind_len + 1 + name_len + 1 +
+                                     msg_len + 1 + json_len + 1);
     if (e == NULL) return NULL;
     p = (char *)(e + 1);
-    e->kind = p; e->kind_len = kind_len;
-    memcpy(p, kind, kind_len); p[kind_len] = 0; p += kind_len + 1;
-    e->name = name ? p : NULL; e->name_len = name_len;
+    e->kind = p;
+    e->kind_len = kind_len;
+    memcpy(p, kind, kind_len);
+    p[kind_len] = 0;
+    p += kind_len + 1;
+    e->name = name ? p : NULL;
+    e->name_len = name_len;
     if (name) memcpy(p, name, name_len);
-    p[name_len] = 0; p += name_len + 1;
-    e->message = p; e->message_len = msg_len;
-    memcpy(p, msg, msg_len); p[msg_len] = 0; p += msg_len + 1;
-    e->json = p; e->json_len = json_len;
-    memcpy(p, json, json_len); p[json_len] = 0;
-    e->code = code; e->is_static = 0;
-    e->retryable = 0; e->retry_after_ms = -1;
+    p[name_len] = 0;
+    p += name_len + 1;
+    e->message = p;
+    e->message_len = msg_len;
+    memcpy(p, msg, msg_len);
+    p[msg_len] = 0;
+    p += msg_len + 1;
+    e->json = p;
+    e->json_len = json_len;
+    memcpy(p, json, json_len);
+    p[json_len] = 0;
+    e->code = code;
+    e->is_static = 0;
+    e->retryable = 0;
+    e->retry_after_ms = -1;
     e->cause = NULL;
     return e;
 }
@@ -95,12 +114,19 @@ aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
     uint8_t retryable;
     int64_t after;
     if (len < 9) return NULL;
-    memcpy(&retryable, buf, 1); memcpy(&after, buf + 1, 8);
+    memcpy(&retryable, buf, 1);
+    memcpy(&after, buf + 1, 8);
     while (off < len) {
-        int32_t code; uint32_t kl, nl, ml, jl; size_t need; aimux_error_t *n;
+        int32_t code;
+        uint32_t kl, nl, ml, jl;
+        size_t need;
+        aimux_error_t *n;
         if (len - off < 20) goto bad;
-        memcpy(&code, buf + off, 4); memcpy(&kl, buf + off + 4, 4); memcpy(&nl, buf + off + 8, 4);
-        memcpy(&ml, buf + off + 12, 4); memcpy(&jl, buf + off + 16, 4);
+        memcpy(&code, buf + off, 4);
+        memcpy(&kl, buf + off + 4, 4);
+        memcpy(&nl, buf + off + 8, 4);
+        memcpy(&ml, buf + off + 12, 4);
+        memcpy(&jl, buf + off + 16, 4);
         off += 20;
         need = (size_t)kl + (nl == _AIMUX_NO_NAME ? 0 : (size_t)nl) + (size_t)ml + (size_t)jl;
         if (len - off < need) goto bad;
@@ -109,7 +135,8 @@ aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
                             buf + off + need - jl, jl);
         if (n == NULL) goto bad;
         off += need;
-        *tail = n; tail = &n->cause;
+        *tail = n;
+        tail = &n->cause;
     }
     if (root == NULL) return NULL;
     root->retryable = retryable != 0;
@@ -124,12 +151,17 @@ char *_aimux_strndup(const char *s, size_t n)
 {
     char *r = (char *)malloc(n + 1);
     if (r == NULL) return NULL;
-    memcpy(r, s, n); r[n] = 0;
+    memcpy(r, s, n);
+    r[n] = 0;
     return r;
 }
 
 /* --- a tiny growable buffer and a JSON string escaper (no printf) ------------------------ */
-typedef struct { char *p; size_t len, cap; int oom; } _aimux_buf;
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} _aimux_buf;
 
 static void _aimux_buf_put(_aimux_buf *b, const char *s, size_t n)
 {
@@ -139,8 +171,12 @@ static void _aimux_buf_put(_aimux_buf *b, const char *s, size_t n)
         char *p;
         while (cap < b->len + n + 1) cap *= 2;
         p = (char *)realloc(b->p, cap);
-        if (p == NULL) { b->oom = 1; return; }
-        b->p = p; b->cap = cap;
+        if (p == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
     }
     memcpy(b->p + b->len, s, n);
     b->len += n;
@@ -149,9 +185,14 @@ static void _aimux_buf_put(_aimux_buf *b, const char *s, size_t n)
 static void _aimux_buf_str(_aimux_buf *b, const char *s) { _aimux_buf_put(b, s, strlen(s)); }
 static void _aimux_buf_int(_aimux_buf *b, int32_t v)
 {
-    char tmp[16]; int i = 15; uint32_t u = v < 0 ? (uint32_t)(-(int64_t)v) : (uint32_t)v;
+    char tmp[16];
+    int i = 15;
+    uint32_t u = v < 0 ? (uint32_t)(-(int64_t)v) : (uint32_t)v;
     tmp[i] = 0;
-    do { tmp[--i] = (char)('0' + u % 10); u /= 10; } while (u);
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
     if (v < 0) tmp[--i] = '-';
     _aimux_buf_str(b, tmp + i);
 }
@@ -165,11 +206,16 @@ static void _aimux_buf_json_string(_aimux_buf *b, const char *s, size_t n)
         if (c == '"' || c == '\\' || c < 0x20) {
             char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             _aimux_buf_put(b, s + start, i - start);
-            if (c == '"') _aimux_buf_put(b, "\\\"", 2);
-            else if (c == '\\') _aimux_buf_put(b, "\\\\", 2);
-            else if (c == '\n') _aimux_buf_put(b, "\\n", 2);
-            else if (c == '\t') _aimux_buf_put(b, "\\t", 2);
-            else _aimux_buf_put(b, esc, 6);
+            if (c == '"')
+                _aimux_buf_put(b, "\\\"", 2);
+            else if (c == '\\')
+                _aimux_buf_put(b, "\\\\", 2);
+            else if (c == '\n')
+                _aimux_buf_put(b, "\\n", 2);
+            else if (c == '\t')
+                _aimux_buf_put(b, "\\t", 2);
+            else
+                _aimux_buf_put(b, esc, 6);
             start = i + 1;
         }
     }
@@ -187,7 +233,8 @@ static size_t _aimux_utf8_prefix(const char *s, size_t n, size_t max)
         size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
         size_t j;
         if (k == 0 || i + k > n || i + k > max) break;
-        for (j = 1; j < k; j++) if (((unsigned char)s[i + j] >> 6) != 2) return i;
+        for (j = 1; j < k; j++)
+            if (((unsigned char)s[i + j] >> 6) != 2) return i;
         i += k;
     }
     return i;
@@ -208,7 +255,10 @@ aimux_error_t *_aimux_err_early(int which, const char *message, const char *argu
     if (truncated) keep = _aimux_utf8_prefix(message, n, AIMUX_MSG_MAX - (sizeof cut - 1));
     _aimux_buf_put(&m, message ? message : "", keep);
     if (truncated) _aimux_buf_put(&m, cut, sizeof cut - 1);
-    if (m.oom || m.p == NULL) { free(m.p); return &_aimux_oom; }
+    if (m.oom || m.p == NULL) {
+        free(m.p);
+        return &_aimux_oom;
+    }
     _aimux_buf_str(&b, "{\"kind\":\"");
     _aimux_buf_str(&b, t->kind);
     _aimux_buf_str(&b, "\",\"code\":");
@@ -224,10 +274,15 @@ aimux_error_t *_aimux_err_early(int which, const char *message, const char *argu
     _aimux_buf_str(&b, "},\"retryable\":false");
     if (truncated) _aimux_buf_str(&b, ",\"truncated\":[\"message\"]");
     _aimux_buf_str(&b, "}");
-    if (b.oom) { free(b.p); free(m.p); return &_aimux_oom; }
+    if (b.oom) {
+        free(b.p);
+        free(m.p);
+        return &_aimux_oom;
+    }
     e = _aimux_node_new(t->code, t->kind, strlen(t->kind), t->name, strlen(t->name), m.p, m.len,
                         b.p, b.len);
-    free(b.p); free(m.p);
+    free(b.p);
+    free(m.p);
     return e ? e : &_aimux_oom;
 }
 
@@ -250,7 +305,8 @@ const char *_aimux_paths(void) { return _aimux_path_list ? _aimux_path_list : ""
 static void _aimux_init_fail(const char *a, const char *b)
 {
     _aimux_init_msg[0] = 0;
-    strncat(_aimux_init_msg, "the embedded Python runtime cannot start: ", sizeof _aimux_init_msg - 1);
+    strncat(_aimux_init_msg,
+            "the embedded Python runtime cannot start: ", sizeof _aimux_init_msg - 1);
     strncat(_aimux_init_msg, a, sizeof _aimux_init_msg - 1 - strlen(_aimux_init_msg));
     if (b) strncat(_aimux_init_msg, b, sizeof _aimux_init_msg - 1 - strlen(_aimux_init_msg));
 }
@@ -266,7 +322,10 @@ static void _aimux_init_fail_pyerr(const char *what)
     if (s) txt = PyUnicode_AsUTF8(s);
     if (txt == NULL) PyErr_Clear();
     _aimux_init_fail(what, txt ? txt : "(no details)");
-    Py_XDECREF(s); Py_XDECREF(t); Py_XDECREF(v); Py_XDECREF(tb);
+    Py_XDECREF(s);
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
 }
 
 static void _aimux_start(void)
@@ -294,7 +353,10 @@ static void _aimux_start(void)
 
     env = getenv("AIMUX_PYTHONPATH");
     _aimux_path_list = strdup(env != NULL && env[0] != 0 ? env : AIMUX_BUILD_PATHS);
-    if (_aimux_path_list == NULL) { _aimux_init_fail("out of memory", NULL); return; }
+    if (_aimux_path_list == NULL) {
+        _aimux_init_fail("out of memory", NULL);
+        return;
+    }
 
     /* 2. Start the interpreter ourselves (unless the host already runs one): isolated from the
           host's environment, with the home recorded at build time, and with a status instead of
@@ -306,10 +368,13 @@ static void _aimux_start(void)
         const char *pm = getenv("PYTHONMALLOC");
         PyPreConfig_InitIsolatedConfig(&pre);
         pre.utf8_mode = 1;
-        if (pm != NULL) {   /* honoured so the library can run under valgrind */
-            if (strcmp(pm, "malloc") == 0) pre.allocator = PYMEM_ALLOCATOR_MALLOC;
-            else if (strcmp(pm, "malloc_debug") == 0) pre.allocator = PYMEM_ALLOCATOR_MALLOC_DEBUG;
-            else if (strcmp(pm, "debug") == 0) pre.allocator = PYMEM_ALLOCATOR_DEBUG;
+        if (pm != NULL) { /* honoured so the library can run under valgrind */
+            if (strcmp(pm, "malloc") == 0)
+                pre.allocator = PYMEM_ALLOCATOR_MALLOC;
+            else if (strcmp(pm, "malloc_debug") == 0)
+                pre.allocator = PYMEM_ALLOCATOR_MALLOC_DEBUG;
+            else if (strcmp(pm, "debug") == 0)
+                pre.allocator = PYMEM_ALLOCATOR_DEBUG;
         }
         st = Py_PreInitialize(&pre);
         if (PyStatus_Exception(st)) {
@@ -325,7 +390,7 @@ static void _aimux_start(void)
             _aimux_init_fail("Py_InitializeFromConfig: ", st.err_msg ? st.err_msg : "failed");
             return;
         }
-        PyEval_SaveThread();   /* release the GIL: every call takes it with PyGILState_Ensure */
+        PyEval_SaveThread(); /* release the GIL: every call takes it with PyGILState_Ensure */
     }
 
     /* 3. Put the recorded package paths first on sys.path (the init code then processes their
@@ -335,9 +400,13 @@ static void _aimux_start(void)
     if (sys_path != NULL && PyList_Check(sys_path)) {
         char *copy = strdup(_aimux_path_list), *save = NULL, *tok;
         Py_ssize_t at = 0;
-        for (tok = copy ? strtok_r(copy, ":", &save) : NULL; tok; tok = strtok_r(NULL, ":", &save)) {
+        for (tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
+             tok = strtok_r(NULL, ":", &save)) {
             PyObject *p = PyUnicode_DecodeFSDefault(tok);
-            if (p == NULL) { PyErr_Clear(); continue; }
+            if (p == NULL) {
+                PyErr_Clear();
+                continue;
+            }
             if (PySequence_Contains(sys_path, p) != 1) {
                 if (PyList_Insert(sys_path, at++, p) < 0) PyErr_Clear();
             }
@@ -358,7 +427,8 @@ static void _aimux_start(void)
           than raises, a failure to import the core). */
     if (cffi_start_python() != 0) {
         _aimux_init_fail("the cffi embedding init failed (cffi_start_python() returned -1; "
-                         "the traceback was printed to stderr)", NULL);
+                         "the traceback was printed to stderr)",
+                         NULL);
         return;
     }
     _aimux_ready = 1;
@@ -377,7 +447,7 @@ static aimux_error_t *_aimux_after(int rc, aimux_error_t *err)
     if (err != NULL) return err;
     if (rc != 0)
         return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
-                                 "unexpected failure in the Python side of libaimux", NULL);
+                                "unexpected failure in the Python side of libaimux", NULL);
     return NULL;
 }
 
@@ -394,9 +464,13 @@ CFFI_DLLEXPORT aimux_error_t *aimux_call(const char *op, const char *params_json
     *out_result_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
     rc = _aimux_py_call(op, params_json, &res, &err);
-    if ((err = _aimux_after(rc, err)) != NULL) { free(res); return err; }
+    if ((err = _aimux_after(rc, err)) != NULL) {
+        free(res);
+        return err;
+    }
     if (res == NULL)
-        return _aimux_err_early(_AIMUX_EARLY_INTERNAL, "the core returned neither a result nor an error", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
+                                "the core returned neither a result nor an error", NULL);
     *out_result_json = res;
     return NULL;
 }
@@ -413,7 +487,8 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream(const char *op, const char *params_js
     rc = _aimux_py_stream(op, params_json, &h, &err);
     if ((err = _aimux_after(rc, err)) != NULL) return err;
     if (h == 0)
-        return _aimux_err_early(_AIMUX_EARLY_INTERNAL, "the core returned neither a handle nor an error", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
+                                "the core returned neither a handle nor an error", NULL);
     *out_stream = h;
     return NULL;
 }
@@ -427,29 +502,35 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream_next(uint64_t stream, char **out_even
     *out_event_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
     rc = _aimux_py_stream_next(stream, &ev, &err);
-    if ((err = _aimux_after(rc, err)) != NULL) { free(ev); return err; }
-    *out_event_json = ev;   /* NULL: ended */
+    if ((err = _aimux_after(rc, err)) != NULL) {
+        free(ev);
+        return err;
+    }
+    *out_event_json = ev; /* NULL: ended */
     return NULL;
 }
 
 CFFI_DLLEXPORT void aimux_stream_cancel(uint64_t stream)
 {
     aimux_error_t *err = _aimux_runtime();
-    if (err != NULL) { aimux_error_free(err); return; }
+    if (err != NULL) {
+        aimux_error_free(err);
+        return;
+    }
     (void)_aimux_py_stream_ctl(stream, 0);
 }
 
 CFFI_DLLEXPORT void aimux_stream_free(uint64_t stream)
 {
     aimux_error_t *err = _aimux_runtime();
-    if (err != NULL) { aimux_error_free(err); return; }
+    if (err != NULL) {
+        aimux_error_free(err);
+        return;
+    }
     (void)_aimux_py_stream_ctl(stream, 1);
 }
 
-CFFI_DLLEXPORT int32_t aimux_error_code(const aimux_error_t *err)
-{
-    return err ? err->code : 0;
-}
+CFFI_DLLEXPORT int32_t aimux_error_code(const aimux_error_t *err) { return err ? err->code : 0; }
 
 CFFI_DLLEXPORT char *aimux_error_message(const aimux_error_t *err)
 {
@@ -480,7 +561,10 @@ CFFI_DLLEXPORT aimux_error_t *aimux_error_from_json(const char *envelope_json,
     if (envelope_json == NULL) return _aimux_null_arg("envelope_json");
     if ((err = _aimux_runtime()) != NULL) return err;
     rc = _aimux_py_decode(envelope_json, &dec, &err);
-    if ((err = _aimux_after(rc, err)) != NULL) { aimux_error_free(dec); return err; }
+    if ((err = _aimux_after(rc, err)) != NULL) {
+        aimux_error_free(dec);
+        return err;
+    }
     if (dec == NULL)
         return _aimux_err_early(_AIMUX_EARLY_INTERNAL, "the envelope decoded to no error", NULL);
     *out_error = dec;
