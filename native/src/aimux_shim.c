@@ -346,8 +346,8 @@ static void _aimux_init_fail_pyerr(const char *what)
 #define AIMUX_HOME_FIXED 0
 #endif
 #define _AIMUX_STR2(x) #x
-#define _AIMUX_STR(x) _AIMUX_STR2(x)
-#define _AIMUX_PYVER _AIMUX_STR(PY_MAJOR_VERSION) "." _AIMUX_STR(PY_MINOR_VERSION)
+#define _AIMUX_STR(x)  _AIMUX_STR2(x)
+#define _AIMUX_PYVER   _AIMUX_STR(PY_MAJOR_VERSION) "." _AIMUX_STR(PY_MINOR_VERSION)
 
 static char _aimux_home[PATH_MAX];
 
@@ -394,10 +394,12 @@ static int _aimux_check_python_version(void)
     if (strncmp(v, _AIMUX_PYVER, want) != 0 || (v[want] != '.' && v[want] != ' ' && v[want] != 0)) {
         char msg[300];
         const char *dot = strchr(v, '.');
-        int full = (int)strcspn(v, " "), xy = dot ? (int)(dot + 1 - v + strcspn(dot + 1, ". ")) : full;
+        int full = (int)strcspn(v, " "),
+            xy = dot ? (int)(dot + 1 - v + strcspn(dot + 1, ". ")) : full;
         if (full > 40) full = 40;
         if (xy > full) xy = full;
-        snprintf(msg, sizeof msg, "libaimux was built for Python " _AIMUX_PYVER " but this process "
+        snprintf(msg, sizeof msg,
+                 "libaimux was built for Python " _AIMUX_PYVER " but this process "
                  "runs Python %.*s; use a libaimux built for Python %.*s (make install "
                  "PYTHON=python%.*s, or pip install aimux-ops in that Python's environment)",
                  full, v, xy, v, xy, v);
@@ -420,7 +422,8 @@ static char *_aimux_find_payload(void)
     if (AIMUX_PAYLOAD_REL[0] == 0) return strdup(AIMUX_BUILD_PATHS);
     if (!_aimux_dir_of((const void *)_aimux_home, dir, sizeof dir)) {
         _aimux_init_fail("cannot locate libaimux's own file (dladdr failed), so not its Python "
-                         "payload either; set AIMUX_PYTHONPATH", NULL);
+                         "payload either; set AIMUX_PYTHONPATH",
+                         NULL);
         return NULL;
     }
     snprintf(payload, sizeof payload, "%s/%s", dir, AIMUX_PAYLOAD_REL);
@@ -428,9 +431,11 @@ static char *_aimux_find_payload(void)
     snprintf(probe, sizeof probe, "%s/aimux_ops/__init__.py", r ? r : dir);
     if (r == NULL || !_aimux_exists(probe)) {
         _aimux_init_fail("libaimux cannot find its Python payload (aimux_ops and its "
-                         "dependencies): no ", r ? probe : payload);
+                         "dependencies): no ",
+                         r ? probe : payload);
         _aimux_init_append(" (reinstall with `make install`, which puts the payload there, "
-                           "or `pip install aimux-ops`; or set AIMUX_PYTHONPATH)", "", "");
+                           "or `pip install aimux-ops`; or set AIMUX_PYTHONPATH)",
+                           "", "");
         free(r);
         return NULL;
     }
