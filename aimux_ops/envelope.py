@@ -29,6 +29,7 @@ from .errors import (
     UnknownError,
     lookup,
 )
+from .errors import TimeoutError as AITimeoutError
 
 __all__ = [
     "ENVELOPE_MAX_BYTES",
@@ -140,17 +141,21 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
         ):
             exc = UnknownError(message, kind=kind, code=code, name=name)
         else:
-            members = {k: v for k, v in error.items() if k != "name"}
-            if cls is RetryError:
-                attempts = error.get("errors")
-                members["errors"] = [
+            members = {k: v for k, v in error.items() if k not in ("name", "errors")}
+            attempts: list[BaseException] = []
+            if issubclass(cls, (RetryError, AITimeoutError)):  # a timeout's earlier attempts too
+                raw_attempts = error.get("errors")
+                attempts = [
                     _decode_node(a, depth + 1)
-                    for a in (attempts if isinstance(attempts, list) else [])
+                    for a in (raw_attempts if isinstance(raw_attempts, list) else [])
                     if isinstance(a, dict) and depth + 1 < _DECODE_MAX_DEPTH
                 ]
+            if issubclass(cls, RetryError):  # the attempts are part of its payload
+                exc = cls(message, payload=cls.wire_payload({**members, "errors": attempts}))
+            elif issubclass(cls, AITimeoutError):
+                exc = cls(message, payload=cls.wire_payload(members), errors=attempts)
             else:
-                members.pop("errors", None)
-            exc = cls(message, payload=cls.wire_payload(members))
+                exc = cls(message, payload=cls.wire_payload(members))
             if code > 0:
                 exc.code = code  # the code as sent (a known name keeps its class's code otherwise)
         assert isinstance(exc, AimuxError)

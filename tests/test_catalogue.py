@@ -90,6 +90,8 @@ def test_payload_fields_are_attributes() -> None:
     assert err.retryable
     err.status_code = 504
     assert err.payload_fields()["statusCode"] == 504  # one state, however it is set
+    err.payload.response_body = "later"
+    assert err.response_body == "later"
     npe = NoSuchProviderError(provider_id="x", available_providers=["openai"], model_id="m")
     assert (npe.provider_id, npe.available_providers, npe.model_id, npe.model_type) == (
         "x", ["openai"], "m", None,

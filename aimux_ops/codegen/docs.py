@@ -14,14 +14,15 @@ END = "<!-- END generated: catalogue -->\n"
 
 
 def _fields(e: dict[str, Any], schemas: dict[str, Any]) -> str:
-    if not e["fields"]:
-        return "—"
+    # the payload fields, then what the schema adds (the attempts of a Retry / Timeout)
     props = schemas.get(e["className"], {}).get("properties", {})
+    names = [f["name"] for f in e["fields"]]
+    names += [p for p in props if p != "name" and p not in names]
     out = []
-    for f in e["fields"]:
-        enum = props.get(f["name"], {}).get("enum")
-        out.append(f"{f['name']} ({' / '.join(f'`{x}`' for x in enum)})" if enum else f["name"])
-    return ", ".join(out)
+    for name in names:
+        enum = props.get(name, {}).get("enum")
+        out.append(f"{name} ({' / '.join(f'`{x}`' for x in enum)})" if enum else name)
+    return ", ".join(out) or "—"
 
 
 def table(m: Manifest, schemas: dict[str, Any]) -> str:

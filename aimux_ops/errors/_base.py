@@ -61,6 +61,19 @@ def constant_of(stem: str) -> str:
     return "_".join(w.upper() for w in _WORDS.findall(stem))
 
 
+def _payload_property(name: str) -> property:
+    """A payload field as an attribute of the error: ``err.status_code`` reads and sets
+    ``err.payload.status_code`` (one state, whichever way it is used)."""
+
+    def get(self: AimuxError) -> Any:
+        return getattr(self.payload, name, None)
+
+    def set_(self: AimuxError, value: Any) -> None:
+        setattr(self.payload, name, value)
+
+    return property(get, set_, doc=f"The payload field ``{name}`` (None when absent).")
+
+
 def _own_fields(cls: type) -> dict[str, tuple[Any, Any]]:
     """The payload fields a class declares itself: annotated, non-ClassVar class attributes."""
     own = inspect.get_annotations(cls)
@@ -104,9 +117,8 @@ class AimuxError(Exception):
     ) -> None:
         super().__init_subclass__(**kwargs)
         fields = _own_fields(cls)
-        for field in fields:  # instance attributes, not class defaults
-            if field in cls.__dict__:
-                delattr(cls, field)
+        for field in fields:  # read and written through the payload: one state
+            setattr(cls, field, _payload_property(field))
         if fields:
             cls.Payload = create_model(  # type: ignore[call-overload]
                 f"{cls.__name__}Payload", __base__=cls.Payload, **fields
@@ -140,20 +152,12 @@ class AimuxError(Exception):
         is an already-built payload (the decoder's path: what the wire carried, kept even when
         it does not validate)."""
         self.payload: ErrorPayload = payload if payload is not None else self.Payload(**fields)
-        for field in self._field_names:
-            object.__setattr__(self, field, getattr(self.payload, field, None))
         self.message: str = message if message is not None else self.default_message()
         #: The node this error was decoded from, when it came from JSON (else None).
         self.raw: dict[str, Any] | None = None
         #: A decoded root's own ``(retryable, retryAfterMs)`` as the envelope gave them (else None).
         self.wire_root: tuple[bool, int | None] | None = None
         super().__init__(self.message)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # A payload field set on the error is the payload (one state, whichever way it is read).
-        if name in self._field_names and "payload" in self.__dict__:
-            object.__setattr__(self.payload, name, value)
-        object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
         # Members a newer core sent that this version does not declare (kept when decoding).

@@ -6,7 +6,7 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
-from ._base import AimuxError
+from ._base import AimuxError, ErrorPayload
 
 __all__ = [
     "AIError",
@@ -140,11 +140,31 @@ class APICallError(AIError, code=11):
 
 
 class TimeoutError(AIError, code=12):  # noqa: A001 - mirrors asyncio.TimeoutError / concurrent.futures
-    """The call did not complete within ``timeoutMs`` (never retried)."""
+    """The call did not complete within ``timeoutMs`` (never retried).
+
+    When the deadline passed during retry backoff, ``errors`` holds the failed attempts and the
+    last one is also its cause."""
 
     timeout_ms: int | None = None
     #: The HTTP status already received when the deadline passed mid-body (streams), if any.
     status_code: int | None = None
+
+    def __init__(
+        self,
+        message: str | None = None,
+        /,
+        *,
+        errors: list[BaseException] | None = None,
+        payload: ErrorPayload | None = None,
+        **fields: Any,
+    ) -> None:
+        super().__init__(message, payload=payload, **fields)
+        #: The attempts that failed before the deadline passed (set by the retry loop; not a
+        #: payload field: projected as cause nodes).
+        self.errors: list[BaseException] = list(errors or [])
+
+    def cause_children(self) -> list[BaseException]:
+        return self.errors
 
     def _own_retryable(self) -> bool:
         return True

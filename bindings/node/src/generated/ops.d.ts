@@ -135,6 +135,9 @@ export interface ManifestOp {
 
 export interface Message {
   role: "system" | "user" | "assistant" | "tool";
+  /**
+   * Text, or content parts passed to the provider as given (in its own format).
+   */
   content?: string | Array<Record<string, unknown>> | null;
   toolCalls?: Array<ToolCallPart> | null;
   toolCallId?: string | null;
@@ -145,12 +148,12 @@ export interface Message {
  */
 export interface ModelSpec {
   /**
-   * The provider id; "openai" (Chat Completions wire format).
+   * The provider id: "openai" (Chat Completions wire format) or "anthropic" (Messages API); any other id is NoSuchProviderError.
    */
-  provider: string;
+  provider: "anthropic" | "openai";
   modelId: string;
   /**
-   * Default https://api.openai.com/v1.
+   * Default https://api.openai.com/v1 (openai), https://api.anthropic.com/v1 (anthropic).
    */
   baseURL?: string | null;
   /**
@@ -158,7 +161,7 @@ export interface ModelSpec {
    */
   apiKey?: string | null;
   /**
-   * Environment variable holding the key (default OPENAI_API_KEY).
+   * Environment variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY).
    */
   apiKeyEnv?: string | null;
   headers?: Record<string, string> | null;
