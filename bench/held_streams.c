@@ -27,7 +27,8 @@ static int threads(void)
     struct dirent *e;
     int n = 0;
     if (!d) return -1;
-    while ((e = readdir(d)) != NULL) if (e->d_name[0] != '.') n++;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') n++;
     closedir(d);
     return n;
 }
@@ -36,7 +37,10 @@ static long rss(void)
 {
     long pages = 0, res = 0;
     FILE *f = fopen("/proc/self/statm", "r");
-    if (f) { if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0; fclose(f); }
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+        fclose(f);
+    }
     return res * sysconf(_SC_PAGESIZE);
 }
 
@@ -44,7 +48,10 @@ static int deltas_in(const char *batch)
 {
     int n = 0;
     const char *p = batch;
-    while ((p = strstr(p, "\"text-delta\"")) != NULL) { n++; p += 12; }
+    while ((p = strstr(p, "\"text-delta\"")) != NULL) {
+        n++;
+        p += 12;
+    }
     return n;
 }
 
@@ -59,14 +66,21 @@ static long run(const char *params, int count, int fd, double *open_s, int *thr_
     uint64_t ready[512];
     for (i = 0; i < count; i++) {
         aimux_error_t *e = aimux_stream_start("stream_text", params, &hs[i]);
-        if (e) { fprintf(stderr, "start: %d\n", aimux_error_code(e)); return -1; }
+        if (e) {
+            fprintf(stderr, "start: %d\n", aimux_error_code(e));
+            return -1;
+        }
     }
     while (ended < count) {
         struct pollfd p = {fd, POLLIN, 0};
         char buf[256];
         size_t n, k;
-        if (now_s() - t0 > 600) { fprintf(stderr, "timed out\n"); return -1; }
-        if (poll(&p, 1, 1000) > 0) while (read(fd, buf, sizeof buf) > 0) {}
+        if (now_s() - t0 > 600) {
+            fprintf(stderr, "timed out\n");
+            return -1;
+        }
+        if (poll(&p, 1, 1000) > 0)
+            while (read(fd, buf, sizeof buf) > 0) {}
         do {
             if (aimux_ready(ready, 512, &n)) return -1;
             for (k = 0; k < n; k++) {
@@ -77,7 +91,10 @@ static long run(const char *params, int count, int fd, double *open_s, int *thr_
                     char *batch = NULL;
                     int32_t end = 0;
                     aimux_error_t *e = aimux_stream_poll(ready[k], 256, &batch, &end);
-                    if (e) { fprintf(stderr, "poll: %d\n", aimux_error_code(e)); return -1; }
+                    if (e) {
+                        fprintf(stderr, "poll: %d\n", aimux_error_code(e));
+                        return -1;
+                    }
                     if (batch) {
                         int d = deltas_in(batch);
                         events += d;
@@ -93,7 +110,12 @@ static long run(const char *params, int count, int fd, double *open_s, int *thr_
                         }
                         aimux_string_free(batch);
                     }
-                    if (end) { over[idx] = 1; ended++; aimux_stream_free(ready[k]); break; }
+                    if (end) {
+                        over[idx] = 1;
+                        ended++;
+                        aimux_stream_free(ready[k]);
+                        break;
+                    }
                     if (!batch) break;
                 }
             }
@@ -105,7 +127,9 @@ static long run(const char *params, int count, int fd, double *open_s, int *thr_
             if (r > *rss_max) *rss_max = r;
         }
     }
-    free(hs); free(seen); free(over);
+    free(hs);
+    free(seen);
+    free(over);
     return events;
 }
 
@@ -115,17 +139,33 @@ int main(int argc, char **argv)
     long rss0, rss_max, events;
     double t0, secs, open_s = 0;
     aimux_error_t *e;
-    if (argc < 4) { fprintf(stderr, "usage: held_streams <params_json> <streams> <events>\n"); return 2; }
-    count = atoi(argv[2]); per = atoi(argv[3]);
-    if ((e = aimux_events_fd(&fd)) != NULL) { fprintf(stderr, "events_fd: %d\n", aimux_error_code(e)); return 1; }
-    thr_max = 0; rss_max = 0;
-    if (run(argv[1], 1, fd, &open_s, &thr_max, &rss_max) != per) { fprintf(stderr, "warm-up failed\n"); return 1; }
-    thr0 = threads(); rss0 = rss();
-    thr_max = thr0; rss_max = rss0;
+    if (argc < 4) {
+        fprintf(stderr, "usage: held_streams <params_json> <streams> <events>\n");
+        return 2;
+    }
+    count = atoi(argv[2]);
+    per = atoi(argv[3]);
+    if ((e = aimux_events_fd(&fd)) != NULL) {
+        fprintf(stderr, "events_fd: %d\n", aimux_error_code(e));
+        return 1;
+    }
+    thr_max = 0;
+    rss_max = 0;
+    if (run(argv[1], 1, fd, &open_s, &thr_max, &rss_max) != per) {
+        fprintf(stderr, "warm-up failed\n");
+        return 1;
+    }
+    thr0 = threads();
+    rss0 = rss();
+    thr_max = thr0;
+    rss_max = rss0;
     t0 = now_s();
     events = run(argv[1], count, fd, &open_s, &thr_max, &rss_max);
     secs = now_s() - t0;
-    if (events != (long)count * per) { fprintf(stderr, "expected %ld deltas, got %ld\n", (long)count * per, events); return 1; }
+    if (events != (long)count * per) {
+        fprintf(stderr, "expected %ld deltas, got %ld\n", (long)count * per, events);
+        return 1;
+    }
     printf("{\"mode\":\"c\",\"streams\":%d,\"events\":%ld,\"openSeconds\":%.4f,\"seconds\":%.4f,"
            "\"eventsPerSecond\":%.1f,\"threadsBaseline\":%d,\"threadsMax\":%d,\"rssBaseline\":%ld,"
            "\"rssMax\":%ld,\"rssPerStreamKiB\":%.2f}\n",

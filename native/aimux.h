@@ -56,6 +56,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aimux_codes.h" /* AIMUX_CODE_<CONSTANT>, aimux_code_kind(): generated */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -95,8 +97,7 @@ uint32_t aimux_abi_version(void);
  * here is a 302 (WRONG_MODE) error; an unknown op is 300; invalid params 301.
  * Blocks until the op completes. Thread-safe; concurrent calls overlap.
  */
-aimux_error_t *aimux_call(const char *op, const char *params_json,
-                          char **out_result_json);
+aimux_error_t *aimux_call(const char *op, const char *params_json, char **out_result_json);
 
 /**
  * Starts a streaming op (e.g. "stream_text").
@@ -110,8 +111,7 @@ aimux_error_t *aimux_call(const char *op, const char *params_json,
  * Returns NULL on success, or an error owned by the caller. Failures before
  * the first event (after the retries) are returned here. Thread-safe.
  */
-aimux_error_t *aimux_stream(const char *op, const char *params_json,
-                            uint64_t *out_stream);
+aimux_error_t *aimux_stream(const char *op, const char *params_json, uint64_t *out_stream);
 
 /**
  * Waits for the next event of a stream.
@@ -211,8 +211,7 @@ void aimux_string_free(char *s);
  * never has code 0.
  * Thread-safe.
  */
-aimux_error_t *aimux_error_from_json(const char *envelope_json,
-                                     aimux_error_t **out_error);
+aimux_error_t *aimux_error_from_json(const char *envelope_json, aimux_error_t **out_error);
 
 /**
  * Returns a copy of the node's `kind` ("aimux", "recording", "binding",
@@ -287,7 +286,7 @@ int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
  * ------------------------------------------------------------------------- */
 
 /** `*out_ended` of aimux_stream_poll(): more may come / the stream is over. */
-#define AIMUX_STREAM_OPEN 0
+#define AIMUX_STREAM_OPEN  0
 #define AIMUX_STREAM_ENDED 1
 
 /**
@@ -314,8 +313,7 @@ aimux_error_t *aimux_events_fd(int *out_fd);
  * or aimux_stream_next(), which then report the end. Never blocks on the
  * network. Thread-safe.
  */
-aimux_error_t *aimux_stream_start(const char *op, const char *params_json,
-                                  uint64_t *out_stream);
+aimux_error_t *aimux_stream_start(const char *op, const char *params_json, uint64_t *out_stream);
 
 /**
  * Takes up to `capacity` handles off the ready list (oldest first) into
@@ -325,8 +323,7 @@ aimux_error_t *aimux_stream_start(const char *op, const char *params_json,
  * have been freed since (its poll then answers 203: ignore it). Never blocks.
  * Thread-safe.
  */
-aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity,
-                           size_t *out_count);
+aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity, size_t *out_count);
 
 /**
  * Takes the events a stream has ready, without blocking.
@@ -349,8 +346,8 @@ aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity,
  * after the first event arrive as `error` events, as with
  * aimux_stream_next(). Never blocks. Thread-safe.
  */
-aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events,
-                                 char **out_events_json, int32_t *out_ended);
+aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events, char **out_events_json,
+                                 int32_t *out_ended);
 
 /**
  * aimux_ready() and aimux_stream_poll() of every listed stream in one call:

@@ -22,8 +22,15 @@
 #include "aimux.h"
 
 static int g_failures = 0;
-#define CHECK(cond, what) do { if (cond) printf("ok   %s\n", what); \
-    else { printf("FAIL %s (%s:%d)\n", what, __FILE__, __LINE__); g_failures++; } } while (0)
+#define CHECK(cond, what)                                                                          \
+    do {                                                                                           \
+        if (cond)                                                                                  \
+            printf("ok   %s\n", what);                                                             \
+        else {                                                                                     \
+            printf("FAIL %s (%s:%d)\n", what, __FILE__, __LINE__);                                 \
+            g_failures++;                                                                          \
+        }                                                                                          \
+    } while (0)
 
 #define EVENTS 20
 
@@ -40,7 +47,8 @@ static int thread_count(void)
     struct dirent *e;
     int n = 0;
     if (!d) return -1;
-    while ((e = readdir(d)) != NULL) if (e->d_name[0] != '.') n++;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') n++;
     closedir(d);
     return n;
 }
@@ -62,12 +70,15 @@ static int start_server(const char *python, const char *script, pid_t *pid, int 
     if (pipe(in) || pipe(out)) return -1;
     *pid = fork();
     if (*pid == 0) {
-        dup2(in[0], 0); dup2(out[1], 1);
-        close(in[1]); close(out[0]);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
         execl(python, python, script, "--events", "20", "--interval-ms", "50", (char *)NULL);
         _exit(127);
     }
-    close(in[0]); close(out[1]);
+    close(in[0]);
+    close(out[1]);
     *stdin_fd = in[1];
     while (got < (ssize_t)sizeof line - 1 && (n = read(out[0], line + got, 1)) == 1) {
         if (line[got] == '\n') break;
@@ -77,12 +88,17 @@ static int start_server(const char *python, const char *script, pid_t *pid, int 
     return strncmp(line, "port ", 5) == 0 ? atoi(line + 5) : -1;
 }
 
-typedef struct { uint64_t h; int deltas, finishes, errors, ended; size_t text_len; } slot_t;
+typedef struct {
+    uint64_t h;
+    int deltas, finishes, errors, ended;
+    size_t text_len;
+} slot_t;
 
 static slot_t *find(slot_t *s, int n, uint64_t h)
 {
     int i;
-    for (i = 0; i < n; i++) if (s[i].h == h) return &s[i];
+    for (i = 0; i < n; i++)
+        if (s[i].h == h) return &s[i];
     return NULL;
 }
 
@@ -92,9 +108,12 @@ static void count_batch(slot_t *s, const char *batch)
     const char *p = batch;
     while ((p = strstr(p, "\"type\":\"")) != NULL) {
         p += 8;
-        if (strncmp(p, "text-delta", 10) == 0) s->deltas++;
-        else if (strncmp(p, "finish", 6) == 0) s->finishes++;
-        else if (strncmp(p, "error", 5) == 0) s->errors++;
+        if (strncmp(p, "text-delta", 10) == 0)
+            s->deltas++;
+        else if (strncmp(p, "finish", 6) == 0)
+            s->finishes++;
+        else if (strncmp(p, "error", 5) == 0)
+            s->errors++;
     }
     s->text_len += strlen(batch);
 }
@@ -107,7 +126,11 @@ static int drain(slot_t *slots, int n, int *max_batch)
     int ended = 0;
     do {
         aimux_error_t *e = aimux_ready(ready, 256, &count);
-        if (e) { printf("FAIL aimux_ready: %d\n", error_code_free(e)); g_failures++; return 0; }
+        if (e) {
+            printf("FAIL aimux_ready: %d\n", error_code_free(e));
+            g_failures++;
+            return 0;
+        }
         for (i = 0; i < count; i++) {
             slot_t *s = find(slots, n, ready[i]);
             if (!s || s->ended) continue;
@@ -115,16 +138,30 @@ static int drain(slot_t *slots, int n, int *max_batch)
                 char *batch = NULL;
                 int32_t over = 0;
                 e = aimux_stream_poll(s->h, 64, &batch, &over);
-                if (e) { s->errors += 100; s->ended = 1; ended++; aimux_error_free(e); break; }
+                if (e) {
+                    s->errors += 100;
+                    s->ended = 1;
+                    ended++;
+                    aimux_error_free(e);
+                    break;
+                }
                 if (batch) {
                     int k = 0;
                     const char *p = batch;
-                    while ((p = strstr(p, "\"type\":")) != NULL) { k++; p++; }
+                    while ((p = strstr(p, "\"type\":")) != NULL) {
+                        k++;
+                        p++;
+                    }
                     if (k > *max_batch) *max_batch = k;
                     count_batch(s, batch);
                     aimux_string_free(batch);
                 }
-                if (over) { s->ended = 1; ended++; aimux_stream_free(s->h); break; }
+                if (over) {
+                    s->ended = 1;
+                    ended++;
+                    aimux_stream_free(s->h);
+                    break;
+                }
                 if (!batch) break;
             }
         }
@@ -150,15 +187,23 @@ int main(int argc, char **argv)
     slot_t *slots;
     aimux_error_t *e;
     double t0, deadline;
-    if (argc < 3) { fprintf(stderr, "usage: test_events <python> <trickle_server.py> [n]\n"); return 2; }
-    python = argv[1]; script = argv[2];
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_events <python> <trickle_server.py> [n]\n");
+        return 2;
+    }
+    python = argv[1];
+    script = argv[2];
     signal(SIGPIPE, SIG_IGN);
     port = start_server(python, script, &server, &server_in);
-    if (port <= 0) { printf("FAIL cannot start the trickle server\n"); return 1; }
+    if (port <= 0) {
+        printf("FAIL cannot start the trickle server\n");
+        return 1;
+    }
     snprintf(params, sizeof params,
              "{\"model\":{\"provider\":\"openai\",\"modelId\":\"m\",\"baseURL\":"
              "\"http://127.0.0.1:%d/v1\",\"apiKey\":\"sk-events\"},\"prompt\":\"hi\","
-             "\"maxRetries\":0,\"timeoutMs\":60000}", port);
+             "\"maxRetries\":0,\"timeoutMs\":60000}",
+             port);
 
     /* argument checks */
     CHECK(error_code_free(aimux_events_fd(NULL)) == 204, "events_fd(NULL) is 204");
@@ -170,7 +215,10 @@ int main(int argc, char **argv)
         CHECK(e2 == NULL && fd2 == fd, "the same fd every time");
     }
     {
-        uint64_t h = 7; size_t c = 9; char *b = (char *)1; int32_t over = 5;
+        uint64_t h = 7;
+        size_t c = 9;
+        char *b = (char *)1;
+        int32_t over = 5;
         CHECK(error_code_free(aimux_stream_start("no.such.op", "{}", &h)) == 300 && h == 0,
               "stream_start: unknown op is 300 at once, out-param reset");
         CHECK(error_code_free(aimux_stream_start("aimux.version", "{}", &h)) == 302,
@@ -179,29 +227,39 @@ int main(int argc, char **argv)
               "stream_start: bad JSON is 202");
         CHECK(error_code_free(aimux_stream_start("stream_text", params, NULL)) == 204,
               "stream_start: NULL out_stream is 204");
-        CHECK(error_code_free(aimux_ready(NULL, 4, &c)) == 204 && c == 0, "ready: NULL array is 204");
+        CHECK(error_code_free(aimux_ready(NULL, 4, &c)) == 204 && c == 0,
+              "ready: NULL array is 204");
         CHECK(error_code_free(aimux_ready(NULL, 0, NULL)) == 204, "ready: NULL count is 204");
-        CHECK(error_code_free(aimux_stream_poll(999999, 8, &b, &over)) == 203 && b == NULL && over == 0,
+        CHECK(error_code_free(aimux_stream_poll(999999, 8, &b, &over)) == 203 && b == NULL &&
+                  over == 0,
               "poll: unknown handle is 203, out-params reset");
-        CHECK(error_code_free(aimux_stream_poll(1, 8, NULL, &over)) == 204, "poll: NULL batch is 204");
+        CHECK(error_code_free(aimux_stream_poll(1, 8, NULL, &over)) == 204,
+              "poll: NULL batch is 204");
         CHECK(error_code_free(aimux_stream_poll(1, 8, &b, NULL)) == 204, "poll: NULL ended is 204");
-        CHECK(error_code_free(aimux_poll_ready(8, NULL)) == 204, "poll_ready: NULL out_json is 204");
+        CHECK(error_code_free(aimux_poll_ready(8, NULL)) == 204,
+              "poll_ready: NULL out_json is 204");
     }
 
     /* an open that fails (HTTP 400) is reported once by the first poll, then 203 after free */
     snprintf(bad, sizeof bad,
              "{\"model\":{\"provider\":\"openai\",\"modelId\":\"m\",\"baseURL\":"
              "\"http://127.0.0.1:%d/v1\",\"apiKey\":\"sk-events\"},\"prompt\":\"refuse\","
-             "\"maxRetries\":0}", port);
+             "\"maxRetries\":0}",
+             port);
     {
-        uint64_t h = 0, r[8]; size_t c = 0; int found = 0, code = 0;
-        char *b = NULL; int32_t over = 0;
+        uint64_t h = 0, r[8];
+        size_t c = 0;
+        int found = 0, code = 0;
+        char *b = NULL;
+        int32_t over = 0;
         double until = now_s() + 30;
-        CHECK(aimux_stream_start("stream_text", bad, &h) == NULL && h != 0, "a failing open starts");
+        CHECK(aimux_stream_start("stream_text", bad, &h) == NULL && h != 0,
+              "a failing open starts");
         while (!found && now_s() < until) {
             wait_readable(fd, 1000);
             if (aimux_ready(r, 8, &c) == NULL)
-                for (size_t k = 0; k < c; k++) if (r[k] == h) found = 1;
+                for (size_t k = 0; k < c; k++)
+                    if (r[k] == h) found = 1;
         }
         CHECK(found, "its handle is listed ready");
         e = aimux_stream_poll(h, 8, &b, &over);
@@ -216,15 +274,26 @@ int main(int argc, char **argv)
 
     /* aimux_poll_ready: every listed stream in one JSON text, the open failure inside */
     {
-        uint64_t h = 0; char *js = NULL; int found = 0; char want[64];
+        uint64_t h = 0;
+        char *js = NULL;
+        int found = 0;
+        char want[64];
         double until = now_s() + 30;
-        CHECK(aimux_stream_start("stream_text", bad, &h) == NULL && h != 0, "a second failing open");
+        CHECK(aimux_stream_start("stream_text", bad, &h) == NULL && h != 0,
+              "a second failing open");
         snprintf(want, sizeof want, "[%llu,1,null,{", (unsigned long long)h);
         while (!found && now_s() < until) {
             wait_readable(fd, 1000);
             e = aimux_poll_ready(8, &js);
-            if (e) { aimux_error_free(e); break; }
-            if (js) { found = strstr(js, want) != NULL && strstr(js, "\"code\":11") != NULL; aimux_string_free(js); js = NULL; }
+            if (e) {
+                aimux_error_free(e);
+                break;
+            }
+            if (js) {
+                found = strstr(js, want) != NULL && strstr(js, "\"code\":11") != NULL;
+                aimux_string_free(js);
+                js = NULL;
+            }
         }
         CHECK(found, "poll_ready lists it as [handle, 1, null, <envelope 11>]");
         aimux_stream_free(h);
@@ -232,10 +301,13 @@ int main(int argc, char **argv)
 
     /* blocking next on an event-driven stream, and cancel of one mid-stream */
     {
-        uint64_t h = 0; char *ev = NULL, *b = NULL; int32_t over = 0;
+        uint64_t h = 0;
+        char *ev = NULL, *b = NULL;
+        int32_t over = 0;
         CHECK(aimux_stream_start("stream_text", params, &h) == NULL, "start for next/cancel");
         e = aimux_stream_next(h, &ev);
-        CHECK(e == NULL && ev && strstr(ev, "text-delta"), "aimux_stream_next works on it (blocks)");
+        CHECK(e == NULL && ev && strstr(ev, "text-delta"),
+              "aimux_stream_next works on it (blocks)");
         aimux_string_free(ev);
         aimux_stream_cancel(h);
         e = aimux_stream_poll(h, 8, &b, &over);
@@ -248,7 +320,12 @@ int main(int argc, char **argv)
     t0 = now_s();
     for (i = 0; i < nstreams; i++) {
         e = aimux_stream_start("stream_text", params, &slots[i].h);
-        if (e) { printf("FAIL start %d: code %d\n", i, error_code_free(e)); g_failures++; slots[i].ended = 1; done++; }
+        if (e) {
+            printf("FAIL start %d: code %d\n", i, error_code_free(e));
+            g_failures++;
+            slots[i].ended = 1;
+            done++;
+        }
     }
     printf("     started %d streams in %.3f s\n", nstreams, now_s() - t0);
     deadline = t0 + 120;
@@ -261,13 +338,16 @@ int main(int argc, char **argv)
     {
         int complete = 0;
         for (i = 0; i < nstreams; i++)
-            if (slots[i].ended && slots[i].deltas == EVENTS && slots[i].finishes == 1 && slots[i].errors == 0)
+            if (slots[i].ended && slots[i].deltas == EVENTS && slots[i].finishes == 1 &&
+                slots[i].errors == 0)
                 complete++;
         printf("     %d/%d streams complete in %.2f s; max threads %d; largest batch %d events\n",
                complete, nstreams, now_s() - t0, max_threads, max_batch);
-        CHECK(complete == nstreams, "every stream delivered its 20 deltas and one finish, no error");
+        CHECK(complete == nstreams,
+              "every stream delivered its 20 deltas and one finish, no error");
     }
-    CHECK(max_threads > 0 && max_threads <= 16, "threads stayed bounded (<= 16) with every stream open");
+    CHECK(max_threads > 0 && max_threads <= 16,
+          "threads stayed bounded (<= 16) with every stream open");
     free(slots);
     close(server_in);
     kill(server, SIGTERM);
