@@ -38,9 +38,16 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def trickle() -> Iterator[int]:
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "trickle_server.py"), "--events", "10",
-         "--interval-ms", "20"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [
+            sys.executable,
+            str(ROOT / "tests" / "trickle_server.py"),
+            "--events",
+            "10",
+            "--interval-ms",
+            "20",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stdin is not None
     line = proc.stdout.readline().decode()
@@ -52,8 +59,17 @@ def trickle() -> Iterator[int]:
 
 
 def trickle_params(port: int, **extra: Any) -> bytes:
-    p = {"model": {"provider": "openai", "modelId": "m", "baseURL": f"http://127.0.0.1:{port}/v1",
-                   "apiKey": "sk-loop"}, "prompt": "hi", "maxRetries": 0, "timeoutMs": 60_000}
+    p = {
+        "model": {
+            "provider": "openai",
+            "modelId": "m",
+            "baseURL": f"http://127.0.0.1:{port}/v1",
+            "apiKey": "sk-loop",
+        },
+        "prompt": "hi",
+        "maxRetries": 0,
+        "timeoutMs": 60_000,
+    }
     p.update(extra)
     return orjson.dumps(p)
 
@@ -169,8 +185,13 @@ def test_a_slow_consumer_bounds_the_queue(server: FaultServer) -> None:
 
 def test_cancel_ends_a_retry_backoff_on_the_loop(server: FaultServer) -> None:
     # a 500 with a 50 s backoff before the retry: cancel must end the wait, not the backoff
-    p = params(server, "mode=status;status=500", scenario="loop-backoff", maxRetries=2,
-               retry={"initialDelayMs": 50_000, "backoffFactor": 1})
+    p = params(
+        server,
+        "mode=status;status=500",
+        scenario="loop-backoff",
+        maxRetries=2,
+        retry={"initialDelayMs": 50_000, "backoffFactor": 1},
+    )
     handle, env = stream_start_json("stream_text", orjson.dumps(p))
     assert env is None and handle is not None
     for _ in range(3000):  # the first attempt failed: the stream is in its backoff now
@@ -209,8 +230,12 @@ def test_a_forked_child_gets_its_own_loop_and_pipe(trickle: int) -> None:
             n = 0
             while h2 is not None and stream_next_json(h2)[0] is not None:
                 n += 1
-            out = {"stale": orjson.loads(stale)["code"] if stale else None,
-                   "new_fd": child_fd != parent_fd or None, "events": n, "open": env2 is None}
+            out = {
+                "stale": orjson.loads(stale)["code"] if stale else None,
+                "new_fd": child_fd != parent_fd or None,
+                "events": n,
+                "open": env2 is None,
+            }
         except BaseException as exc:
             out = {"error": repr(exc)}
         os.write(w, orjson.dumps(out))

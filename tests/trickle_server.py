@@ -28,7 +28,9 @@ def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
 
-async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, args: argparse.Namespace) -> None:
+async def _handle(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, args: argparse.Namespace
+) -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -39,12 +41,16 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ar
             body = await reader.readexactly(length) if length else b""
             if b'"refuse"' in body:
                 msg = b'{"error":{"message":"refused","type":"invalid_request_error"}}'
-                writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: %d\r\n\r\n%s" % (len(msg), msg))
+                writer.write(
+                    b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(msg), msg)
+                )
                 await writer.drain()
                 continue
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                         b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+            )
             writer.write(_chunk({"role": "assistant", "content": ""}))
             await writer.drain()
             if not args.interval_ms:  # as fast as possible: every event in one write
@@ -63,14 +69,18 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ar
 
 
 async def _main(args: argparse.Namespace) -> None:
-    server = await asyncio.start_server(lambda r, w: _handle(r, w, args), "127.0.0.1", 0, backlog=4096)
+    server = await asyncio.start_server(
+        lambda r, w: _handle(r, w, args), "127.0.0.1", 0, backlog=4096
+    )
     port = server.sockets[0].getsockname()[1]
     print(f"port {port}", flush=True)
     loop = asyncio.get_running_loop()
     stdin_closed = loop.run_in_executor(None, sys.stdin.read)
     async with server:
-        await asyncio.wait([asyncio.ensure_future(server.serve_forever()), stdin_closed],
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            [asyncio.ensure_future(server.serve_forever()), stdin_closed],
+            return_when=asyncio.FIRST_COMPLETED,
+        )
 
 
 if __name__ == "__main__":
