@@ -689,7 +689,7 @@ CFFI_DLLEXPORT aimux_error_t *aimux_events_fd(int *out_fd)
     rc = _aimux_py_events_fd(&fd, &err);
     if ((err = _aimux_after(rc, err)) != NULL) return err;
     if (fd < 0)
-        return _aimux_err_simple(208, "InternalError", "the core returned no events fd", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL, "the core returned no events fd", NULL);
     *out_fd = fd;
     return NULL;
 }
@@ -706,8 +706,8 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream_start(const char *op, const char *par
     rc = _aimux_py_stream_start(op, params_json, &h, &err);
     if ((err = _aimux_after(rc, err)) != NULL) return err;
     if (h == 0)
-        return _aimux_err_simple(208, "InternalError",
-                                 "the core returned neither a handle nor an error", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
+                                "the core returned neither a handle nor an error", NULL);
     *out_stream = h;
     return NULL;
 }
