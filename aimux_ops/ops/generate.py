@@ -31,6 +31,7 @@ from ..errors import (
     NoSuchToolError,
     TypeValidationError,
 )
+from ..guest import on_fork_child
 from ..providers import get_provider, openai
 from ..recording import Recorder, Replayer
 from ..redact import guard_url, is_secret_header, remember_secret
@@ -380,6 +381,13 @@ def _run_call(
 
 _validators: OrderedDict[bytes, Any] = OrderedDict()
 _validators_lock = threading.Lock()
+
+
+@on_fork_child
+def _reset_lock_after_fork() -> None:
+    """In a forked child: a fresh lock (another thread may have held this one at fork time)."""
+    global _validators_lock
+    _validators_lock = threading.Lock()
 
 
 def _validator(schema: dict[str, Any], argument: str = "schema") -> Any:

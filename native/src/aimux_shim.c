@@ -8,6 +8,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -236,7 +237,136 @@ static void _aimux_init_fail_pyerr(const char *what)
     Py_XDECREF(s); Py_XDECREF(t); Py_XDECREF(v); Py_XDECREF(tb);
 }
 
-static void _aimux_start(void)
+/* --- the library as a guest (DESIGN.md "The library as a guest") ------------------------- */
+
+/* 1. A foreign Python: a host whose global symbols already hold another CPython version (a
+      python3.12 process loading us through ctypes). Our Py_* references would bind to *its*
+      interpreter (global scope first), and cffi aborts. Checked before any Py_* call. */
+static int _aimux_foreign_python(void)
+{
+    const char *(*host_version)(void);
+    const char *v;
+    int major = 0, minor = 0;
+    size_t n;
+    *(void **)(&host_version) = dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    if (host_version == NULL) return 0;      /* no Python in the global scope */
+    v = host_version();
+    if (v == NULL || sscanf(v, "%d.%d", &major, &minor) != 2) return 0;
+    if (major == PY_MAJOR_VERSION && minor == PY_MINOR_VERSION) return 0;   /* shared: fine */
+    for (n = 0; v[n] && v[n] != ' ' && n < 32; n++) {}
+    snprintf(_aimux_init_msg, sizeof _aimux_init_msg,
+             "the embedded Python runtime cannot start: this process already runs CPython %.*s, "
+             "and libaimux embeds CPython " PY_VERSION "; two CPython versions cannot share one "
+             "process (load libaimux from a process without Python, or from a CPython %d.%d host)",
+             (int)n, v, PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    return 1;
+}
+
+/* 2. Signal neutrality: every disposition and the calling thread's mask, recorded before the
+      runtime starts and put back after it (and after `signal` is imported, whose module init
+      installs Python's SIGINT handler when SIGINT is at its default, even with
+      install_signal_handlers = 0). */
+#ifndef _AIMUX_NSIG
+#define _AIMUX_NSIG 65
+#endif
+static struct sigaction _aimux_sig_saved[_AIMUX_NSIG];
+static unsigned char _aimux_sig_valid[_AIMUX_NSIG];
+static sigset_t _aimux_mask_saved;
+
+static void _aimux_save_signals(void)
+{
+    int i;
+    for (i = 1; i < _AIMUX_NSIG; i++)
+        _aimux_sig_valid[i] = sigaction(i, NULL, &_aimux_sig_saved[i]) == 0;
+    pthread_sigmask(SIG_SETMASK, NULL, &_aimux_mask_saved);
+}
+
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000   /* added by the C library to every action it sets: not a choice */
+#endif
+static int _aimux_same_action(const struct sigaction *a, const struct sigaction *b)
+{
+    if ((a->sa_flags & ~SA_RESTORER) != (b->sa_flags & ~SA_RESTORER)) return 0;
+    if (a->sa_flags & SA_SIGINFO) return a->sa_sigaction == b->sa_sigaction;
+    return a->sa_handler == b->sa_handler;
+}
+
+static void _aimux_restore_signals(void)
+{
+    int i;
+    struct sigaction now;
+    for (i = 1; i < _AIMUX_NSIG; i++) {
+        if (!_aimux_sig_valid[i] || sigaction(i, NULL, &now) != 0) continue;
+        if (!_aimux_same_action(&now, &_aimux_sig_saved[i]))
+            sigaction(i, &_aimux_sig_saved[i], NULL);
+    }
+    pthread_sigmask(SIG_SETMASK, &_aimux_mask_saved, NULL);
+}
+
+/* 3. Fork: CPython's after-fork handling for a C-level fork() of the host, around the fork
+      with the interpreter lock taken (nothing half-done in the interpreter is copied), then the
+      reset hooks. Python's own os.fork() does this itself: it holds the lock when it forks, and
+      then the handlers stand aside. Hooks: Python's are aimux_ops.guest.on_fork_child (run by
+      PyOS_AfterFork_Child); C state registers here with _aimux_on_fork_child. */
+#define _AIMUX_FORK_HOOKS_MAX 16
+static void (*_aimux_fork_hooks[_AIMUX_FORK_HOOKS_MAX])(void);
+static int _aimux_fork_hook_count = 0;
+static __thread int _aimux_fork_held = 0;
+static __thread PyGILState_STATE _aimux_fork_gil;
+
+/* Registers a C function run in the child of every fork, after the Python hooks (GIL held).
+   Call it from _aimux_start (under its pthread_once). 0, or -1 when the table is full. */
+int _aimux_on_fork_child(void (*hook)(void))
+{
+    if (_aimux_fork_hook_count >= _AIMUX_FORK_HOOKS_MAX) return -1;
+    _aimux_fork_hooks[_aimux_fork_hook_count++] = hook;
+    return 0;
+}
+
+static void _aimux_fork_prepare(void)
+{
+    _aimux_fork_held = 0;
+    if (!_aimux_ready || !Py_IsInitialized() || PyGILState_Check()) return;
+    _aimux_fork_gil = PyGILState_Ensure();
+    PyOS_BeforeFork();
+    _aimux_fork_held = 1;
+}
+
+static void _aimux_fork_parent(void)
+{
+    if (!_aimux_fork_held) return;
+    _aimux_fork_held = 0;
+    PyOS_AfterFork_Parent();
+    PyGILState_Release(_aimux_fork_gil);
+}
+
+static void _aimux_fork_child(void)
+{
+    int i;
+    if (!_aimux_fork_held) return;
+    _aimux_fork_held = 0;
+    PyOS_AfterFork_Child();   /* runs os.register_at_fork(after_in_child=...) hooks */
+    for (i = 0; i < _aimux_fork_hook_count; i++) _aimux_fork_hooks[i]();
+    PyGILState_Release(_aimux_fork_gil);
+}
+
+static void _aimux_install_atfork(void)
+{
+    pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
+}
+
+/* Imports `signal` now (GIL not held), so no later lazy import can install a handler. */
+static void _aimux_import_signal(void)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *mod = PyImport_ImportModule("signal");
+    if (mod == NULL) PyErr_Clear();
+    Py_XDECREF(mod);
+    PyGILState_Release(gil);
+}
+
+/* Loads and starts the interpreter and the core (the body of _aimux_start). */
+static void _aimux_start_runtime(void)
 {
     Dl_info info;
     const char *env;
@@ -328,7 +458,18 @@ static void _aimux_start(void)
                          "the traceback was printed to stderr)", NULL);
         return;
     }
+    _aimux_import_signal();
     _aimux_ready = 1;
+}
+
+/* Run once (pthread_once): the guest checks around the runtime's start-up. */
+static void _aimux_start(void)
+{
+    if (_aimux_foreign_python()) return;
+    _aimux_save_signals();
+    _aimux_start_runtime();
+    _aimux_restore_signals();
+    if (_aimux_ready) _aimux_install_atfork();
 }
 
 static aimux_error_t *_aimux_runtime(void)
