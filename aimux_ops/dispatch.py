@@ -1,6 +1,7 @@
 """The dispatch boundary: op name + params JSON in, result JSON or envelope JSON out.
 
-These are the entry points the shared library calls (DESIGN.md); none of them raises. Every
+These are the entry points the shared library calls (DESIGN.md); none of them raises, except
+``KeyboardInterrupt`` (a Python host's own SIGINT, which is not the call's error). Every
 failure — wire (201/202/204), protocol (300/301/302), an op's own error, or an unexpected
 exception (208) — is projected here, once, by ``envelope.project``.
 
@@ -31,7 +32,6 @@ from pydantic import BaseModel, ValidationError
 from . import ops as _ops  # noqa: F401 - registers every op
 from .envelope import project
 from .errors import (
-    AbortedError,
     InvalidHandleError,
     InvalidParamsError,
     InvalidUtf8Error,
@@ -168,23 +168,10 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
             if len(params_json) <= _PURE_KEY_MAX and len(_pure_results) < 1024:
                 _pure_results[(op, params_json)] = result
         return result, None
+    except KeyboardInterrupt:
+        raise  # the host's, not the call's (see _Stream.pull)
     except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
-        return None, project(_interrupted(exc))
-
-
-def _interrupted(exc: BaseException) -> BaseException:
-    """A ``KeyboardInterrupt`` is never an internal error (208): it only reaches the core when
-    a Python host shares its interpreter and handles SIGINT itself. The call ends as aborted
-    (13) and the interrupt is handed back to the host, which sees it once the call returns."""
-    if not isinstance(exc, KeyboardInterrupt):
-        return exc
-    try:
-        import _thread
-
-        _thread.interrupt_main()
-    except Exception:  # noqa: BLE001 - best effort: the call still ends as aborted
-        pass
-    return AbortedError("The call was interrupted (SIGINT in the host).")
+        return None, project(exc)
 
 
 # -- streams ------------------------------------------------------------------------------------
@@ -237,11 +224,17 @@ class _Stream:
         except StopIteration:
             self._done = True
             return None
+        except KeyboardInterrupt:
+            # Only a Python host sharing the interpreter and handling SIGINT gets here: the
+            # interrupt is the host's (never a 208); the shim reports the call as aborted (13)
+            # and hands the interrupt back (DESIGN.md "Signals").
+            self._done = True
+            raise
         except BaseException as exc:  # noqa: BLE001 - becomes the terminal error event
             self._done = True
             if self.ctx.cancelled.is_set():
                 return None
-            return b'{"type":"error","error":' + project(_interrupted(exc)) + b"}"
+            return b'{"type":"error","error":' + project(exc) + b"}"
 
     def reap(self, idle_ms: int) -> bool:
         """Close the stream if nobody reads it (called by the reaper); True when closed."""
@@ -351,8 +344,10 @@ def stream_json(
     """Open a stream op: ``(handle, None)`` or ``(None, envelope JSON)``. Never raises."""
     try:
         return open_stream(op, params_json), None
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001
-        return None, project(_interrupted(exc))
+        return None, project(exc)
 
 
 def _lookup(handle: int) -> _Stream:
@@ -369,6 +364,8 @@ def stream_next_json(handle: int) -> Reply:
     an invalid handle. Never raises."""
     try:
         return _lookup(handle).next(), None
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 
@@ -378,6 +375,8 @@ def stream_next_object(handle: int) -> tuple[Any, bytes | None]:
     produced it — a dict not yet serialized, or bytes — so it is not dumped and parsed again."""
     try:
         return _lookup(handle).pull(), None
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 

@@ -7,6 +7,7 @@ aimux_error_t *_aimux_err_unpack(const char *buf, size_t len);
 aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *message,
                                  const char *argument);
 const char *_aimux_paths(void);
+void _aimux_note_interrupt(void);
 
 extern "Python" int _aimux_py_call(const char *, const char *, char **, aimux_error_t **);
 extern "Python" int _aimux_py_stream(const char *, const char *, uint64_t *, aimux_error_t **);

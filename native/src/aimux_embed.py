@@ -42,6 +42,11 @@ def _simple(code, name, message, argument=NULL):
 
 
 def _internal(where, exc):
+    if isinstance(exc, KeyboardInterrupt):
+        # A Python host sharing the interpreter handles SIGINT: the call ends as aborted (never
+        # a 208), and the shim hands the interrupt back to the host once the call has returned.
+        lib._aimux_note_interrupt()
+        return _simple(13, b"AI_AbortedError", "The call was interrupted (SIGINT in the host).")
     return _simple(208, b"InternalError", "libaimux: %s: %s: %s" % (where, type(exc).__name__, exc))
 
 

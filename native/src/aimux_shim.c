@@ -479,9 +479,19 @@ static aimux_error_t *_aimux_runtime(void)
     return _aimux_err_simple(207, "RuntimeInitError", _aimux_init_msg, NULL);
 }
 
+/* A KeyboardInterrupt ended the call (a Python host sharing the interpreter handles SIGINT):
+   noted by the Python side, handed back to the host by _aimux_after once the callback returned
+   (raising it inside the callback would only interrupt the callback itself). */
+static __thread int _aimux_interrupt_pending = 0;
+void _aimux_note_interrupt(void) { _aimux_interrupt_pending = 1; }
+
 /* rc != 0: the Python callback raised past its own handler (or ran out of memory). */
 static aimux_error_t *_aimux_after(int rc, aimux_error_t *err)
 {
+    if (_aimux_interrupt_pending) {
+        _aimux_interrupt_pending = 0;
+        PyErr_SetInterrupt();   /* no GIL needed; a no-op when Python does not handle SIGINT */
+    }
     if (err != NULL) return err;
     if (rc != 0)
         return _aimux_err_simple(208, "InternalError",

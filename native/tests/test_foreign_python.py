@@ -27,11 +27,11 @@ def main():
         with_cffi = True
     except ImportError:
         with_cffi = False
-    host = "%d.%d" % sys.version_info[:2]
+    host = "{}.{}".format(*sys.version_info[:2])
     lib = ctypes.CDLL(lib_path)  # RTLD_LOCAL, as ctypes does by default
     maps = open("/proc/self/maps").read()
     embedded = sorted(set(re.findall(r"libpython(3\.\d+)\.so", maps)) - {host})
-    check(len(embedded) == 1, "the library's own libpython is loaded beside the host's: %s" % embedded)
+    check(len(embedded) == 1, f"the library's libpython is loaded beside the host's: {embedded}")
     lib_version = embedded[0] if embedded else "?"
 
     lib.aimux_call.restype = ctypes.c_void_p
@@ -54,27 +54,26 @@ def main():
     for attempt in range(2):  # the second call answers the same 207 (the start-up ran once)
         out = ctypes.c_void_p()
         err = lib.aimux_call(b"aimux.version", b"{}", ctypes.byref(out))
-        check(err is not None, "call %d: an error, not a success" % attempt)
+        check(err is not None, f"call {attempt}: an error, not a success")
         if err is None:
             continue
         code = lib.aimux_error_code(err)
         text = message(err)
         lib.aimux_error_free(err)
-        check(code == 207, "call %d: code 207, got %d (%s)" % (attempt, code, text))
+        check(code == 207, f"call {attempt}: code 207, got {code} ({text})")
         check(
-            ("CPython %s." % host) in text and ("CPython %s." % lib_version) in text,
-            "call %d: the message names both versions (%s, %s): %s"
-            % (attempt, host, lib_version, text),
+            f"CPython {host}." in text and f"CPython {lib_version}." in text,
+            f"call {attempt}: the message names both versions ({host}, {lib_version}): {text}",
         )
-        check(not out.value, "call %d: no result" % attempt)
+        check(not out.value, f"call {attempt}: no result")
     handle = ctypes.c_uint64(7)
     err = lib.aimux_stream(b"stream_text", b"{}", ctypes.byref(handle))
     check(err is not None and lib.aimux_error_code(err) == 207, "a stream is a 207 too")
     check(handle.value == 0, "no handle")
     lib.aimux_error_free(err)
     print(
-        "foreign Python host %s (cffi %s) with libaimux on %s: %d failed"
-        % (host, "loaded" if with_cffi else "absent", lib_version, len(failures))
+        f"foreign Python host {host} (cffi {'loaded' if with_cffi else 'absent'}) "
+        f"with libaimux on {lib_version}: {len(failures)} failed"
     )
     return 1 if failures else 0
 
