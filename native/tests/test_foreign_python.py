@@ -3,7 +3,7 @@ a 207 whose message names both versions; nothing aborts. Run by `make -C native 
 other CPython found (pyenv 3.10 / 3.12 / 3.13); stdlib only, so it runs on any of them. When the
 host has cffi, it is imported first (its backend is what aborted before the check existed).
 
-    python3.X native/tests/test_foreign_python.py native/build/libaimux.so
+    python3.X native/tests/test_foreign_python.py native/build/libaimux.so [--expect-cffi]
 """
 
 import ctypes
@@ -27,6 +27,7 @@ def main():
         with_cffi = True
     except ImportError:
         with_cffi = False
+    check(with_cffi or "--expect-cffi" not in sys.argv, "this host has cffi (--expect-cffi)")
     host = "{}.{}".format(*sys.version_info[:2])
     lib = ctypes.CDLL(lib_path)  # RTLD_LOCAL, as ctypes does by default
     maps = open("/proc/self/maps").read()
