@@ -423,6 +423,8 @@ static void _aimux_start_runtime(void)
             return;
         }
         PyEval_SaveThread();   /* release the GIL: every call takes it with PyGILState_Ensure */
+        _aimux_import_signal();     /* at once: Python's SIGINT handler lives microseconds, */
+        _aimux_restore_signals();   /* not for the whole start-up */
     }
 
     /* 3. Put the recorded package paths first on sys.path (the init code then processes their
@@ -458,7 +460,7 @@ static void _aimux_start_runtime(void)
                          "the traceback was printed to stderr)", NULL);
         return;
     }
-    _aimux_import_signal();
+    _aimux_import_signal();   /* in a shared interpreter too: no later import changes anything */
     _aimux_ready = 1;
 }
 
