@@ -440,9 +440,13 @@ static void test_limits(void)
     aimux_string_free(msg);
     aimux_string_free(res);
     aimux_error_free(e);
-    /* nobody reads the four streams: the core closes them after the idle timeout (1 s here) */
-    sleep_ms(2500);
-    CHECK(call_text("after-idle", NULL, why, sizeof why), "a call after the idle timeout: %s", why);
+    /* nobody reads the four streams: the core closes them after the idle timeout (3 s here);
+       until then each try fails fast (the 300 ms pool wait); bounded at 30 s */
+    for (i = 0; i < 60; i++) {
+        sleep_ms(500);
+        if (call_text("after-idle", NULL, why, sizeof why)) break;
+    }
+    CHECK(i < 60, "a call after the idle timeout: %s", why);
     code = next_code(h[0], &ev);
     CHECK(code == 0 && ev && strstr(ev, "\"type\":\"error\"") && strstr(ev, "\"code\":12") &&
           strstr(ev, "without a read"), "a reaped stream reads one terminal error event: %s",
@@ -468,7 +472,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "limits") == 0) {
         setenv("AIMUX_POOL_MAX_PER_HOST", "4", 1);
         setenv("AIMUX_POOL_TIMEOUT_MS", "300", 1);
-        setenv("AIMUX_STREAM_IDLE_TIMEOUT_MS", "1000", 1);
+        setenv("AIMUX_STREAM_IDLE_TIMEOUT_MS", "3000", 1);
     }
     if (start_server(argv[2]) != 0) return 1;
     if (strcmp(mode, "fork-warm") == 0) test_fork_warm();
