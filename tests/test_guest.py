@@ -132,8 +132,20 @@ def test_after_os_fork_each_process_gets_its_own_answers_and_no_parent_stream(
             return orjson.loads(res)["text"] if res else orjson.loads(env)["code"]
         assert text("warm") == "warm"
         h, _ = dispatch.stream_json(b"stream_text", params("mode=ok;text=abcdef;parts=3"))
+        from aimux_ops import transport
+        pool = next(iter(transport.default_transport()._clients.values()))._transport._pool
+        fds = [c._connection._network_stream._sock.fileno() for c in pool._connections]
+        assert fds and all(fd >= 0 for fd in fds)
         pid = os.fork()
         if pid == 0:
+            def is_open(fd):
+                try:
+                    os.fstat(fd)
+                    return True
+                except OSError:
+                    return False
+            if any(is_open(fd) for fd in fds):  # the child's copies of the parent's pool
+                os._exit(2)
             ok = all(text(f"c{i}") == f"c{i}" for i in range(20))
             _, env = dispatch.stream_next_json(h)
             stale = env is not None and orjson.loads(env)["code"] == 203
