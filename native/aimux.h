@@ -33,11 +33,15 @@
  *            not synchronised: do not free it while another thread reads it.
  *
  * Loading    The library may be loaded with RTLD_LOCAL (the dlopen default,
- *            ctypes, koffi, Go and Java loaders) and finds its own Python
- *            packages from paths recorded when it was built. The environment
- *            variable AIMUX_PYTHONPATH (entries separated by ':') replaces those
- *            paths; it is read once, on the first call. A process that already
- *            runs another CPython version gets a 207 naming both, never a crash.
+ *            ctypes, koffi, Go and Java loaders). It needs the shared CPython
+ *            runtime of the minor version it was built with (libpythonX.Y.so.1.0)
+ *            and finds its own Python packages: an installed libaimux.so.1 in
+ *            the payload relative to its own file (<libdir>/aimux/pythonX.Y/,
+ *            or the site-packages of the wheel it came in), a development build
+ *            from paths recorded when it was built. The environment variable
+ *            AIMUX_PYTHONPATH (entries separated by ':') replaces either; it is
+ *            read once, on the first call. A process that runs another Python
+ *            version gets a 207 naming both.
  *
  * Guest      The library never changes a signal disposition or the signal mask
  *            of the host. After fork(), each process that calls gets its own
@@ -208,7 +212,9 @@ void aimux_string_free(char *s);
  *                 with aimux_error_free()); set to NULL on entry. NULL → 204.
  *
  * Returns NULL on success, or an error owned by the caller (202
- * INVALID_WIRE_JSON when the text is not an envelope, 201 for invalid UTF-8).
+ * INVALID_WIRE_JSON when the text is not an envelope, or its root `code` is
+ * not an integer from 1 to 2147483647; 201 for invalid UTF-8). A decoded root
+ * never has code 0.
  * Thread-safe.
  */
 aimux_error_t *aimux_error_from_json(const char *envelope_json,
@@ -217,6 +223,8 @@ aimux_error_t *aimux_error_from_json(const char *envelope_json,
 /**
  * Returns a copy of the node's `kind` ("aimux", "recording", "binding",
  * "protocol", or any kind a newer core sends), or "source" for a source node.
+ * Decided when the error was built (by the same JSON parser every other
+ * decoder agrees with), never re-read from the JSON text.
  * Owned by the caller (aimux_string_free()). NULL for NULL. Plain C.
  */
 char *aimux_error_kind(const aimux_error_t *err);
@@ -228,6 +236,20 @@ char *aimux_error_kind(const aimux_error_t *err);
  * Owned by the caller (aimux_string_free()). Plain C.
  */
 char *aimux_error_name(const aimux_error_t *err);
+
+/**
+ * Returns the decoded root's own `retryable` (1 when the envelope says true,
+ * else 0), as the envelope gives it, never recomputed (CONTRACT §4). 0 for a
+ * cause node (the member is root-only) and for NULL. Plain C.
+ */
+int aimux_error_retryable(const aimux_error_t *err);
+
+/**
+ * Returns the decoded root's own `retryAfterMs` (an integer >= 0) as the
+ * envelope gives it, or -1 when it has none, for a cause node and for NULL.
+ * Plain C.
+ */
+int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -7,8 +7,10 @@
  * Python.h and cffi's embedding prelude (which define CFFI_DLLEXPORT and cffi_start_python).
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -23,13 +25,19 @@ static int _aimux_py_stream_next(uint64_t, char **, aimux_error_t **);
 static int _aimux_py_stream_ctl(uint64_t, int);
 static int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);
 
-/* One node of the chain: one allocation holding the struct, the message and the JSON. */
+/* One node of the chain: one allocation holding the struct and its strings. kind / name /
+   retryable / retry_after_ms are decided once, by the Python side (aimux_embed.py `_packed`) or
+   by _aimux_err_simple: the accessors never read JSON. */
 struct aimux_error {
     int32_t code;
     int is_static;              /* the out-of-memory sentinel: never freed */
+    int retryable;              /* root only (0 on a cause) */
+    int64_t retry_after_ms;     /* root only; -1: absent */
+    const char *kind;           /* NUL-terminated: "aimux", …, or "source" */
+    const char *name;           /* NUL-terminated, or NULL: error.name / a source node's type */
     const char *message;        /* NUL-terminated UTF-8 */
     const char *json;           /* NUL-terminated: the envelope (root) or the node JSON */
-    size_t message_len, json_len;
+    size_t kind_len, name_len, message_len, json_len;
     struct aimux_error *cause;  /* owned */
 };
 
@@ -37,23 +45,36 @@ struct aimux_error {
 #define _AIMUX_OOM_JSON "{\"kind\":\"binding\",\"code\":208,\"message\":\"" _AIMUX_OOM_MSG \
     "\",\"error\":{\"name\":\"InternalError\"},\"retryable\":false}"
 static struct aimux_error _aimux_oom = {
-    208, 1, _AIMUX_OOM_MSG, _AIMUX_OOM_JSON,
-    sizeof(_AIMUX_OOM_MSG) - 1, sizeof(_AIMUX_OOM_JSON) - 1, NULL
+    208, 1, 0, -1, "binding", "InternalError", _AIMUX_OOM_MSG, _AIMUX_OOM_JSON,
+    7, 13, sizeof(_AIMUX_OOM_MSG) - 1, sizeof(_AIMUX_OOM_JSON) - 1, NULL
 };
 
-static aimux_error_t *_aimux_node_new(int32_t code, const char *msg, size_t msg_len,
+#define _AIMUX_NO_NAME 0xFFFFFFFFu
+
+/* name == NULL: the node has no name. Strings are copied (each NUL-terminated). */
+static aimux_error_t *_aimux_node_new(int32_t code, const char *kind, size_t kind_len,
+                                      const char *name, size_t name_len,
+                                      const char *msg, size_t msg_len,
                                       const char *json, size_t json_len)
 {
-    struct aimux_error *e = (struct aimux_error *)malloc(
-        sizeof(struct aimux_error) + msg_len + 1 + json_len + 1);
+    struct aimux_error *e;
     char *p;
+    if (name == NULL) name_len = 0;
+    e = (struct aimux_error *)malloc(sizeof(struct aimux_error) + kind_len + 1 + name_len + 1
+                                     + msg_len + 1 + json_len + 1);
     if (e == NULL) return NULL;
     p = (char *)(e + 1);
-    memcpy(p, msg, msg_len); p[msg_len] = 0;
-    memcpy(p + msg_len + 1, json, json_len); p[msg_len + 1 + json_len] = 0;
-    e->code = code; e->is_static = 0;
+    e->kind = p; e->kind_len = kind_len;
+    memcpy(p, kind, kind_len); p[kind_len] = 0; p += kind_len + 1;
+    e->name = name ? p : NULL; e->name_len = name_len;
+    if (name) memcpy(p, name, name_len);
+    p[name_len] = 0; p += name_len + 1;
     e->message = p; e->message_len = msg_len;
-    e->json = p + msg_len + 1; e->json_len = json_len;
+    memcpy(p, msg, msg_len); p[msg_len] = 0; p += msg_len + 1;
+    e->json = p; e->json_len = json_len;
+    memcpy(p, json, json_len); p[json_len] = 0;
+    e->code = code; e->is_static = 0;
+    e->retryable = 0; e->retry_after_ms = -1;
     e->cause = NULL;
     return e;
 }
@@ -67,23 +88,36 @@ static void _aimux_chain_free(aimux_error_t *e)
     }
 }
 
-/* A chain packed by Python: repeated {int32 code, uint32 msg_len, uint32 json_len, msg, json},
-   root first. One allocation per node. NULL when out of memory or malformed. */
+/* A chain packed by Python (aimux_embed.py `_packed`): {uint8 retryable, int64 retry_after_ms
+   (-1: absent)} for the root, then per node, root first: {int32 code, uint32 kind_len,
+   uint32 name_len (0xFFFFFFFF: no name), uint32 msg_len, uint32 json_len, kind, name, msg,
+   json}. One allocation per node. NULL when out of memory or malformed. */
 aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
 {
     aimux_error_t *root = NULL, **tail = &root;
-    size_t off = 0;
+    size_t off = 9;
+    uint8_t retryable;
+    int64_t after;
+    if (len < 9) return NULL;
+    memcpy(&retryable, buf, 1); memcpy(&after, buf + 1, 8);
     while (off < len) {
-        int32_t code; uint32_t ml, jl; aimux_error_t *n;
-        if (len - off < 12) goto bad;
-        memcpy(&code, buf + off, 4); memcpy(&ml, buf + off + 4, 4); memcpy(&jl, buf + off + 8, 4);
-        off += 12;
-        if (len - off < (size_t)ml + (size_t)jl) goto bad;
-        n = _aimux_node_new(code, buf + off, ml, buf + off + ml, jl);
+        int32_t code; uint32_t kl, nl, ml, jl; size_t need; aimux_error_t *n;
+        if (len - off < 20) goto bad;
+        memcpy(&code, buf + off, 4); memcpy(&kl, buf + off + 4, 4); memcpy(&nl, buf + off + 8, 4);
+        memcpy(&ml, buf + off + 12, 4); memcpy(&jl, buf + off + 16, 4);
+        off += 20;
+        need = (size_t)kl + (nl == _AIMUX_NO_NAME ? 0 : (size_t)nl) + (size_t)ml + (size_t)jl;
+        if (len - off < need) goto bad;
+        n = _aimux_node_new(code, buf + off, kl, nl == _AIMUX_NO_NAME ? NULL : buf + off + kl,
+                            nl == _AIMUX_NO_NAME ? 0 : nl, buf + off + need - ml - jl, ml,
+                            buf + off + need - jl, jl);
         if (n == NULL) goto bad;
-        off += (size_t)ml + jl;
+        off += need;
         *tail = n; tail = &n->cause;
     }
+    if (root == NULL) return NULL;
+    root->retryable = retryable != 0;
+    root->retry_after_ms = after < 0 ? -1 : after;
     return root;
 bad:
     _aimux_chain_free(root);
@@ -194,7 +228,11 @@ aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *mes
     if (truncated) _aimux_buf_str(&b, ",\"truncated\":[\"message\"]");
     _aimux_buf_str(&b, "}");
     if (b.oom) { free(b.p); free(m.p); return &_aimux_oom; }
-    e = _aimux_node_new(code, m.p, m.len, b.p, b.len);
+    {
+        const char *kind = code >= 300 && code < 400 ? "protocol" : code >= 200 && code < 300
+            ? "binding" : code >= 100 && code < 200 ? "recording" : "aimux";
+        e = _aimux_node_new(code, kind, strlen(kind), name, strlen(name), m.p, m.len, b.p, b.len);
+    }
     free(b.p); free(m.p);
     return e ? e : &_aimux_oom;
 }
@@ -237,32 +275,142 @@ static void _aimux_init_fail_pyerr(const char *what)
     Py_XDECREF(s); Py_XDECREF(t); Py_XDECREF(v); Py_XDECREF(tb);
 }
 
-/* --- the library as a guest (DESIGN.md "The library as a guest") ------------------------- */
+/* --- where the runtime comes from (relocatable installs; docs/DESIGN.md "Installing") -------
+   Recorded at build time by build_libaimux.py:
+   AIMUX_PAYLOAD_REL  the Python payload (aimux_ops and its dependencies), relative to the
+                      directory of this library's file; "" in a development build
+   AIMUX_BUILD_PATHS  development builds only: the build venv's site-packages and the checkout
+   AIMUX_PYTHON_HOME  the build interpreter's home: a fallback only (AIMUX_HOME_FIXED forces it) */
+#ifndef AIMUX_PAYLOAD_REL
+#define AIMUX_PAYLOAD_REL ""
+#endif
+#ifndef AIMUX_BUILD_PATHS
+#define AIMUX_BUILD_PATHS ""
+#endif
+#ifndef AIMUX_HOME_FIXED
+#define AIMUX_HOME_FIXED 0
+#endif
+#define _AIMUX_STR2(x) #x
+#define _AIMUX_STR(x) _AIMUX_STR2(x)
+#define _AIMUX_PYVER _AIMUX_STR(PY_MAJOR_VERSION) "." _AIMUX_STR(PY_MINOR_VERSION)
 
-/* 1. A foreign Python: a host whose global symbols already hold another CPython version (a
-      python3.12 process loading us through ctypes). Our Py_* references would bind to *its*
-      interpreter (global scope first), and cffi aborts. Checked before any Py_* call. */
-static int _aimux_foreign_python(void)
+static char _aimux_home[PATH_MAX];
+
+/* Appends a, b, c to the init message (cut at its size). */
+static void _aimux_init_append(const char *a, const char *b, const char *c)
 {
-    const char *(*host_version)(void);
-    const char *v;
-    int major = 0, minor = 0;
-    size_t n;
-    *(void **)(&host_version) = dlsym(RTLD_DEFAULT, "Py_GetVersion");
-    if (host_version == NULL) return 0;      /* no Python in the global scope */
-    v = host_version();
-    if (v == NULL || sscanf(v, "%d.%d", &major, &minor) != 2) return 0;
-    if (major == PY_MAJOR_VERSION && minor == PY_MINOR_VERSION) return 0;   /* shared: fine */
-    for (n = 0; v[n] && v[n] != ' ' && n < 32; n++) {}
-    snprintf(_aimux_init_msg, sizeof _aimux_init_msg,
-             "the embedded Python runtime cannot start: this process already runs CPython %.*s, "
-             "and libaimux embeds CPython " PY_VERSION "; two CPython versions cannot share one "
-             "process (load libaimux from a process without Python, or from a CPython %d.%d host)",
-             (int)n, v, PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    const char *parts[3] = {a, b, c};
+    size_t len = strlen(_aimux_init_msg), i;
+    for (i = 0; i < 3; i++) {
+        size_t n = strlen(parts[i]);
+        if (n > sizeof _aimux_init_msg - 1 - len) n = sizeof _aimux_init_msg - 1 - len;
+        memcpy(_aimux_init_msg + len, parts[i], n);
+        len += n;
+    }
+    _aimux_init_msg[len] = 0;
+}
+
+static int _aimux_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The real directory of the object file that defines `sym` (this library, libpython). */
+static int _aimux_dir_of(const void *sym, char *out, size_t n)
+{
+    Dl_info info;
+    char real[PATH_MAX], *slash;
+    if (dladdr(sym, &info) == 0 || info.dli_fname == NULL) return 0;
+    if (realpath(info.dli_fname, real) == NULL) return 0;
+    slash = strrchr(real, '/');
+    if (slash == NULL || (size_t)(slash - real) >= n) return 0;
+    *slash = 0;
+    strcpy(out, real[0] ? real : "/");
     return 1;
 }
 
-/* 2. Signal neutrality: every disposition and the calling thread's mask, recorded before the
+/* The process must run the CPython minor version this library was built for: another one (a
+   host that embeds Python 3.12, say) would fail later with a misleading error, or abort. */
+static int _aimux_check_python_version(void)
+{
+    const char *v = Py_GetVersion();
+    size_t want = strlen(_AIMUX_PYVER);
+    if (strncmp(v, _AIMUX_PYVER, want) != 0 || (v[want] != '.' && v[want] != ' ' && v[want] != 0)) {
+        char msg[300];
+        const char *dot = strchr(v, '.');
+        int full = (int)strcspn(v, " "), xy = dot ? (int)(dot + 1 - v + strcspn(dot + 1, ". ")) : full;
+        if (full > 40) full = 40;
+        if (xy > full) xy = full;
+        snprintf(msg, sizeof msg, "libaimux was built for Python " _AIMUX_PYVER " but this process "
+                 "runs Python %.*s; use a libaimux built for Python %.*s (make install "
+                 "PYTHON=python%.*s, or pip install aimux-ops in that Python's environment)",
+                 full, v, xy, v, xy, v);
+        _aimux_init_fail(msg, NULL);
+        return 0;
+    }
+    return 1;
+}
+
+/* The package paths (':'-separated, malloc'd): $AIMUX_PYTHONPATH, else the payload at
+   <this library's directory>/AIMUX_PAYLOAD_REL, else (development builds) the recorded paths.
+   NULL with the init message set when an installed library cannot find its payload. */
+static char *_aimux_find_payload(void)
+{
+    const char *env = getenv("AIMUX_PYTHONPATH");
+    char dir[PATH_MAX], payload[PATH_MAX + sizeof AIMUX_PAYLOAD_REL + 1];
+    char probe[PATH_MAX + sizeof "/aimux_ops/__init__.py"];
+    char *r;
+    if (env != NULL && env[0] != 0) return strdup(env);
+    if (AIMUX_PAYLOAD_REL[0] == 0) return strdup(AIMUX_BUILD_PATHS);
+    if (!_aimux_dir_of((const void *)_aimux_home, dir, sizeof dir)) {
+        _aimux_init_fail("cannot locate libaimux's own file (dladdr failed), so not its Python "
+                         "payload either; set AIMUX_PYTHONPATH", NULL);
+        return NULL;
+    }
+    snprintf(payload, sizeof payload, "%s/%s", dir, AIMUX_PAYLOAD_REL);
+    r = realpath(payload, NULL);
+    snprintf(probe, sizeof probe, "%s/aimux_ops/__init__.py", r ? r : dir);
+    if (r == NULL || !_aimux_exists(probe)) {
+        _aimux_init_fail("libaimux cannot find its Python payload (aimux_ops and its "
+                         "dependencies): no ", r ? probe : payload);
+        _aimux_init_append(" (reinstall with `make install`, which puts the payload there, "
+                           "or `pip install aimux-ops`; or set AIMUX_PYTHONPATH)", "", "");
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* The Python home: the prefix of the libpython this process loaded (<home>/lib/libpythonX.Y.so or
+   <home>/lib/<multiarch>/...; the one whose lib/pythonX.Y/os.py exists), else the home recorded
+   at build time. So the pyenv build also runs on Debian's libpython3.11, and the reverse. */
+static const char *_aimux_find_home(void)
+{
+    static const char *const libs[] = {"lib", "lib64"};
+    char dir[PATH_MAX], probe[PATH_MAX + 64];
+    int up;
+    size_t i;
+    if (AIMUX_HOME_FIXED || !_aimux_dir_of((const void *)&Py_IsInitialized, dir, sizeof dir))
+        return AIMUX_PYTHON_HOME;
+    for (up = 0; up < 2; up++) {
+        char *slash = strrchr(dir, '/');
+        if (slash == NULL || slash == dir) break;
+        *slash = 0;
+        for (i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+            snprintf(probe, sizeof probe, "%s/%s/python" _AIMUX_PYVER "/os.py", dir, libs[i]);
+            if (_aimux_exists(probe)) {
+                snprintf(_aimux_home, sizeof _aimux_home, "%s", dir);
+                return _aimux_home;
+            }
+        }
+    }
+    return AIMUX_PYTHON_HOME;
+}
+
+/* --- the library as a guest (DESIGN.md "The library as a guest") ------------------------- */
+
+/* 1. Signal neutrality: every disposition and the calling thread's mask, recorded before the
       runtime starts and put back after it (and after `signal` is imported, whose module init
       installs Python's SIGINT handler when SIGINT is at its default, even with
       install_signal_handlers = 0). */
@@ -303,7 +451,7 @@ static void _aimux_restore_signals(void)
     pthread_sigmask(SIG_SETMASK, &_aimux_mask_saved, NULL);
 }
 
-/* 3. Fork: CPython's after-fork handling for a C-level fork() of the host, around the fork
+/* 2. Fork: CPython's after-fork handling for a C-level fork() of the host, around the fork
       with the interpreter lock taken (nothing half-done in the interpreter is copied), then the
       reset hooks. Python's own os.fork() does this itself: it holds the lock when it forks, and
       then the handlers stand aside. Hooks: Python's are aimux_ops.guest.on_fork_child (run by
@@ -369,9 +517,11 @@ static void _aimux_import_signal(void)
 static void _aimux_start_runtime(void)
 {
     Dl_info info;
-    const char *env;
+    const char *home;
     PyGILState_STATE gil;
     PyObject *sys_path, *mod;
+
+    if (!_aimux_check_python_version()) return;
 
     /* 1. libpython's symbols must be global, or every C extension the interpreter imports fails
           with "undefined symbol: PyExc_..." when the host loaded us with RTLD_LOCAL. */
@@ -389,12 +539,14 @@ static void _aimux_start_runtime(void)
         }
     }
 
-    env = getenv("AIMUX_PYTHONPATH");
-    _aimux_path_list = strdup(env != NULL && env[0] != 0 ? env : AIMUX_BUILD_PATHS);
-    if (_aimux_path_list == NULL) { _aimux_init_fail("out of memory", NULL); return; }
+    _aimux_path_list = _aimux_find_payload();
+    if (_aimux_path_list == NULL) {
+        if (_aimux_init_msg[0] == 0) _aimux_init_fail("out of memory", NULL);
+        return;
+    }
 
     /* 2. Start the interpreter ourselves (unless the host already runs one): isolated from the
-          host's environment, with the home recorded at build time, and with a status instead of
+          host's environment, with the home of the loaded libpython, and with a status instead of
           Py_FatalError when it cannot start. */
     if (!Py_IsInitialized()) {
         PyStatus st;
@@ -415,11 +567,13 @@ static void _aimux_start_runtime(void)
         }
         PyConfig_InitIsolatedConfig(&cfg);
         cfg.install_signal_handlers = 0;
-        st = PyConfig_SetBytesString(&cfg, &cfg.home, AIMUX_PYTHON_HOME);
+        home = _aimux_find_home();
+        st = PyConfig_SetBytesString(&cfg, &cfg.home, home);
         if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&cfg);
         PyConfig_Clear(&cfg);
         if (PyStatus_Exception(st)) {
             _aimux_init_fail("Py_InitializeFromConfig: ", st.err_msg ? st.err_msg : "failed");
+            _aimux_init_append(" (Python home ", home, ")");
             return;
         }
         PyEval_SaveThread();   /* release the GIL: every call takes it with PyGILState_Ensure */
@@ -467,7 +621,6 @@ static void _aimux_start_runtime(void)
 /* Run once (pthread_once): the guest checks around the runtime's start-up. */
 static void _aimux_start(void)
 {
-    if (_aimux_foreign_python()) return;
     _aimux_save_signals();
     _aimux_start_runtime();
     _aimux_restore_signals();
@@ -607,127 +760,23 @@ CFFI_DLLEXPORT aimux_error_t *aimux_error_from_json(const char *envelope_json,
     return NULL;
 }
 
-/* --- kind / name without a JSON library: a scanner over the node's (valid) JSON ----------- */
-static const char *_aimux_ws(const char *p)
-{
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-    return p;
-}
-static const char *_aimux_skip_string(const char *p)   /* p at '"' */
-{
-    for (p++; *p && *p != '"'; p++)
-        if (*p == '\\' && p[1]) p++;
-    return *p == '"' ? p + 1 : NULL;
-}
-static const char *_aimux_skip_value(const char *p)
-{
-    int depth = 0;
-    p = _aimux_ws(p);
-    do {
-        if (*p == 0) return NULL;
-        if (*p == '"') { p = _aimux_skip_string(p); if (!p) return NULL; continue; }
-        if (*p == '{' || *p == '[') depth++;
-        else if (*p == '}' || *p == ']') { if (--depth < 0) return NULL; }
-        else if (depth == 0) {   /* a scalar at top level: read to its end */
-            while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
-                   *p != '\t' && *p != '\r') p++;
-            return p;
-        }
-        p++;
-    } while (depth > 0);
-    return p;
-}
-/* The value of member `key` of the object at p, or NULL. Keys are compared raw. */
-static const char *_aimux_member(const char *p, const char *key)
-{
-    size_t kl = strlen(key);
-    p = _aimux_ws(p);
-    if (*p != '{') return NULL;
-    p = _aimux_ws(p + 1);
-    while (*p == '"') {
-        const char *k = p + 1, *end = _aimux_skip_string(p);
-        if (end == NULL) return NULL;
-        p = _aimux_ws(end);
-        if (*p != ':') return NULL;
-        p = _aimux_ws(p + 1);
-        if ((size_t)(end - 1 - k) == kl && memcmp(k, key, kl) == 0) return p;
-        p = _aimux_skip_value(p);
-        if (p == NULL) return NULL;
-        p = _aimux_ws(p);
-        if (*p != ',') return NULL;
-        p = _aimux_ws(p + 1);
-    }
-    return NULL;
-}
-static unsigned _aimux_hex4(const char *p)
-{
-    unsigned v = 0; int i;
-    for (i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-        else return 0xFFFFFFFFu;
-    }
-    return v;
-}
-/* A malloc'd UTF-8 copy of the JSON string at p, or NULL if p is not a string. */
-static char *_aimux_string_dup(const char *p)
-{
-    const char *end;
-    char *out, *o;
-    if (p == NULL || *p != '"' || (end = _aimux_skip_string(p)) == NULL) return NULL;
-    out = o = (char *)malloc((size_t)(end - p) + 1);
-    if (out == NULL) return NULL;
-    for (p++; p < end - 1; p++) {
-        if (*p != '\\') { *o++ = *p; continue; }
-        p++;
-        switch (*p) {
-        case 'n': *o++ = '\n'; break;
-        case 't': *o++ = '\t'; break;
-        case 'r': *o++ = '\r'; break;
-        case 'b': *o++ = '\b'; break;
-        case 'f': *o++ = '\f'; break;
-        case 'u': {
-            unsigned cp = (p + 4 < end) ? _aimux_hex4(p + 1) : 0xFFFFFFFFu;
-            if (cp == 0xFFFFFFFFu) { *o++ = '?'; break; }
-            p += 4;
-            if (cp >= 0xD800 && cp < 0xDC00 && p + 6 < end && p[1] == '\\' && p[2] == 'u') {
-                unsigned lo = _aimux_hex4(p + 3);
-                if (lo >= 0xDC00 && lo < 0xE000) { cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00); p += 6; }
-            }
-            if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD;
-            if (cp < 0x80) *o++ = (char)cp;
-            else if (cp < 0x800) { *o++ = (char)(0xC0 | (cp >> 6)); *o++ = (char)(0x80 | (cp & 63)); }
-            else if (cp < 0x10000) { *o++ = (char)(0xE0 | (cp >> 12)); *o++ = (char)(0x80 | ((cp >> 6) & 63)); *o++ = (char)(0x80 | (cp & 63)); }
-            else { *o++ = (char)(0xF0 | (cp >> 18)); *o++ = (char)(0x80 | ((cp >> 12) & 63)); *o++ = (char)(0x80 | ((cp >> 6) & 63)); *o++ = (char)(0x80 | (cp & 63)); }
-            break;
-        }
-        default: *o++ = *p; break;   /* \" \\ \/ */
-        }
-    }
-    *o = 0;
-    return out;
-}
-
+/* --- kind / name / root fields: what the node was built with, never re-read from JSON ----- */
 CFFI_DLLEXPORT char *aimux_error_kind(const aimux_error_t *err)
 {
-    const char *k;
-    char *r;
-    if (err == NULL) return NULL;
-    k = _aimux_member(err->json, "kind");
-    if (k == NULL) return _aimux_strndup("source", 6);
-    r = _aimux_string_dup(k);
-    return r ? r : _aimux_strndup("unknown", 7);
+    return err ? _aimux_strndup(err->kind, err->kind_len) : NULL;
 }
 
 CFFI_DLLEXPORT char *aimux_error_name(const aimux_error_t *err)
 {
-    const char *e;
-    if (err == NULL) return NULL;
-    if (_aimux_member(err->json, "kind") == NULL)
-        return _aimux_string_dup(_aimux_member(err->json, "type"));
-    e = _aimux_member(err->json, "error");
-    return e ? _aimux_string_dup(_aimux_member(e, "name")) : NULL;
+    return err && err->name ? _aimux_strndup(err->name, err->name_len) : NULL;
+}
+
+CFFI_DLLEXPORT int aimux_error_retryable(const aimux_error_t *err)
+{
+    return err ? err->retryable : 0;
+}
+
+CFFI_DLLEXPORT int64_t aimux_error_retry_after_ms(const aimux_error_t *err)
+{
+    return err ? err->retry_after_ms : -1;
 }

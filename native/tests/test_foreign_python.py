@@ -63,7 +63,7 @@ def main():
         lib.aimux_error_free(err)
         check(code == 207, f"call {attempt}: code 207, got {code} ({text})")
         check(
-            f"CPython {host}." in text and f"CPython {lib_version}." in text,
+            f"Python {host}." in text and f"Python {lib_version}" in text,
             f"call {attempt}: the message names both versions ({host}, {lib_version}): {text}",
         )
         check(not out.value, f"call {attempt}: no result")
