@@ -44,7 +44,10 @@ static pid_t g_server;
 static void check_(int ok, int line, const char *fmt, ...)
 {
     va_list ap;
-    if (ok) { atomic_fetch_add(&g_pass, 1); return; }
+    if (ok) {
+        atomic_fetch_add(&g_pass, 1);
+        return;
+    }
     atomic_fetch_add(&g_fail, 1);
     va_start(ap, fmt);
     fprintf(stderr, "FAIL [pid %d] test_guest.c:%d: ", (int)getpid(), line);
@@ -63,7 +66,11 @@ static void sleep_ms(int ms)
 /* --- the fault server ---------------------------------------------------------------------- */
 static void stop_server(void)
 {
-    if (g_server > 0) { kill(g_server, SIGKILL); waitpid(g_server, NULL, 0); g_server = 0; }
+    if (g_server > 0) {
+        kill(g_server, SIGKILL);
+        waitpid(g_server, NULL, 0);
+        g_server = 0;
+    }
 }
 
 static int start_server(const char *python)
@@ -76,12 +83,13 @@ static int start_server(const char *python)
     if (g_server < 0) return -1;
     if (g_server == 0) {
         dup2(fds[1], 1);
-        close(fds[0]); close(fds[1]);
+        close(fds[0]);
+        close(fds[1]);
         execl(python, python, AIMUX_REPO "/tests/fault_server.py", "--port", "0", (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
-    while (n < sizeof line - 1) {   /* "fault server on http://127.0.0.1:PORT/v1\n", within 30 s */
+    while (n < sizeof line - 1) { /* "fault server on http://127.0.0.1:PORT/v1\n", within 30 s */
         struct pollfd p = {fds[0], POLLIN, 0};
         ssize_t r;
         if (poll(&p, 1, 30000) <= 0) break;
@@ -95,7 +103,11 @@ static int start_server(const char *python)
         const char *p = strstr(line, "127.0.0.1:");
         g_port = p ? atoi(p + 10) : 0;
     }
-    if (g_port <= 0) { fprintf(stderr, "fault server did not start: '%s'\n", line); stop_server(); return -1; }
+    if (g_port <= 0) {
+        fprintf(stderr, "fault server did not start: '%s'\n", line);
+        stop_server();
+        return -1;
+    }
     return 0;
 }
 
@@ -160,7 +172,8 @@ static int calls_in_process(const char *who, int count)
     for (i = 0; i < count; i++) {
         snprintf(text, sizeof text, "%s-%d-%d", who, (int)getpid(), i);
         if (!call_text(text, NULL, why, sizeof why)) {
-            fprintf(stderr, "[%s %d] call %d did not get its own answer: %s\n", who, (int)getpid(), i, why);
+            fprintf(stderr, "[%s %d] call %d did not get its own answer: %s\n", who, (int)getpid(),
+                    i, why);
             bad++;
         }
     }
@@ -182,23 +195,26 @@ static void test_fork_warm(void)
         if (pid == 0) {
             int bad;
             alarm(60);
-            g_pass = 0; g_fail = 0;
+            g_pass = 0;
+            g_fail = 0;
             code = next_code(h, &ev);
             CHECK(code == 203 && ev == NULL, "child: the parent's stream is 203, got %d", code);
-            aimux_stream_free(h);   /* a stale handle: no effect, no crash */
+            aimux_stream_free(h); /* a stale handle: no effect, no crash */
             bad = calls_in_process("child", 20);
             CHECK(bad == 0, "child round %d: %d of 20 calls without their own answer", round, bad);
             _exit(g_fail ? 1 : 0);
         }
         CHECK(pid > 0, "fork");
-        CHECK(calls_in_process("parent", 20) == 0, "parent round %d: calls without their own answer", round);
+        CHECK(calls_in_process("parent", 20) == 0,
+              "parent round %d: calls without their own answer", round);
         CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
               "child round %d exited with status %#x", round, status);
     }
     /* the parent's stream still works in the parent */
     code = next_code(h, &ev);
-    CHECK(code == 0 && ev != NULL, "parent: its stream still reads after the forks (code %d)", code);
+    CHECK(code == 0 && ev != NULL, "parent: its stream still reads after the forks (code %d)",
+          code);
     aimux_string_free(ev);
     aimux_stream_free(h);
 }
@@ -241,11 +257,12 @@ static void test_fork_busy(void)
         atomic_store(&g_in_call, 0);
         pthread_create(&t, NULL, slow_call_thread, &ok);
         while (!atomic_load(&g_in_call)) sleep_ms(5);
-        sleep_ms(300 + 37 * round);   /* inside the call, waiting on the server */
+        sleep_ms(300 + 37 * round); /* inside the call, waiting on the server */
         pid = fork();
         if (pid == 0) {
-            alarm(30);   /* a child stuck on the interpreter lock dies by SIGALRM: a failure */
-            g_pass = 0; g_fail = 0;
+            alarm(30); /* a child stuck on the interpreter lock dies by SIGALRM: a failure */
+            g_pass = 0;
+            g_fail = 0;
             CHECK(call_text("child-first", NULL, why, sizeof why), "child's first call: %s", why);
             CHECK(calls_in_process("child", 20) == 0, "child: calls without their own answer");
             _exit(g_fail ? 1 : 0);
@@ -259,16 +276,21 @@ static void test_fork_busy(void)
     }
     atomic_store(&g_stop_busy, 1);
     pthread_join(busy, NULL);
-    CHECK(busy_bad == 0, "the busy thread's calls each got their own answer (%d did not)", busy_bad);
+    CHECK(busy_bad == 0, "the busy thread's calls each got their own answer (%d did not)",
+          busy_bad);
 }
 
 /* --- signals ------------------------------------------------------------------------------- */
-#define NSIGS 65
-#define SA_RESTORER_ 0x04000000   /* the C library adds it to every action it sets */
+#define NSIGS        65
+#define SA_RESTORER_ 0x04000000 /* the C library adds it to every action it sets */
 static struct sigaction g_before[NSIGS];
 static int g_valid[NSIGS];
 static volatile sig_atomic_t g_host_sigint;
-static void host_handler(int sig) { (void)sig; g_host_sigint++; }
+static void host_handler(int sig)
+{
+    (void)sig;
+    g_host_sigint++;
+}
 
 static void record_signals(void)
 {
@@ -314,8 +336,9 @@ static void test_signals(void)
     for (i = 0; i < 5; i++) {
         struct sigaction now;
         sigaction(named[i], NULL, &now);
-        CHECK(named[i] == SIGHUP ? now.sa_handler == host_handler
-              : named[i] == SIGTERM ? now.sa_handler == SIG_IGN : now.sa_handler == SIG_DFL,
+        CHECK(named[i] == SIGHUP    ? now.sa_handler == host_handler
+              : named[i] == SIGTERM ? now.sa_handler == SIG_IGN
+                                    : now.sa_handler == SIG_DFL,
               "host set-up of %s", strsignal(named[i]));
     }
     aimux_error_free(aimux_call("aimux.version", "{}", &res));
@@ -325,7 +348,10 @@ static void test_signals(void)
     compare_signals("after a provider call");
     h = open_stream("mode=ok;text=abcdef;parts=3", 20000, &code);
     CHECK(code == 0, "stream: %d", code);
-    while (next_code(h, &ev) == 0 && ev != NULL) { aimux_string_free(ev); ev = NULL; }
+    while (next_code(h, &ev) == 0 && ev != NULL) {
+        aimux_string_free(ev);
+        ev = NULL;
+    }
     aimux_stream_free(h);
     CHECK(!call_text("sig-2", "mode=status;status=500", why, sizeof why), "a failing call fails");
     compare_signals("after a stream and a failing call");
@@ -336,7 +362,8 @@ static void test_signals(void)
     for (i = 0; i < 5; i++) {
         struct sigaction now;
         sigaction(named[i], NULL, &now);
-        CHECK(now.sa_handler == g_before[named[i]].sa_handler, "%s is the host's", strsignal(named[i]));
+        CHECK(now.sa_handler == g_before[named[i]].sa_handler, "%s is the host's",
+              strsignal(named[i]));
     }
     /* SIGHUP still reaches the host's handler */
     raise(SIGHUP);
@@ -356,12 +383,24 @@ static int sigint_child(int own_handler)
         sa.sa_handler = host_handler;
         sigaction(SIGINT, &sa, NULL);
     }
-    if (!call_text("before", NULL, why, sizeof why)) { fprintf(stderr, "warm-up: %s\n", why); return 3; }
+    if (!call_text("before", NULL, why, sizeof why)) {
+        fprintf(stderr, "warm-up: %s\n", why);
+        return 3;
+    }
     if (write(3, "x", 1) != 1) return 4;
     ok = call_text("slow-sigint", "mode=delay;delay_ms=2000", why, sizeof why);
-    if (!ok) { fprintf(stderr, "the call interrupted by SIGINT: %s\n", why); return 5; }
-    if (g_host_sigint != 1) { fprintf(stderr, "the host's handler ran %d times\n", (int)g_host_sigint); return 6; }
-    if (!call_text("after", NULL, why, sizeof why)) { fprintf(stderr, "next call: %s\n", why); return 7; }
+    if (!ok) {
+        fprintf(stderr, "the call interrupted by SIGINT: %s\n", why);
+        return 5;
+    }
+    if (g_host_sigint != 1) {
+        fprintf(stderr, "the host's handler ran %d times\n", (int)g_host_sigint);
+        return 6;
+    }
+    if (!call_text("after", NULL, why, sizeof why)) {
+        fprintf(stderr, "next call: %s\n", why);
+        return 7;
+    }
     return 0;
 }
 
@@ -374,20 +413,24 @@ static void sigint_case(int own_handler)
     CHECK(pipe(fds) == 0, "pipe");
     snprintf(port, sizeof port, "%d", g_port);
     pid = fork();
-    if (pid == 0) {   /* a fresh host: exec, so nothing of this process is inherited */
+    if (pid == 0) { /* a fresh host: exec, so nothing of this process is inherited */
         struct sigaction dfl;
         memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;   /* a shell may have started us with SIGINT ignored */
+        dfl.sa_handler = SIG_DFL; /* a shell may have started us with SIGINT ignored */
         sigaction(SIGINT, &dfl, NULL);
         dup2(fds[1], 3);
-        execl("/proc/self/exe", "test_guest", own_handler ? "sigint-child-handler" : "sigint-child", port, (char *)NULL);
+        execl("/proc/self/exe", "test_guest", own_handler ? "sigint-child-handler" : "sigint-child",
+              port, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
-    p.fd = fds[0]; p.events = POLLIN; p.revents = 0;
-    CHECK(poll(&p, 1, 30000) == 1 && read(fds[0], &c, 1) == 1, "the child host reached its slow call");
+    p.fd = fds[0];
+    p.events = POLLIN;
+    p.revents = 0;
+    CHECK(poll(&p, 1, 30000) == 1 && read(fds[0], &c, 1) == 1,
+          "the child host reached its slow call");
     close(fds[0]);
-    sleep_ms(500);   /* inside the call, waiting on the server */
+    sleep_ms(500); /* inside the call, waiting on the server */
     kill(pid, SIGINT);
     waitpid(pid, &status, 0);
     if (own_handler)
@@ -405,17 +448,19 @@ static void test_streams200(void)
     int i, opened = 0, first = 0;
     int32_t code;
     for (i = 0; i < 200; i++) {
-        uint64_t h = open_stream("mode=stall;stall_ms=60000;after=1;text=abcdef;parts=3", 90000, &code);
+        uint64_t h =
+            open_stream("mode=stall;stall_ms=60000;after=1;text=abcdef;parts=3", 90000, &code);
         if (h != 0) {
             opened++;
             if (next_code(h, &ev) == 0 && ev != NULL) first++;
-            aimux_string_free(ev); ev = NULL;
-        }   /* never freed */
+            aimux_string_free(ev);
+            ev = NULL;
+        } /* never freed */
     }
     CHECK(opened == 200, "200 streams open (%d)", opened);
     CHECK(first == 200, "each delivered its first event (%d)", first);
     CHECK(call_text("after-200", NULL, why, sizeof why), "the next call completes: %s", why);
-    stop_server();   /* the server's stalled handlers end with it */
+    stop_server(); /* the server's stalled handlers end with it */
 }
 
 static void test_limits(void)
@@ -436,7 +481,8 @@ static void test_limits(void)
           e ? aimux_error_code(e) : 0);
     msg = e ? aimux_error_message(e) : NULL;
     CHECK(msg && strstr(msg, "limit of 4 connections") && strstr(msg, "AIMUX_POOL_MAX_PER_HOST") &&
-          strstr(msg, "not sent"), "the message names the pool and its limit: %s", msg ? msg : "NULL");
+              strstr(msg, "not sent"),
+          "the message names the pool and its limit: %s", msg ? msg : "NULL");
     aimux_string_free(msg);
     aimux_string_free(res);
     aimux_error_free(e);
@@ -449,9 +495,10 @@ static void test_limits(void)
     CHECK(i < 60, "a call after the idle timeout: %s", why);
     code = next_code(h[0], &ev);
     CHECK(code == 0 && ev && strstr(ev, "\"type\":\"error\"") && strstr(ev, "\"code\":12") &&
-          strstr(ev, "without a read"), "a reaped stream reads one terminal error event: %s",
-          ev ? ev : "NULL");
-    aimux_string_free(ev); ev = NULL;
+              strstr(ev, "without a read"),
+          "a reaped stream reads one terminal error event: %s", ev ? ev : "NULL");
+    aimux_string_free(ev);
+    ev = NULL;
     code = next_code(h[0], &ev);
     CHECK(code == 0 && ev == NULL, "then its end");
     for (i = 0; i < 4; i++) aimux_stream_free(h[i]);
@@ -460,12 +507,13 @@ static void test_limits(void)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    if (strncmp(mode, "sigint-child", 12) == 0) {   /* internal: run by `sigint` */
+    if (strncmp(mode, "sigint-child", 12) == 0) { /* internal: run by `sigint` */
         g_port = argc > 2 ? atoi(argv[2]) : 0;
         return sigint_child(strcmp(mode, "sigint-child-handler") == 0);
     }
     if (argc < 3) {
-        fprintf(stderr, "usage: test_guest fork-warm|fork-busy|signals|sigint|streams200|limits PYTHON\n");
+        fprintf(stderr,
+                "usage: test_guest fork-warm|fork-busy|signals|sigint|streams200|limits PYTHON\n");
         return 2;
     }
     alarm(180);
@@ -475,14 +523,26 @@ int main(int argc, char **argv)
         setenv("AIMUX_STREAM_IDLE_TIMEOUT_MS", "3000", 1);
     }
     if (start_server(argv[2]) != 0) return 1;
-    if (strcmp(mode, "fork-warm") == 0) test_fork_warm();
-    else if (strcmp(mode, "fork-busy") == 0) test_fork_busy();
-    else if (strcmp(mode, "signals") == 0) test_signals();
-    else if (strcmp(mode, "sigint") == 0) { sigint_case(0); sigint_case(1); }
-    else if (strcmp(mode, "streams200") == 0) test_streams200();
-    else if (strcmp(mode, "limits") == 0) test_limits();
-    else { fprintf(stderr, "unknown mode %s\n", mode); stop_server(); return 2; }
+    if (strcmp(mode, "fork-warm") == 0)
+        test_fork_warm();
+    else if (strcmp(mode, "fork-busy") == 0)
+        test_fork_busy();
+    else if (strcmp(mode, "signals") == 0)
+        test_signals();
+    else if (strcmp(mode, "sigint") == 0) {
+        sigint_case(0);
+        sigint_case(1);
+    } else if (strcmp(mode, "streams200") == 0)
+        test_streams200();
+    else if (strcmp(mode, "limits") == 0)
+        test_limits();
+    else {
+        fprintf(stderr, "unknown mode %s\n", mode);
+        stop_server();
+        return 2;
+    }
     stop_server();
-    printf("test_guest %s: %d passed, %d failed\n", mode, atomic_load(&g_pass), atomic_load(&g_fail));
+    printf("test_guest %s: %d passed, %d failed\n", mode, atomic_load(&g_pass),
+           atomic_load(&g_fail));
     return atomic_load(&g_fail) ? 1 : 0;
 }

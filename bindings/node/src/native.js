@@ -11,6 +11,7 @@ import koffi from 'koffi';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { kindOfCode } from './generated/variants.js';
 
 export const EXPECTED_ABI_VERSION = 1;
 
@@ -113,7 +114,7 @@ function takeError(errPtr) {
     if (json !== null) return json;
     const code = n.errorCode(errPtr);
     const message = takeString(own(n.errorMessage(errPtr), STRING)) ?? 'aimux: the library returned an error without JSON';
-    return JSON.stringify({ kind: 'binding', code, message, error: {}, retryable: false });
+    return JSON.stringify({ kind: kindOfCode(code) ?? 'unknown', code, message, error: {}, retryable: false });
   } finally {
     release(errPtr, ERROR);
   }
