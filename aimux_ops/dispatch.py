@@ -1,6 +1,7 @@
 """The dispatch boundary: op name + params JSON in, result JSON or envelope JSON out.
 
-These are the entry points the shared library calls (DESIGN.md); none of them raises. Every
+These are the entry points the shared library calls (DESIGN.md); none of them raises, except
+``KeyboardInterrupt`` (a Python host's own SIGINT, which is not the call's error). Every
 failure — wire (201/202/204), protocol (300/301/302), an op's own error, or an unexpected
 exception (208) — is projected here, once, by ``envelope.project``.
 
@@ -12,6 +13,12 @@ terminal ``error`` event. ``stream_start_json`` returns at once; its stream is d
 blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the pipe of
 ``events_fd`` telling the host when to look. ``stream_cancel`` may be called from any thread: it
 wakes a blocked ``stream_next_json``, which then reports the end.
+
+Process-bound state (``guest``): in a forked child the registry starts empty (every handle of
+the parent is 203 there; handles keep counting, so none is reused) and a stream nobody has read
+for ``AIMUX_STREAM_IDLE_TIMEOUT_MS`` is closed by one reaper thread, started with the first
+stream (and again in a child), so a handle a binding dropped without freeing does not hold its
+connection until a garbage collector runs.
 """
 
 from __future__ import annotations
@@ -19,8 +26,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import itertools
-import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -43,6 +50,8 @@ from .errors import (
     Violation,
     WrongModeError,
 )
+from .errors import TimeoutError as AITimeoutError
+from .guest import limits, on_fork_child
 from .ops.registry import OpSpec, StreamContext, all_ops, get_op
 
 __all__ = [
@@ -51,7 +60,6 @@ __all__ = [
     "open_stream",
     "poll_ready_json",
     "ready_handles",
-    "reset_after_fork",
     "stream_cancel",
     "stream_free",
     "stream_json",
@@ -172,6 +180,8 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
             if len(params_json) <= _PURE_KEY_MAX and len(_pure_results) < 1024:
                 _pure_results[(op, params_json)] = result
         return result, None
+    except KeyboardInterrupt:
+        raise  # the host's, not the call's (see _Stream.pull)
     except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
         return None, project(exc)
 
@@ -212,6 +222,11 @@ class _Stream:
         self._stopped_flag = False  # the producer's task is over (ran to its end or cancelled)
         self._greenlet: Any = None  # the producer's greenlet once it runs
         self._interrupt_pending = False
+        #: monotonic time of the last read's end (or of the open); the reaper's clock
+        self.idle_since = time.monotonic()
+        self._readers = 0  # consumers blocked in pull right now (never idle meanwhile)
+        #: the terminal event of a stream the reaper closed
+        self._reaped: bytes | None = None
 
     # -- the producer (a greenlet on the loop thread) --------------------------------------
 
@@ -309,6 +324,10 @@ class _Stream:
     def _take_locked(self) -> tuple[Any, bool]:
         """(event, False), (None, True) at the end, or (None, False) when nothing is there yet.
         Raises ``_OpenFailed`` once for an open that failed."""
+        if self._reaped is not None:
+            event, self._reaped = self._reaped, None
+            self._done = True
+            return event, False
         if self._done:
             return None, True
         if self.ctx.cancelled.is_set():
@@ -340,13 +359,19 @@ class _Stream:
                 if self._space is not None:
                     with self._cond:
                         self._took()
+                self.idle_since = time.monotonic()
                 return event
         with self._cond:
-            while True:
-                event, ended = self._take_locked()
-                if event is not None or ended:
-                    break
-                self._cond.wait()
+            self._readers += 1
+            try:
+                while True:
+                    event, ended = self._take_locked()
+                    if event is not None or ended:
+                        break
+                    self._cond.wait()
+            finally:
+                self._readers -= 1
+                self.idle_since = time.monotonic()
             if event is None and self.ctx.cancelled.is_set():
                 # a cancelled op has finished its cleanup (a recording says "cancelled") by the
                 # time a blocked reader hears the end, as when it ran on the reader's thread
@@ -362,6 +387,7 @@ class _Stream:
         """Never blocks: (a JSON array of up to ``max_events`` events or None, ended)."""
         out: list[bytes] = []
         ended = False
+        self.idle_since = time.monotonic()
         with self._cond:
             while len(out) < max_events:
                 event, ended = self._take_locked()
@@ -373,6 +399,24 @@ class _Stream:
         if not out:
             return None, ended
         return b"[" + b",".join(out) + b"]", ended
+
+    def reap(self, idle_ms: int) -> bool:
+        """Close the stream if nobody read it for ``idle_ms`` (the reaper); True when closed.
+        Its reader then gets one terminal ``error`` event (a timeout naming the setting)."""
+        with self._cond:
+            if self._done or self._readers or self._reaped is not None:
+                return False
+            if (time.monotonic() - self.idle_since) * 1000 < idle_ms:
+                return False
+            err = AITimeoutError(
+                f"The stream was closed by the core after {idle_ms} ms without a read "
+                f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
+                timeout_ms=idle_ms,
+            )
+            self._reaped = b'{"type":"error","error":' + project(err) + b"}"
+            self._events.clear()
+        self.ctx.cancel()  # outside the lock: its callbacks take it
+        return True
 
     def close(self) -> None:
         self.ctx.cancel()
@@ -387,6 +431,33 @@ _streams: dict[int, _Stream] = {}
 _streams_lock = threading.Lock()
 _handles = itertools.count(1)
 
+#: the reaper thread of this process (None until the first stream; reset in a forked child)
+_reaper: threading.Thread | None = None
+#: a forked child's inherited streams, kept reachable so that nothing of theirs runs there
+_abandoned: list[dict[int, _Stream]] = []
+
+
+def _reap_loop(idle_ms: int) -> None:
+    period = min(max(idle_ms / 4000.0, 0.05), 5.0)
+    me = threading.current_thread()
+    while _reaper is me:
+        time.sleep(period)
+        for stream in list(_streams.values()):
+            stream.reap(idle_ms)
+
+
+def _start_reaper() -> None:
+    global _reaper
+    idle_ms = limits().stream_idle_timeout_ms
+    if _reaper is not None or idle_ms <= 0:
+        return
+    with _streams_lock:
+        if _reaper is None:
+            _reaper = threading.Thread(
+                target=_reap_loop, args=(idle_ms,), name="aimux-stream-reaper", daemon=True
+            )
+            _reaper.start()
+
 
 def _start(op: str | bytes | None, params_json: bytes | str | None, notify: bool) -> _Stream:
     spec = _resolve(op, "stream")
@@ -397,6 +468,7 @@ def _start(op: str | bytes | None, params_json: bytes | str | None, notify: bool
         stream = _Stream(handle, ctx, notify)
         _streams[handle] = stream
     stream.start(lambda: iter(spec.handler(params, ctx)))
+    _start_reaper()
     return stream
 
 
@@ -418,6 +490,8 @@ def stream_json(
     """Open a stream op: ``(handle, None)`` or ``(None, envelope JSON)``. Never raises."""
     try:
         return open_stream(op, params_json), None
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 
@@ -481,17 +555,17 @@ def events_fd() -> int:
     return aio.notifier().rfd
 
 
+@on_fork_child
 def reset_after_fork() -> None:
-    """In a forked child: every stream of the parent is stale (203), the loop and pipe new.
-    Registered with ``os.register_at_fork``: it runs after ``os.fork()`` and after a C-level fork
-    whose child runs ``PyOS_AfterFork_Child``."""
-    global _streams_lock
+    """In a forked child: no stream of the parent (their handles are 203 here), fresh lock, no
+    reaper yet, and a new stream loop and pipe on first use (``aio.reset_after_fork``). Handles
+    keep counting up, so no parent handle is ever reused."""
+    global _streams, _streams_lock, _reaper
+    _abandoned.append(_streams)
+    _streams = {}
     _streams_lock = threading.Lock()
-    _streams.clear()
+    _reaper = None
     aio.reset_after_fork()
-
-
-os.register_at_fork(after_in_child=reset_after_fork)
 
 
 def _lookup(handle: int) -> _Stream:
@@ -510,6 +584,8 @@ def stream_next_json(handle: int) -> Reply:
         return _lookup(handle).next(), None
     except _OpenFailed as exc:
         return None, project(exc.cause)
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 
@@ -521,6 +597,8 @@ def stream_next_object(handle: int) -> tuple[Any, bytes | None]:
         return _lookup(handle).pull(), None
     except _OpenFailed as exc:
         return None, project(exc.cause)
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 
