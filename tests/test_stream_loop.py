@@ -90,6 +90,7 @@ def wait_ready(fd: int) -> None:
 
 def test_many_streams_on_one_thread_through_the_pipe(trickle: int) -> None:
     fd = events_fd()
+    before = threads()  # pytest's, the servers' and the core's own threads so far
     handles = []
     for _ in range(200):
         h, env = stream_start_json("stream_text", trickle_params(trickle))
@@ -128,8 +129,8 @@ def test_many_streams_on_one_thread_through_the_pipe(trickle: int) -> None:
     for h in handles:
         assert events[h][:-1] == want
         assert events[h][-1]["type"] == "finish" and events[h][-1]["finishReason"] == "stop"
-    # the test's own thread, pytest's, the fault server's, the loop: no thread per stream
-    assert peak < 20, peak
+    # 200 streams open: at most the loop and the reaper started meanwhile, no thread per stream
+    assert peak - before <= 4, (before, peak)
 
 
 def test_poll_ready_answers_every_listed_stream_in_one_call(trickle: int) -> None:
