@@ -92,10 +92,11 @@ final class Native {
                 }
             } catch (LoadFailure f) {
                 failure = f.getMessage();
+            } catch (IllegalCallerException t) {
+                failure = "aimux: the JVM refused native access to libaimux: " + t.getMessage() + ". Fix: run it with "
+                        + "--enable-native-access=ALL-UNNAMED (class path) or --enable-native-access=dev.aimux (module path)";
             } catch (Throwable t) {
-                // IllegalCallerException without --enable-native-access, among others.
-                failure = "aimux: cannot use libaimux" + (path == null ? "" : " from " + path) + ": " + t + ". "
-                        + "Run the JVM with --enable-native-access=ALL-UNNAMED (or =dev.aimux on the module path)";
+                failure = "aimux: cannot use libaimux" + (path == null ? "" : " from " + path) + ": " + t + ". " + FIX;
             }
             PATH = path;
             FAILURE = failure;

@@ -55,10 +55,14 @@ class LoaderTest {
     }
 
     private static String runProbe(Path dir, Map<String, String> env, String... jvmArgs) throws Exception {
+        return runProbeWith(dir, env, "--enable-native-access=ALL-UNNAMED", jvmArgs);
+    }
+
+    private static String runProbeWith(Path dir, Map<String, String> env, String access, String... jvmArgs) throws Exception {
         String cp = copyJars(dir);
         Files.writeString(dir.resolve("Probe.java"), PROBE);
         String java = ProcessHandle.current().info().command().orElseThrow();
-        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", cp));
+        List<String> cmd = new ArrayList<>(List.of(java, access, "-cp", cp));
         cmd.addAll(List.of(jvmArgs));
         cmd.add("Probe.java");
         ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true);
@@ -98,5 +102,16 @@ class LoaderTest {
         // libraryPath() is the file the loader mapped (the symlink's target, from /proc/self/maps).
         assertTrue(out.startsWith("OK " + Aimux.libraryPath().toRealPath() + " "), out);
         assertTrue(out.contains("\"abiVersion\":1"), out);
+    }
+
+    @Test
+    void refusedNativeAccessIsA207NamingTheFlag(@TempDir Path dir) throws Exception {
+        // --illegal-native-access exists from JDK 24 on; the suite runs on JDK 25 (bindings/java/Makefile).
+        org.junit.jupiter.api.Assumptions.assumeTrue(Runtime.version().feature() >= 24, "needs JDK 24+");
+        Path libDir = Files.createDirectories(dir.resolve("lib"));
+        Files.createSymbolicLink(libDir.resolve("libaimux.so.1"), Aimux.libraryPath());
+        String out = runProbeWith(dir, Map.of(), "--illegal-native-access=deny", "-Djava.library.path=" + libDir);
+        assertTrue(out.startsWith("ERR 207 RuntimeInitError true aimux: the JVM refused native access to libaimux: "), out);
+        assertTrue(out.contains("--enable-native-access=ALL-UNNAMED"), out);
     }
 }
