@@ -1,7 +1,10 @@
 """The Python binding's decode-chain testee: an envelope on stdin → the native chain as JSON.
 
 It decodes with ``decode_error`` and walks the native exceptions (``__cause__``; a RetryError's
-last attempt), printing ``[{"kind", "code", "name", "message"}]`` (CONTRACT §4).
+last attempt), printing ``[{"kind", "code", "name", "message"}]`` (CONTRACT §4). With
+``--lines`` it is long-lived: one envelope per stdin line, one answer line each,
+``{"chain": [...], "root": {"retryable", "retryAfterMs"}}`` or, when ``decode_error`` refuses
+the envelope, ``{"rejected": {"code", "message"}}`` (DESIGN.md "decode-chain").
 """
 
 from __future__ import annotations
@@ -40,10 +43,32 @@ def walk(exc: BaseException | None) -> list[dict[str, Any]]:
     return out
 
 
-def main() -> int:
+def answer(envelope: bytes) -> dict[str, Any]:
+    """The long-lived mode's answer for one envelope."""
+    try:
+        err = decode_error(envelope)
+    except AimuxError as exc:
+        return {"rejected": {"code": exc.code, "message": exc.message}}
+    return {
+        "chain": walk(err),
+        "root": {"retryable": err.retryable, "retryAfterMs": err.retry_after_ms},
+    }
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--lines"]:
+        out = sys.stdout.buffer
+        for line in sys.stdin.buffer:
+            if line.strip():
+                out.write(orjson.dumps(answer(line)) + b"\n")
+                out.flush()
+        return 0
+    if argv:
+        print("usage: decode-chain [--lines]", file=sys.stderr)
+        return 2
     print(orjson.dumps(walk(decode_error(sys.stdin.buffer.read()))).decode())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

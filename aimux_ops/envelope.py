@@ -15,7 +15,7 @@ is ``__cause__``; a RetryError's attempts are decoded into ``errors`` and the la
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from pydantic import ValidationError
@@ -38,10 +38,12 @@ __all__ = [
     "decode_error",
     "native_chain",
     "project",
+    "root_fields",
     "to_envelope",
 ]
 
 ENVELOPE_MAX_BYTES = 1024 * 1024
+_CODE_MAX = 0x7FFFFFFF  # a code is an int32_t in the C ABI
 _DECODE_MAX_DEPTH = 256
 _TIGHTER = (
     Limits(message_bytes=1024, value_bytes=2048, depth=16, attempts=8),
@@ -178,12 +180,18 @@ def _wire_code(node: dict[str, Any]) -> int:
 
 
 def check_root(obj: dict[str, Any]) -> None:
-    """An envelope's root must be an aimux node (a string ``kind``) with a code ≥ 1, or at least
-    an ``error.name`` this version knows (whose class gives the code); else 202."""
+    """An envelope's root must be an aimux node (a string ``kind``) with a code in 1..2**31-1
+    (what ``aimux_error_code`` can return), or no code at all but an ``error.name`` this version
+    knows (whose class gives the code); else 202 — never a root with code 0."""
     kind = obj.get("kind")
     if not isinstance(kind, str):
         raise InvalidWireJsonError(
             "envelope has no 'kind': it is a source node, not an envelope", argument="envelope"
+        )
+    if _wire_code(obj) > _CODE_MAX:
+        raise InvalidWireJsonError(
+            "envelope 'code' is out of range (an integer from 1 to 2147483647)",
+            argument="envelope",
         )
     if _wire_code(obj) < 1:
         error = obj.get("error")
@@ -201,7 +209,18 @@ def decode_error(envelope: bytes | str | dict[str, Any]) -> AimuxError:
     check_root(obj)
     exc = _decode_node(obj, 0)
     assert isinstance(exc, AimuxError)
+    exc.wire_root = root_fields(obj)
     return exc
+
+
+def root_fields(root: dict[str, Any]) -> tuple[bool, int | None]:
+    """The root's own ``(retryable, retryAfterMs)`` as given (CONTRACT §4): what every decoder
+    reports. A ``retryable`` that is not a JSON bool reads as false; a ``retryAfterMs`` that is
+    not an integer ≥ 0 as absent."""
+    retryable = root.get("retryable")
+    after = root.get("retryAfterMs")
+    ok_after = isinstance(after, int) and not isinstance(after, bool) and after >= 0
+    return retryable is True, after if ok_after else None
 
 
 def native_chain(node: dict[str, Any]) -> list[dict[str, Any]]:
@@ -229,20 +248,50 @@ def _decoded_root_code(root: dict[str, Any]) -> int:
     return cls.code if cls is not None else 0
 
 
-def chain_links(envelope_json: bytes) -> list[tuple[int, bytes, bytes]]:
-    """(code, message UTF-8, node JSON) for each link of the native chain, root first; the
-    root's JSON is ``envelope_json`` itself; source nodes report code 0."""
+class Link(NamedTuple):
+    """One link of the native chain as the C shim packs it (DESIGN.md "The C accessors")."""
+
+    code: int
+    kind: bytes  #: the node's kind, b"source" for a source node
+    name: bytes | None  #: ``error.name`` (aimux node) or ``type`` (source node), None if absent
+    message: bytes
+    json: bytes
+
+
+def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Link]]:
+    """The root's own ``(retryable, retryAfterMs)`` and, root first, one ``Link`` per link of
+    the native chain: what ``decode_error`` and ``decode-chain`` report, decided once here so
+    the C accessors never read JSON. The root's JSON is ``envelope_json`` itself; source nodes
+    report code 0; an aimux node's code outside 0..2**31-1 reads as 0 (the root's is checked
+    by ``check_root``)."""
     root = orjson.loads(envelope_json)
     if not isinstance(root, dict):
         raise InvalidWireJsonError("envelope is not a JSON object", argument="envelope")
     check_root(root)
-    out: list[tuple[int, bytes, bytes]] = []
+    out: list[Link] = []
     for i, link in enumerate(native_chain(root)):
-        code = _wire_code(link) if isinstance(link.get("kind"), str) else 0
+        kind = link.get("kind")
+        if isinstance(kind, str):
+            code = _wire_code(link)
+            if code > _CODE_MAX:
+                code = 0
+            error = link.get("error")
+            name = error.get("name") if isinstance(error, dict) else None
+        else:
+            code = 0
+            kind = "source"
+            name = link.get("type")
         if i == 0 and code < 1:
             code = _decoded_root_code(root)
-        msg = _str(link.get("message")).encode("utf-8", "replace")
-        # the root is the envelope's own bytes (the same bytes everywhere), minus any
-        # surrounding whitespace a foreign producer left around the object
-        out.append((code, msg, envelope_json.strip() if i == 0 else orjson.dumps(link)))
-    return out
+        out.append(
+            Link(
+                code,
+                kind.encode("utf-8", "replace"),
+                name.encode("utf-8", "replace") if isinstance(name, str) else None,
+                _str(link.get("message")).encode("utf-8", "replace"),
+                # the root is the envelope's own bytes (the same bytes everywhere), minus any
+                # surrounding whitespace a foreign producer left around the object
+                envelope_json.strip() if i == 0 else orjson.dumps(link),
+            )
+        )
+    return root_fields(root), out

@@ -1,7 +1,10 @@
-"""Writes contract-tests/vectors/*.json: real envelopes projected by the core (real socket, decoder
-and file-system exceptions where a chain needs one) plus hand-written ones for what only a newer
-core could send (unknown kinds, codes and members). The expected ``chain`` is a structural walk of
-the JSON (DESIGN.md's native-chain rule), independent of any decoder.
+"""Writes contract-tests/vectors/<key>.json: real envelopes projected by the core (real socket,
+decoder and file-system exceptions where a chain needs one) plus hand-written ones for what only a
+newer core could send (unknown kinds, codes and members) and for what every decoder must refuse.
+The expected ``chain`` is a structural walk of the JSON (DESIGN.md's native-chain rule) and
+``root`` the envelope's own ``retryable`` / ``retryAfterMs``, both independent of any decoder; a
+``rejected`` vector names the code (202) every decoder refuses it with. Files are named by their
+stable key, never by position, so adding a vector renames nothing.
 
     .venv/bin/python contract-tests/make_vectors.py      # then review and commit the diff
 """
@@ -26,11 +29,16 @@ OUT = Path(__file__).parent / "vectors"
 
 def neutral_chain(envelope: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
-    for node in native_chain(envelope):
+    for i, node in enumerate(native_chain(envelope)):
         if isinstance(node.get("kind"), str):
             err = node.get("error") if isinstance(node.get("error"), dict) else {}
             name = err.get("name") if isinstance(err.get("name"), str) else None
-            out.append({"kind": node["kind"], "code": node["code"], "name": name, "message": node["message"]})
+            code = node.get("code")
+            if not isinstance(code, int) or isinstance(code, bool) or code < 0:
+                code = 0
+            if i == 0 and code < 1:  # a root without a valid code: its known name supplies it
+                code = {c.error_name: c.code for c in E.catalogue() if c.kind == node["kind"]}[name]
+            out.append({"kind": node["kind"], "code": code, "name": name, "message": node["message"]})
         else:
             typ = node.get("type") if isinstance(node.get("type"), str) else None
             out.append({"kind": "source", "code": 0, "name": typ, "message": node["message"]})
@@ -230,6 +238,47 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
         "A source node without 'type': name is null",
         {"kind": "aimux", "code": 1, "message": "wrapped", "error": {"name": "AI_OtherError"}, "cause": {"message": "something outside"}, "retryable": False},
     )
+    v["root-fields-as-given"] = (
+        "The root's retryable / retryAfterMs are reported as given, never recomputed from the "
+        "payload (here they disagree with isRetryable and an HTTP-date retry-after long past)",
+        {"kind": "aimux", "code": 11, "message": "Service Unavailable",
+         "error": {"name": "AI_APICallError", "statusCode": 503, "isRetryable": False,
+                   "responseHeaders": {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}},
+         "retryable": True, "retryAfterMs": 1500},
+    )
+    v["root-retry-after-zero"] = (
+        "retryAfterMs 0 is a hint (retry now), not an absent one",
+        {"kind": "aimux", "code": 11, "message": "Too Many Requests",
+         "error": {"name": "AI_APICallError", "statusCode": 429, "isRetryable": True,
+                   "responseHeaders": {"retry-after-ms": "0"}},
+         "retryable": True, "retryAfterMs": 0},
+    )
+    v["root-not-retryable-despite-payload"] = (
+        "retryable false at the root wins over a retryable last attempt",
+        {"kind": "aimux", "code": 14, "message": "Failed after 1 attempts. Last error: Service Unavailable",
+         "error": {"name": "AI_RetryError", "reason": "maxRetriesExceeded",
+                   "errors": [{"kind": "aimux", "code": 11, "message": "Service Unavailable",
+                               "error": {"name": "AI_APICallError", "statusCode": 503, "isRetryable": True,
+                                         "responseHeaders": {"retry-after-ms": "40"}}}]},
+         "retryable": False},
+    )
+    v["escaped-and-duplicate-keys"] = (
+        "Escaped keys mean what they spell and the last of duplicate keys wins (as every JSON parser "
+        "of the bindings reads them)",
+        "{\"\\u006bind\":\"aimux\",\"code\":1,\"message\":\"first\",\"message\":\"m\",\"error\":"
+        "{\"name\":\"AI_Old\",\"n\\u0061me\":\"AI_OtherError\"},\"retryable\":false,"
+        "\"cause\":{\"type\":\"A\",\"message\":\"s\",\"type\":\"OSError\"}}",
+    )
+    v["root-code-from-known-name"] = (
+        "A root whose code is missing: its known (kind, error.name) supplies it (never a root with code 0)",
+        {"kind": "aimux", "message": "Bad Request", "error": {"name": "AI_APICallError", "statusCode": 400},
+         "retryable": False},
+    )
+    v["root-code-not-an-integer"] = (
+        "A root whose code is not a JSON integer (a string here): its known name supplies it",
+        {"kind": "recording", "code": "103", "message": "corrupt", "error": {"name": "RecordingCorruptError"},
+         "retryable": False},
+    )
     v["aimux-node-without-name"] = (
         "An aimux node whose error has no name: name is null, decoded by code",
         {"kind": "aimux", "code": 11, "message": "Not Found", "error": {"statusCode": 404, "isRetryable": False}, "retryable": False},
@@ -237,7 +286,38 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
     return v
 
 
-LENIENT = {"aimux-node-without-name"}
+def rejects() -> dict[str, tuple[str, Any]]:
+    """Envelopes every decoder refuses with 202 (never a root with code 0)."""
+    api = {"name": "AI_APICallError"}
+    return {
+        "reject-root-code-beyond-32-bits": (
+            "A root code beyond 32 bits (2**32 + 11): 202, never code 0 or 11",
+            {"kind": "aimux", "code": 2**32 + 11, "message": "m", "error": api, "retryable": False},
+        ),
+        "reject-root-code-beyond-int32": (
+            "A root code of 2**31 (aimux_error_code is an int32_t): 202",
+            {"kind": "aimux", "code": 2**31, "message": "m", "error": {}, "retryable": False},
+        ),
+        "reject-root-code-zero": (
+            "A root code 0 without a known name: 202",
+            {"kind": "aimux", "code": 0, "message": "m", "error": {}, "retryable": False},
+        ),
+        "reject-root-without-kind": (
+            "A source node is not an envelope: 202",
+            {"message": "socket closed", "type": "OSError"},
+        ),
+        "reject-not-an-object": ("A JSON array is not an envelope: 202", [1, 2]),
+    }
+
+
+LENIENT = {"aimux-node-without-name", "escaped-and-duplicate-keys", "root-code-from-known-name", "root-code-not-an-integer"}
+
+
+def root_of(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The root fields every decoder reports: as given (DESIGN.md "Contract vectors")."""
+    after = envelope.get("retryAfterMs")
+    return {"retryable": envelope.get("retryable") is True,
+            "retryAfterMs": after if isinstance(after, int) and not isinstance(after, bool) and after >= 0 else None}
 
 
 def main() -> int:
@@ -245,14 +325,24 @@ def main() -> int:
     for old in OUT.glob("*.json"):
         old.unlink()
     schema = json.loads((Path(__file__).parent / "vector.schema.json").read_text())
-    for i, (name, (description, envelope)) in enumerate(sorted(vectors().items())):
+    n = 0
+    for name, (description, envelope) in sorted(vectors().items()):
         doc: dict[str, Any] = {"description": description}
         if name in LENIENT:
             doc["lenient"] = True
-        doc.update(envelope=envelope, chain=neutral_chain(envelope))
+        if isinstance(envelope, str):  # written as text: what a JSON object cannot express
+            doc["envelopeText"] = envelope
+            envelope = orjson.loads(envelope)
+        doc.update(envelope=envelope, chain=neutral_chain(envelope), root=root_of(envelope))
         jsonschema.validate(doc, schema)
-        (OUT / f"{i:03d}-{name}.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
-    print(f"wrote {i + 1} vectors to {OUT}")
+        (OUT / f"{name}.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        n += 1
+    for name, (description, envelope) in sorted(rejects().items()):
+        doc = {"description": description, "lenient": True, "envelope": envelope, "rejected": 202}
+        jsonschema.validate(doc, schema)
+        (OUT / f"{name}.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        n += 1
+    print(f"wrote {n} vectors to {OUT}")
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -15,7 +16,15 @@ from aimux_ops import errors as E
 from aimux_ops.decode_chain import walk
 from aimux_ops.envelope import decode_error, native_chain, project
 
-VECTORS = load_vectors()
+ALL_VECTORS = load_vectors()
+VECTORS = [(n, d) for n, d in ALL_VECTORS if "rejected" not in d]
+REJECTS = [(n, d) for n, d in ALL_VECTORS if "rejected" in d]
+
+
+def wire(doc: dict) -> bytes:
+    """The envelope as the vector runner sends it (its exact text when the vector has one)."""
+    text = doc.get("envelopeText")
+    return text.encode() if text is not None else orjson.dumps(doc["envelope"])
 
 
 def test_there_are_vectors_for_every_variant() -> None:
@@ -33,8 +42,9 @@ def test_vector_decodes_to_its_chain(name: str, doc: dict) -> None:
     jsonschema.validate(doc, validator_doc)
     if not doc.get("lenient"):
         validator("envelope.schema.json").validate(doc["envelope"])
-    err = decode_error(orjson.dumps(doc["envelope"]))
+    err = decode_error(wire(doc))
     assert walk(err) == doc["chain"]
+    assert {"retryable": err.retryable, "retryAfterMs": err.retry_after_ms} == doc["root"]
     # the decoded error projects back to the same chain (one projection, lossless for vectors)
     again = orjson.loads(project(err))
     if "truncated" not in json.dumps(doc["envelope"]):
@@ -42,8 +52,64 @@ def test_vector_decodes_to_its_chain(name: str, doc: dict) -> None:
         assert [n.get("message") for n in native_chain(again)] == [c["message"] for c in doc["chain"]]
 
 
+@pytest.mark.parametrize(("name", "doc"), REJECTS, ids=[n for n, _ in REJECTS])
+def test_rejected_vector_is_refused(name: str, doc: dict) -> None:
+    with pytest.raises(E.InvalidWireJsonError) as info:
+        decode_error(wire(doc))
+    assert info.value.code == doc["rejected"]
+
+
+def test_root_fields_are_reported_as_given_not_recomputed() -> None:
+    """Issue 13: decode_error recomputed retryable / retryAfterMs from the payload (and from an
+    HTTP-date retry-after, time-dependently); the root reports the envelope's own values."""
+    env = dict(VECTORS)["root-fields-as-given.json"]["envelope"]
+    err = decode_error(env)
+    assert isinstance(err, E.APICallError) and err.is_retryable is False
+    assert err.retryable is True and err.retry_after_ms == 1500
+    err = decode_error({**env, "retryable": False, "retryAfterMs": None})
+    assert err.retryable is False and err.retry_after_ms is None
+    # a cause / attempt has no root fields: its own (payload) values
+    retry = decode_error(dict(VECTORS)["root-not-retryable-despite-payload.json"]["envelope"])
+    assert retry.retryable is False and retry.retry_after_ms is None
+    assert isinstance(retry.__cause__, E.APICallError) and retry.__cause__.retry_after_ms == 40
+    # re-projecting a decoded root keeps the root fields
+    again = orjson.loads(project(err))
+    assert again["retryable"] is False and "retryAfterMs" not in again
+
+
+def test_root_code_beyond_int32_is_refused() -> None:
+    """Issue 13: a root code beyond 32 bits reached the C accessor as code 0."""
+    from aimux_ops.envelope import chain_links
+
+    for code in (2**32 + 11, 2**31, 2**63):
+        env = {"kind": "aimux", "code": code, "message": "m", "error": {"name": "AI_APICallError"}, "retryable": False}
+        with pytest.raises(E.InvalidWireJsonError):
+            decode_error(env)
+        with pytest.raises(E.InvalidWireJsonError):
+            chain_links(orjson.dumps(env))
+    assert decode_error({"kind": "aimux", "code": 2**31 - 1, "message": "m", "error": {}, "retryable": False}).code == 2**31 - 1
+
+
+def test_decode_chain_long_lived_mode() -> None:
+    lines = b"".join(wire(d) + b"\n" for _, d in ALL_VECTORS)
+    out = subprocess.run(
+        [str(ROOT / "bindings/python/decode-chain"), "--lines"],
+        input=lines,
+        capture_output=True,
+        check=True,
+        env={"PYTHON": sys.executable},
+    )
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(answers) == len(ALL_VECTORS)
+    for (name, doc), got in zip(ALL_VECTORS, answers, strict=True):
+        if "rejected" in doc:
+            assert got["rejected"]["code"] == doc["rejected"], name
+        else:
+            assert got == {"chain": doc["chain"], "root": doc["root"]}, name
+
+
 def test_decode_classes_and_fields() -> None:
-    doc = dict(VECTORS)["001-api-call-429-retry-after.json"]
+    doc = dict(VECTORS)["api-call-429-retry-after.json"]
     err = decode_error(doc["envelope"])
     assert type(err) is E.APICallError
     assert isinstance(err, E.APICallError)
@@ -53,7 +119,7 @@ def test_decode_classes_and_fields() -> None:
 
 
 def test_retry_last_attempt_is_the_cause() -> None:
-    doc = dict(VECTORS)["016-retry-error-not-retryable.json"]
+    doc = dict(VECTORS)["retry-error-not-retryable.json"]
     err = decode_error(json.dumps(doc["envelope"]))
     assert isinstance(err, E.RetryError)
     assert len(err.errors) == 2 and err.__cause__ is err.errors[-1]
@@ -63,17 +129,17 @@ def test_retry_last_attempt_is_the_cause() -> None:
 
 def test_unknown_code_and_kind_keep_raw_json() -> None:
     d = dict(VECTORS)
-    err = decode_error(d["021-unknown-code.json"]["envelope"])
+    err = decode_error(d["unknown-code.json"]["envelope"])
     assert type(err) is E.UnknownError and err.code == 77 and err.kind == "aimux"
     assert err.raw is not None and err.raw["error"]["futureField"] == [1, 2]
     assert isinstance(err.__cause__, E.SourceError) and err.__cause__.type == "OSError"
-    err = decode_error(d["023-unknown-kind.json"]["envelope"])
+    err = decode_error(d["unknown-kind.json"]["envelope"])
     assert type(err) is E.UnknownError and err.kind == "telemetry" and err.code == 901
     assert orjson.loads(project(err))["error"] == {"name": "ExporterError"}
 
 
 def test_transport_vector_python_chain() -> None:
-    err = decode_error(dict(VECTORS)["019-transport-retry-connection-refused.json"]["envelope"])
+    err = decode_error(dict(VECTORS)["transport-retry-connection-refused.json"]["envelope"])
     link: BaseException | None = err
     seen = []
     while link is not None:
@@ -104,7 +170,7 @@ def test_call_raises_exactly_what_decode_error_gives() -> None:
 
 
 def test_decode_chain_executable_on_one_vector() -> None:
-    doc = dict(VECTORS)["019-transport-retry-connection-refused.json"]
+    doc = dict(VECTORS)["transport-retry-connection-refused.json"]
     out = subprocess.run(
         [str(ROOT / "bindings/python/decode-chain")],
         input=json.dumps(doc["envelope"]).encode(),
@@ -123,7 +189,7 @@ def test_is_instance_is_marker_based() -> None:
 
     assert E.APICallError.is_instance(Foreign())
     assert not E.RetryError.is_instance(Foreign())
-    assert E.APICallError.is_instance(decode_error(dict(VECTORS)["001-api-call-429-retry-after.json"]["envelope"]))
+    assert E.APICallError.is_instance(decode_error(dict(VECTORS)["api-call-429-retry-after.json"]["envelope"]))
     assert_valid_envelope(project(E.APICallError("x")))
 
 
@@ -141,3 +207,35 @@ def test_known_name_supplies_a_missing_code() -> None:
     err = decode_error({"kind": "aimux", "message": "x", "error": {"name": "AI_APICallError"}})
     assert isinstance(err, E.APICallError) and err.code == 11
     assert orjson.loads(project(err))["code"] == 11
+
+
+def test_vector_runner_failure_lists(tmp_path: Path) -> None:
+    """run_decode_chain.py: a listed failure is reported but not counted; a listed vector that
+    passes, and an unlisted failure, fail the run."""
+    testee = tmp_path / "fake" / "decode-chain"
+    testee.parent.mkdir()
+    # the Python testee, except that it answers retryable wrong for one vector
+    testee.write_text(
+        "#!/bin/sh\n"
+        f'"{sys.executable}" -m aimux_ops.decode_chain "$@" | '
+        f'"{sys.executable}" -c "import sys\n'
+        "for l in sys.stdin:\n"
+        "    if '\\\"Not Found\\\"' in l: l = l.replace('\\\"retryable\\\":false', '\\\"retryable\\\":true')\n"
+        "    sys.stdout.write(l); sys.stdout.flush()\"\n"
+    )
+    testee.chmod(0o755)
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    runner = [sys.executable, str(ROOT / "contract-tests" / "run_decode_chain.py"), f"--failure-lists={lists}", str(testee)]
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(runner, capture_output=True, text=True, check=False, cwd=ROOT)
+
+    out = run()
+    assert out.returncode == 1 and "aimux-node-without-name: root fields differ" in out.stderr, out.stderr
+    (lists / "fake.txt").write_text("# known\naimux-node-without-name\n")
+    out = run()
+    assert out.returncode == 0 and "1 known failures" in out.stdout, out.stdout + out.stderr
+    (lists / "fake.txt").write_text("aimux-node-without-name\nunicode-message\n")
+    out = run()
+    assert out.returncode == 1 and "unicode-message: passes but is in the failure list" in out.stderr

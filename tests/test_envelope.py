@@ -67,8 +67,12 @@ def test_retry_error_has_no_cause_and_lists_attempts() -> None:
     assert [a["message"] for a in env["error"]["errors"]] == ["a", "b"]
     assert env["retryable"] is True and env["retryAfterMs"] == 20
     assert env["message"] == "Failed after 2 attempts. Last error: b"
-    links = chain_links(project(E.RetryError(errors=attempts)))
-    assert [(c, m) for c, m, _ in links] == [(14, env["message"].encode()), (11, b"b")]
+    root, links = chain_links(project(E.RetryError(errors=attempts)))
+    assert root == (True, 20)
+    assert [(n.code, n.kind, n.name, n.message) for n in links] == [
+        (14, b"aimux", b"AI_RetryError", env["message"].encode()),
+        (11, b"aimux", b"AI_APICallError", b"b"),
+    ]
 
 
 def test_non_aimux_exception_becomes_internal_with_its_chain() -> None:

@@ -63,12 +63,20 @@ class AimuxError(Exception):
             _BY_NAME[key] = cls
             _BY_CODE.setdefault((cls.kind, cls.code), cls)
             _ORDER.append(cls)
+        for hook in ("retryable", "retry_after_ms"):
+            if hook in cls.__dict__:  # pragma: no cover - a programming error caught at import
+                raise TypeError(
+                    f"{cls.__name__} overrides {hook}: override _own_{hook} instead (a decoded "
+                    "root reports the envelope's own value, CONTRACT §4)"
+                )
 
     def __init__(self, message: str | None = None, **fields: Any) -> None:
         self.payload: ErrorPayload = self.Payload(**fields)
         self.message: str = message if message is not None else self.default_message()
         #: The node this error was decoded from, when it came from JSON (else None).
         self.raw: dict[str, Any] | None = None
+        #: A decoded root's own ``(retryable, retryAfterMs)`` as the envelope gave them (else None).
+        self.wire_root: tuple[bool, int | None] | None = None
         super().__init__(self.message)
 
     def default_message(self) -> str:
@@ -80,12 +88,23 @@ class AimuxError(Exception):
     # -- projection hooks -------------------------------------------------------------------
     @property
     def retryable(self) -> bool:
-        """Whether retrying the same call could succeed."""
-        return False
+        """Whether retrying the same call could succeed. A decoded root reports its envelope's
+        ``retryable`` as given (CONTRACT §4), never recomputed from the payload."""
+        wire = getattr(self, "wire_root", None)
+        return wire[0] if wire is not None else self._own_retryable()
 
     @property
     def retry_after_ms(self) -> int | None:
-        """The server's retry hint in milliseconds, only when one was observed."""
+        """The server's retry hint in milliseconds, only when one was observed. A decoded root
+        reports its envelope's ``retryAfterMs`` as given (CONTRACT §4)."""
+        wire = getattr(self, "wire_root", None)
+        return wire[1] if wire is not None else self._own_retry_after_ms()
+
+    # Subclasses override these two (never ``retryable`` / ``retry_after_ms`` themselves).
+    def _own_retryable(self) -> bool:
+        return False
+
+    def _own_retry_after_ms(self) -> int | None:
         return None
 
     def payload_fields(self) -> dict[str, Any]:

@@ -209,12 +209,10 @@ class APICallError(AIError):
     def response_headers(self) -> dict[str, str] | None:
         return self.payload.response_headers
 
-    @property
-    def retryable(self) -> bool:
+    def _own_retryable(self) -> bool:
         return self.payload.is_retryable
 
-    @property
-    def retry_after_ms(self) -> int | None:
+    def _own_retry_after_ms(self) -> int | None:
         return _parse_retry_after_ms(self.payload.response_headers)
 
 
@@ -232,8 +230,7 @@ class TimeoutError(AIError):  # noqa: A001 - mirrors asyncio.TimeoutError / conc
     error_name = "AI_TimeoutError"
     Payload = _TimeoutPayload
 
-    @property
-    def retryable(self) -> bool:
+    def _own_retryable(self) -> bool:
         return True
 
 
@@ -297,8 +294,7 @@ class RetryError(AIError):
     def native_next(self) -> BaseException | None:
         return self.last_error
 
-    @property
-    def retryable(self) -> bool:
+    def _own_retryable(self) -> bool:
         last = self.last_error
         return (
             self.payload.reason == "maxRetriesExceeded"
@@ -306,8 +302,7 @@ class RetryError(AIError):
             and last.retryable
         )
 
-    @property
-    def retry_after_ms(self) -> int | None:
+    def _own_retry_after_ms(self) -> int | None:
         last = self.last_error
         return last.retry_after_ms if isinstance(last, AimuxError) else None
 

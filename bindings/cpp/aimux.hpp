@@ -96,6 +96,18 @@ public:
     /// (e.g. "ConnectionRefusedError"); nullopt when the node has none.
     std::optional<std::string> name() const { return detail::take_opt(aimux_error_name(node_)); }
 
+    /// The decoded root's own `retryable`, as the envelope gives it (never recomputed, CONTRACT
+    /// §4); false for a cause node.
+    bool retryable() const noexcept { return aimux_error_retryable(node_) != 0; }
+
+    /// The decoded root's own `retryAfterMs` (>= 0; 0 means "retry now") as the envelope gives
+    /// it; nullopt when it has none, and for a cause node.
+    std::optional<std::int64_t> retry_after_ms() const noexcept {
+        std::int64_t ms = aimux_error_retry_after_ms(node_);
+        if (ms < 0) return std::nullopt;
+        return ms;
+    }
+
     /// The display message (also what()).
     std::string message() const { return what(); }
 
@@ -132,16 +144,35 @@ inline void check(aimux_error_t *err) {
     if (err != nullptr) throw NativeError::adopt(err);
 }
 
+/// Decodes an envelope given as JSON text into its NativeError (with its cause chain). Throws a
+/// NativeError (202 / 201) when the text is not an envelope (a NUL byte inside it included).
+inline NativeError decode(const std::string &envelope_json);
+
+namespace detail {
+/// A C string ends at the first NUL: text the library could not see whole is refused as every
+/// binding refuses it (CONTRACT §4), 300 for an op name and 202 for params / envelope JSON
+/// text, never a silently truncated call.
+inline void check_no_nul(const std::string &op, const std::string &json_text, const char *argument) {
+    if (op.find('\0') != std::string::npos)
+        throw decode("{\"kind\":\"protocol\",\"code\":300,\"message\":\"unknown op (the name contains a NUL "
+                     "character)\",\"error\":{\"name\":\"UnknownOpError\"},\"retryable\":false}");
+    if (json_text.find('\0') != std::string::npos)
+        throw decode(std::string("{\"kind\":\"binding\",\"code\":202,\"message\":\"") + argument +
+                     " is not valid JSON: it contains a NUL character\",\"error\":{\"name\":"
+                     "\"InvalidWireJsonError\",\"argument\":\"" + argument + "\"},\"retryable\":false}");
+}
+}  // namespace detail
+
 /// Calls a request/response op; returns the result JSON or throws NativeError.
 inline std::string call(const std::string &op, const std::string &params_json = "{}") {
+    detail::check_no_nul(op, params_json, "params_json");
     char *out = nullptr;
     check(aimux_call(op.c_str(), params_json.c_str(), &out));
     return detail::take(out);
 }
 
-/// Decodes an envelope given as JSON text into its NativeError (with its cause chain). Throws a
-/// NativeError (202 / 201) when the text is not an envelope.
 inline NativeError decode(const std::string &envelope_json) {
+    detail::check_no_nul(std::string(), envelope_json, "envelope_json");
     aimux_error_t *decoded = nullptr;
     check(aimux_error_from_json(envelope_json.c_str(), &decoded));
     return NativeError::adopt(decoded);
@@ -167,6 +198,7 @@ inline std::uint32_t abi_version() noexcept { return aimux_abi_version(); }
 class Stream {
 public:
     Stream(const std::string &op, const std::string &params_json) {
+        detail::check_no_nul(op, params_json, "params_json");
         check(aimux_stream(op.c_str(), params_json.c_str(), &handle_));
     }
     Stream(const Stream &) = delete;

@@ -203,9 +203,10 @@ func TestOddShapes(t *testing.T) {
 	if !reflect.DeepEqual(tr.Truncated, []string{"message"}) {
 		t.Fatal("truncated not kept")
 	}
-	// Non-integer code: 0, like the core.
-	if e := mustDecode(t, `{"kind":"aimux","code":"11","message":"x","error":{"name":"AI_APICallError"}}`); e.Code != 0 {
-		t.Fatal("string code must decode as 0")
+	// A root whose code is not an integer: its known name supplies the code, like the core
+	// (never a root with code 0).
+	if e := mustDecode(t, `{"kind":"aimux","code":"11","message":"x","error":{"name":"AI_APICallError"}}`); e.Code != 11 {
+		t.Fatalf("string code with a known name must decode as 11, got %d", e.Code)
 	}
 	// Not JSON / not an object: a binding error with the bytes kept.
 	for _, bad := range []string{`not json`, `[1,2]`, `null`, ``} {
@@ -214,9 +215,20 @@ func TestOddShapes(t *testing.T) {
 			t.Fatalf("%q -> %+v", bad, e)
 		}
 	}
-	// A root without kind is a source node.
-	if _, ok := DecodeError([]byte(`{"message":"m","type":"OSError"}`)).(*SourceError); !ok {
-		t.Fatal("root without kind")
+	// Refused like every binding refuses them (202): a root without kind (a source node), a
+	// root code beyond int32, a root code 0 without a known name.
+	for _, bad := range []string{
+		`{"message":"m","type":"OSError"}`,
+		`{"kind":"aimux","code":4294967307,"message":"m","error":{"name":"AI_APICallError"}}`,
+		`{"kind":"aimux","code":2147483648,"message":"m","error":{}}`,
+		`{"kind":"aimux","code":0,"message":"m","error":{"name":"AI_Future"}}`,
+	} {
+		if _, rejected := ParseEnvelope([]byte(bad)); rejected == nil || rejected.Code != CodeInvalidWireJson {
+			t.Fatalf("%s: not refused", bad)
+		}
+		if e := mustDecode(t, bad); e.Code != CodeInvalidWireJson || string(e.Raw) != bad {
+			t.Fatalf("%s -> %+v", bad, e)
+		}
 	}
 }
 

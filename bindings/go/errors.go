@@ -47,9 +47,12 @@ type Error struct {
 	Message string
 	// Payload is the envelope's "error" object (name plus the variant's fields), as sent.
 	Payload json.RawMessage
-	// Retryable and RetryAfter are root-only; RetryAfter is 0 unless the server sent a hint.
-	Retryable  bool
-	RetryAfter time.Duration
+	// Retryable, RetryAfter and HasRetryAfter are root-only, as the envelope gives them (never
+	// recomputed from the payload, CONTRACT §4). HasRetryAfter reports whether the envelope
+	// carried retryAfterMs (an integer >= 0); RetryAfter is 0 without one, and may be 0 with one.
+	Retryable     bool
+	RetryAfter    time.Duration
+	HasRetryAfter bool
 	// Raw is this node's JSON as sent (for the root: the whole envelope).
 	Raw json.RawMessage
 	// Truncated lists what the core cut on this node ("message", "error.<field>", "cause").
@@ -173,23 +176,71 @@ func lookup(kind, name string, hasName bool, code int) int {
 }
 
 // DecodeError turns an envelope (JSON text) into the native error: an *Error whose Unwrap chain
-// follows the native chain rule (DESIGN.md). An envelope that is not a JSON object still comes
-// back as an *Error (kind "binding", code 202) carrying the bytes in Raw; a root without "kind"
-// comes back as a *SourceError.
+// follows the native chain rule (DESIGN.md). An envelope the decoder refuses (see ParseEnvelope)
+// still comes back as an *Error (kind "binding", code 202) carrying the bytes in Raw.
 func DecodeError(envelope []byte) error {
+	decoded, rejected := ParseEnvelope(envelope)
+	if rejected != nil {
+		return rejected
+	}
+	return decoded
+}
+
+// ParseEnvelope decodes like DecodeError but reports a refused envelope apart: rejected is a
+// 202 *Error (the bytes in Raw) when the text is not a JSON object, its root has no string
+// "kind" (a source node is not an envelope), or its root code is not an integer from 1 to
+// 2147483647 and no known error.name supplies one — as every binding refuses it (CONTRACT §4:
+// never a root with code 0).
+func ParseEnvelope(envelope []byte) (decoded error, rejected *Error) {
 	raw := bytes.TrimSpace(envelope)
+	reject := func(msg string) (error, *Error) {
+		e := newLocalError(KindBinding, CodeInvalidWireJson, msg)
+		e.Raw = append(json.RawMessage(nil), raw...)
+		return nil, e
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		msg := "aimux: undecodable error envelope"
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		e := newLocalError(KindBinding, CodeInvalidWireJson, msg)
-		e.Raw = append(json.RawMessage(nil), raw...)
-		return e
+		return reject(msg)
+	}
+	if k, ok := fields["kind"]; !ok || !isJSONString(k) {
+		return reject("aimux: not an envelope: it has no 'kind' (a source node is not an envelope)")
+	}
+	code, outOfRange := wireCode(fields["code"])
+	if outOfRange {
+		return reject("aimux: not an envelope: its code is out of range (1..2147483647)")
 	}
 	budget := maxChainLinks
-	return decodeNode(append(json.RawMessage(nil), raw...), fields, true, &budget)
+	root := decodeNode(append(json.RawMessage(nil), raw...), fields, true, &budget).(*Error)
+	if code < 1 {
+		if !root.hasName || root.vidx < 0 || variants[root.vidx].Name != root.Name {
+			return reject("aimux: not an envelope: no valid 'code' (an integer >= 1) and no known error name")
+		}
+		root.Code = variants[root.vidx].Code // the known name supplies the missing code
+	}
+	return root, nil
+}
+
+// wireCode is a node's code when it is a JSON integer >= 0 (else 0), and whether it is beyond
+// an int32 (what aimux_error_code returns).
+func wireCode(raw json.RawMessage) (int64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] < '0' || raw[0] > '9' {
+		return 0, false // absent, negative, or not a JSON number
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false // a fraction or an exponent: not an integer
+		}
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || n > 0x7fffffff {
+		return 0, true
+	}
+	return n, false
 }
 
 // newLocalError builds an error the binding itself raises (library missing, NUL in an argument).
@@ -264,8 +315,11 @@ func decodeNode(raw json.RawMessage, f map[string]json.RawMessage, root bool, bu
 			if r, ok := f["retryable"]; ok {
 				_ = json.Unmarshal(r, &e.Retryable)
 			}
-			if ms := floatField(f, "retryAfterMs"); ms > 0 {
-				e.RetryAfter = time.Duration(ms * float64(time.Millisecond))
+			if ms, ok := f["retryAfterMs"]; ok {
+				var n int64
+				if json.Unmarshal(ms, &n) == nil && n >= 0 && n <= int64(time.Duration(1<<63-1)/time.Millisecond) {
+					e.RetryAfter, e.HasRetryAfter = time.Duration(n)*time.Millisecond, true
+				}
 			}
 		}
 		var lastAttempt json.RawMessage
@@ -334,14 +388,6 @@ func stringField(f map[string]json.RawMessage, key string) string {
 		return ""
 	}
 	return scalarText(v)
-}
-
-func floatField(f map[string]json.RawMessage, key string) float64 {
-	var n float64
-	if v, ok := f[key]; ok {
-		_ = json.Unmarshal(v, &n)
-	}
-	return n
 }
 
 func intField(f map[string]json.RawMessage, key string) int {

@@ -318,9 +318,19 @@ func marshalParams(params any) (string, error) {
 	return string(b), nil
 }
 
+// checkOp refuses an op the library could not see whole (a C string ends at the first NUL):
+// 300 UnknownOpError, as in every binding (CONTRACT §4), never a silently truncated call.
 func checkOp(op string) error {
 	if strings.IndexByte(op, 0) >= 0 {
-		return newLocalError(KindBinding, CodeInvalidUtf8, "aimux: op contains a NUL byte")
+		env, _ := json.Marshal(struct {
+			Kind      string            `json:"kind"`
+			Code      int               `json:"code"`
+			Message   string            `json:"message"`
+			Error     map[string]string `json:"error"`
+			Retryable bool              `json:"retryable"`
+		}{KindProtocol, CodeUnknownOp, "unknown op (the name contains a NUL character)",
+			map[string]string{"name": "UnknownOpError", "op": op}, false})
+		return DecodeError(env)
 	}
 	return nil
 }

@@ -13,7 +13,9 @@ import struct
 from _aimux_cffi import ffi, lib
 
 NULL = ffi.NULL
-_pack = struct.Struct("=iII").pack
+_pack_root = struct.Struct("=Bq").pack
+_pack = struct.Struct("=iIIII").pack
+_NO_NAME = 0xFFFFFFFF
 _init_error = None
 _paths = []
 try:
@@ -45,12 +47,21 @@ def _internal(where, exc):
     return _simple(208, b"InternalError", "libaimux: %s: %s: %s" % (where, type(exc).__name__, exc))
 
 
-def _packed(links):
-    parts = []
-    for code, msg, node in links:
+def _packed(walk):
+    # The format _aimux_err_unpack reads (aimux_shim.c): the root's own retryable and
+    # retryAfterMs, then per link its code, kind, name, message and JSON, decided once by
+    # chain_links (the C accessors never read JSON).
+    (retryable, after), links = walk
+    parts = [_pack_root(1 if retryable else 0, -1 if after is None or after > 2**63 - 1 else after)]
+    for code, kind, name, msg, node in links:
         if not -0x80000000 <= code <= 0x7FFFFFFF:
             code = 0
-        parts.append(_pack(code, len(msg), len(node)))
+        parts.append(
+            _pack(code, len(kind), _NO_NAME if name is None else len(name), len(msg), len(node))
+        )
+        parts.append(kind)
+        if name is not None:
+            parts.append(name)
         parts.append(msg)
         parts.append(node)
     return b"".join(parts)
@@ -188,7 +199,7 @@ else:
                 b"envelope_json",
             )
             return 0
-        if not buf:
+        if len(buf) <= 9:
             out_err[0] = _simple(
                 202,
                 b"InvalidWireJsonError",

@@ -22,13 +22,19 @@ static int _aimux_py_stream_next(uint64_t, char **, aimux_error_t **);
 static int _aimux_py_stream_ctl(uint64_t, int);
 static int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);
 
-/* One node of the chain: one allocation holding the struct, the message and the JSON. */
+/* One node of the chain: one allocation holding the struct and its strings. kind / name /
+   retryable / retry_after_ms are decided once, by the Python side (aimux_embed.py `_packed`) or
+   by _aimux_err_simple: the accessors never read JSON. */
 struct aimux_error {
     int32_t code;
     int is_static;              /* the out-of-memory sentinel: never freed */
+    int retryable;              /* root only (0 on a cause) */
+    int64_t retry_after_ms;     /* root only; -1: absent */
+    const char *kind;           /* NUL-terminated: "aimux", …, or "source" */
+    const char *name;           /* NUL-terminated, or NULL: error.name / a source node's type */
     const char *message;        /* NUL-terminated UTF-8 */
     const char *json;           /* NUL-terminated: the envelope (root) or the node JSON */
-    size_t message_len, json_len;
+    size_t kind_len, name_len, message_len, json_len;
     struct aimux_error *cause;  /* owned */
 };
 
@@ -36,23 +42,36 @@ struct aimux_error {
 #define _AIMUX_OOM_JSON "{\"kind\":\"binding\",\"code\":208,\"message\":\"" _AIMUX_OOM_MSG \
     "\",\"error\":{\"name\":\"InternalError\"},\"retryable\":false}"
 static struct aimux_error _aimux_oom = {
-    208, 1, _AIMUX_OOM_MSG, _AIMUX_OOM_JSON,
-    sizeof(_AIMUX_OOM_MSG) - 1, sizeof(_AIMUX_OOM_JSON) - 1, NULL
+    208, 1, 0, -1, "binding", "InternalError", _AIMUX_OOM_MSG, _AIMUX_OOM_JSON,
+    7, 13, sizeof(_AIMUX_OOM_MSG) - 1, sizeof(_AIMUX_OOM_JSON) - 1, NULL
 };
 
-static aimux_error_t *_aimux_node_new(int32_t code, const char *msg, size_t msg_len,
+#define _AIMUX_NO_NAME 0xFFFFFFFFu
+
+/* name == NULL: the node has no name. Strings are copied (each NUL-terminated). */
+static aimux_error_t *_aimux_node_new(int32_t code, const char *kind, size_t kind_len,
+                                      const char *name, size_t name_len,
+                                      const char *msg, size_t msg_len,
                                       const char *json, size_t json_len)
 {
-    struct aimux_error *e = (struct aimux_error *)malloc(
-        sizeof(struct aimux_error) + msg_len + 1 + json_len + 1);
+    struct aimux_error *e;
     char *p;
+    if (name == NULL) name_len = 0;
+    e = (struct aimux_error *)malloc(sizeof(struct aimux_error) + kind_len + 1 + name_len + 1
+                                     + msg_len + 1 + json_len + 1);
     if (e == NULL) return NULL;
     p = (char *)(e + 1);
-    memcpy(p, msg, msg_len); p[msg_len] = 0;
-    memcpy(p + msg_len + 1, json, json_len); p[msg_len + 1 + json_len] = 0;
-    e->code = code; e->is_static = 0;
+    e->kind = p; e->kind_len = kind_len;
+    memcpy(p, kind, kind_len); p[kind_len] = 0; p += kind_len + 1;
+    e->name = name ? p : NULL; e->name_len = name_len;
+    if (name) memcpy(p, name, name_len);
+    p[name_len] = 0; p += name_len + 1;
     e->message = p; e->message_len = msg_len;
-    e->json = p + msg_len + 1; e->json_len = json_len;
+    memcpy(p, msg, msg_len); p[msg_len] = 0; p += msg_len + 1;
+    e->json = p; e->json_len = json_len;
+    memcpy(p, json, json_len); p[json_len] = 0;
+    e->code = code; e->is_static = 0;
+    e->retryable = 0; e->retry_after_ms = -1;
     e->cause = NULL;
     return e;
 }
@@ -66,23 +85,36 @@ static void _aimux_chain_free(aimux_error_t *e)
     }
 }
 
-/* A chain packed by Python: repeated {int32 code, uint32 msg_len, uint32 json_len, msg, json},
-   root first. One allocation per node. NULL when out of memory or malformed. */
+/* A chain packed by Python (aimux_embed.py `_packed`): {uint8 retryable, int64 retry_after_ms
+   (-1: absent)} for the root, then per node, root first: {int32 code, uint32 kind_len,
+   uint32 name_len (0xFFFFFFFF: no name), uint32 msg_len, uint32 json_len, kind, name, msg,
+   json}. One allocation per node. NULL when out of memory or malformed. */
 aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
 {
     aimux_error_t *root = NULL, **tail = &root;
-    size_t off = 0;
+    size_t off = 9;
+    uint8_t retryable;
+    int64_t after;
+    if (len < 9) return NULL;
+    memcpy(&retryable, buf, 1); memcpy(&after, buf + 1, 8);
     while (off < len) {
-        int32_t code; uint32_t ml, jl; aimux_error_t *n;
-        if (len - off < 12) goto bad;
-        memcpy(&code, buf + off, 4); memcpy(&ml, buf + off + 4, 4); memcpy(&jl, buf + off + 8, 4);
-        off += 12;
-        if (len - off < (size_t)ml + (size_t)jl) goto bad;
-        n = _aimux_node_new(code, buf + off, ml, buf + off + ml, jl);
+        int32_t code; uint32_t kl, nl, ml, jl; size_t need; aimux_error_t *n;
+        if (len - off < 20) goto bad;
+        memcpy(&code, buf + off, 4); memcpy(&kl, buf + off + 4, 4); memcpy(&nl, buf + off + 8, 4);
+        memcpy(&ml, buf + off + 12, 4); memcpy(&jl, buf + off + 16, 4);
+        off += 20;
+        need = (size_t)kl + (nl == _AIMUX_NO_NAME ? 0 : (size_t)nl) + (size_t)ml + (size_t)jl;
+        if (len - off < need) goto bad;
+        n = _aimux_node_new(code, buf + off, kl, nl == _AIMUX_NO_NAME ? NULL : buf + off + kl,
+                            nl == _AIMUX_NO_NAME ? 0 : nl, buf + off + need - ml - jl, ml,
+                            buf + off + need - jl, jl);
         if (n == NULL) goto bad;
-        off += (size_t)ml + jl;
+        off += need;
         *tail = n; tail = &n->cause;
     }
+    if (root == NULL) return NULL;
+    root->retryable = retryable != 0;
+    root->retry_after_ms = after < 0 ? -1 : after;
     return root;
 bad:
     _aimux_chain_free(root);
@@ -193,7 +225,11 @@ aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *mes
     if (truncated) _aimux_buf_str(&b, ",\"truncated\":[\"message\"]");
     _aimux_buf_str(&b, "}");
     if (b.oom) { free(b.p); free(m.p); return &_aimux_oom; }
-    e = _aimux_node_new(code, m.p, m.len, b.p, b.len);
+    {
+        const char *kind = code >= 300 && code < 400 ? "protocol" : code >= 200 && code < 300
+            ? "binding" : code >= 100 && code < 200 ? "recording" : "aimux";
+        e = _aimux_node_new(code, kind, strlen(kind), name, strlen(name), m.p, m.len, b.p, b.len);
+    }
     free(b.p); free(m.p);
     return e ? e : &_aimux_oom;
 }
@@ -454,127 +490,23 @@ CFFI_DLLEXPORT aimux_error_t *aimux_error_from_json(const char *envelope_json,
     return NULL;
 }
 
-/* --- kind / name without a JSON library: a scanner over the node's (valid) JSON ----------- */
-static const char *_aimux_ws(const char *p)
-{
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-    return p;
-}
-static const char *_aimux_skip_string(const char *p)   /* p at '"' */
-{
-    for (p++; *p && *p != '"'; p++)
-        if (*p == '\\' && p[1]) p++;
-    return *p == '"' ? p + 1 : NULL;
-}
-static const char *_aimux_skip_value(const char *p)
-{
-    int depth = 0;
-    p = _aimux_ws(p);
-    do {
-        if (*p == 0) return NULL;
-        if (*p == '"') { p = _aimux_skip_string(p); if (!p) return NULL; continue; }
-        if (*p == '{' || *p == '[') depth++;
-        else if (*p == '}' || *p == ']') { if (--depth < 0) return NULL; }
-        else if (depth == 0) {   /* a scalar at top level: read to its end */
-            while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
-                   *p != '\t' && *p != '\r') p++;
-            return p;
-        }
-        p++;
-    } while (depth > 0);
-    return p;
-}
-/* The value of member `key` of the object at p, or NULL. Keys are compared raw. */
-static const char *_aimux_member(const char *p, const char *key)
-{
-    size_t kl = strlen(key);
-    p = _aimux_ws(p);
-    if (*p != '{') return NULL;
-    p = _aimux_ws(p + 1);
-    while (*p == '"') {
-        const char *k = p + 1, *end = _aimux_skip_string(p);
-        if (end == NULL) return NULL;
-        p = _aimux_ws(end);
-        if (*p != ':') return NULL;
-        p = _aimux_ws(p + 1);
-        if ((size_t)(end - 1 - k) == kl && memcmp(k, key, kl) == 0) return p;
-        p = _aimux_skip_value(p);
-        if (p == NULL) return NULL;
-        p = _aimux_ws(p);
-        if (*p != ',') return NULL;
-        p = _aimux_ws(p + 1);
-    }
-    return NULL;
-}
-static unsigned _aimux_hex4(const char *p)
-{
-    unsigned v = 0; int i;
-    for (i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-        else return 0xFFFFFFFFu;
-    }
-    return v;
-}
-/* A malloc'd UTF-8 copy of the JSON string at p, or NULL if p is not a string. */
-static char *_aimux_string_dup(const char *p)
-{
-    const char *end;
-    char *out, *o;
-    if (p == NULL || *p != '"' || (end = _aimux_skip_string(p)) == NULL) return NULL;
-    out = o = (char *)malloc((size_t)(end - p) + 1);
-    if (out == NULL) return NULL;
-    for (p++; p < end - 1; p++) {
-        if (*p != '\\') { *o++ = *p; continue; }
-        p++;
-        switch (*p) {
-        case 'n': *o++ = '\n'; break;
-        case 't': *o++ = '\t'; break;
-        case 'r': *o++ = '\r'; break;
-        case 'b': *o++ = '\b'; break;
-        case 'f': *o++ = '\f'; break;
-        case 'u': {
-            unsigned cp = (p + 4 < end) ? _aimux_hex4(p + 1) : 0xFFFFFFFFu;
-            if (cp == 0xFFFFFFFFu) { *o++ = '?'; break; }
-            p += 4;
-            if (cp >= 0xD800 && cp < 0xDC00 && p + 6 < end && p[1] == '\\' && p[2] == 'u') {
-                unsigned lo = _aimux_hex4(p + 3);
-                if (lo >= 0xDC00 && lo < 0xE000) { cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00); p += 6; }
-            }
-            if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD;
-            if (cp < 0x80) *o++ = (char)cp;
-            else if (cp < 0x800) { *o++ = (char)(0xC0 | (cp >> 6)); *o++ = (char)(0x80 | (cp & 63)); }
-            else if (cp < 0x10000) { *o++ = (char)(0xE0 | (cp >> 12)); *o++ = (char)(0x80 | ((cp >> 6) & 63)); *o++ = (char)(0x80 | (cp & 63)); }
-            else { *o++ = (char)(0xF0 | (cp >> 18)); *o++ = (char)(0x80 | ((cp >> 12) & 63)); *o++ = (char)(0x80 | ((cp >> 6) & 63)); *o++ = (char)(0x80 | (cp & 63)); }
-            break;
-        }
-        default: *o++ = *p; break;   /* \" \\ \/ */
-        }
-    }
-    *o = 0;
-    return out;
-}
-
+/* --- kind / name / root fields: what the node was built with, never re-read from JSON ----- */
 CFFI_DLLEXPORT char *aimux_error_kind(const aimux_error_t *err)
 {
-    const char *k;
-    char *r;
-    if (err == NULL) return NULL;
-    k = _aimux_member(err->json, "kind");
-    if (k == NULL) return _aimux_strndup("source", 6);
-    r = _aimux_string_dup(k);
-    return r ? r : _aimux_strndup("unknown", 7);
+    return err ? _aimux_strndup(err->kind, err->kind_len) : NULL;
 }
 
 CFFI_DLLEXPORT char *aimux_error_name(const aimux_error_t *err)
 {
-    const char *e;
-    if (err == NULL) return NULL;
-    if (_aimux_member(err->json, "kind") == NULL)
-        return _aimux_string_dup(_aimux_member(err->json, "type"));
-    e = _aimux_member(err->json, "error");
-    return e ? _aimux_string_dup(_aimux_member(e, "name")) : NULL;
+    return err && err->name ? _aimux_strndup(err->name, err->name_len) : NULL;
+}
+
+CFFI_DLLEXPORT int aimux_error_retryable(const aimux_error_t *err)
+{
+    return err ? err->retryable : 0;
+}
+
+CFFI_DLLEXPORT int64_t aimux_error_retry_after_ms(const aimux_error_t *err)
+{
+    return err ? err->retry_after_ms : -1;
 }

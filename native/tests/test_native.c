@@ -275,6 +275,50 @@ static void test_from_json(void)
     expect_error(aimux_error_from_json("{\"message\":\"\xff\"}", &dec), 201, "InvalidUtf8Error", "from_json bad UTF-8");
 }
 
+/* The accessors answer what the decoder decided (issue 13): escaped and duplicate keys read as
+   a JSON parser reads them, the root's own retryable / retryAfterMs as given, and a root code
+   outside int32 is a 202, never a root with code 0. */
+static void test_accessors_agree_with_decoders(void)
+{
+    aimux_error_t *dec = NULL, *e;
+    /* "\u006bind" is "kind" escaped; the last of duplicate keys wins (as in orjson, Go, JS) */
+    e = aimux_error_from_json(
+        "{\"\\u006bind\":\"aimux\",\"code\":11,\"message\":\"m\",\"error\":{\"name\":\"AI_Old\","
+        "\"name\":\"AI_APICallError\"},\"retryable\":true,\"retryAfterMs\":0,"
+        "\"cause\":{\"type\":\"A\",\"message\":\"s\",\"type\":\"OSError\"}}", &dec);
+    CHECK(e == NULL && dec, "escaped-key envelope decodes");
+    if (dec) {
+        char *k = aimux_error_kind(dec), *nm = aimux_error_name(dec);
+        CHECK(k && strcmp(k, "aimux") == 0, "escaped kind key: kind %s", k ? k : "NULL");
+        CHECK(nm && strcmp(nm, "AI_APICallError") == 0, "duplicate name: %s", nm ? nm : "NULL");
+        CHECK(aimux_error_retryable(dec) == 1, "root retryable as given");
+        CHECK(aimux_error_retry_after_ms(dec) == 0, "root retryAfterMs 0 as given (%lld)",
+              (long long)aimux_error_retry_after_ms(dec));
+        aimux_string_free(k); aimux_string_free(nm);
+        const aimux_error_t *c = aimux_error_cause(dec);
+        char *ck = aimux_error_kind(c), *cn = aimux_error_name(c);
+        CHECK(ck && strcmp(ck, "source") == 0, "source kind %s", ck ? ck : "NULL");
+        CHECK(cn && strcmp(cn, "OSError") == 0, "duplicate type: %s", cn ? cn : "NULL");
+        CHECK(aimux_error_retryable(c) == 0 && aimux_error_retry_after_ms(c) == -1, "cause: no root fields");
+        aimux_string_free(ck); aimux_string_free(cn);
+    }
+    aimux_error_free(dec);
+    dec = NULL;
+    e = aimux_error_from_json("{\"kind\":\"aimux\",\"code\":11,\"message\":\"m\",\"error\":{},\"retryable\":false}", &dec);
+    CHECK(e == NULL && dec && aimux_error_retryable(dec) == 0 && aimux_error_retry_after_ms(dec) == -1,
+          "no retryAfterMs -> -1");
+    aimux_error_free(e); aimux_error_free(dec);
+    dec = NULL;
+    expect_error(aimux_error_from_json("{\"kind\":\"aimux\",\"code\":4294967307,\"message\":\"m\",\"error\":"
+                                       "{\"name\":\"AI_APICallError\"},\"retryable\":false}", &dec),
+                 202, "InvalidWireJsonError", "root code beyond 32 bits");
+    CHECK(dec == NULL, "no root with code 0");
+    expect_error(aimux_error_from_json("{\"kind\":\"aimux\",\"code\":2147483648,\"message\":\"m\",\"error\":{},"
+                                       "\"retryable\":false}", &dec),
+                 202, "InvalidWireJsonError", "root code beyond int32");
+    CHECK(aimux_error_retryable(NULL) == 0 && aimux_error_retry_after_ms(NULL) == -1, "root fields of NULL");
+}
+
 /* Mutated envelopes (bytes flipped, cut, duplicated; fixed seed): decoding never crashes, and every
    decoded chain is walkable with every accessor. */
 static void test_from_json_fuzz(void)
@@ -901,6 +945,7 @@ int main(int argc, char **argv)
         {"wire_errors", test_wire_errors, 0},
         {"accessors_and_chain", test_accessors_and_chain, 0},
         {"from_json", test_from_json, 0},
+        {"accessors_agree_with_decoders", test_accessors_agree_with_decoders, 0},
         {"from_json_fuzz", test_from_json_fuzz, 0},
         {"generate_replay", test_generate_replay, 0},
         {"connection_refused_chain", test_connection_refused_chain, 0},

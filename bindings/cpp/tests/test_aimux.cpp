@@ -166,6 +166,47 @@ TEST(Decode, EnvelopeText) {
     EXPECT_EQ(aimux::NativeError::kind_of_code(105), "recording");
 }
 
+// Issue 13: the root fields are the envelope's own (the C accessors had none); a root code beyond
+// int32 is refused (it decoded to a root with code 0); escaped / duplicate keys read as JSON.
+TEST(Decode, RootFieldsAsGivenAndCodeRange) {
+    auto e = aimux::decode(
+        "{\"kind\":\"aimux\",\"code\":11,\"message\":\"m\",\"error\":{\"name\":\"AI_APICallError\","
+        "\"isRetryable\":false},\"retryable\":true,\"retryAfterMs\":0,\"cause\":{\"message\":\"s\"}}");
+    EXPECT_TRUE(e.retryable());
+    ASSERT_TRUE(e.retry_after_ms().has_value());
+    EXPECT_EQ(*e.retry_after_ms(), 0);
+    ASSERT_TRUE(e.cause());
+    EXPECT_FALSE(e.cause()->retryable());
+    EXPECT_FALSE(e.cause()->retry_after_ms().has_value());
+    auto none = aimux::decode("{\"kind\":\"aimux\",\"code\":1,\"message\":\"m\",\"error\":{},\"retryable\":false}");
+    EXPECT_FALSE(none.retryable());
+    EXPECT_FALSE(none.retry_after_ms().has_value());
+    auto big = expect_throw([] {
+        aimux::decode("{\"kind\":\"aimux\",\"code\":4294967307,\"message\":\"m\",\"error\":{\"name\":"
+                      "\"AI_APICallError\"},\"retryable\":false}");
+    });
+    EXPECT_EQ(big.code(), aimux::codes::INVALID_WIRE_JSON);
+    auto esc = aimux::decode("{\"\\u006bind\":\"aimux\",\"code\":1,\"message\":\"m\",\"error\":{\"name\":\"AI_Old\","
+                             "\"name\":\"AI_OtherError\"},\"retryable\":false}");
+    EXPECT_EQ(esc.kind(), "aimux");
+    EXPECT_EQ(esc.name().value_or(""), "AI_OtherError");
+}
+
+// Issue 13: a NUL byte cannot cross the C boundary; it was silently truncated here.
+TEST(Errors, NulByteIsRefusedNotTruncated) {
+    auto op = expect_throw([] { aimux::call(std::string("aimux.version\0x", 15)); });
+    EXPECT_EQ(op.code(), aimux::codes::UNKNOWN_OP);
+    EXPECT_EQ(op.name().value_or(""), "UnknownOpError");
+    auto params = expect_throw([] { aimux::call("aimux.version", std::string("{}\0junk", 7)); });
+    EXPECT_EQ(params.code(), aimux::codes::INVALID_WIRE_JSON);
+    auto stream = expect_throw([] { aimux::Stream s(std::string("stream_text\0", 12), "{}"); });
+    EXPECT_EQ(stream.code(), aimux::codes::UNKNOWN_OP);
+    auto env = expect_throw([] {
+        aimux::decode(std::string("{\"kind\":\"aimux\",\"code\":1,\"message\":\"m\",\"error\":{},\"retryable\":false}\0x", 70));
+    });
+    EXPECT_EQ(env.code(), aimux::codes::INVALID_WIRE_JSON);
+}
+
 TEST(Stream, RangeForOverReplayedEvents) {
     std::vector<std::string> events;
     std::uint64_t handle = 0;

@@ -87,7 +87,8 @@ export class AimuxError extends Error {
     super(messageOf(env), causeOption(options));
     initAimuxNode(this, env, options, new.target.prototype.name ?? 'AimuxError');
     this.retryable = env.retryable === true;
-    if (Number.isFinite(env.retryAfterMs)) this.retryAfterMs = env.retryAfterMs;
+    // Root-only, as given (CONTRACT §4): an integer >= 0, else absent.
+    if (Number.isInteger(env.retryAfterMs) && env.retryAfterMs >= 0) this.retryAfterMs = env.retryAfterMs;
     defineHidden(this, 'envelope', env);
     if (typeof options?.json === 'string') defineHidden(this, kJson, options.json);
   }

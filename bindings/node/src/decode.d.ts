@@ -18,3 +18,8 @@ export declare function nativeChain(error: unknown): Array<AimuxError | AimuxCau
 export declare function chainEntry(error: unknown): ChainEntry;
 /** decode → walk the native chain → entries (what `decode-chain` prints). */
 export declare function decodeChain(envelope: string | Uint8Array | AimuxEnvelope): ChainEntry[];
+/** The long-lived decode-chain answer for one envelope (DESIGN.md "decode-chain"). */
+export type DecodeAnswer =
+  | { chain: ChainEntry[]; root: { retryable: boolean; retryAfterMs: number | null } }
+  | { rejected: { code: 202; message: string } };
+export declare function decodeAnswer(envelope: string | Uint8Array | AimuxEnvelope): DecodeAnswer;

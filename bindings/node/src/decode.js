@@ -63,7 +63,10 @@ function decodeNode(node, isRoot, depth, json) {
   const variant = lookupVariant(node);
   if (isRoot) {
     const Root = variant ? variant.Root : AimuxError;
-    return new Root(node, options);
+    const root = new Root(node, options);
+    // A root without a valid code: its known name supplies it (checkRootCode refused the rest).
+    if (!(Number.isInteger(node.code) && node.code >= 1) && variant) root.code = variant.code;
+    return root;
   }
   const Cause = variant ? variant.Cause : AimuxCauseError;
   return new Cause(node, options);
@@ -89,7 +92,49 @@ export function decodeEnvelope(envelope) {
   if (typeof value.kind !== 'string') {
     throw new TypeError("aimux: not an envelope: it has no 'kind' (a source node is not an envelope)");
   }
+  checkRootCode(value);
   return decodeNode(value, true, 0, json);
+}
+
+/** The largest code a root may have: aimux_error_code() returns an int32_t. */
+const CODE_MAX = 0x7fffffff;
+
+/**
+ * A root's code must be an integer from 1 to 2^31-1, or absent / not a positive integer
+ * with an `error.name` this catalogue knows (aimux_ops.envelope.check_root): never a
+ * root with code 0.
+ */
+function checkRootCode(root) {
+  const code = root.code;
+  const wire = Number.isInteger(code) && code >= 0 ? code : 0;
+  if (wire > CODE_MAX) throw new TypeError('aimux: not an envelope: its code is out of range (1..2147483647)');
+  if (wire < 1) {
+    const name = isObject(root.error) ? root.error.name : undefined;
+    if (typeof name !== 'string' || !byName.has(`${root.kind}\u0000${name}`)) {
+      throw new TypeError("aimux: not an envelope: no valid 'code' (an integer >= 1) and no known error name");
+    }
+  }
+}
+
+/**
+ * The long-lived decode-chain answer for one envelope (DESIGN.md "decode-chain"):
+ * `{chain, root: {retryable, retryAfterMs}}`, or `{rejected: {code: 202, message}}`
+ * when the decoder refuses it.
+ */
+export function decodeAnswer(envelope) {
+  let root;
+  try {
+    root = decodeEnvelope(envelope);
+  } catch (err) {
+    if (err instanceof SyntaxError || err instanceof TypeError) {
+      return { rejected: { code: 202, message: err.message } };
+    }
+    throw err;
+  }
+  return {
+    chain: nativeChain(root).map(chainEntry),
+    root: { retryable: root.retryable, retryAfterMs: root.retryAfterMs ?? null },
+  };
 }
 
 /** The native cause chain starting at `error` (inclusive), following `cause`. */

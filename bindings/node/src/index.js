@@ -8,11 +8,22 @@ import { decodeEnvelope } from './decode.js';
 
 export { AimuxError, AimuxCauseError, AimuxSourceError, isAimuxNode, markerFor, hasMarker, AIMUX_NODE_MARKER } from './base.js';
 export * from './generated/variants.js';
-export { decodeEnvelope, nativeChain, chainEntry, decodeChain, lookupVariant } from './decode.js';
+export { decodeEnvelope, nativeChain, chainEntry, decodeChain, decodeAnswer, lookupVariant } from './decode.js';
 export { libraryPath, ownedPointers };
 
 function checkOp(op) {
   if (typeof op !== 'string') throw new TypeError('aimux: op must be a string');
+  // A C string ends at the first NUL: the library would run the truncated op (CONTRACT §4:
+  // 300, never a silently truncated call). The same envelope as the Java and Go bindings.
+  if (op.includes('\u0000')) {
+    throw decodeEnvelope({
+      kind: 'protocol',
+      code: 300,
+      message: 'unknown op (the name contains a NUL character)',
+      error: { name: 'UnknownOpError', op },
+      retryable: false,
+    });
+  }
 }
 
 function encodeParams(params) {

@@ -47,11 +47,33 @@ public final class AimuxDecoder {
         if (!isAimuxNode(root)) {
             throw new IllegalArgumentException("not an aimux envelope: no string 'kind' (a source node is no envelope)");
         }
-        ErrorNode node = new ErrorNode(root, raw, lookup(root));
+        AimuxErrorType variant = lookup(root);
+        checkRootCode(root, variant);
+        ErrorNode node = new ErrorNode(root, raw, variant);
         AimuxException ex = node.variant != null ? node.variant.newException(node) : new AimuxException(node);
         trimInternalFrames(ex);
         link(ex, root, 0);
         return ex;
+    }
+
+    /**
+     * A root's code must be an integer from 1 to 2147483647 (aimux_error_code is an int32_t), or
+     * absent / not a positive integer with an {@code error.name} this build knows, which then
+     * supplies it (aimux_ops.envelope.check_root): never a root with code 0.
+     */
+    private static void checkRootCode(JsonNode root, AimuxErrorType variant) {
+        JsonNode c = root.get("code");
+        boolean integral = c != null && c.isIntegralNumber() && c.bigIntegerValue().signum() >= 0;
+        if (integral && !c.canConvertToInt()) {
+            throw new IllegalArgumentException("not an aimux envelope: its code is out of range (1..2147483647)");
+        }
+        if (!integral || c.intValue() < 1) {
+            String name = errorName(root);
+            if (name == null || variant == null || !name.equals(variant.errorName())) {
+                throw new IllegalArgumentException(
+                        "not an aimux envelope: no valid 'code' (an integer >= 1) and no known error name");
+            }
+        }
     }
 
     private static Throwable decodeLink(JsonNode json, int depth) {

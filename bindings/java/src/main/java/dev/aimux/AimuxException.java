@@ -37,16 +37,19 @@ public class AimuxException extends RuntimeException implements AimuxNode {
     @Override public Optional<AimuxErrorType> variant() { return node.variant(); }
     @Override public Map<String, Object> errorFields() { return node.errorFields(); }
 
-    /** Whether retrying the same call could succeed (the envelope's {@code retryable}). */
+    /** Whether retrying the same call could succeed: the envelope's {@code retryable} as given (CONTRACT §4). */
     public boolean retryable() {
         var r = node.json.get("retryable");
         return r != null && r.isBoolean() && r.booleanValue();
     }
 
-    /** The server's retry hint ({@code retryAfterMs}), present only when one was observed. */
+    /**
+     * The server's retry hint: the envelope's {@code retryAfterMs} as given (an integer &gt;= 0; zero
+     * means "retry now"), present only when one was observed.
+     */
     public Optional<Duration> retryAfter() {
         var r = node.json.get("retryAfterMs");
-        if (r == null || !r.isIntegralNumber() || !r.canConvertToLong()) {
+        if (r == null || !r.isIntegralNumber() || !r.canConvertToLong() || r.longValue() < 0) {
             return Optional.empty();
         }
         return Optional.of(Duration.ofMillis(r.longValue()));

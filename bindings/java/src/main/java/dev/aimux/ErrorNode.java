@@ -33,7 +33,9 @@ public final class ErrorNode implements java.io.Serializable {
         this.rawJson = rawJson;
         this.kind = text(json.get("kind"));
         JsonNode c = json.get("code");
-        this.code = c != null && c.canConvertToInt() && c.isIntegralNumber() ? c.intValue() : 0;
+        int wire = c != null && c.canConvertToInt() && c.isIntegralNumber() ? c.intValue() : 0;
+        // A root without a valid code: its known name supplies it (the decoder refused the rest).
+        this.code = rawJson != null && wire < 1 && variant != null ? variant.code() : wire;
         JsonNode err = json.get("error");
         this.name = err != null && err.isObject() ? text(err.get("name")) : null;
         this.message = messageOf(json);

@@ -41,7 +41,7 @@ class DecoderTest {
 
     @Test
     void retryLastAttemptIsTheCauseAndEarlierAttemptsAreSuppressed() throws Exception {
-        AimuxException e = AimuxDecoder.decode(envelope("019-transport-retry-connection-refused.json"));
+        AimuxException e = AimuxDecoder.decode(envelope("transport-retry-connection-refused.json"));
         RetryException retry = assertInstanceOf(RetryException.class, e);
         assertEquals("aimux", retry.kind());
         assertEquals(14, retry.code());
@@ -66,7 +66,7 @@ class DecoderTest {
 
     @Test
     void printStackTraceShowsTheWholeChainAndTheSuppressedAttempts() throws Exception {
-        AimuxException e = AimuxDecoder.decode(envelope("019-transport-retry-connection-refused.json"));
+        AimuxException e = AimuxDecoder.decode(envelope("transport-retry-connection-refused.json"));
         StringWriter sw = new StringWriter();
         e.printStackTrace(new PrintWriter(sw));
         String trace = sw.toString();
@@ -88,7 +88,7 @@ class DecoderTest {
 
     @Test
     void variantIdentityOnCauseNodesThroughTheGeneratedInterface() throws Exception {
-        AimuxException e = AimuxDecoder.decode(envelope("008-nested-retry-in-cause.json"));
+        AimuxException e = AimuxDecoder.decode(envelope("nested-retry-in-cause.json"));
         assertInstanceOf(OtherException.class, e);
         // the Retry node sits in the middle of the chain: same interface as a root RetryException
         RetryError mid = assertInstanceOf(RetryError.class, e.getCause());
@@ -106,7 +106,7 @@ class DecoderTest {
 
     @Test
     void rootFieldsRetryableRetryAfterAndTypedPayload() throws Exception {
-        AimuxException e = AimuxDecoder.decode(envelope("001-api-call-429-retry-after.json"));
+        AimuxException e = AimuxDecoder.decode(envelope("api-call-429-retry-after.json"));
         APICallException api = assertInstanceOf(APICallException.class, e);
         assertTrue(api.retryable());
         assertEquals(Optional.of(Duration.ofMillis(250)), api.retryAfter());
@@ -120,13 +120,13 @@ class DecoderTest {
 
     @Test
     void noRetryAfterUnlessObserved() throws Exception {
-        AimuxException e = AimuxDecoder.decode(envelope("019-transport-retry-connection-refused.json"));
+        AimuxException e = AimuxDecoder.decode(envelope("transport-retry-connection-refused.json"));
         assertEquals(Optional.empty(), e.retryAfter());
     }
 
     @Test
     void unknownCodeDecodesGenericallyAndKeepsTheRawJson() throws Exception {
-        String env = envelope("021-unknown-code.json");
+        String env = envelope("unknown-code.json");
         AimuxException e = AimuxDecoder.decode(env);
         assertSame(AimuxException.class, e.getClass());
         assertEquals(77, e.code());
@@ -139,7 +139,7 @@ class DecoderTest {
 
     @Test
     void unknownKindDecodesGenerically() throws Exception {
-        AimuxException e = AimuxDecoder.decode(envelope("023-unknown-kind.json"));
+        AimuxException e = AimuxDecoder.decode(envelope("unknown-kind.json"));
         assertSame(AimuxException.class, e.getClass());
         assertEquals("telemetry", e.kind());
         assertEquals(901, e.code());
@@ -186,7 +186,7 @@ class DecoderTest {
 
     @Test
     void causeNodesCarryNoJavaFrames() throws Exception {
-        AimuxException e = AimuxDecoder.decode(envelope("019-transport-retry-connection-refused.json"));
+        AimuxException e = AimuxDecoder.decode(envelope("transport-retry-connection-refused.json"));
         assertTrue(e.getStackTrace().length > 0);
         List<Throwable> below = new ArrayList<>();
         for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
@@ -200,7 +200,7 @@ class DecoderTest {
 
     @Test
     void decodedChainsSurviveJavaSerialization() throws Exception {
-        AimuxException e = AimuxDecoder.decode(envelope("019-transport-retry-connection-refused.json"));
+        AimuxException e = AimuxDecoder.decode(envelope("transport-retry-connection-refused.json"));
         java.io.ByteArrayOutputStream buf = new java.io.ByteArrayOutputStream();
         try (java.io.ObjectOutputStream out = new java.io.ObjectOutputStream(buf)) {
             out.writeObject(e);
