@@ -197,7 +197,9 @@ void aimux_string_free(char *s);
  *                 with aimux_error_free()); set to NULL on entry. NULL → 204.
  *
  * Returns NULL on success, or an error owned by the caller (202
- * INVALID_WIRE_JSON when the text is not an envelope, 201 for invalid UTF-8).
+ * INVALID_WIRE_JSON when the text is not an envelope, or its root `code` is
+ * not an integer from 1 to 2147483647; 201 for invalid UTF-8). A decoded root
+ * never has code 0.
  * Thread-safe.
  */
 aimux_error_t *aimux_error_from_json(const char *envelope_json,
@@ -206,6 +208,8 @@ aimux_error_t *aimux_error_from_json(const char *envelope_json,
 /**
  * Returns a copy of the node's `kind` ("aimux", "recording", "binding",
  * "protocol", or any kind a newer core sends), or "source" for a source node.
+ * Decided when the error was built (by the same JSON parser every other
+ * decoder agrees with), never re-read from the JSON text.
  * Owned by the caller (aimux_string_free()). NULL for NULL. Plain C.
  */
 char *aimux_error_kind(const aimux_error_t *err);
@@ -217,6 +221,20 @@ char *aimux_error_kind(const aimux_error_t *err);
  * Owned by the caller (aimux_string_free()). Plain C.
  */
 char *aimux_error_name(const aimux_error_t *err);
+
+/**
+ * Returns the decoded root's own `retryable` (1 when the envelope says true,
+ * else 0), as the envelope gives it, never recomputed (CONTRACT §4). 0 for a
+ * cause node (the member is root-only) and for NULL. Plain C.
+ */
+int aimux_error_retryable(const aimux_error_t *err);
+
+/**
+ * Returns the decoded root's own `retryAfterMs` (an integer >= 0) as the
+ * envelope gives it, or -1 when it has none, for a cause node and for NULL.
+ * Plain C.
+ */
+int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
 
 #ifdef __cplusplus
 }
