@@ -1,6 +1,9 @@
 # aimux-ops — every build and test entry point. On a fresh machine:
 #   make demo   sets everything up and runs the main job (native/examples/demo.c)
 #   make test   sets everything up and runs every test of every language
+#   make install PREFIX=/usr/local [DESTDIR=] [PYTHON=python3.11]   the library, headers,
+#               pkg-config and CMake files and the Python payload (README "Use it from your own
+#               project"); needs no venv
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -13,12 +16,18 @@ LIB       := $(ROOT)/native/build/libaimux.so
 BINDINGS  := cpp node go java
 export AIMUX_LIB := $(LIB)
 SUB_ENV   := PYTHON=$(PY) AIMUX_LIB=$(LIB)
+# make install / test-dist: the interpreter the installed library embeds (default: the venv's,
+# else python3)
+PYTHON    ?= $(if $(wildcard $(PY)),$(PY),$(PYTHON3))
+PREFIX    ?= /usr/local
+DESTDIR   ?=
 
 .PHONY: help setup native schema check-schema lint test test-python test-native test-vectors test-fuzz fuzz peers \
+        install test-dist \
         $(addprefix test-,$(BINDINGS)) $(addprefix setup-,$(BINDINGS)) demo bench recordings clean
 
 help:
-	@echo "make demo | test | setup | native | schema | check-schema | lint | bench | fuzz | recordings | clean"
+	@echo "make demo | test | setup | native | install | schema | check-schema | lint | bench | fuzz | recordings | clean"
 
 ## setup: .venv with the package (editable) and every dev tool, from the pinned lock file
 setup: $(STAMP)
@@ -45,8 +54,8 @@ check-schema: setup
 	$(PY) -m aimux_ops.schema_gen --check schema
 
 lint: setup
-	$(VENV)/bin/ruff check aimux_ops tests contract-tests bindings/python native
-	$(VENV)/bin/ruff format --check aimux_ops native
+	$(VENV)/bin/ruff check aimux_ops tests contract-tests bindings/python native setup.py
+	$(VENV)/bin/ruff format --check aimux_ops native setup.py
 	$(VENV)/bin/mypy --strict aimux_ops
 
 ## peers: the AI SDK (npm, pinned in bench/peers/package-lock.json) the parity tests compare with
@@ -70,7 +79,17 @@ $(addprefix test-,$(BINDINGS)): test-%: native
 test-fuzz: native
 	$(MAKE) -C fuzz smoke $(SUB_ENV)
 
-test: lint check-schema test-python test-native $(addprefix test-,$(BINDINGS)) test-vectors test-fuzz
+## install: PREFIX (and DESTDIR) get include/, lib/libaimux.so.1, pkg-config, CMake and the payload
+install:
+	$(MAKE) -C native install PYTHON=$(PYTHON) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+
+## test-dist: the downstream-user test (dist-tests/run.sh: install, move, build and run outside)
+test-dist: setup
+	@for tool in cmake pkg-config; do command -v $$tool >/dev/null || { echo "installing $$tool (Debian)"; \
+	  apt-get install -y $$tool || { apt-get update && apt-get install -y $$tool; }; }; done
+	PYTHON=$(PY) dist-tests/run.sh
+
+test: lint check-schema test-python test-native $(addprefix test-,$(BINDINGS)) test-vectors test-fuzz test-dist
 	@echo "make test: every suite passed"
 
 demo: native
@@ -88,4 +107,4 @@ recordings: setup
 	$(PY) tests/make_recordings.py
 
 clean:
-	rm -rf native/build bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
+	rm -rf native/build build aimux_ops.egg-info bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)

@@ -9,12 +9,18 @@ cffi generate the module, which ``#include``s the shim, and compiles it with the
 
     python native/build_libaimux.py [--out native/build/libaimux.so]
     python native/build_libaimux.py --noop --out native/build/libaimux_noop.so   # bench floor
+    python native/build_libaimux.py --out DIR/libaimux.so.1 --soname libaimux.so.1 \
+        --payload-rel aimux/python3.11          # an installable library (make install, the wheel)
 
-Recorded at build time (so the library needs no environment variable at run time):
-- the Python home of the interpreter running this script (``sys.base_prefix``), whose libpython
-  the library links (rpath);
-- the package paths: this interpreter's site-packages (so the editable install's .pth files are
-  processed) and the repository root. ``AIMUX_PYTHONPATH`` (``:``-separated) replaces them.
+The library links ``libpythonX.Y.so.1.0`` by its SONAME (with an rpath to the build interpreter's
+LIBDIR unless that is a system directory) and exports only the ``aimux_*`` symbols
+(``src/aimux.map``). Recorded at build time (so the library needs no environment variable):
+- ``--payload-rel``: where its Python payload (aimux_ops and its dependencies) lies, relative to
+  the library's own directory. Without it (a development build): the package paths of this
+  interpreter (its site-packages, so the editable install's .pth files are processed, and the
+  repository root). ``AIMUX_PYTHONPATH`` (``:``-separated) replaces either at run time.
+- the Python home of this interpreter (``sys.base_prefix``): a fallback only; at run time the
+  library takes the home of the libpython it loaded. ``--python-home`` forces one (tests).
 """
 
 from __future__ import annotations
@@ -45,7 +51,25 @@ def _sh(cmd: list[str]) -> None:
     subprocess.run(cmd, check=True)
 
 
-def build(out: Path, noop: bool, cc: str, cflags: list[str], home: str | None = None) -> None:
+def _system_libdir(libdir: str) -> bool:
+    """True when the dynamic loader searches `libdir` by default (no rpath needed)."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    system = {"/lib", "/lib64", "/usr/lib", "/usr/lib64"}
+    if multiarch:
+        system |= {f"/lib/{multiarch}", f"/usr/lib/{multiarch}"}
+    return os.path.normpath(libdir) in system
+
+
+def build(
+    out: Path,
+    noop: bool,
+    cc: str,
+    cflags: list[str],
+    home: str | None = None,
+    payload_rel: str | None = None,
+    soname: str | None = None,
+    workdir: Path | None = None,
+) -> None:
     ffi = cffi.FFI()
     module = "_aimux_noop" if noop else "_aimux_cffi"
     prefix = "noop" if noop else "aimux"
@@ -55,11 +79,17 @@ def build(out: Path, noop: bool, cc: str, cflags: list[str], home: str | None = 
     ffi.set_source(module, f'#include "{prefix}_shim.c"')
     ffi.embedding_init_code(_read(f"{prefix}_embed.py"))
     out.parent.mkdir(parents=True, exist_ok=True)
-    c_file = out.parent / f"{module}.c"
+    workdir = workdir or out.parent
+    workdir.mkdir(parents=True, exist_ok=True)
+    c_file = workdir / f"{module}.c"
     ffi.emit_c_code(str(c_file))
 
-    venv_site = [p for p in site.getsitepackages() if os.path.isdir(p)]
-    paths = ":".join(dict.fromkeys([*venv_site, str(REPO)]))
+    if payload_rel is None:
+        venv_site = [p for p in site.getsitepackages() if os.path.isdir(p)]
+        paths = ":".join(dict.fromkeys([*venv_site, str(REPO)]))
+    else:
+        paths = ""
+    fixed_home = home is not None
     home = home or sys.base_prefix
     libdir = sysconfig.get_config_var("LIBDIR")
     ldversion = sysconfig.get_config_var("LDVERSION")
@@ -85,18 +115,25 @@ def build(out: Path, noop: bool, cc: str, cflags: list[str], home: str | None = 
         f"-I{SRC}",
         f"-DAIMUX_BUILD_PATHS={cstr(paths)}",
         f"-DAIMUX_PYTHON_HOME={cstr(home)}",
+        f"-DAIMUX_PAYLOAD_REL={cstr(payload_rel or '')}",
+        *(["-DAIMUX_HOME_FIXED=1"] if fixed_home else []),
+        # an installable library carries no build directory (cffi's messages use __FILE__)
+        *([f"-ffile-prefix-map={REPO}=.", f"-ffile-prefix-map={workdir}=."] if payload_rel else []),
         str(c_file),
         "-o",
         str(out),
         f"-L{libdir}",
         f"-lpython{ldversion}",
-        f"-Wl,-rpath,{libdir}",
+        *([] if _system_libdir(libdir) else [f"-Wl,-rpath,{libdir}"]),
+        *([] if noop else [f"-Wl,--version-script={SRC / 'aimux.map'}"]),
+        *([f"-Wl,-soname,{soname}"] if soname else []),
         "-ldl",
         "-lpthread",
         "-Wl,--no-undefined",
     ]
     _sh(cmd)
-    print(f"built {out} (python home {home}; package paths {paths})")
+    where = f"payload <libdir>/{payload_rel}" if payload_rel else f"package paths {paths}"
+    print(f"built {out} (python {sys.version.split()[0]}, home {home}; {where})")
 
 
 def main() -> None:
@@ -106,7 +143,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=HERE / "build" / "libaimux.so")
     ap.add_argument("--noop", action="store_true", help="build the bench floor library instead")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
-    ap.add_argument("--python-home", help="record another Python home (tests: a broken runtime)")
+    ap.add_argument("--python-home", help="force another Python home (tests: a broken runtime)")
+    ap.add_argument(
+        "--payload-rel",
+        help="the Python payload's directory relative to the library's (an installable build)",
+    )
+    ap.add_argument("--soname", help="the library's SONAME (libaimux.so.1 when installed)")
+    ap.add_argument("--workdir", type=Path, help="where the generated C goes (default: beside)")
     args = ap.parse_args()
     build(
         args.out.resolve(),
@@ -114,6 +157,9 @@ def main() -> None:
         args.cc,
         shlex.split(os.environ.get("CFLAGS", "")),
         args.python_home,
+        args.payload_rel,
+        args.soname,
+        args.workdir.resolve() if args.workdir else None,
     )
 
 

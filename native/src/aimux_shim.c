@@ -7,7 +7,9 @@
  * Python.h and cffi's embedding prelude (which define CFFI_DLLEXPORT and cffi_start_python).
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -272,12 +274,147 @@ static void _aimux_init_fail_pyerr(const char *what)
     Py_XDECREF(s); Py_XDECREF(t); Py_XDECREF(v); Py_XDECREF(tb);
 }
 
+/* --- where the runtime comes from (relocatable installs; docs/DESIGN.md "Installing") -------
+   Recorded at build time by build_libaimux.py:
+   AIMUX_PAYLOAD_REL  the Python payload (aimux_ops and its dependencies), relative to the
+                      directory of this library's file; "" in a development build
+   AIMUX_BUILD_PATHS  development builds only: the build venv's site-packages and the checkout
+   AIMUX_PYTHON_HOME  the build interpreter's home: a fallback only (AIMUX_HOME_FIXED forces it) */
+#ifndef AIMUX_PAYLOAD_REL
+#define AIMUX_PAYLOAD_REL ""
+#endif
+#ifndef AIMUX_BUILD_PATHS
+#define AIMUX_BUILD_PATHS ""
+#endif
+#ifndef AIMUX_HOME_FIXED
+#define AIMUX_HOME_FIXED 0
+#endif
+#define _AIMUX_STR2(x) #x
+#define _AIMUX_STR(x) _AIMUX_STR2(x)
+#define _AIMUX_PYVER _AIMUX_STR(PY_MAJOR_VERSION) "." _AIMUX_STR(PY_MINOR_VERSION)
+
+static char _aimux_home[PATH_MAX];
+
+/* Appends a, b, c to the init message (cut at its size). */
+static void _aimux_init_append(const char *a, const char *b, const char *c)
+{
+    const char *parts[3] = {a, b, c};
+    size_t len = strlen(_aimux_init_msg), i;
+    for (i = 0; i < 3; i++) {
+        size_t n = strlen(parts[i]);
+        if (n > sizeof _aimux_init_msg - 1 - len) n = sizeof _aimux_init_msg - 1 - len;
+        memcpy(_aimux_init_msg + len, parts[i], n);
+        len += n;
+    }
+    _aimux_init_msg[len] = 0;
+}
+
+static int _aimux_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The real directory of the object file that defines `sym` (this library, libpython). */
+static int _aimux_dir_of(const void *sym, char *out, size_t n)
+{
+    Dl_info info;
+    char real[PATH_MAX], *slash;
+    if (dladdr(sym, &info) == 0 || info.dli_fname == NULL) return 0;
+    if (realpath(info.dli_fname, real) == NULL) return 0;
+    slash = strrchr(real, '/');
+    if (slash == NULL || (size_t)(slash - real) >= n) return 0;
+    *slash = 0;
+    strcpy(out, real[0] ? real : "/");
+    return 1;
+}
+
+/* The process must run the CPython minor version this library was built for: another one (a
+   host that embeds Python 3.12, say) would fail later with a misleading error, or abort. */
+static int _aimux_check_python_version(void)
+{
+    const char *v = Py_GetVersion();
+    size_t want = strlen(_AIMUX_PYVER);
+    if (strncmp(v, _AIMUX_PYVER, want) != 0 || (v[want] != '.' && v[want] != ' ' && v[want] != 0)) {
+        char msg[300];
+        const char *dot = strchr(v, '.');
+        int full = (int)strcspn(v, " "), xy = dot ? (int)(dot + 1 - v + strcspn(dot + 1, ". ")) : full;
+        if (full > 40) full = 40;
+        if (xy > full) xy = full;
+        snprintf(msg, sizeof msg, "libaimux was built for Python " _AIMUX_PYVER " but this process "
+                 "runs Python %.*s; use a libaimux built for Python %.*s (make install "
+                 "PYTHON=python%.*s, or pip install aimux-ops in that Python's environment)",
+                 full, v, xy, v, xy, v);
+        _aimux_init_fail(msg, NULL);
+        return 0;
+    }
+    return 1;
+}
+
+/* The package paths (':'-separated, malloc'd): $AIMUX_PYTHONPATH, else the payload at
+   <this library's directory>/AIMUX_PAYLOAD_REL, else (development builds) the recorded paths.
+   NULL with the init message set when an installed library cannot find its payload. */
+static char *_aimux_find_payload(void)
+{
+    const char *env = getenv("AIMUX_PYTHONPATH");
+    char dir[PATH_MAX], payload[PATH_MAX + sizeof AIMUX_PAYLOAD_REL + 1];
+    char probe[PATH_MAX + sizeof "/aimux_ops/__init__.py"];
+    char *r;
+    if (env != NULL && env[0] != 0) return strdup(env);
+    if (AIMUX_PAYLOAD_REL[0] == 0) return strdup(AIMUX_BUILD_PATHS);
+    if (!_aimux_dir_of((const void *)_aimux_home, dir, sizeof dir)) {
+        _aimux_init_fail("cannot locate libaimux's own file (dladdr failed), so not its Python "
+                         "payload either; set AIMUX_PYTHONPATH", NULL);
+        return NULL;
+    }
+    snprintf(payload, sizeof payload, "%s/%s", dir, AIMUX_PAYLOAD_REL);
+    r = realpath(payload, NULL);
+    snprintf(probe, sizeof probe, "%s/aimux_ops/__init__.py", r ? r : dir);
+    if (r == NULL || !_aimux_exists(probe)) {
+        _aimux_init_fail("libaimux cannot find its Python payload (aimux_ops and its "
+                         "dependencies): no ", r ? probe : payload);
+        _aimux_init_append(" (reinstall with `make install`, which puts the payload there, "
+                           "or `pip install aimux-ops`; or set AIMUX_PYTHONPATH)", "", "");
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* The Python home: the prefix of the libpython this process loaded (<home>/lib/libpythonX.Y.so or
+   <home>/lib/<multiarch>/...; the one whose lib/pythonX.Y/os.py exists), else the home recorded
+   at build time. So the pyenv build also runs on Debian's libpython3.11, and the reverse. */
+static const char *_aimux_find_home(void)
+{
+    static const char *const libs[] = {"lib", "lib64"};
+    char dir[PATH_MAX], probe[PATH_MAX + 64];
+    int up;
+    size_t i;
+    if (AIMUX_HOME_FIXED || !_aimux_dir_of((const void *)&Py_IsInitialized, dir, sizeof dir))
+        return AIMUX_PYTHON_HOME;
+    for (up = 0; up < 2; up++) {
+        char *slash = strrchr(dir, '/');
+        if (slash == NULL || slash == dir) break;
+        *slash = 0;
+        for (i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+            snprintf(probe, sizeof probe, "%s/%s/python" _AIMUX_PYVER "/os.py", dir, libs[i]);
+            if (_aimux_exists(probe)) {
+                snprintf(_aimux_home, sizeof _aimux_home, "%s", dir);
+                return _aimux_home;
+            }
+        }
+    }
+    return AIMUX_PYTHON_HOME;
+}
+
 static void _aimux_start(void)
 {
     Dl_info info;
-    const char *env;
+    const char *home;
     PyGILState_STATE gil;
     PyObject *sys_path, *mod;
+
+    if (!_aimux_check_python_version()) return;
 
     /* 1. libpython's symbols must be global, or every C extension the interpreter imports fails
           with "undefined symbol: PyExc_..." when the host loaded us with RTLD_LOCAL. */
@@ -295,12 +432,14 @@ static void _aimux_start(void)
         }
     }
 
-    env = getenv("AIMUX_PYTHONPATH");
-    _aimux_path_list = strdup(env != NULL && env[0] != 0 ? env : AIMUX_BUILD_PATHS);
-    if (_aimux_path_list == NULL) { _aimux_init_fail("out of memory", NULL); return; }
+    _aimux_path_list = _aimux_find_payload();
+    if (_aimux_path_list == NULL) {
+        if (_aimux_init_msg[0] == 0) _aimux_init_fail("out of memory", NULL);
+        return;
+    }
 
     /* 2. Start the interpreter ourselves (unless the host already runs one): isolated from the
-          host's environment, with the home recorded at build time, and with a status instead of
+          host's environment, with the home of the loaded libpython, and with a status instead of
           Py_FatalError when it cannot start. */
     if (!Py_IsInitialized()) {
         PyStatus st;
@@ -321,11 +460,13 @@ static void _aimux_start(void)
         }
         PyConfig_InitIsolatedConfig(&cfg);
         cfg.install_signal_handlers = 0;
-        st = PyConfig_SetBytesString(&cfg, &cfg.home, AIMUX_PYTHON_HOME);
+        home = _aimux_find_home();
+        st = PyConfig_SetBytesString(&cfg, &cfg.home, home);
         if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&cfg);
         PyConfig_Clear(&cfg);
         if (PyStatus_Exception(st)) {
             _aimux_init_fail("Py_InitializeFromConfig: ", st.err_msg ? st.err_msg : "failed");
+            _aimux_init_append(" (Python home ", home, ")");
             return;
         }
         PyEval_SaveThread();   /* release the GIL: every call takes it with PyGILState_Ensure */

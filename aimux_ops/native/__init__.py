@@ -1,0 +1,62 @@
+"""Where this installation's libaimux and C headers are, and the compiler flags that use them.
+
+The platform wheel (``pip install aimux-ops``, or ``pip install <checkout>``) carries
+``aimux_ops/native/lib/libaimux.so.1`` and ``aimux_ops/native/include/{aimux.h,aimux.hpp}``. That
+library finds this environment's ``aimux_ops`` from its own path (the site-packages directory three
+levels up), so a C program linked with these flags needs no environment variable::
+
+    cc app.c $(python -m aimux_ops.native --cflags --libs) -o app
+
+An editable (development) install carries neither: use ``native/build/`` of the checkout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["NotInstalledError", "cflags", "includedir", "libdir", "library", "libs"]
+
+SONAME = "libaimux.so.1"
+_HERE = Path(__file__).resolve().parent
+
+
+class NotInstalledError(RuntimeError):
+    """This aimux_ops has no libaimux (an editable install, or a source tree)."""
+
+
+def libdir() -> Path:
+    """The directory holding ``libaimux.so.1``."""
+    d = _HERE / "lib"
+    if not (d / SONAME).is_file():
+        raise NotInstalledError(
+            f"no {d / SONAME}: this aimux_ops ({_HERE.parent}) was not installed from its wheel "
+            "(an editable install has no library: build it with `make native` in the checkout, "
+            "or `pip install` the checkout without -e)"
+        )
+    return d
+
+
+def library() -> Path:
+    """The path of ``libaimux.so.1`` (what ``AIMUX_LIB`` may point at)."""
+    return libdir() / SONAME
+
+
+def includedir() -> Path:
+    """The directory holding ``aimux.h`` and ``aimux.hpp``."""
+    d = _HERE / "include"
+    if not (d / "aimux.h").is_file():
+        raise NotInstalledError(
+            f"no {d / 'aimux.h'}: this aimux_ops was not installed from its wheel"
+        )
+    return d
+
+
+def cflags() -> list[str]:
+    """Compiler flags: the include directory."""
+    return [f"-I{includedir()}"]
+
+
+def libs() -> list[str]:
+    """Linker flags: the library, with an rpath to it (the program runs with no variable)."""
+    d = libdir()
+    return [f"-L{d}", f"-l:{SONAME}", f"-Wl,-rpath,{d}"]

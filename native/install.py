@@ -1,0 +1,146 @@
+"""Lay out an installed libaimux under DESTDIR/PREFIX (run by `make install`; stdlib only).
+
+The layout (docs/DESIGN.md "Installing"; every path relative, so the tree can be moved after
+installation):
+
+    include/aimux.h, include/aimux.hpp
+    lib/libaimux.so.1                       SONAME libaimux.so.1; finds the payload from its path
+    lib/libaimux.so -> libaimux.so.1
+    lib/pkgconfig/aimux.pc                  prefix=${pcfiledir}/../..
+    lib/cmake/aimux/aimuxConfig.cmake       imported target aimux::aimux (both headers)
+    lib/cmake/aimux/aimuxConfigVersion.cmake
+    lib/aimux/pythonX.Y/                    the Python payload: aimux_ops and its dependencies
+
+    python native/install.py --stage native/build/dist/py3.11-<hash> --prefix /usr/local \
+        [--destdir D]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+PC = """\
+prefix=${{pcfiledir}}/../..
+libdir=${{prefix}}/lib
+includedir=${{prefix}}/include
+
+Name: aimux
+Description: aimux-ops C ABI: AI SDK ops with one error envelope (embeds CPython {pyver})
+Version: {version}
+Libs: -L${{libdir}} -laimux
+Cflags: -I${{includedir}}
+"""
+
+CONFIG = """\
+# aimux CMake package: find_package(aimux CONFIG) gives the imported target aimux::aimux
+# (libaimux.so.1 with include/aimux.h and include/aimux.hpp; aimux.hpp needs C++17).
+# Relocatable: every path is computed from this file's location.
+get_filename_component(_aimux_prefix "${{CMAKE_CURRENT_LIST_DIR}}/../../.." ABSOLUTE)
+if(NOT TARGET aimux::aimux)
+  add_library(aimux::aimux SHARED IMPORTED)
+  set_target_properties(aimux::aimux PROPERTIES
+    IMPORTED_LOCATION "${{_aimux_prefix}}/lib/libaimux.so.1"
+    IMPORTED_SONAME "libaimux.so.1"
+    INTERFACE_INCLUDE_DIRECTORIES "${{_aimux_prefix}}/include")
+endif()
+set(aimux_INCLUDE_DIR "${{_aimux_prefix}}/include")
+set(aimux_LIBRARY "${{_aimux_prefix}}/lib/libaimux.so.1")
+set(aimux_PYTHON_VERSION "{pyver}")
+unset(_aimux_prefix)
+"""
+
+CONFIG_VERSION = """\
+# aimux {version}: compatible with any requested {major}.x not newer than this one.
+set(PACKAGE_VERSION "{version}")
+if(PACKAGE_FIND_VERSION_MAJOR AND NOT PACKAGE_FIND_VERSION_MAJOR STREQUAL "{major}")
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+elseif(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+if(NOT CMAKE_SIZEOF_VOID_P STREQUAL "8")
+  set(PACKAGE_VERSION "${{PACKAGE_VERSION}} (64-bit)")
+  set(PACKAGE_VERSION_UNSUITABLE TRUE)
+endif()
+"""
+
+
+def _version() -> str:
+    for line in (REPO / "aimux_ops" / "__init__.py").read_text(encoding="utf-8").splitlines():
+        if line.startswith("__version__"):
+            return line.split("=", 1)[1].strip().strip("\"'")
+    raise SystemExit("no __version__ in aimux_ops/__init__.py")
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"  {path}")
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+    print(f"  {dst}")
+
+
+def install(stage: Path, prefix: str, destdir: str) -> None:
+    if not os.path.isabs(prefix):
+        raise SystemExit(f"PREFIX must be absolute (got {prefix!r})")
+    root = Path(destdir + prefix) if destdir else Path(prefix)
+    pyver = "{}.{}".format(*sys.version_info[:2])
+    version = _version()
+    inc, lib = root / "include", root / "lib"
+    _copy(HERE / "aimux.h", inc / "aimux.h")
+    _copy(REPO / "bindings" / "cpp" / "aimux.hpp", inc / "aimux.hpp")
+    _copy(stage / "libaimux.so.1", lib / "libaimux.so.1")
+    link = lib / "libaimux.so"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to("libaimux.so.1")
+    print(f"  {link} -> libaimux.so.1")
+    payload = lib / "aimux" / f"python{pyver}"
+    if payload.exists():
+        shutil.rmtree(payload)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".stamp")
+    shutil.copytree(stage / "deps", payload, symlinks=True, ignore=skip)
+    # console scripts (their #! names the build interpreter): the library runs none of them
+    shutil.rmtree(payload / "bin", ignore_errors=True)
+    shutil.copytree(REPO / "aimux_ops", payload / "aimux_ops", ignore=skip)
+    print(f"  {payload}/ (aimux_ops and its dependencies)")
+    _write(lib / "pkgconfig" / "aimux.pc", PC.format(version=version, pyver=pyver))
+    cmake = lib / "cmake" / "aimux"
+    _write(cmake / "aimuxConfig.cmake", CONFIG.format(pyver=pyver))
+    _write(
+        cmake / "aimuxConfigVersion.cmake",
+        CONFIG_VERSION.format(version=version, major=version.split(".")[0]),
+    )
+    print(f"installed aimux {version} (Python {pyver}) under {root}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--stage", type=Path, required=True, help="libaimux.so.1 and deps/ (the payload's packages)"
+    )
+    ap.add_argument("--prefix", required=True)
+    ap.add_argument("--destdir", default="")
+    args = ap.parse_args()
+    install(args.stage.resolve(), args.prefix, args.destdir)
+
+
+if __name__ == "__main__":
+    main()
