@@ -33,10 +33,15 @@
  *            not synchronised: do not free it while another thread reads it.
  *
  * Loading    The library may be loaded with RTLD_LOCAL (the dlopen default,
- *            ctypes, koffi, Go and Java loaders) and finds its own Python
- *            packages from paths recorded when it was built. The environment
- *            variable AIMUX_PYTHONPATH (entries separated by ':') replaces those
- *            paths; it is read once, on the first call.
+ *            ctypes, koffi, Go and Java loaders). It needs the shared CPython
+ *            runtime of the minor version it was built with (libpythonX.Y.so.1.0)
+ *            and finds its own Python packages: an installed libaimux.so.1 in
+ *            the payload relative to its own file (<libdir>/aimux/pythonX.Y/,
+ *            or the site-packages of the wheel it came in), a development build
+ *            from paths recorded when it was built. The environment variable
+ *            AIMUX_PYTHONPATH (entries separated by ':') replaces either; it is
+ *            read once, on the first call. A process that runs another Python
+ *            version gets a 207 naming both.
  *
  * Errors are JSON envelopes (CONTRACT §1): {kind, code, message, error,
  * cause?, retryable, retryAfterMs?}. The codes are stable and append-only:
