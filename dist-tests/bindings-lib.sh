@@ -3,11 +3,13 @@
 #   text: Hello!                                   the replayed generate_text (recordings/demo.jsonl)
 #   chain: <kind> <code> <name>: <message>         one per link of the failing call's native chain
 #   error: <code> <name>: <message>                (exit 3) when the first call fails
-# Programs run with an empty environment (`env -i`, plus PATH and HOME, plus what a case names).
+# Programs run with an empty environment (lib.sh's dist_run), plus PATH (node, java) and HOME,
+# plus what a case names.
+. "$AIMUX_DIST_TESTS/lib.sh"
 
 bindings_run() { # DIR VAR=VALUE... PROGRAM ARGS...
   local dir="$1"; shift
-  (cd "$dir" && env -i "PATH=$PATH" "HOME=$HOME" "$@")
+  dist_run "$dir" "PATH=$PATH" "HOME=$HOME" "$@"
 }
 
 # bindings_expect_ok LABEL OUTPUT: the replay's text, then the failing call's chain down to the OS error.
