@@ -102,7 +102,7 @@ bench: native
 fuzz: native
 	$(MAKE) -C fuzz fuzz $(SUB_ENV)
 
-## recordings: re-record recordings/demo.jsonl against the local fault server
+## recordings: re-record recordings/demo.jsonl and anthropic.jsonl against the local fault server
 recordings: setup
 	$(PY) tests/make_recordings.py
 

@@ -7,13 +7,12 @@ the envelope (one projection: what a Python caller catches is what every other l
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
+from ._version import __version__
 from .envelope import decode_error
 from .errors import AimuxError, SourceError
 

@@ -30,6 +30,7 @@ from .errors import (
     UnknownError,
     lookup,
 )
+from .errors import TimeoutError as AITimeoutError
 
 __all__ = [
     "ENVELOPE_MAX_BYTES",
@@ -152,7 +153,7 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
             exc.message = message
             if code > 0:
                 exc.code = code  # the code as sent (a known name keeps its class's code otherwise)
-            if isinstance(exc, RetryError):
+            if isinstance(exc, (RetryError, AITimeoutError)):  # a timeout's earlier attempts
                 attempts = error.get("errors")
                 exc.errors = [
                     _decode_node(a, depth + 1)

@@ -34,7 +34,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -57,6 +57,7 @@ __all__ = [
     "Recorder",
     "Replayer",
     "body_key",
+    "open_transport",
     "redact_params",
 ]
 
@@ -437,3 +438,21 @@ class Replayer:
             if last is not None:  # every matching attempt served: keep serving the last one
                 return last
         return None
+
+
+def open_transport(
+    mode: str | None,
+    path: str,
+    op: str,
+    params: Callable[[], dict[str, Any]],
+    live: Callable[[], Transport],
+) -> tuple[Transport, Recorder | None]:
+    """The transport of one call (transport choice lives here): ``live()`` without a recording,
+    the file's exchanges in ``replay`` mode, ``live()`` wrapped by a ``Recorder`` (also returned)
+    in ``record`` mode (``params()``: the call's params, redacted by the recorder)."""
+    if mode is None:
+        return live(), None
+    if mode == "replay":
+        return Replayer(path).transport, None
+    recorder = Recorder(path, op, params(), live())
+    return recorder.transport, recorder

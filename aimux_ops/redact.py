@@ -10,6 +10,8 @@
 - ``redact_url``: for recordings, a URL without userinfo and without secret query values.
 - ``guard_url``: before a request, remember a URL's secrets (userinfo, secret query values) and
   drop its userinfo.
+- ``remember_header_secrets``: before a request, remember the value of every caller-supplied
+  header whose name says it carries a secret (a key passed as a header is a key too).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "is_secret_header",
     "redact_headers",
     "redact_url",
+    "remember_header_secrets",
     "remember_secret",
     "scrub_json",
     "scrub_message",
@@ -111,6 +114,14 @@ def scrub_json(value: Any) -> Any:
 def is_secret_header(name: str) -> bool:
     """Whether a header (or JSON member) of this name carries a secret."""
     return _SECRET_HEADER_RE.search(name) is not None
+
+
+def remember_header_secrets(*header_maps: dict[str, str] | None) -> None:
+    """Remember the value (without a ``Bearer`` prefix) of every secret-named header."""
+    for headers in header_maps:
+        for name, value in (headers or {}).items():
+            if is_secret_header(name):
+                remember_secret(value.removeprefix("Bearer ").strip())
 
 
 def redact_headers(headers: Any) -> dict[str, str]:

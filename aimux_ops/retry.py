@@ -10,7 +10,9 @@
   ``getRetryDelayInMs``.
 - A cancellation (``AbortedError``) or a ``TimeoutError`` is never retried and never wrapped
   (the AI SDK rethrows abort errors as they are); the wait between
-  attempts wakes early on cancellation and never sleeps past the call's deadline.
+  attempts wakes early on cancellation and never sleeps past the call's deadline. A deadline
+  that passes after failed attempts keeps them: the ``TimeoutError`` carries them as ``errors``
+  and the last one as its cause (the AI SDK loses them).
 """
 
 from __future__ import annotations
@@ -57,6 +59,14 @@ def retry_with_exponential_backoff(
         try:
             return attempt()
         except BaseException as error:
+            if isinstance(error, AITimeoutError) and errors:
+                # the deadline passed during backoff (or the next attempt): the timeout keeps
+                # the attempts, the last one as its cause (its status, retry-after and the
+                # provider's code are the reason the call ran out of time)
+                error.errors = list(errors)
+                if error.__cause__ is None:
+                    error.__cause__ = errors[-1]
+                raise
             if isinstance(error, (AbortedError, AITimeoutError)) or not isinstance(
                 error, Exception
             ):

@@ -77,7 +77,7 @@ def generate() -> dict[str, bytes]:
     for cls in catalogue():
         payload = cls.Payload.model_json_schema(by_alias=True)
         props = {"name": {"const": cls.error_name}, **payload.get("properties", {})}
-        if cls.error_name == "AI_RetryError":
+        if cls.error_name in ("AI_RetryError", "AI_TimeoutError"):
             props["errors"] = {
                 "type": "array",
                 "items": {"$ref": "../../envelope.schema.json#/$defs/AimuxNode"},

@@ -9,6 +9,9 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
   a body is being read, so a slow drip cannot outlive it. Expiry → ``TimeoutError`` (code 12).
 - The httpx / httpcore loggers get a filter that scrubs every record (their DEBUG lines carry raw
   response headers, an echoed key among them; httpx's INFO line the URL with its userinfo).
+- Redirects: only a same-origin 307/308 is followed (same method, body and headers, up to
+  ``MAX_REDIRECTS`` hops); any other 3xx is the answer (the provider maps it to an error), so a
+  request with the API key never reaches another origin.
 - ``HttpResponse.abort()`` (any thread) shuts the socket down so a blocked read wakes: used for
   stream cancellation.
 - Failures map to ``APICallError`` raised ``from`` the httpx exception, whose own chain is
@@ -28,7 +31,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
 import httpx
@@ -80,11 +83,6 @@ class Deadline:
             status_code=status_code,
         )
 
-    def check(self) -> None:
-        """Raise ``TimeoutError`` when the deadline has passed."""
-        if self.expired():
-            raise self.error()
-
 
 @dataclass
 class HTTPRequest:
@@ -97,7 +95,6 @@ class HTTPRequest:
     stream: bool = False
     #: The parsed JSON body (for recording / replay matching), when the caller has it.
     json_body: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Response(Protocol):
@@ -142,16 +139,26 @@ def _parse_event(block: bytes) -> SSEEvent | None:
 def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
     """Server-sent events from raw byte chunks: ``(event name or None, data)`` per event.
 
-    Lines end in LF or CRLF; ``data:`` lines of one event are joined by LF; comments, ``id:`` and
+    Lines end in LF, CRLF or CR (a CRLF split across chunks too); a leading UTF-8 BOM is
+    dropped; ``data:`` lines of one event are joined by LF; comments, ``id:`` and
     ``retry:`` are ignored; an event still pending at EOF is delivered too. The common case (one
     ``data: …`` line per event) is split out by C-level ``bytes.split``, not a per-line loop."""
     buf = b""
+    first = True
+    cr_pending = False  # the buffer ends in CR: it may be the first half of a CRLF
     for chunk in chunks:
         if not chunk:
             continue
+        if first:
+            first = False
+            if chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM before the stream (SSE spec)
+                chunk = chunk[3:]
         buf = buf + chunk if buf else chunk
-        if b"\r" in chunk:
-            buf = buf.replace(b"\r\n", b"\n")
+        if cr_pending or b"\r" in chunk:
+            cr_pending = buf.endswith(b"\r")
+            body = buf[:-1] if cr_pending else buf
+            body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            buf = body + b"\r" if cr_pending else body
         end = buf.rfind(b"\n\n")
         if end < 0:
             continue
@@ -164,6 +171,7 @@ def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
                 parsed = _parse_event(ev.lstrip(b"\n"))
                 if parsed is not None:
                     yield parsed
+    buf = buf.replace(b"\r", b"\n")
     if buf.strip():
         parsed = _parse_event(buf.strip(b"\n"))
         if parsed is not None:
@@ -228,7 +236,6 @@ class HttpResponse:
         self.reason: str = raw.reason_phrase
         self.headers: dict[str, str] = {k.lower(): v for k, v in raw.headers.items()}
         self._deadline = deadline
-        self._aborted = False
         self._closed = False
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
@@ -251,7 +258,6 @@ class HttpResponse:
         with self._lock:
             if self._closed or self._raw.is_closed:
                 return
-            self._aborted = True
             stream = self._raw.extensions.get("network_stream")
             sock = stream.get_extra_info("socket") if stream is not None else None
             if isinstance(sock, socket.socket):
@@ -259,10 +265,6 @@ class HttpResponse:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-
-    @property
-    def aborted(self) -> bool:
-        return self._aborted
 
     def _raise(self, exc: BaseException) -> NoReturn:
         err = map_transport_error(exc, self._deadline, response=self)
@@ -312,6 +314,27 @@ class _NoCookies(http.cookiejar.CookieJar):
         return None
 
 
+#: same-origin 307/308 hops followed per request (fetch's limit is 20)
+MAX_REDIRECTS = 20
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def _same_origin_target(raw: httpx.Response) -> httpx.URL | None:
+    """Where a 307/308 points when that is the request's own origin, else None."""
+    location = raw.headers.get("location")
+    if not location:
+        return None
+    try:
+        target = raw.request.url.join(location)
+    except (httpx.InvalidURL, ValueError):
+        return None
+    return target if _origin(target) == _origin(raw.request.url) else None
+
+
 class HttpTransport:
     """A pooled sync httpx client (thread-safe; shared by every call of the process)."""
 
@@ -336,6 +359,27 @@ class HttpTransport:
                 timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
             )
             raw = self.client.send(req, stream=True)
+            hops = 0
+            while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
+                # a same-origin 307/308 is followed with the same method, body and headers (as
+                # fetch does); any other redirect comes back as the answer: the request carries
+                # the API key, and another origin never gets it
+                target = _same_origin_target(raw)
+                if target is None:
+                    break
+                raw.close()
+                hops += 1
+                rem = deadline.remaining()
+                if rem is not None and rem <= 0:
+                    raise deadline.error()
+                req = self.client.build_request(
+                    request.method,
+                    target,
+                    content=request.body,
+                    headers=request.headers,
+                    timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
+                )
+                raw = self.client.send(req, stream=True)
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             raise map_transport_error(exc, deadline) from exc
         return HttpResponse(raw, deadline)

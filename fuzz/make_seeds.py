@@ -34,6 +34,11 @@ def params_seeds() -> list[tuple[str, bytes]]:
                                                                     "backoffFactor": 2}},
         {"model": model, "prompt": "hi", "recording": {"mode": "record", "path": "x.jsonl"}},
         {"model": {"provider": "nope", "modelId": "m"}, "prompt": "hi"},
+        {"model": {**model, "provider": "anthropic", "modelId": "claude-sonnet-4-5"},
+         "system": "s", "prompt": "hi", "tools": {"weather": {}}, "toolChoice": "required"},
+        {"model": {"provider": "anthropic", "modelId": "claude-sonnet-4-5",
+                   "baseURL": "http://127.0.0.1:1/v1"}, "prompt": "Say hello in one word.",
+         "recording": {"mode": "replay", "path": "recordings/anthropic.jsonl"}},
         {"model": model, "prompt": 5, "temperature": "hot", "maxOutputTokens": -1},
         {"model": model, "prompt": "hi", "messages": []},
     ]

@@ -77,10 +77,10 @@ endif()
 
 
 def _version() -> str:
-    for line in (REPO / "aimux_ops" / "__init__.py").read_text(encoding="utf-8").splitlines():
+    for line in (REPO / "aimux_ops" / "_version.py").read_text(encoding="utf-8").splitlines():
         if line.startswith("__version__"):
             return line.split("=", 1)[1].strip().strip("\"'")
-    raise SystemExit("no __version__ in aimux_ops/__init__.py")
+    raise SystemExit("no __version__ in aimux_ops/_version.py")
 
 
 def _write(path: Path, text: str) -> None:

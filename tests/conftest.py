@@ -41,3 +41,12 @@ def _every_envelope_is_valid() -> Iterator[None]:
     _problems.clear()
     yield
     assert not _problems, "an envelope failed schema validation:\n" + "\n".join(_problems)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The AI SDK differential suite's counts (same / better / different-with-reason)."""
+    import sys
+
+    module = sys.modules.get("test_ai_sdk_differential")
+    if module is not None and sum(module.TALLY.values()):
+        terminalreporter.write_line(module.summary_line())

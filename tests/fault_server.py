@@ -33,6 +33,20 @@ Modes (``mode=``; default ``ok``):
   (``noname=1``: the first fragment lacks the function name).
 - ``object``: content ``json=`` (default ``{"name":"Ada","age":36}``); for ``generate_object``.
 
+Anthropic mode: a ``POST …/messages`` is answered in the Messages API's wire format (bytes as the
+real API sends them: compact JSON, ``event: <type>`` + ``data:`` frames, ``message_start`` →
+``content_block_start`` → ``ping`` → ``content_block_delta``… → ``content_block_stop`` →
+``message_delta`` → ``message_stop``; errors as ``{"type": "error", "error": {"type", "message"},
+"request_id"}`` with a ``request-id`` header and rate-limit headers). The same modes apply, with
+Anthropic's shapes: ``status`` bodies carry the error type of the status (529
+``overloaded_error``, 429 ``rate_limit_error``, 500 ``api_error`` …); ``echo`` echoes
+``x-api-key``; ``errframe`` sends ``event: error`` (``etype=``, default ``overloaded_error``);
+``nodone`` ends without ``message_stop``; ``stop=`` sets the ``stop_reason`` (``max_tokens``,
+``refusal`` …); ``object`` answers a forced ``json`` tool with ``json=`` as its input (or as text
+when no ``json`` tool was sent); ``blocks`` answers with the content blocks a client must skip
+(a ``thinking`` block with its signature, a server tool's ``server_tool_use`` and
+``web_search_tool_result``) before the text ``"Hello!"``.
+
 Run standalone: ``python tests/fault_server.py --port 8765``.
 """
 
@@ -144,7 +158,267 @@ def _sse(data: bytes) -> bytes:
     return b"data: " + data + b"\n\n"
 
 
-class _Handler(BaseHTTPRequestHandler):
+# -- the Anthropic Messages API ----------------------------------------------------------------
+
+ANTHROPIC_MSG_ID = "msg_01QC4g3HwBThD4BaNtBckFDJ"
+ANTHROPIC_REQUEST_ID = "req_011CSHoEeqs5C35K2UUqR7Fy"
+#: what the real API sends beside every answer (diagnostics a client keeps)
+ANTHROPIC_HEADERS = {
+    "request-id": ANTHROPIC_REQUEST_ID,
+    "anthropic-organization-id": "00000000-0000-4000-8000-000000000000",
+    "anthropic-ratelimit-requests-limit": "50",
+    "anthropic-ratelimit-requests-remaining": "49",
+    "anthropic-ratelimit-requests-reset": "2026-01-01T00:00:01Z",
+    "anthropic-ratelimit-tokens-limit": "40000",
+    "anthropic-ratelimit-tokens-remaining": "39000",
+}
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+    500: "api_error", 529: "overloaded_error",
+}
+ANTHROPIC_USAGE_START = {
+    "input_tokens": 12, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+    "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+    "output_tokens": 1, "service_tier": "standard"}
+ANTHROPIC_USAGE_END = {"input_tokens": 12, "cache_creation_input_tokens": 0,
+                       "cache_read_input_tokens": 0, "output_tokens": 2}
+
+
+#: ``mode=blocks``: blocks the client does not report, then text (block index → content block)
+ANTHROPIC_OTHER_BLOCKS: list[tuple[dict[str, Any], list[dict[str, Any]]]] = [
+    ({"type": "thinking", "thinking": "", "signature": ""},
+     [{"type": "thinking_delta", "thinking": "The user greets me."},
+      {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pk"}]),
+    ({"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {}},
+     [{"type": "input_json_delta", "partial_json": '{"query": "hel'},
+      {"type": "input_json_delta", "partial_json": 'lo"}'}]),
+    ({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [
+        {"type": "web_search_result", "title": "Hello", "url": "https://example.com/",
+         "encrypted_content": "Eo8BCioIAhgB", "page_age": None}]}, []),
+]
+
+
+def _anthropic_error(etype: str, message: str) -> bytes:
+    return orjson.dumps({"type": "error", "error": {"type": etype, "message": message},
+                         "request_id": ANTHROPIC_REQUEST_ID})
+
+
+def _anthropic_message(model: str, content: list[dict[str, Any]], stop: str) -> bytes:
+    return orjson.dumps({
+        "model": model, "id": ANTHROPIC_MSG_ID, "type": "message", "role": "assistant",
+        "content": content, "stop_reason": stop, "stop_sequence": None,
+        "usage": {**ANTHROPIC_USAGE_START, "output_tokens": 2}})
+
+
+def _event(name: str, payload: dict[str, Any] | bytes) -> bytes:
+    data = payload if isinstance(payload, bytes) else orjson.dumps(payload)
+    return b"event: " + name.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def _json_tool_sent(req: dict[str, Any]) -> bool:
+    return any(isinstance(t, dict) and t.get("name") == "json" for t in req.get("tools") or ())
+
+
+class _AnthropicHandler:
+    """The Messages API side of ``_Handler`` (mixed in)."""
+
+    def _serve_anthropic(self: Any, mode: str, spec: dict[str, str], req: dict[str, Any],
+                         model: str, stream: bool) -> None:
+        if mode == "delay":
+            self._sleep(float(spec.get("delay_ms", "10")))
+            mode = "ok"
+        if mode == "stall" and not stream:
+            self._sleep(float(spec.get("stall_ms", "10000")))
+            self._abort()
+            return
+        if mode == "status":
+            self._status(spec, anthropic=True)
+            return
+        if mode == "echo":
+            key = self.headers.get("x-api-key") or ""
+            body = orjson.dumps({"type": "error", "error": {
+                "type": "authentication_error", "message": f"invalid x-api-key: {key}",
+                "key": key}, "request_id": ANTHROPIC_REQUEST_ID})
+            self._send(401, body, {**ANTHROPIC_HEADERS, "x-echo-key": key,
+                                   "set-cookie": f"session={key}"})
+            return
+        if mode == "echorequest":
+            key = self.headers.get("x-api-key") or ""
+            body = orjson.dumps({"type": "error", "error": {
+                "type": "invalid_request_error", "message": f"bad request {self.path} with {key}",
+                "request": self.path, "x-api-key": key}})
+            self._send(400, body, {"x-echo-path": self.path, "x-echo-api-key": key})
+            return
+        if mode == "badjson":
+            self._send(200, b'{"model": "claude", "id": "msg_1", "content": [ this is not json',
+                       ANTHROPIC_HEADERS)
+            return
+        if mode == "shape":
+            self._send(200, b'{"id": "msg_1", "type": "message", "content": "none"}',
+                       ANTHROPIC_HEADERS)
+            return
+        if mode == "drop":
+            self._abort()
+            return
+        if mode == "reset":
+            self._abort(rst=True)
+            return
+        stop = spec.get("stop", "end_turn")
+        text = spec.get("text", "Hello!")
+        if mode == "tool" or (mode == "object" and _json_tool_sent(req)):
+            name = spec.get("tool", "weather") if mode == "tool" else "json"
+            args = spec.get("args", DEFAULT_TOOL_ARGS) if mode == "tool" else spec.get(
+                "json", '{"name":"Ada","age":36}')
+            if args == "badjson":
+                args = '{"city": "Par'
+            stop = spec.get("stop", "tool_use")
+            if stream:
+                self._anthropic_stream_tool(model, "" if spec.get("noname") else name, args, stop)
+                return
+            try:
+                value: Any = orjson.loads(args)
+            except orjson.JSONDecodeError:
+                value = args  # the real API always sends an object; a compatible server may not
+            self._send(200, _anthropic_message(model, [{
+                "type": "tool_use", "id": "toolu_01", "name": name, "input": value}], stop),
+                ANTHROPIC_HEADERS)
+            return
+        if mode == "object":
+            text = spec.get("json", '{"name":"Ada","age":36}')
+        if mode == "blocks" and not stream:
+            blocks = []
+            for start, deltas in ANTHROPIC_OTHER_BLOCKS:
+                block = dict(start)
+                for d in deltas:
+                    if d["type"] == "thinking_delta":
+                        block["thinking"] += d["thinking"]
+                    elif d["type"] == "signature_delta":
+                        block["signature"] = d["signature"]
+                    else:
+                        block["input"] = {"query": "hello"}
+                blocks.append(block)
+            self._send(200, _anthropic_message(model, [*blocks, {"type": "text", "text": text}],
+                                               stop), ANTHROPIC_HEADERS)
+            return
+        if not stream:
+            self._send(200, _anthropic_message(model, [{"type": "text", "text": text}], stop),
+                       ANTHROPIC_HEADERS)
+            return
+        self._anthropic_stream_text(mode, spec, model, text, stop)
+
+    def _anthropic_start(self: Any, model: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        for k, v in ANTHROPIC_HEADERS.items():
+            self.send_header(k, v)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._write_chunk(_event("message_start", {"type": "message_start", "message": {
+            "model": model, "id": ANTHROPIC_MSG_ID, "type": "message", "role": "assistant",
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": ANTHROPIC_USAGE_START}}))
+
+    def _anthropic_end(self: Any, stop: str) -> None:
+        write = self._write_chunk
+        write(_event("message_delta", {"type": "message_delta", "delta": {
+            "stop_reason": stop, "stop_sequence": None}, "usage": ANTHROPIC_USAGE_END}))
+        write(_event("message_stop", {"type": "message_stop"}))
+        self._end_stream()
+
+    def _anthropic_stream_text(self: Any, mode: str, spec: dict[str, str], model: str,
+                               text: str, stop: str) -> None:
+        self._anthropic_start(model)
+        write = self._write_chunk
+        first = 0
+        if mode == "blocks":
+            for first, (start, deltas) in enumerate(ANTHROPIC_OTHER_BLOCKS):
+                write(_event("content_block_start", {"type": "content_block_start",
+                                                     "index": first, "content_block": start}))
+                for d in deltas:
+                    write(_event("content_block_delta", {"type": "content_block_delta",
+                                                         "index": first, "delta": d}))
+                write(_event("content_block_stop", {"type": "content_block_stop",
+                                                    "index": first}))
+            first += 1
+            mode = "ok"
+        write(_event("content_block_start", {"type": "content_block_start", "index": first,
+                                             "content_block": {"type": "text", "text": ""}}))
+        write(_event("ping", {"type": "ping"}))
+
+        def delta(piece: str) -> bytes:
+            return _event("content_block_delta", {"type": "content_block_delta", "index": first,
+                                                  "delta": {"type": "text_delta", "text": piece}})
+
+        if mode == "chunks":
+            n = int(spec.get("n", "5000"))
+            words = [delta(f"w{i} ") for i in range(n)]
+            for start in range(0, n, 256):
+                write(b"".join(words[start:start + 256]))
+        else:
+            parts = int(spec.get("parts", "2"))
+            size = max(1, -(-len(text) // parts))
+            pieces = [text[i:i + size] for i in range(0, len(text), size)]
+            after = int(spec.get("after", "1"))
+            drip = float(spec.get("drip_ms", "0"))
+            for i, piece in enumerate(pieces):
+                if mode != "ok" and i == after:
+                    break
+                if drip and i:
+                    self._sleep(drip)
+                write(delta(piece))
+            if mode == "errframe":
+                write(_event("error", {"type": "error", "error": {
+                    "type": spec.get("etype", "overloaded_error"),
+                    "message": spec.get("message", "Overloaded")},
+                    "request_id": ANTHROPIC_REQUEST_ID}))
+                self._end_stream()
+                return
+            if mode == "badshape":
+                write(_event("content_block_delta", b'{"type":"content_block_delta","index":0,'
+                                                    b'"delta":{"type":"text_delta","text":5}}'))
+                self._end_stream()
+                return
+            if mode == "badchunk":
+                write(b'event: content_block_delta\ndata: {"type":"content_block_delta",'
+                      b'"index":0,"delta":{"type":"text_delta","text":"x"\n\n')
+                self._end_stream()
+                return
+            if mode == "cut":
+                self._abort()
+                return
+            if mode == "stall":
+                self._sleep(float(spec.get("stall_ms", "10000")))
+                self._abort()
+                return
+            if mode == "nodone":
+                write(_event("content_block_stop", {"type": "content_block_stop",
+                                                    "index": first}))
+                self._end_stream()
+                return
+        write(_event("content_block_stop", {"type": "content_block_stop", "index": first}))
+        self._anthropic_end(stop)
+
+    def _anthropic_stream_tool(self: Any, model: str, name: str, args: str, stop: str) -> None:
+        self._anthropic_start(model)
+        write = self._write_chunk
+        block: dict[str, Any] = {"type": "tool_use", "id": "toolu_01", "input": {}}
+        if name:
+            block["name"] = name
+        write(_event("content_block_start", {"type": "content_block_start", "index": 0,
+                                             "content_block": block}))
+        write(_event("ping", {"type": "ping"}))
+        half = len(args) // 2
+        for piece in ("", args[:half], args[half:]):
+            write(_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                 "delta": {"type": "input_json_delta",
+                                                           "partial_json": piece}}))
+        write(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        self._anthropic_end(stop)
+
+
+class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms stalls
     server: FaultServer
@@ -219,7 +493,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.paths.clear()
             self._send(200, b"{}")
             return
-        if not self.path.partition("?")[0].endswith("/chat/completions"):
+        route = self.path.partition("?")[0]
+        anthropic = route.endswith("/messages")
+        if not anthropic and not route.endswith("/chat/completions"):
             self._send(404, b'{"error":{"message":"Unknown path","type":"invalid_request_error"}}')
             return
         try:
@@ -250,6 +526,9 @@ class _Handler(BaseHTTPRequestHandler):
             mode = "ok" if step == "ok" else "status"
             spec = {**spec, "status": step}
         stream = bool(req.get("stream"))
+        if anthropic:
+            self._serve_anthropic(mode, spec, req, model, stream)
+            return
         self._serve(mode, spec, req, model, stream)
 
     # -- scenarios -------------------------------------------------------------------------------
@@ -316,9 +595,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._stream_text(mode, spec, model, text)
 
-    def _status(self, spec: dict[str, str]) -> None:
+    def _status(self, spec: dict[str, str], anthropic: bool = False) -> None:
         status = int(spec.get("status", "500"))
-        headers: dict[str, str] = {}
+        headers: dict[str, str] = dict(ANTHROPIC_HEADERS) if anthropic else {}
         if "retry_after_ms" in spec:
             headers["retry-after-ms"] = spec["retry_after_ms"]
         if "retry_after" in spec:
@@ -337,6 +616,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(status, b"", headers)
         elif kind == "json-other":
             self._send(status, b'{"detail": "something else"}', headers)
+        elif anthropic:
+            etype = spec.get("etype", ANTHROPIC_ERROR_TYPES.get(status, "api_error"))
+            self._send(status, _anthropic_error(etype, spec.get(
+                "message", f"Injected fault with status {status}")), headers)
         else:
             body = orjson.dumps({"error": {
                 "message": spec.get("message", f"Injected fault with status {status}"),

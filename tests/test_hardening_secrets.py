@@ -4,6 +4,9 @@ secret headers and in the base URL's userinfo — while recording. Every byte th
 scanned: results, events, envelopes (and every node the C accessors return), the decoded Python
 exceptions, the recording file, every log record of every logger, and the process's stdout/stderr.
 
+Every scenario runs against both providers (``openai``: Chat Completions, the key as a bearer
+token; ``anthropic``: the Messages API, the key in ``x-api-key``).
+
 Two canaries: ``helpers.CANARY`` is shaped like an OpenAI key (``sk-…``), which the core also
 scrubs by pattern; ``PLAIN`` is not, so it is only caught if the core remembers the key it used.
 """
@@ -72,6 +75,7 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
 OBJECT_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}},
                  "required": ["name"]}
 KEYS = ["apiKey", "apiKeyEnv+headers", "userinfo"]
+PROVIDERS = ["openai", "anthropic"]
 
 
 class Capture(logging.Handler):
@@ -107,8 +111,9 @@ def logs() -> Iterator[Capture]:
 
 
 def build_params(server: FaultServer, op: str, spec: str, extra: dict[str, Any], key: str,
-                 recording: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    model: dict[str, Any] = {"provider": "openai", "modelId": f"fault:{spec}",
+                 recording: Path, monkeypatch: pytest.MonkeyPatch,
+                 provider: str = "openai") -> dict[str, Any]:
+    model: dict[str, Any] = {"provider": provider, "modelId": f"fault:{spec}",
                              "baseURL": server.base_url}
     if key == "apiKey":
         model["apiKey"] = CANARY
@@ -214,15 +219,16 @@ def run_c(op: str, p: dict[str, Any]) -> list[Any]:
     return seen
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("key", KEYS)
 @pytest.mark.parametrize(("op", "spec", "extra"), SCENARIOS,
                          ids=[f"{o}-{s}" for o, s, _ in SCENARIOS])
 def test_no_canary_anywhere(server: FaultServer, op: str, spec: str, extra: dict[str, Any],
-                            key: str, tmp_path: Path, logs: Capture,
+                            key: str, provider: str, tmp_path: Path, logs: Capture,
                             capfd: pytest.CaptureFixture[str],
                             monkeypatch: pytest.MonkeyPatch) -> None:
     recording = tmp_path / "secrets.jsonl"
-    p = build_params(server, op, spec, extra, key, recording, monkeypatch)
+    p = build_params(server, op, spec, extra, key, recording, monkeypatch, provider)
     seen = run_python(op, p) + run_c(op, p)
     assert seen, "nothing came back"
     scan(*seen)
@@ -244,18 +250,25 @@ def test_the_scan_can_fail(tmp_path: Path) -> None:
             scan(blob)
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_echoed_key_reaches_the_core_and_is_scrubbed(server: FaultServer, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      provider: str) -> None:
     """The echo scenario really carries the key back (so the scan above proves scrubbing, not
     absence): the server's raw answer contains it, the envelope does not."""
     import httpx
 
-    r = httpx.post(server.base_url + "/chat/completions",
-                   json={"model": "fault:mode=echo", "messages": []},
-                   headers={"authorization": f"Bearer {PLAIN}"})
+    if provider == "openai":
+        r = httpx.post(server.base_url + "/chat/completions",
+                       json={"model": "fault:mode=echo", "messages": []},
+                       headers={"authorization": f"Bearer {PLAIN}"})
+    else:
+        r = httpx.post(server.base_url + "/messages",
+                       json={"model": "fault:mode=echo", "messages": [], "max_tokens": 1},
+                       headers={"x-api-key": PLAIN, "anthropic-version": "2023-06-01"})
     assert PLAIN in r.text and PLAIN in r.headers["x-echo-key"]
     p = build_params(server, "generate_text", "mode=echo", {}, "userinfo",
-                     tmp_path / "r.jsonl", monkeypatch)
+                     tmp_path / "r.jsonl", monkeypatch, provider)
     p["maxRetries"] = 0
     _, env = dispatch.call_json("generate_text", orjson.dumps(p))
     assert env is not None

@@ -134,7 +134,7 @@ def test_unknown_provider(server: FaultServer) -> None:
     env = fail("generate_text", p)
     assert (env["code"], env["error"]["name"]) == (10, "AI_NoSuchProviderError")
     assert env["error"]["providerId"] == "nope"
-    assert env["error"]["availableProviders"] == ["openai"]
+    assert env["error"]["availableProviders"] == ["anthropic", "openai"]
 
 
 @pytest.mark.parametrize("change", ["both", "neither"])

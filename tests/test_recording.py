@@ -372,3 +372,36 @@ def test_cancelled_stream_is_recorded_as_cancelled(server: FaultServer, tmp_path
     (rec,) = records(path)
     assert rec["outcome"] == "cancelled" and "error" not in rec
     assert len(rec["exchanges"][0]["response"]["events"]) == 2  # the role chunk and "Hel"
+
+
+def test_shipped_anthropic_recording_replays_through_python_and_the_c_abi() -> None:
+    """``recordings/anthropic.jsonl`` (``make recordings``): the Messages API exchange replays
+    with no key and no network, in-process and through libaimux.so."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from cabi import Lib
+
+    path = ROOT / "recordings" / "anthropic.jsonl"
+    base = {"model": {"provider": "anthropic", "modelId": "claude-sonnet-4-5",
+                      "baseURL": "http://127.0.0.1:1/v1"},
+            "prompt": "Say hello in one word.",
+            "recording": {"mode": "replay", "path": str(path)}}
+    expected = {"text": "Hello!", "finishReason": "stop",
+                "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
+                "toolCalls": [], "response": {"id": "msg_01QC4g3HwBThD4BaNtBckFDJ",
+                                              "modelId": "claude-sonnet-4-5"}}
+    (rec_call, rec_stream) = records(path)
+    assert rec_call["exchanges"][0]["request"]["path"] == "/v1/messages"
+    assert rec_call["exchanges"][0]["request"]["headers"]["x-api-key"] == "[REDACTED]"
+    assert [e.get("event") for e in rec_stream["exchanges"][0]["response"]["events"]][:2] == [
+        "message_start", "content_block_start"]
+    assert aimux_ops.call("generate_text", base) == expected
+    lib = Lib()
+    assert orjson.loads(lib.call(b"generate_text", orjson.dumps(base))) == expected
+    for events in (list(aimux_ops.stream("stream_text", base)),
+                   [orjson.loads(e) for e in lib.stream_events(b"stream_text",
+                                                              orjson.dumps(base))]):
+        assert [(e["type"], e.get("text")) for e in events] == [
+            ("text-delta", "Hel"), ("text-delta", "lo!"), ("finish", None)]
+        assert events[-1]["finishReason"] == "stop"

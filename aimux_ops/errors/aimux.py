@@ -223,12 +223,20 @@ class _TimeoutPayload(ErrorPayload):
 
 
 class TimeoutError(AIError):  # noqa: A001 - mirrors asyncio.TimeoutError / concurrent.futures
-    """The call did not complete within ``timeoutMs`` (never retried)."""
+    """The call did not complete within ``timeoutMs`` (never retried).
+
+    When the deadline passed during retry backoff, ``errors`` holds the failed attempts and the
+    last one is also its cause."""
 
     code = 12
     constant = "TIMEOUT"
     error_name = "AI_TimeoutError"
     Payload = _TimeoutPayload
+    #: the attempts that failed before the deadline passed (set by the retry loop)
+    errors: list[BaseException] = []  # noqa: RUF012 - read-only default, replaced per instance
+
+    def cause_children(self) -> list[BaseException]:
+        return self.errors
 
     def _own_retryable(self) -> bool:
         return True

@@ -1,20 +1,15 @@
 """The ops: importing this package registers every op in ``registry``.
 
 - ``meta``: ``aimux.version``, ``aimux.manifest``.
-- ``generate``: ``generate_text``, ``stream_text``, ``generate_object`` (provider calls).
+- ``generate``: ``generate_text``, ``stream_text``, ``generate_object`` (provider calls), built on
+  ``models`` (params / results / events), ``call`` (one provider call: transport, recording,
+  retry) and ``tools`` (tool and object validation). Providers are reached only through
+  ``aimux_ops.providers``' interface.
 """
 
 from __future__ import annotations
 
-import importlib
-
-from . import meta
+from . import generate, meta
 from .registry import OpSpec, StreamContext, all_ops, get_op, register_op
 
-try:  # the provider ops; their absence must not take the meta ops down
-    importlib.import_module(f"{__name__}.generate")
-except ModuleNotFoundError as exc:  # pragma: no cover - only while the module is missing
-    if exc.name != f"{__name__}.generate":
-        raise
-
-__all__ = ["OpSpec", "StreamContext", "all_ops", "get_op", "meta", "register_op"]
+__all__ = ["OpSpec", "StreamContext", "all_ops", "generate", "get_op", "meta", "register_op"]

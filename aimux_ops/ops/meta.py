@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
-from .. import __version__
+from .._version import __version__
 from ..errors import KINDS, RETIRED_CODES, catalogue
 from .registry import all_ops, register_op
 

@@ -1,29 +1,36 @@
-"""Provider lookup: a provider id (``model.provider``) → its implementation module.
+"""Provider lookup: a provider id (``model.provider``) → its ``Provider`` (see ``base``).
 
-Only ``openai`` (the Chat Completions wire format, also spoken by vLLM, Ollama, llama.cpp's
-server, LM Studio and most gateways) exists; any other id is ``NoSuchProviderError``.
+- ``openai``: Chat Completions (also spoken by vLLM, Ollama, llama.cpp's server, LM Studio and
+  most gateways), ``providers/openai.py``.
+- ``anthropic``: the Messages API, ``providers/anthropic.py`` (its model table:
+  ``providers/anthropic_models.py``).
+
+Any other id is ``NoSuchProviderError``. Adding a provider: a module with a ``Provider`` subclass
+and one line in ``_PROVIDERS``; nothing outside this package changes.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from ..errors import NoSuchProviderError
-from . import openai
+from . import anthropic, openai
+from .base import Provider
 
-__all__ = ["available_providers", "get_provider", "openai"]
+__all__ = ["Provider", "available_providers", "get_provider"]
 
-_PROVIDERS: dict[str, ModuleType] = {"openai": openai}
+_PROVIDERS: dict[str, Provider] = {
+    anthropic.PROVIDER.id: anthropic.PROVIDER,
+    openai.PROVIDER.id: openai.PROVIDER,
+}
 
 
 def available_providers() -> list[str]:
     return sorted(_PROVIDERS)
 
 
-def get_provider(provider_id: str, model_id: str | None = None) -> ModuleType:
-    """The provider module for ``provider_id``; ``NoSuchProviderError`` when unknown."""
-    module = _PROVIDERS.get(provider_id)
-    if module is None:
+def get_provider(provider_id: str, model_id: str | None = None) -> Provider:
+    """The provider for ``provider_id``; ``NoSuchProviderError`` when unknown."""
+    provider = _PROVIDERS.get(provider_id)
+    if provider is None:
         raise NoSuchProviderError(
             f"No such provider: {provider_id[:100]}",
             provider_id=provider_id[:100],
@@ -31,4 +38,4 @@ def get_provider(provider_id: str, model_id: str | None = None) -> ModuleType:
             model_id=model_id,
             model_type="languageModel",
         )
-    return module
+    return provider

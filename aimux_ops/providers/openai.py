@@ -6,9 +6,20 @@ stream chunk parsing, error bodies), following ``@ai-sdk/openai``'s chat languag
   429 and 5xx; headers redacted.
 - 2xx that is not JSON: ``APICallError("Invalid JSON response")`` (status kept, not retryable)
   caused by ``JSONParseError`` caused by the decoder's error; a wrong shape: caused by
-  ``TypeValidationError`` caused by a ``ValueError`` naming the offending path.
-- Streams: an ``error`` frame, an invalid JSON chunk, a chunk of the wrong shape, or an end before
-  ``[DONE]`` each raise one ``APICallError`` that carries the stream's numeric status.
+  ``TypeValidationError`` caused by a ``ValueError`` naming the offending path. A 2xx whose body
+  is an OpenAI error object: ``APICallError`` with the provider's message (as in a stream).
+- A 3xx that reached us (the transport follows only same-origin 307/308) is an error saying so.
+- ``message.refusal`` / ``delta.refusal`` is text, and ``stop`` then becomes ``content-filter``
+  (the AI SDK's mapping); integral floats in usage (``20.0``) are counts.
+- Streams: an ``error`` frame (``"error": null`` is none), an invalid JSON chunk, a chunk of the
+  wrong shape, or an end before the terminal event each raise one ``APICallError`` that carries
+  the stream's numeric status. The terminal event is the ``finish_reason`` chunk (CONTRACT §2):
+  a missing ``[DONE]`` after it is a normal end. A 2xx labelled other than
+  ``text/event-stream``: read as an event stream when it is one, else a chat completion is
+  delivered as the stream, and anything else is a non-retryable error saying what arrived.
+  Tool-call deltas are matched to calls by id, then index and name, as the AI SDK's
+  ``StreamingToolCallTracker`` does (two ids on one index are two calls). The response id and
+  model come from the first chunk that has one (not Azure's empty ``prompt_filter_results``).
 
 Shape checks are hand-written (no per-chunk pydantic): this is the hot path.
 """
@@ -17,23 +28,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
-from ..errors import (
-    APICallError,
-    InvalidResponseDataError,
-    JSONParseError,
-    LoadAPIKeyError,
-    TypeValidationError,
-)
+from ..errors import APICallError, InvalidResponseDataError, LoadAPIKeyError
 from ..redact import redact_headers, remember_secret
-from ..transport import Response
+from ..transport import HTTPRequest, Response, iter_sse
+from .base import (
+    GenerateResult,
+    LanguageModelCall,
+    Provider,
+    is_retryable_status,
+    json_parse_error,
+    type_validation_error,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
-    "PROVIDER_ID",
+    "OpenAIChatProvider",
     "StreamState",
     "build_body",
     "chat_url",
@@ -46,7 +59,6 @@ __all__ = [
     "stream_events",
 ]
 
-PROVIDER_ID = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 USER_AGENT = "aimux-ops/0.1.0"
@@ -66,11 +78,6 @@ def map_finish_reason(reason: Any) -> str:
     if reason is None:
         return "unknown"
     return _FINISH_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
-
-
-def is_retryable_status(status: int) -> bool:
-    """The AI SDK's default: 408, 409, 429 and every 5xx."""
-    return status in (408, 409, 429) or status >= 500
 
 
 def load_api_key(api_key: str | None, api_key_env: str | None, *, required: bool) -> str | None:
@@ -160,6 +167,11 @@ def failed_response_error(resp: Response) -> APICallError:
             if isinstance(err, dict) and isinstance(err.get("message"), str):
                 message = err["message"]
                 data = parsed
+    if data is None and 300 <= status < 400:
+        message = (
+            f"Redirect (HTTP {status}) not followed: only a same-origin 307/308 is followed, "
+            "and a request with the API key never goes to another origin"
+        )
     return APICallError(
         message,
         status_code=status,
@@ -179,18 +191,6 @@ def _invalid_response(resp: Response, text: str, cause: BaseException) -> APICal
         response_body=text,
     )
     err.__cause__ = cause
-    return err
-
-
-def json_parse_error(text: str, exc: BaseException) -> JSONParseError:
-    err = JSONParseError(f"JSON parsing failed: {exc}", text=text)
-    err.__cause__ = exc
-    return err
-
-
-def type_validation_error(value: Any, reason: str) -> TypeValidationError:
-    err = TypeValidationError(f"Type validation failed: {reason}", value=value)
-    err.__cause__ = ValueError(reason)
     return err
 
 
@@ -234,15 +234,23 @@ def _check_completion(body: Any) -> str | None:
     return None
 
 
+def _count(value: Any) -> int | None:
+    """A token count: an integer, or an integral float (``20.0``: JSON has one number type)
+    that a double holds exactly; anything else (a fraction, a bool, a string) is no count."""
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return None
+
+
 def usage_of(raw: Any) -> dict[str, int | None]:
     if not isinstance(raw, dict):
         return {"inputTokens": None, "outputTokens": None, "totalTokens": None}
-    inp = raw.get("prompt_tokens")
-    out = raw.get("completion_tokens")
-    total = raw.get("total_tokens")
-    inp = inp if isinstance(inp, int) else None
-    out = out if isinstance(out, int) else None
-    if not isinstance(total, int):
+    inp = _count(raw.get("prompt_tokens"))
+    out = _count(raw.get("completion_tokens"))
+    total = _count(raw.get("total_tokens"))
+    if total is None:
         total = inp + out if inp is not None and out is not None else None
     return {"inputTokens": inp, "outputTokens": out, "totalTokens": total}
 
@@ -258,6 +266,12 @@ def parse_completion(resp: Response) -> dict[str, Any]:
     violation = _check_completion(body)
     if violation is not None:
         text = raw.decode("utf-8", "replace")
+        if isinstance(body, dict) and "choices" not in body and body.get("error") is not None:
+            # an OpenAI error object answered with 200 (gateways do): the provider's own message,
+            # classified like the same object inside a stream
+            err = _error_frame(resp, body)
+            err.payload.response_body = text
+            raise err
         raise _invalid_response(resp, text, type_validation_error(body, violation))
     return body  # type: ignore[no-any-return]
 
@@ -280,13 +294,19 @@ def completion_parts(
             )
         )
     response = {"id": body.get("id"), "modelId": body.get("model")}
-    return (
-        message.get("content") or "",
-        calls,
-        map_finish_reason(choice.get("finish_reason")),
-        usage_of(body.get("usage")),
-        response,
-    )
+    text = message.get("content") or ""
+    audio = message.get("audio")
+    if not text and isinstance(audio, dict) and isinstance(audio.get("transcript"), str):
+        text = audio["transcript"]  # an audio answer's text (the AI SDK reads it the same way)
+    finish = map_finish_reason(choice.get("finish_reason"))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        # the AI SDK: the refusal is a text part after the content, and "stop" becomes
+        # "content-filter"
+        text += refusal
+        if finish == "stop":
+            finish = "content-filter"
+    return text, calls, finish, usage_of(body.get("usage")), response
 
 
 # -- streaming -----------------------------------------------------------------------------------
@@ -295,7 +315,19 @@ def completion_parts(
 class StreamState:
     """What a stream accumulated besides its deltas (tool calls, finish, usage, ids)."""
 
-    __slots__ = ("done", "finish_reason", "model_id", "response_id", "tool_calls", "usage")
+    __slots__ = (
+        "by_id",
+        "by_index",
+        "calls",
+        "done",
+        "finish_reason",
+        "has_refusal",
+        "metadata_seen",
+        "model_id",
+        "response_id",
+        "tool_calls",
+        "usage",
+    )
 
     def __init__(self) -> None:
         self.done = False
@@ -303,8 +335,15 @@ class StreamState:
         self.usage: dict[str, int | None] = usage_of(None)
         self.response_id: str | None = None
         self.model_id: str | None = None
-        #: index → [id, name, arguments]
+        self.metadata_seen = False
+        self.has_refusal = False
+        #: the calls in the order they ended, keyed 0, 1, … (filled when the stream ends):
+        #: key → [id, name, arguments]
         self.tool_calls: dict[int, list[str]] = {}
+        #: while streaming: every call as [id, name, arguments, index or None, sequence]
+        self.calls: list[list[Any]] = []
+        self.by_id: dict[str, list[list[Any]]] = {}
+        self.by_index: dict[int, list[list[Any]]] = {}
 
 
 def _stream_error(
@@ -342,6 +381,8 @@ def _error_frame(resp: Response, frame: Any) -> APICallError:
         message = err["message"]
     elif isinstance(err, str):
         message = err
+    elif err is None and isinstance(frame, dict) and isinstance(frame.get("message"), str):
+        message = frame["message"]  # an ``event: error`` frame whose body is its own error
     status = _frame_status(err)
     if status is not None:
         retryable = is_retryable_status(status)
@@ -361,15 +402,189 @@ def _invalid_tool_delta(resp: Response, call: Any) -> APICallError:
     return err
 
 
+def _nonblank(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _complete_json(args: str) -> bool:
+    """The arguments already hold a whole JSON object / array (a new delta for the same index
+    then starts another call)."""
+    if not args or args.lstrip()[:1] not in ("{", "["):
+        return False
+    try:
+        return isinstance(orjson.loads(args), (dict, list))
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _pick(calls: list[list[Any]], starts_call: bool) -> list[Any] | Literal[False] | None:
+    """The AI SDK's ``resolveMatchingToolCall``: the call a delta continues, None for a new
+    call, False when it is ambiguous (the delta is dropped)."""
+    if not calls:
+        return None
+    if not starts_call and len(calls) == 1:
+        return calls[0]
+    open_calls = [c for c in calls if not _complete_json(c[2])]
+    if len(open_calls) == 1:
+        return open_calls[0]
+    if len(open_calls) > 1 or not starts_call:
+        return False
+    return None
+
+
+def _resolve_call(
+    state: StreamState, wire_id: str | None, index: int | None, name: str | None, args: Any
+) -> list[Any] | Literal[False] | None:
+    """Which call a tool-call delta belongs to, by id first, then index and name, as the AI
+    SDK's ``StreamingToolCallTracker`` decides it (two ids on one index are two calls)."""
+    at_index = state.by_index.get(index) if index is not None else None
+    matching = [c for c in at_index or () if name is None or c[1] == name]
+    starts_call = name is not None and isinstance(args, str) and args.lstrip()[:1] in "{["
+    starts_call = starts_call and bool(args.strip())
+    if wire_id is not None:
+        with_id = state.by_id.get(wire_id)
+        if with_id is not None:
+            if index is not None:
+                ids = {id(c) for c in with_id}
+                found = _pick([c for c in matching if id(c) in ids], starts_call)
+                if found is not None:
+                    return found
+                if name is not None:
+                    return None
+                if at_index is not None:
+                    return False
+                return _pick(with_id, False)
+            if name is not None:
+                return _pick([c for c in with_id if c[1] == name], starts_call)
+            return _pick(with_id, False)
+        if matching:
+            if starts_call:
+                return None
+            empty = not isinstance(args, str) or not args.strip()
+            return _pick(matching, name is not None and empty)
+        return None
+    if at_index is not None:
+        return _pick(matching, starts_call)
+    if name is not None:
+        return None
+    return _pick(state.calls, False)
+
+
+def _tool_delta(resp: Response, state: StreamState, call: Any) -> None:
+    fn = call.get("function") or {}
+    wire_name = fn.get("name")
+    name = _nonblank(wire_name)
+    wire_id = _nonblank(call.get("id"))
+    index = call.get("index")
+    index = index if type(index) is int else None
+    args = fn.get("arguments")
+    if args is not None and type(args) is not str:
+        raise TypeError("choices[0].delta.tool_calls[].function.arguments: expected a string")
+    slot = _resolve_call(state, wire_id, index, name, args)
+    if slot is False:
+        return
+    if slot is None:
+        if isinstance(wire_name, str) and name is None:
+            return  # a blank name starts nothing (the AI SDK skips it)
+        if name is None:
+            raise _invalid_tool_delta(resp, call)
+        used = {c[0] for c in state.calls}
+        cid = wire_id if wire_id is not None and wire_id not in used else None
+        if cid is None:
+            cid = f"call_{len(state.calls)}"
+            while cid in used:
+                cid += "_"
+        slot = [cid, name, args if isinstance(args, str) else "", index, len(state.calls)]
+        state.calls.append(slot)
+    elif isinstance(args, str):
+        slot[2] += args
+    if wire_id is not None:
+        known = state.by_id.setdefault(wire_id, [])
+        if not any(c is slot for c in known):
+            known.append(slot)
+    if index is not None:
+        known = state.by_index.setdefault(index, [])
+        if not any(c is slot for c in known):
+            known.append(slot)
+
+
+def _finish(state: StreamState) -> None:
+    """The stream is over: tool calls in the AI SDK's order (by index, then arrival, when every
+    call has an index), a refusal's ``stop`` as ``content-filter``."""
+    calls = state.calls
+    if calls and all(c[3] is not None for c in calls):
+        calls = sorted(calls, key=lambda c: (c[3], c[4]))
+    state.tool_calls = {i: [c[0], c[1], c[2]] for i, c in enumerate(calls)}
+    if state.has_refusal and state.finish_reason == "stop":
+        state.finish_reason = "content-filter"
+
+
+def _content_type(resp: Response) -> str:
+    return str(resp.headers.get("content-type") or "").lower()
+
+
+def _looks_like_sse(raw: bytes) -> bool:
+    """A body labelled as something else that is an event stream all the same (some servers
+    send their SSE as ``application/json`` or ``text/plain``)."""
+    head = raw.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.startswith((b"data:", b":", b"event:", b"id:", b"retry:"))
+
+
+def _not_an_event_stream(
+    resp: Response, state: StreamState, raw: bytes
+) -> Iterator[dict[str, Any]]:
+    """A 2xx answer to a stream request that is not an event stream: a chat completion is
+    delivered as the stream; an OpenAI error object is the provider's error; anything else a
+    non-retryable error saying what arrived."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        body: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        body = None
+    if body is not None and _check_completion(body) is None:
+        content, calls, finish, usage, info = completion_parts(body)
+        if content:
+            yield {"type": "text-delta", "text": content}
+        state.calls = [[i, n, a, None, k] for k, (i, n, a) in enumerate(calls)]
+        state.finish_reason = finish
+        state.usage = usage
+        state.response_id = info["id"]
+        state.model_id = info["modelId"]
+        state.done = True
+        _finish(state)
+        return
+    if isinstance(body, dict) and "choices" not in body and body.get("error") is not None:
+        err = _error_frame(resp, body)
+    else:
+        what = _content_type(resp).split(";")[0].strip() or "no content type"
+        snippet = " ".join(text[:200].split())
+        err = _stream_error(
+            resp,
+            f"Expected an event stream (text/event-stream), got {what}: {snippet!r}",
+            retryable=False,
+        )
+    err.payload.response_body = text
+    raise err
+
+
 def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]]:
     """``text-delta`` events from a 2xx SSE response; tool calls, usage and the finish reason are
     left in ``state`` (``state.done`` once ``[DONE]`` arrived). Raises ``APICallError`` (with the
-    stream's numeric status) for an error frame, a bad chunk or an end before ``[DONE]``."""
+    stream's numeric status) for an error frame, a bad chunk or an end before the terminal event
+    (the ``finish_reason`` chunk, or ``[DONE]``)."""
+    ctype = _content_type(resp)
+    events: Iterator[tuple[str | None, bytes]] | None = None
+    if ctype and "event-stream" not in ctype:
+        raw = resp.read()
+        if not _looks_like_sse(raw):
+            yield from _not_an_event_stream(resp, state, raw)
+            return
+        events = iter_sse(iter((raw,)))
     loads = orjson.loads
-    tool_calls = state.tool_calls
-    for event, data in resp.iter_events():
+    for event, data in events if events is not None else resp.iter_events():
         if data == b"[DONE]":
             state.done = True
+            _finish(state)
             return
         try:
             chunk = loads(data)
@@ -379,11 +594,17 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
             err.__cause__ = json_parse_error(text, exc)
             raise err  # noqa: B904 - __cause__ set above
         try:
-            if "error" in chunk or event == "error":
+            if ("error" in chunk and chunk["error"] is not None) or event == "error":
+                # ("error": null is no error frame)
                 raise _error_frame(resp, chunk)
-            if state.response_id is None:
-                state.response_id = chunk.get("id")
-                state.model_id = chunk.get("model")
+            if not state.metadata_seen and (
+                chunk.get("id") or chunk.get("model") or chunk.get("created")
+            ):
+                # the first chunk that says something (Azure's leading prompt_filter_results
+                # chunk has an empty id and model)
+                state.metadata_seen = True
+                state.response_id = chunk.get("id") or None
+                state.model_id = chunk.get("model") or None
             choices = chunk.get("choices")
             if choices:
                 choice = choices[0]
@@ -394,25 +615,16 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
                         if type(content) is not str:
                             raise TypeError("choices[0].delta.content: expected a string")
                         yield {"type": "text-delta", "text": content}
+                    refusal = delta.get("refusal") if "refusal" in delta else None
+                    if refusal:
+                        if type(refusal) is not str:
+                            raise TypeError("choices[0].delta.refusal: expected a string")
+                        state.has_refusal = True
+                        yield {"type": "text-delta", "text": refusal}
                     calls = delta.get("tool_calls")
                     if calls:
                         for call in calls:
-                            index = call.get("index", len(tool_calls))
-                            slot = tool_calls.get(index)
-                            fn = call.get("function") or {}
-                            if slot is None:
-                                if not isinstance(fn.get("name"), str) or not fn["name"]:
-                                    raise _invalid_tool_delta(resp, call)
-                                tool_calls[index] = [
-                                    call.get("id") or f"call_{index}",
-                                    fn.get("name") or "",
-                                    fn.get("arguments") or "",
-                                ]
-                            else:
-                                if fn.get("arguments"):
-                                    slot[2] += fn["arguments"]
-                                if fn.get("name") and not slot[1]:
-                                    slot[1] = fn["name"]
+                            _tool_delta(resp, state, call)
                 reason = choice.get("finish_reason")
                 if reason is not None:
                     state.finish_reason = map_finish_reason(reason)
@@ -425,8 +637,140 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
             err = _stream_error(resp, "Invalid stream chunk", retryable=False)
             err.__cause__ = type_validation_error(text, reason)
             raise err  # noqa: B904 - __cause__ set above
+    if state.finish_reason != "unknown":
+        # CONTRACT §2: the chunk with finish_reason is OpenAI's terminal event; a missing
+        # [DONE] after it is not an error (OpenAI-compatible servers differ there)
+        _finish(state)
+        return
     raise _stream_error(
         resp,
-        "The stream ended before the provider's terminal event ([DONE])",
+        "The stream ended before the provider's terminal event (a finish_reason chunk or [DONE])",
         retryable=True,
     )
+
+
+# -- the provider ----------------------------------------------------------------------------------
+
+
+def chat_messages(call: LanguageModelCall) -> list[dict[str, Any]]:
+    """The neutral prompt as Chat Completions messages (``system`` first)."""
+    out: list[dict[str, Any]] = []
+    if call.system is not None:
+        out.append({"role": "system", "content": call.system})
+    for m in call.messages:
+        msg: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            msg["tool_calls"] = [
+                {
+                    "id": c.tool_call_id,
+                    "type": "function",
+                    "function": {
+                        "name": c.tool_name,
+                        "arguments": c.input
+                        if isinstance(c.input, str)
+                        else orjson.dumps(c.input).decode(),
+                    },
+                }
+                for c in m.tool_calls
+            ]
+        if m.tool_call_id is not None:
+            msg["tool_call_id"] = m.tool_call_id
+        out.append(msg)
+    return out
+
+
+def chat_tools(call: LanguageModelCall) -> tuple[list[dict[str, Any]] | None, Any]:
+    """``tools`` and ``tool_choice`` of the request body (None, None without tools)."""
+    if not call.tools:
+        return None, None
+    tools = []
+    for tool in call.tools:
+        fn: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
+        if tool.description is not None:
+            fn["description"] = tool.description
+        tools.append({"type": "function", "function": fn})
+    choice: Any = call.tool_choice
+    if choice == "tool":
+        choice = {"type": "function", "function": {"name": call.tool_choice_name}}
+    return tools, choice
+
+
+def response_format(call: LanguageModelCall) -> dict[str, Any] | None:
+    """``generate_object``: a ``json_schema`` response format (not strict, as the AI SDK)."""
+    fmt = call.object_format
+    if fmt is None:
+        return None
+    out: dict[str, Any] = {
+        "type": "json_schema",
+        "json_schema": {"name": fmt.name or "response", "schema": fmt.schema, "strict": False},
+    }
+    if fmt.description is not None:
+        out["json_schema"]["description"] = fmt.description
+    return out
+
+
+class OpenAIChatProvider(Provider):
+    """``openai``: Chat Completions, through the module functions above."""
+
+    id = "openai"
+    default_base_url = DEFAULT_BASE_URL
+    default_api_key_env = DEFAULT_API_KEY_ENV
+    display_name = "OpenAI"
+
+    def load_api_key(
+        self, api_key: str | None, api_key_env: str | None, *, required: bool
+    ) -> str | None:
+        return load_api_key(api_key, api_key_env, required=required)
+
+    def request(
+        self,
+        call: LanguageModelCall,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        headers: tuple[dict[str, str] | None, ...],
+    ) -> HTTPRequest:
+        s = call.settings
+        settings = {
+            "max_tokens": s.max_output_tokens,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "presence_penalty": s.presence_penalty,
+            "frequency_penalty": s.frequency_penalty,
+            "stop": s.stop_sequences,
+            "seed": s.seed,
+        }
+        tools, choice = chat_tools(call)
+        body = build_body(
+            call.model_id,
+            chat_messages(call),
+            settings,
+            stream=call.stream,
+            tools=tools,
+            tool_choice=choice,
+            response_format=response_format(call),
+        )
+        return HTTPRequest(
+            "POST",
+            chat_url(base_url),
+            request_headers(api_key, *headers),
+            orjson.dumps(body),
+            stream=call.stream,
+            json_body=body,
+        )
+
+    def failed_response_error(self, resp: Response) -> APICallError:
+        return failed_response_error(resp)
+
+    def parse_result(self, resp: Response, call: LanguageModelCall) -> GenerateResult:
+        text, calls, finish, usage, response = completion_parts(parse_completion(resp))
+        return GenerateResult(text, calls, finish, usage, response)
+
+    def open_stream(
+        self, resp: Response, call: LanguageModelCall
+    ) -> tuple[StreamState, Iterator[dict[str, Any]]]:
+        state = StreamState()
+        return state, stream_events(resp, state)
+
+
+PROVIDER = OpenAIChatProvider()

@@ -23,7 +23,8 @@ export interface ToolCall {
 }
 
 export interface ModelSettings {
-  provider: 'openai';
+  /** The provider id: 'openai' (Chat Completions) or 'anthropic' (Messages API). */
+  provider: 'openai' | 'anthropic';
   modelId: string;
   baseURL?: string | null;
   apiKey?: string | null;

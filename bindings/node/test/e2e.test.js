@@ -37,6 +37,21 @@ test('stream_text replays the shipped recording: Hel, lo!, finish', async () => 
   assert.equal(events.length, 3);
 });
 
+test('the second provider: recordings/anthropic.jsonl replays both ops', async () => {
+  const params = {
+    model: { provider: 'anthropic', modelId: 'claude-sonnet-4-5', baseURL: 'http://127.0.0.1:1/v1' },
+    prompt: 'Say hello in one word.',
+    recording: { mode: 'replay', path: RECORDING.replace(/demo\.jsonl$/, 'anthropic.jsonl') },
+  };
+  const result = await call('generate_text', params);
+  assert.equal(result.text, 'Hello!');
+  assert.deepEqual(result.response, { id: 'msg_01QC4g3HwBThD4BaNtBckFDJ', modelId: 'claude-sonnet-4-5' });
+  const events = [];
+  for await (const ev of stream('stream_text', params)) events.push(ev);
+  assert.deepEqual(events.map((e) => e.type), ['text-delta', 'text-delta', 'finish']);
+  assert.equal(events.at(-1).finishReason, 'stop');
+});
+
 test('the failing call: RetryError → APICallError → … → "Connection refused"', async () => {
   let caught;
   try {

@@ -76,6 +76,14 @@ async function main(): Promise<void> {
     }
   }
 
+  // the second provider: the same params, one line changed
+  const claude = await call('generate_text', {
+    model: { provider: 'anthropic', modelId: 'claude-sonnet-4-5' },
+    prompt: 'hi',
+    recording: { mode: 'replay', path: 'recordings/anthropic.jsonl' },
+  });
+  void claude.text;
+
   const version = await call('aimux.version');
   const other: unknown = await call('some.future.op', { any: 1 });
   void other;
@@ -90,6 +98,8 @@ async function main(): Promise<void> {
   await call('generate_text', { prompt: 'hi' });
   // @ts-expect-error op names are strings
   await call(42);
+  // @ts-expect-error the provider is 'openai' or 'anthropic'
+  await call('generate_text', { model: { provider: 'gemini', modelId: 'm' }, prompt: 'hi' });
 }
 
 void main;

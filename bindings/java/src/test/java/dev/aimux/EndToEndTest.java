@@ -41,6 +41,24 @@ class EndToEndTest {
     }
 
     @Test
+    void bothCallsOnTheAnthropicRecording() throws Exception {
+        JsonNode r = M.readTree(Aimux.call("generate_text", Repo.anthropicReplayParams()));
+        assertEquals("Hello!", r.get("text").asText());
+        assertEquals("stop", r.get("finishReason").asText());
+        assertEquals("msg_01QC4g3HwBThD4BaNtBckFDJ", r.get("response").get("id").asText());
+        StringBuilder text = new StringBuilder();
+        List<String> types = new ArrayList<>();
+        try (AimuxStream s = Aimux.stream("stream_text", Repo.anthropicReplayParams())) {
+            for (StreamEvent e : s) {
+                types.add(e.type());
+                e.text().ifPresent(text::append);
+            }
+        }
+        assertEquals(List.of("text-delta", "text-delta", "finish"), types);
+        assertEquals("Hello!", text.toString());
+    }
+
+    @Test
     void generateTextWithTheMapOverload() throws Exception {
         @SuppressWarnings("unchecked")
         Map<String, Object> params = M.readValue(Repo.replayParams(), Map.class);

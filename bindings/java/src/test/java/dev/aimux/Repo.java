@@ -33,6 +33,15 @@ final class Repo {
                 """.formatted(path("recordings/demo.jsonl").toString().replace("\\", "\\\\"));
     }
 
+    /** The same call on the second provider: recordings/anthropic.jsonl (the Messages API). */
+    static String anthropicReplayParams() {
+        return """
+                {"model": {"provider": "anthropic", "modelId": "claude-sonnet-4-5", "baseURL": "http://127.0.0.1:1/v1"},
+                 "prompt": "Say hello in one word.",
+                 "recording": {"mode": "replay", "path": "%s"}}
+                """.formatted(path("recordings/anthropic.jsonl").toString().replace("\\", "\\\\"));
+    }
+
     /** The failing call of recordings/README.md: port 1 on loopback is closed. */
     static final String FAILING_PARAMS = """
             {"model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": "http://127.0.0.1:1/v1", "apiKey": "sk-test"},

@@ -1,0 +1,236 @@
+"""One provider call, shared by the generate ops: params → the provider-neutral call → provider
+(``model.provider``) → API key → request → transport (live, recording or replay) → the AI SDK's
+retry loop around one attempt (streams: until the first event) → the result or the events.
+
+Nothing here knows a wire format: URL, headers, body, parsing and stream grammar belong to the
+provider (``aimux_ops.providers``); validation of tools and objects to ``tools``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from ..errors import AimuxError, InvalidPromptError
+from ..providers import Provider, get_provider
+from ..providers.base import (
+    GenerateResult,
+    LanguageModelCall,
+    NeutralMessage,
+    ObjectFormat,
+    Settings,
+    StreamState,
+    ToolCallPart,
+    ToolDef,
+)
+from ..recording import Recorder, open_transport
+from ..redact import guard_url, remember_header_secrets
+from ..retry import retry_with_exponential_backoff
+from ..transport import Deadline, Response, Transport, default_transport
+from .models import CallParams, ToolChoiceTool
+from .registry import StreamContext
+from .tools import check_schema, tool_call
+
+__all__ = ["Call", "neutral_call", "run_call", "run_stream"]
+
+T = TypeVar("T")
+
+
+def _messages(params: CallParams) -> tuple[NeutralMessage, ...]:
+    if params.prompt is not None and params.messages is not None:
+        raise InvalidPromptError("prompt and messages cannot be defined at the same time")
+    if params.prompt is None and params.messages is None:
+        raise InvalidPromptError("prompt or messages must be defined")
+    if params.prompt is not None:
+        return (NeutralMessage("user", params.prompt),)
+    return tuple(
+        NeutralMessage(
+            m.role,
+            m.content,
+            tuple(ToolCallPart(c.tool_call_id, c.tool_name, c.input) for c in m.tool_calls or ()),
+            m.tool_call_id,
+        )
+        for m in params.messages or ()
+    )
+
+
+def neutral_call(
+    params: CallParams, *, stream: bool, object_format: ObjectFormat | None = None
+) -> LanguageModelCall:
+    """The provider-neutral call of ``params``; invalid tool schemas and prompts fail here,
+    before any network."""
+    tools: list[ToolDef] = []
+    for name, spec in (params.tools or {}).items():
+        check_schema(spec.input_schema, f"tools.{name}.inputSchema")
+        tools.append(ToolDef(name, spec.description, spec.input_schema))
+    choice = params.tool_choice
+    return LanguageModelCall(
+        model_id=params.model.model_id,
+        system=params.system,
+        messages=_messages(params),
+        settings=Settings(
+            max_output_tokens=params.max_output_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            presence_penalty=params.presence_penalty,
+            frequency_penalty=params.frequency_penalty,
+            stop_sequences=params.stop_sequences,
+            seed=params.seed,
+        ),
+        tools=tuple(tools),
+        tool_choice="tool" if isinstance(choice, ToolChoiceTool) else choice,
+        tool_choice_name=choice.tool_name if isinstance(choice, ToolChoiceTool) else None,
+        object_format=object_format,
+        stream=stream,
+    )
+
+
+class Call:
+    """One op invocation: provider, request, transport and recording, shared by its attempts."""
+
+    def __init__(self, op: str, params: CallParams, call: LanguageModelCall) -> None:
+        spec = params.model
+        self.provider: Provider = get_provider(spec.provider, spec.model_id)
+        rec = params.recording
+        replay = rec is not None and rec.mode == "replay"
+        key = self.provider.load_api_key(spec.api_key, spec.api_key_env, required=not replay)
+        base_url = guard_url(spec.base_url) if spec.base_url else None
+        remember_header_secrets(spec.headers, params.headers)
+        self.params = params
+        self.call = call
+        self.deadline = Deadline(params.timeout_ms)
+        self.request = self.provider.request(
+            call, base_url=base_url, api_key=key, headers=(spec.headers, params.headers)
+        )
+        self.transport: Transport
+        self.recorder: Recorder | None
+        self.transport, self.recorder = open_transport(
+            rec.mode if rec is not None else None,
+            rec.path if rec is not None else "",
+            op,
+            lambda: params.model_dump(mode="json", by_alias=True, exclude_none=True),
+            default_transport,
+        )
+
+    def send(self) -> Response:
+        resp = self.transport.send(self.request, self.deadline)
+        if not 200 <= resp.status < 300:
+            try:
+                raise self.provider.failed_response_error(resp)
+            finally:
+                resp.close()
+        return resp
+
+    def retry(self, attempt: Callable[[], T], cancelled: threading.Event | None = None) -> T:
+        r = self.params.retry
+        return retry_with_exponential_backoff(
+            attempt,
+            max_retries=self.params.max_retries,
+            initial_delay_ms=r.initial_delay_ms if r is not None else 2000,
+            backoff_factor=r.backoff_factor if r is not None else 2,
+            cancelled=cancelled,
+            deadline_remaining=self.deadline.remaining,
+        )
+
+    def finish_ok(self, result: Any) -> None:
+        if self.recorder is not None:
+            self.recorder.finish_ok(result)
+
+    def finish_error(self, exc: BaseException) -> None:
+        if self.recorder is not None:
+            self.recorder.finish_error(exc)
+
+    def close(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
+
+
+def run_call(
+    op: str,
+    params: CallParams,
+    call_of: Callable[[], LanguageModelCall],
+    build: Callable[[GenerateResult], dict[str, Any]],
+) -> dict[str, Any]:
+    """A call op: retried attempts until a checked result, ``build`` turns it into the op's."""
+    call = Call(op, params, call_of())
+    try:
+        try:
+            result = build(call.retry(lambda: call.provider.parse_result(call.send(), call.call)))
+        except AimuxError as exc:
+            call.finish_error(exc)
+            raise
+        call.finish_ok(result)
+        return result
+    finally:
+        call.close()
+
+
+def run_stream(
+    op: str, params: CallParams, call_of: Callable[[], LanguageModelCall], ctx: StreamContext
+) -> Iterator[dict[str, Any]]:
+    """A stream op: ``text-delta`` events as they come, then the tool calls (validated) and the
+    finish event. Retried only until the first event; a later failure raises (the dispatcher
+    turns it into an ``error`` event). Nothing runs before the first pull."""
+    neutral = call_of()
+    call = Call(op, params, neutral)
+    current: list[Response] = []
+
+    def abort() -> None:
+        for r in list(current):
+            r.abort()
+
+    ctx.on_cancel(abort)
+
+    def attempt() -> tuple[Response, StreamState, Iterator[dict[str, Any]], dict[str, Any] | None]:
+        resp = call.send()
+        current[:] = [resp]
+        if ctx.cancelled.is_set():
+            resp.abort()
+        state, events = call.provider.open_stream(resp, neutral)
+        try:
+            first = next(events, None)
+        except BaseException:
+            resp.close()
+            raise
+        return resp, state, events, first
+
+    resp: Response | None = None
+    finished = False
+    try:
+        try:
+            resp, state, events, first = call.retry(attempt, ctx.cancelled)
+            if first is not None:
+                yield first
+                # the dispatcher checks for cancellation before each pull, and a cancel shuts
+                # the socket down: no per-event check here (this is the hot path)
+                yield from events
+        except AimuxError as exc:
+            if ctx.cancelled.is_set():
+                return
+            call.finish_error(exc)
+            raise
+        if ctx.cancelled.is_set():
+            return
+        for _index, (call_id, name, raw) in sorted(state.tool_calls.items()):
+            event = tool_call(call_id, name, raw, params.tools)
+            event["type"] = "tool-call"
+            yield event
+        finish = {
+            "type": "finish",
+            "finishReason": state.finish_reason,
+            "usage": state.usage,
+            "response": {"id": state.response_id, "modelId": state.model_id},
+        }
+        call.finish_ok(finish)
+        finished = True
+        yield finish
+    finally:
+        if resp is not None:
+            resp.close()
+        if not finished and call.recorder is not None and ctx.cancelled.is_set():
+            try:
+                call.recorder.finish_cancelled()
+            except AimuxError:
+                pass
+        call.close()

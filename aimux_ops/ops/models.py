@@ -1,0 +1,227 @@
+"""The params, results and events of the provider ops (pydantic, camelCase, ``extra="forbid"``):
+the one source of ``schema/ops/*`` and of the bindings' typed params."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic.alias_generators import to_camel
+
+from ..providers import available_providers
+
+__all__ = [
+    "CallParams",
+    "ErrorEvent",
+    "FinishEvent",
+    "FinishReason",
+    "GenerateObjectParams",
+    "GenerateObjectResult",
+    "GenerateTextParams",
+    "GenerateTextResult",
+    "Message",
+    "ModelSpec",
+    "RecordingSpec",
+    "ResponseInfo",
+    "RetrySpec",
+    "StreamEvent",
+    "StreamTextParams",
+    "TextDeltaEvent",
+    "ToolCall",
+    "ToolCallEvent",
+    "ToolCallPart",
+    "ToolChoiceTool",
+    "ToolSpec",
+    "Usage",
+]
+
+#: the JSON Schema of ``model.provider``: the known ids (the runtime accepts any string and
+#: answers an unknown one with NoSuchProviderError, code 10)
+_PROVIDER_SCHEMA = {
+    "type": "string",
+    "enum": available_providers(),
+    "description": 'The provider id: "openai" (Chat Completions wire format) or "anthropic" '
+    "(Messages API); any other id is NoSuchProviderError.",
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=False
+    )
+
+
+# -- params ----------------------------------------------------------------------------------------
+
+
+class ModelSpec(_Model):
+    """Which model, where, and with which key."""
+
+    provider: Annotated[str, WithJsonSchema(_PROVIDER_SCHEMA)] = Field(
+        description='The provider id: "openai" (Chat Completions wire format) or "anthropic" '
+        "(Messages API); any other id is NoSuchProviderError."
+    )
+    model_id: str = Field(min_length=1)
+    base_url: str | None = Field(
+        default=None,
+        alias="baseURL",
+        description="Default https://api.openai.com/v1 (openai), https://api.anthropic.com/v1 "
+        "(anthropic).",
+    )
+    api_key: str | None = Field(default=None, description="Never recorded, never in an error.")
+    api_key_env: str | None = Field(
+        default=None,
+        description="Environment variable holding the key (default OPENAI_API_KEY / "
+        "ANTHROPIC_API_KEY).",
+    )
+    headers: dict[str, str] | None = None
+
+
+class ToolCallPart(_Model):
+    """A tool call made by the assistant in an earlier turn."""
+
+    tool_call_id: str
+    tool_name: str
+    input: Any = None
+
+
+class Message(_Model):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = Field(
+        default=None,
+        description="Text, or content parts passed to the provider as given (in its own format).",
+    )
+    #: role "assistant": the tool calls it made; role "tool": which call this answers.
+    tool_calls: list[ToolCallPart] | None = None
+    tool_call_id: str | None = None
+
+
+class ToolSpec(_Model):
+    description: str | None = None
+    input_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the tool's input.",
+    )
+
+
+class ToolChoiceTool(_Model):
+    type: Literal["tool"]
+    tool_name: str
+
+
+class RetrySpec(_Model):
+    initial_delay_ms: float = Field(default=2000, ge=0)
+    backoff_factor: float = Field(default=2, ge=0)
+
+
+class RecordingSpec(_Model):
+    mode: Literal["record", "replay"]
+    path: str = Field(min_length=1)
+
+
+class CallParams(_Model):
+    model: ModelSpec
+    system: str | None = None
+    prompt: str | None = None
+    messages: list[Message] | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = None
+    top_p: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    stop_sequences: list[str] | None = None
+    seed: int | None = None
+    headers: dict[str, str] | None = None
+    max_retries: int = Field(default=2, ge=0)
+    retry: RetrySpec | None = None
+    timeout_ms: int | None = Field(default=None, ge=1)
+    recording: RecordingSpec | None = None
+    tools: dict[str, ToolSpec] | None = None
+    tool_choice: Literal["auto", "none", "required"] | ToolChoiceTool | None = None
+
+
+class GenerateTextParams(CallParams):
+    pass
+
+
+class StreamTextParams(GenerateTextParams):
+    pass
+
+
+class GenerateObjectParams(CallParams):
+    schema_: dict[str, Any] = Field(alias="schema", description="JSON Schema of the object.")
+    schema_name: str | None = None
+    schema_description: str | None = None
+
+
+# -- results and events ----------------------------------------------------------------------------
+
+
+class Usage(_Model):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class ResponseInfo(_Model):
+    id: str | None = None
+    model_id: str | None = None
+
+
+class ToolCall(_Model):
+    tool_call_id: str
+    tool_name: str
+    input: Any = None
+    invalid: bool | None = Field(
+        default=None, description="The call is not usable: unknown tool or invalid input."
+    )
+    error: dict[str, Any] | None = Field(default=None, description="Its error envelope.")
+
+
+FinishReason = Literal[
+    "stop", "length", "content-filter", "tool-calls", "error", "other", "unknown"
+]
+
+
+class GenerateTextResult(_Model):
+    text: str
+    finish_reason: FinishReason
+    usage: Usage
+    tool_calls: list[ToolCall]
+    response: ResponseInfo
+
+
+class GenerateObjectResult(_Model):
+    object: Any
+    finish_reason: FinishReason
+    usage: Usage
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list, description="Tool calls the model made beside the object (tools?)."
+    )
+    response: ResponseInfo
+
+
+class TextDeltaEvent(_Model):
+    type: Literal["text-delta"]
+    text: str
+
+
+class ToolCallEvent(ToolCall):
+    type: Literal["tool-call"]
+
+
+class FinishEvent(_Model):
+    type: Literal["finish"]
+    finish_reason: FinishReason
+    usage: Usage
+    response: ResponseInfo | None = None
+
+
+class ErrorEvent(_Model):
+    type: Literal["error"]
+    error: dict[str, Any] = Field(description="The error envelope.")
+
+
+StreamEvent = Annotated[
+    TextDeltaEvent | ToolCallEvent | FinishEvent | ErrorEvent, Field(discriminator="type")
+]

@@ -1,0 +1,578 @@
+"""The ``anthropic`` provider: the Messages API wire format (request body, response parsing, the
+stream event grammar, error bodies), following ``@ai-sdk/anthropic``'s language model.
+
+- Request: ``POST {baseURL}/messages`` with ``x-api-key`` and ``anthropic-version: 2023-06-01``;
+  system messages become the top-level ``system``; ``max_tokens`` is always sent (the model's
+  default output limit when ``maxOutputTokens`` is absent, as the AI SDK's model table gives it);
+  tools as ``input_schema`` and ``toolChoice`` as ``auto`` / ``any`` / ``none`` / ``tool``;
+  ``temperature`` above 1 is clamped to 1 and the penalties and ``seed`` (which the API lacks) are
+  left out, as the AI SDK does (so are sampling parameters for the models that reject them).
+  ``generate_object`` asks with native structured outputs (``output_config.format``) on a model
+  that has them for a schema they can take, else forces a ``json`` tool whose input schema is the
+  object's schema and whose input is the answer — the AI SDK's ``auto`` mode
+  (``anthropic_models``).
+- Non-2xx: ``APICallError`` with the message of the ``{"type": "error", "error": {"type",
+  "message"}}`` body (``data`` the parsed body: the error type is in it), else the reason phrase;
+  retryable for 408, 409, 429 and 5xx (529 "overloaded" included).
+- Streams: ``message_start`` (ids, input usage), ``content_block_start`` / ``_delta``
+  (``text_delta``, ``input_json_delta``) / ``_stop``, ``message_delta`` (``stop_reason``, output
+  usage), ``ping``, and the terminal ``message_stop``. An ``error`` event raises an
+  ``APICallError`` carrying the frame's type and message, the status its type stands for (529 for
+  ``overloaded_error``, 429, 500 …, as the AI SDK infers it) and that status's retryability; a bad
+  event or an end before ``message_stop`` raises one too (the stream's status).
+
+Shape checks are hand-written (no per-event pydantic): this is the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from .._version import __version__
+from ..errors import APICallError, InvalidResponseDataError
+from ..redact import redact_headers
+from ..transport import HTTPRequest, Response
+from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
+from .base import (
+    GenerateResult,
+    LanguageModelCall,
+    Provider,
+    endpoint_url,
+    is_retryable_status,
+    json_parse_error,
+    type_validation_error,
+)
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_BASE_URL",
+    "PROVIDER",
+    "AnthropicMessagesProvider",
+    "AnthropicStreamState",
+    "build_body",
+    "default_max_tokens",
+    "map_stop_reason",
+]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
+DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
+API_VERSION = "2023-06-01"
+USER_AGENT = f"aimux-ops/{__version__}"
+#: the forced tool of ``generate_object`` (the AI SDK's name and description)
+JSON_TOOL = "json"
+JSON_TOOL_DESCRIPTION = "Respond with a JSON object."
+
+
+def map_stop_reason(reason: Any, *, json_tool: bool = False) -> str:
+    """Anthropic's ``stop_reason`` → the AI SDK's unified finish reason (none: ``unknown``)."""
+    if reason is None:
+        return "unknown"
+    if reason in ("end_turn", "stop_sequence", "pause_turn"):
+        return "stop"
+    if reason == "tool_use":
+        return "stop" if json_tool else "tool-calls"
+    if reason in ("max_tokens", "model_context_window_exceeded"):
+        return "length"
+    if reason == "refusal":
+        return "content-filter"
+    return "other"
+
+
+def default_max_tokens(model_id: str) -> int:
+    """``max_tokens`` when ``maxOutputTokens`` is absent, as the AI SDK's model table gives it:
+    the model's output limit; 4096 for Claude 2 / 3 and for an id it does not know (a compatible
+    server's own model); 128000 for a newer ``claude-`` id."""
+    return capabilities(model_id).max_tokens
+
+
+def uses_json_tool(call: LanguageModelCall) -> bool:
+    """``generate_object`` through the forced ``json`` tool (else: native structured outputs,
+    on a model that has them, for a schema they can take — the AI SDK's ``auto`` mode)."""
+    fmt = call.object_format
+    if fmt is None:
+        return False
+    return not (
+        capabilities(call.model_id).native_structured_output and native_schema_ok(fmt.schema)
+    )
+
+
+def messages_url(base_url: str | None) -> str:
+    return endpoint_url(base_url or DEFAULT_BASE_URL, "messages")
+
+
+def request_headers(api_key: str | None, *extra: dict[str, str] | None) -> dict[str, str]:
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json",
+        "user-agent": USER_AGENT,
+        "anthropic-version": API_VERSION,
+    }
+    if api_key:
+        headers["x-api-key"] = api_key
+    for more in extra:
+        if more:
+            for k, v in more.items():
+                headers[k.lower()] = v
+    return headers
+
+
+def _blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content)
+
+
+def _tool_input(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return {}
+    return {} if value is None else value
+
+
+def convert_prompt(call: LanguageModelCall) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(top-level ``system`` blocks, ``messages``): system messages join ``system``; tool
+    results are ``tool_result`` blocks of a user turn; consecutive turns of one role merge."""
+    system: list[dict[str, Any]] = []
+    if call.system is not None:
+        system.append({"type": "text", "text": call.system})
+    messages: list[dict[str, Any]] = []
+    for m in call.messages:
+        if m.role == "system":
+            system.extend(_blocks(m.content))
+            continue
+        if m.role == "tool":
+            role = "user"
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
+            if m.content is not None:
+                result["content"] = m.content
+            blocks = [result]
+        else:
+            role = m.role
+            blocks = _blocks(m.content)
+            for c in m.tool_calls:
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": c.tool_call_id,
+                        "name": c.tool_name,
+                        "input": _tool_input(c.input),
+                    }
+                )
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+    return system, messages
+
+
+def build_body(call: LanguageModelCall) -> dict[str, Any]:
+    """The Messages API request body of ``call``."""
+    system, messages = convert_prompt(call)
+    s = call.settings
+    caps = capabilities(call.model_id)
+    body: dict[str, Any] = {
+        "model": call.model_id,
+        "max_tokens": s.max_output_tokens or caps.max_tokens,
+    }
+    if caps.sampling:  # models without sampling parameters ignore them (the AI SDK warns)
+        if s.temperature is not None:
+            body["temperature"] = min(max(s.temperature, 0.0), 1.0)
+        if s.top_p is not None:
+            body["top_p"] = s.top_p
+    if s.stop_sequences is not None:
+        body["stop_sequences"] = s.stop_sequences
+    fmt = call.object_format
+    json_tool = uses_json_tool(call)
+    if fmt is not None and not json_tool:
+        body["output_config"] = {
+            "format": {"type": "json_schema", "schema": sanitize_schema(fmt.schema)}
+        }
+    if system:
+        body["system"] = system
+    body["messages"] = messages
+    tools: list[dict[str, Any]] = []
+    choice: dict[str, Any] | None = None
+    wanted = call.tool_choice
+    for tool in call.tools:
+        if json_tool and (
+            wanted == "none" or (wanted == "tool" and tool.name != call.tool_choice_name)
+        ):
+            continue  # the JSON tool is forced: only the tools the choice allows go along
+        if wanted == "tool" and not caps.forced_tool_choice and tool.name != call.tool_choice_name:
+            continue  # no forced choice on this model: only the chosen tool, with "auto"
+        wire: dict[str, Any] = {"name": tool.name}
+        if tool.description is not None:
+            wire["description"] = tool.description
+        wire["input_schema"] = tool.input_schema
+        tools.append(wire)
+    if json_tool and fmt is not None:
+        tools.append(
+            {"name": JSON_TOOL, "description": JSON_TOOL_DESCRIPTION, "input_schema": fmt.schema}
+        )
+        choice = {"type": "any", "disable_parallel_tool_use": True}
+    elif wanted == "tool" and caps.forced_tool_choice:
+        choice = {"type": "tool", "name": call.tool_choice_name}
+    elif wanted == "required" and caps.forced_tool_choice:
+        choice = {"type": "any"}
+    else:  # no choice: "auto", as the AI SDK sends it whenever there are tools
+        choice = {"type": "none" if wanted == "none" else "auto"}
+    if tools:
+        body["tools"] = tools
+        if choice is not None:
+            body["tool_choice"] = choice
+    if call.stream:
+        body["stream"] = True
+    return body
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+
+def failed_response_error(resp: Response) -> APICallError:
+    """The ``APICallError`` of a non-2xx response (reads its body)."""
+    raw = resp.read()
+    status = resp.status
+    text = raw.decode("utf-8", "replace")
+    message = resp.reason or f"HTTP {status}"
+    data: Any = None
+    if text.strip():
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            err = parsed.get("error")
+            if (
+                isinstance(err, dict)
+                and isinstance(err.get("message"), str)
+                and isinstance(err.get("type"), str)
+            ):
+                message = err["message"]
+                data = parsed
+    return APICallError(
+        message,
+        status_code=status,
+        is_retryable=is_retryable_status(status),
+        response_headers=redact_headers(resp.headers),
+        response_body=text,
+        data=data,
+    )
+
+
+def _invalid_response(resp: Response, text: str, cause: BaseException) -> APICallError:
+    err = APICallError(
+        "Invalid JSON response",
+        status_code=resp.status,
+        is_retryable=is_retryable_status(resp.status),
+        response_headers=redact_headers(resp.headers),
+        response_body=text,
+    )
+    err.__cause__ = cause
+    return err
+
+
+#: an ``error`` event's type → (the status it stands for, retryable), as the AI SDK infers them
+_ERROR_TYPES: dict[str, tuple[int, bool]] = {
+    "api_error": (500, True),
+    "overloaded_error": (529, True),
+    "rate_limit_error": (429, True),
+    "request_too_large": (413, False),
+    "authentication_error": (401, False),
+    "permission_error": (403, False),
+    "not_found_error": (404, False),
+    "billing_error": (400, False),
+    "invalid_request_error": (400, False),
+}
+
+
+def _stream_error(
+    resp: Response, message: str, *, retryable: bool, data: Any = None, status: int | None = None
+) -> APICallError:
+    return APICallError(
+        message,
+        status_code=status if status is not None else resp.status,
+        is_retryable=retryable,
+        response_headers=redact_headers(resp.headers),
+        data=data,
+    )
+
+
+def _error_event(resp: Response, frame: Any) -> APICallError:
+    err = frame.get("error") if isinstance(frame, dict) else None
+    message = "The provider sent an error in the stream"
+    kind = None
+    if isinstance(err, dict):
+        if isinstance(err.get("message"), str):
+            message = err["message"]
+        if isinstance(err.get("type"), str):
+            kind = err["type"]
+    status, retryable = _ERROR_TYPES.get(kind or "", (None, False))
+    return _stream_error(resp, message, retryable=retryable, data=frame, status=status)
+
+
+# -- non-streaming ---------------------------------------------------------------------------------
+
+
+def _check_message(body: Any) -> str | None:
+    """None when ``body`` has the shape of a Messages API message, else the first violation."""
+    if not isinstance(body, dict):
+        return "(root): expected an object"
+    content = body.get("content")
+    if not isinstance(content, list):
+        return "content: expected an array"
+    for i, block in enumerate(content):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            return f"content[{i}].type: expected a string"
+        kind = block["type"]
+        if kind == "text" and not isinstance(block.get("text"), str):
+            return f"content[{i}].text: expected a string"
+        if kind == "tool_use":
+            for key in ("id", "name"):
+                if not isinstance(block.get(key), str):
+                    return f"content[{i}].{key}: expected a string"
+    usage = body.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        return "usage: expected an object or null"
+    for key in ("id", "model", "stop_reason"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            return f"{key}: expected a string"
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_of(raw: Any) -> dict[str, int | None]:
+    """inputTokens = input + cache creation + cache read tokens (the AI SDK's total)."""
+    if not isinstance(raw, dict):
+        return {"inputTokens": None, "outputTokens": None, "totalTokens": None}
+    inp = _int(raw.get("input_tokens"))
+    if inp is not None:
+        inp += (_int(raw.get("cache_creation_input_tokens")) or 0) + (
+            _int(raw.get("cache_read_input_tokens")) or 0
+        )
+    out = _int(raw.get("output_tokens"))
+    total = inp + out if inp is not None and out is not None else None
+    return {"inputTokens": inp, "outputTokens": out, "totalTokens": total}
+
+
+def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
+    """Read and check a 2xx message; its neutral result (the ``json`` tool's input is the text
+    when ``json_tool``)."""
+    raw = resp.read()
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        text = raw.decode("utf-8", "replace")
+        raise _invalid_response(resp, text, json_parse_error(text, exc))  # noqa: B904
+    violation = _check_message(body)
+    if violation is not None:
+        text = raw.decode("utf-8", "replace")
+        raise _invalid_response(resp, text, type_validation_error(body, violation))
+    texts: list[str] = []
+    calls: list[tuple[str, str, str]] = []
+    json_text: str | None = None
+    for block in body["content"]:
+        kind = block["type"]
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            value = block.get("input")
+            raw_input = orjson.dumps({} if value is None else value).decode()
+            if json_tool and block["name"] == JSON_TOOL:
+                json_text = raw_input if json_text is None else json_text
+            else:
+                calls.append((block["id"], block["name"], raw_input))
+    return GenerateResult(
+        json_text if json_text is not None else "".join(texts),
+        calls,
+        map_stop_reason(body.get("stop_reason"), json_tool=json_tool and json_text is not None),
+        usage_of(body.get("usage")),
+        {"id": body.get("id"), "modelId": body.get("model")},
+    )
+
+
+# -- streaming -------------------------------------------------------------------------------------
+
+
+class AnthropicStreamState:
+    """What a stream accumulated besides its deltas (see ``base.StreamState``)."""
+
+    __slots__ = (
+        "_raw_usage",
+        "done",
+        "finish_reason",
+        "json_blocks",
+        "model_id",
+        "response_id",
+        "tool_calls",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self.done = False
+        self.finish_reason = "unknown"
+        self.usage: dict[str, int | None] = usage_of(None)
+        self._raw_usage: dict[str, Any] = {}
+        self.response_id: str | None = None
+        self.model_id: str | None = None
+        #: content block index → [id, name, partial JSON so far]
+        self.tool_calls: dict[int, list[str]] = {}
+        #: indexes of ``json``-tool blocks whose input streams as text (generate_object)
+        self.json_blocks: set[int] = set()
+
+    def add_usage(self, raw: Any) -> None:
+        if isinstance(raw, dict):
+            self._raw_usage.update({k: v for k, v in raw.items() if v is not None})
+            self.usage = usage_of(self._raw_usage)
+
+
+def _invalid_tool_block(resp: Response, block: Any) -> APICallError:
+    err = _stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
+    err.__cause__ = InvalidResponseDataError("Expected 'name' to be a string.", data=block)
+    return err
+
+
+def stream_events(
+    resp: Response, state: AnthropicStreamState, *, json_tool: bool = False
+) -> Iterator[dict[str, Any]]:
+    """``text-delta`` events from a 2xx SSE response; tool calls, usage and the finish reason are
+    left in ``state`` (``state.done`` once ``message_stop`` arrived). Raises ``APICallError`` (with
+    the stream's numeric status) for an ``error`` event, a bad event or an end before
+    ``message_stop``."""
+    loads = orjson.loads
+    tool_calls = state.tool_calls
+    json_blocks = state.json_blocks
+    for event, data in resp.iter_events():
+        try:
+            frame = loads(data)
+        except orjson.JSONDecodeError as exc:
+            text = data.decode("utf-8", "replace")
+            err = _stream_error(resp, "Invalid JSON in stream chunk", retryable=False)
+            err.__cause__ = json_parse_error(text, exc)
+            raise err  # noqa: B904 - __cause__ set above
+        try:
+            kind = frame["type"]
+            if kind == "content_block_delta":
+                delta = frame["delta"]
+                dtype = delta["type"]
+                if dtype == "text_delta":
+                    text = delta["text"]
+                    if type(text) is not str:
+                        raise TypeError("delta.text: expected a string")
+                    if text:
+                        yield {"type": "text-delta", "text": text}
+                elif dtype == "input_json_delta":
+                    piece = delta["partial_json"]
+                    if type(piece) is not str:
+                        raise TypeError("delta.partial_json: expected a string")
+                    index = frame["index"]
+                    if index in json_blocks:
+                        if piece:
+                            yield {"type": "text-delta", "text": piece}
+                    else:
+                        slot = tool_calls.get(index)
+                        if slot is not None:  # else a server tool's input: not ours to report
+                            slot[2] += piece
+                # thinking, signature and citation deltas carry nothing the ops report
+            elif kind == "message_start":
+                message = frame["message"]
+                state.response_id = message.get("id")
+                state.model_id = message.get("model")
+                state.add_usage(message.get("usage"))
+            elif kind == "content_block_start":
+                block = frame["content_block"]
+                index = frame["index"]
+                btype = block["type"]
+                if btype == "text":
+                    if block.get("text"):
+                        yield {"type": "text-delta", "text": block["text"]}
+                elif btype == "tool_use":
+                    name = block.get("name")
+                    if not isinstance(name, str) or not name:
+                        raise _invalid_tool_block(resp, block)
+                    start = block.get("input")
+                    initial = orjson.dumps(start).decode() if start else ""
+                    if json_tool and name == JSON_TOOL:
+                        json_blocks.add(index)
+                        if initial:
+                            yield {"type": "text-delta", "text": initial}
+                    else:
+                        tool_calls[index] = [block.get("id") or f"toolu_{index}", name, initial]
+            elif kind == "message_delta":
+                reason = frame["delta"].get("stop_reason")
+                if reason is not None:
+                    state.finish_reason = map_stop_reason(
+                        reason, json_tool=json_tool and bool(json_blocks)
+                    )
+                state.add_usage(frame.get("usage"))
+            elif kind == "message_stop":
+                state.done = True
+                return
+            elif kind == "error" or event == "error":
+                raise _error_event(resp, frame)
+            # ping, content_block_stop and event types added later carry nothing to report
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            text = data.decode("utf-8", "replace")
+            reason = f"stream chunk of an unexpected shape ({type(exc).__name__}: {exc})"
+            err = _stream_error(resp, "Invalid stream chunk", retryable=False)
+            err.__cause__ = type_validation_error(text, reason)
+            raise err  # noqa: B904 - __cause__ set above
+    raise _stream_error(
+        resp,
+        "The stream ended before the provider's terminal event (message_stop)",
+        retryable=True,
+    )
+
+
+# -- the provider ----------------------------------------------------------------------------------
+
+
+class AnthropicMessagesProvider(Provider):
+    """``anthropic``: the Messages API."""
+
+    id = "anthropic"
+    default_base_url = DEFAULT_BASE_URL
+    default_api_key_env = DEFAULT_API_KEY_ENV
+    display_name = "Anthropic"
+
+    def request(
+        self,
+        call: LanguageModelCall,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        headers: tuple[dict[str, str] | None, ...],
+    ) -> HTTPRequest:
+        body = build_body(call)
+        return HTTPRequest(
+            "POST",
+            messages_url(base_url),
+            request_headers(api_key, *headers),
+            orjson.dumps(body),
+            stream=call.stream,
+            json_body=body,
+        )
+
+    def failed_response_error(self, resp: Response) -> APICallError:
+        return failed_response_error(resp)
+
+    def parse_result(self, resp: Response, call: LanguageModelCall) -> GenerateResult:
+        return parse_message(resp, json_tool=uses_json_tool(call))
+
+    def open_stream(
+        self, resp: Response, call: LanguageModelCall
+    ) -> tuple[AnthropicStreamState, Iterator[dict[str, Any]]]:
+        state = AnthropicStreamState()
+        return state, stream_events(resp, state, json_tool=uses_json_tool(call))
+
+
+PROVIDER = AnthropicMessagesProvider()

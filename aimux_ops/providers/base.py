@@ -1,0 +1,220 @@
+"""The provider interface (in the spirit of the AI SDK's ``LanguageModelV2``) and its neutral types.
+
+The ops build one provider-neutral ``LanguageModelCall`` (system, messages, settings, tools, tool
+choice, object format, stream flag) and hand it to the ``Provider`` named by ``model.provider``.
+The provider owns everything of its wire format: URL, headers, body, API-key variable, response
+parsing, finish-reason and usage mapping, error-body parsing and its stream's terminal-event rule.
+It answers with a ``GenerateResult`` or, for a stream, ``text-delta`` events plus a
+``StreamState`` (tool calls, finish reason, usage, ids) filled as the stream is read.
+
+Retry, timeouts, recording, redaction, tool validation and projection stay in the shared layers
+(``retry``, ``transport``, ``recording``, ``redact``, ``ops``, ``envelope``): a provider never
+sleeps, never retries and never decides what is secret beyond registering the key it sends.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import APICallError, JSONParseError, LoadAPIKeyError, TypeValidationError
+from ..redact import remember_secret
+from ..transport import HTTPRequest, Response
+
+__all__ = [
+    "GenerateResult",
+    "LanguageModelCall",
+    "NeutralMessage",
+    "ObjectFormat",
+    "Provider",
+    "Settings",
+    "StreamState",
+    "ToolCallPart",
+    "ToolDef",
+    "is_retryable_status",
+    "json_parse_error",
+    "load_api_key",
+    "type_validation_error",
+]
+
+
+# -- the neutral call ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """A tool call the assistant made in an earlier turn (``input``: a value or its JSON text)."""
+
+    tool_call_id: str
+    tool_name: str
+    input: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class NeutralMessage:
+    role: str  # "system" | "user" | "assistant" | "tool"
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: tuple[ToolCallPart, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    stop_sequences: list[str] | None = None
+    seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    name: str
+    description: str | None
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectFormat:
+    """``generate_object``: the JSON Schema the answer must match (each provider asks for it its
+    own way: a response format, a forced tool …)."""
+
+    schema: dict[str, Any]
+    name: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageModelCall:
+    model_id: str
+    system: str | None
+    messages: tuple[NeutralMessage, ...]
+    settings: Settings
+    tools: tuple[ToolDef, ...] = ()
+    #: None, "auto", "none", "required" or "tool" (then ``tool_choice_name``)
+    tool_choice: str | None = None
+    tool_choice_name: str | None = None
+    object_format: ObjectFormat | None = None
+    stream: bool = False
+
+
+# -- the neutral answers ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class GenerateResult:
+    text: str
+    #: (toolCallId, toolName, raw JSON input text) — validated by the ops, not the provider
+    tool_calls: list[tuple[str, str, str]]
+    finish_reason: str
+    usage: dict[str, int | None]
+    response: dict[str, Any] = field(default_factory=dict)
+
+
+class StreamState(Protocol):
+    """What a stream accumulated besides its ``text-delta`` events; complete once the provider's
+    terminal event arrived (a stream that ends earlier raises instead)."""
+
+    finish_reason: str
+    usage: dict[str, int | None]
+    response_id: str | None
+    model_id: str | None
+    #: block / choice index → [toolCallId, toolName, raw JSON input text]
+    tool_calls: dict[int, list[str]]
+
+
+class Provider(ABC):
+    """One wire format. Instances are stateless and shared by every call."""
+
+    #: the ``model.provider`` id
+    id: str
+    default_base_url: str
+    default_api_key_env: str
+    #: the product name used in messages ("OpenAI", "Anthropic")
+    display_name: str
+
+    def load_api_key(
+        self, api_key: str | None, api_key_env: str | None, *, required: bool
+    ) -> str | None:
+        return load_api_key(
+            api_key,
+            api_key_env or self.default_api_key_env,
+            required=required,
+            display_name=self.display_name,
+        )
+
+    @abstractmethod
+    def request(
+        self,
+        call: LanguageModelCall,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        headers: tuple[dict[str, str] | None, ...],
+    ) -> HTTPRequest:
+        """The HTTP request of ``call`` (URL, headers, body)."""
+
+    @abstractmethod
+    def failed_response_error(self, resp: Response) -> APICallError:
+        """The ``APICallError`` of a non-2xx response (reads its body)."""
+
+    @abstractmethod
+    def parse_result(self, resp: Response, call: LanguageModelCall) -> GenerateResult:
+        """Read and check a 2xx answer; raises ``APICallError`` for an unusable one."""
+
+    @abstractmethod
+    def open_stream(
+        self, resp: Response, call: LanguageModelCall
+    ) -> tuple[StreamState, Iterator[dict[str, Any]]]:
+        """``text-delta`` events of a 2xx stream (lazily read) and the state they fill. The
+        iterator raises ``APICallError`` (with the stream's numeric status) for an error event,
+        a bad event or an end before the terminal event."""
+
+
+# -- helpers every provider shares -----------------------------------------------------------------
+
+
+def is_retryable_status(status: int) -> bool:
+    """The AI SDK's default: 408, 409, 429 and every 5xx."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def load_api_key(
+    api_key: str | None, env_name: str, *, required: bool, display_name: str
+) -> str | None:
+    """``apiKey``, else the environment variable ``env_name``; registered as a secret."""
+    key = api_key if api_key is not None else os.environ.get(env_name)
+    if not key:
+        if not required:
+            return None
+        raise LoadAPIKeyError(
+            f"{display_name} API key is missing. Pass it using the 'apiKey' parameter or the "
+            f"{env_name} environment variable."
+        )
+    remember_secret(key)
+    return key
+
+
+def json_parse_error(text: str, exc: BaseException) -> JSONParseError:
+    err = JSONParseError(f"JSON parsing failed: {exc}", text=text)
+    err.__cause__ = exc
+    return err
+
+
+def type_validation_error(value: Any, reason: str) -> TypeValidationError:
+    err = TypeValidationError(f"Type validation failed: {reason}", value=value)
+    err.__cause__ = ValueError(reason)
+    return err
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """``{baseURL}/{path}``, keeping a query string (``?api-version=…``) at the end."""
+    if "?" not in base_url:
+        return base_url.rstrip("/") + "/" + path
+    head, _, query = base_url.partition("?")
+    return head.rstrip("/") + "/" + path + "?" + query
