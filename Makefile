@@ -22,12 +22,12 @@ PYTHON    ?= $(if $(wildcard $(PY)),$(PY),$(PYTHON3))
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 
-.PHONY: help setup native schema check-schema lint test test-python test-native test-vectors test-fuzz fuzz peers \
+.PHONY: help setup native schema check-schema lint lint-tools format test test-python test-native test-vectors test-fuzz fuzz peers \
         install test-dist \
         $(addprefix test-,$(BINDINGS)) $(addprefix setup-,$(BINDINGS)) demo bench recordings clean
 
 help:
-	@echo "make demo | test | setup | native | install | schema | check-schema | lint | bench | fuzz | recordings | clean"
+	@echo "make demo | test | setup | native | install | schema | check-schema | lint | format | bench | fuzz | recordings | clean"
 
 ## setup: .venv with the package (editable) and every dev tool, from the pinned lock file
 setup: $(STAMP)
@@ -42,21 +42,50 @@ $(STAMP): requirements/dev.lock pyproject.toml
 native: setup
 	$(MAKE) -C native build $(SUB_ENV)
 
-## schema: regenerate schema/ from the pydantic models, and the bindings' generated error tables
-## (Java generates its classes at build time)
+## schema: regenerate everything derived from the catalogue and the op models (one generator,
+## aimux_ops/codegen): schema/, native/aimux_codes.h, the shim's early-error table, the Go, Node
+## and Java generated code, the DESIGN.md catalogue table. All of it is committed.
 schema: setup
-	$(PY) -m aimux_ops.schema_gen --write schema
-	$(MAKE) -C bindings/node generate $(SUB_ENV)
-	$(MAKE) -C bindings/go generate $(SUB_ENV)
+	$(PY) -m aimux_ops.codegen --write
 
-## check-schema: fail when schema/ drifts from the models
+## check-schema: fail when any generated file drifts from the catalogue / models
 check-schema: setup
-	$(PY) -m aimux_ops.schema_gen --check schema
+	$(PY) -m aimux_ops.codegen --check
 
-lint: setup
-	$(VENV)/bin/ruff check aimux_ops tests contract-tests bindings/python native setup.py
-	$(VENV)/bin/ruff format --check aimux_ops native setup.py
+## lint: every language's linters. Python: ruff check + ruff format + mypy --strict; C/C++:
+## clang-format, a strict -Werror compile of the shim on its own, cppcheck; Node: eslint; Go:
+## gofmt, go vet, staticcheck; Java: checkstyle. Tool versions are pinned (lock files, Makefiles).
+PY_LINTED := aimux_ops tests contract-tests bindings/python native setup.py
+C_GENERATED := native/aimux_codes.h native/src/aimux_early.h
+C_SOURCES := $(filter-out $(C_GENERATED),$(wildcard native/*.h native/src/*.c native/lint/*.[ch] \
+             native/tests/*.c native/examples/*.c bindings/cpp/*.hpp bindings/cpp/tests/*.cpp \
+             bindings/cpp/tools/*.cpp fuzz/*.c bench/*.c bench/native/*.c))
+PY_INCLUDE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+CC ?= cc
+
+## lint-tools: clang-format and cppcheck (Debian) when missing
+lint-tools:
+	@command -v clang-format >/dev/null && command -v cppcheck >/dev/null || { \
+	  echo "installing clang-format cppcheck (Debian)"; \
+	  apt-get install -y clang-format cppcheck || { apt-get update && apt-get install -y clang-format cppcheck; }; }
+
+lint: setup lint-tools
+	$(VENV)/bin/ruff check $(PY_LINTED)
+	$(VENV)/bin/ruff format --check $(PY_LINTED)
 	$(VENV)/bin/mypy --strict aimux_ops
+	clang-format --dry-run --Werror $(C_SOURCES)
+	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -I$(PY_INCLUDE) -Inative -Inative/src native/lint/shim_check.c
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
+	  --suppress=missingIncludeSystem -Inative -Inative/src -DAIMUX_BUILD_PATHS='""' -DAIMUX_PYTHON_HOME='""' -DAIMUX_REPO='""' -DAIMUX_LIB_PATH='""' \
+	  native/src/aimux_shim.c native/tests/test_native.c native/tests/test_dlopen.c native/examples/demo.c fuzz/fuzz_cabi.c
+	$(MAKE) -C bindings/node lint $(SUB_ENV)
+	$(MAKE) -C bindings/go lint $(SUB_ENV)
+	$(MAKE) -C bindings/java lint $(SUB_ENV)
+
+## format: rewrite what `make lint` checks the layout of (Python, C/C++)
+format: setup lint-tools
+	$(VENV)/bin/ruff format $(PY_LINTED)
+	clang-format -i $(C_SOURCES)
 
 ## peers: the AI SDK (npm, pinned in bench/peers/package-lock.json) the parity tests compare with
 peers:

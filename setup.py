@@ -3,9 +3,9 @@
 setuptools runs this for `pip install <checkout>` / `pip wheel <checkout>`: after the Python
 files, it compiles native/build_libaimux.py into ``aimux_ops/native/lib/libaimux.so.1`` (SONAME
 libaimux.so.1; its payload is the site-packages it is installed in, ``../../..`` from its
-directory) and copies ``aimux.h`` and ``aimux.hpp`` to ``aimux_ops/native/include/``. The wheel is
-then a platform wheel for that CPython. Editable installs skip it (development uses native/build).
-Everything else is in pyproject.toml.
+directory) and copies ``aimux.h`` (with the ``aimux_codes.h`` it includes) and ``aimux.hpp`` to
+``aimux_ops/native/include/``. The wheel is then a platform wheel for that CPython. Editable
+installs skip it (development uses native/build). Everything else is in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class BuildPyWithLibaimux(build_py):
         )
         (pkg / "include").mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "native" / "aimux.h", pkg / "include" / "aimux.h")
+        shutil.copy2(ROOT / "native" / "aimux_codes.h", pkg / "include" / "aimux_codes.h")
         shutil.copy2(ROOT / "bindings" / "cpp" / "aimux.hpp", pkg / "include" / "aimux.hpp")
 
 

@@ -25,9 +25,9 @@ def _params_json(params: Any) -> bytes:
         return orjson.dumps({} if params is None else params)
     except (TypeError, orjson.JSONEncodeError) as exc:
         from .envelope import project
-        from .errors import InvalidWireJsonError
+        from .errors import InvalidWireJSONError
 
-        wrapper = InvalidWireJsonError("params cannot be encoded as JSON", argument="params")
+        wrapper = InvalidWireJSONError("params cannot be encoded as JSON", argument="params")
         wrapper.__cause__ = exc
         raise decode_error(project(wrapper))  # noqa: B904 - its __cause__ is the decoded chain
 

@@ -26,8 +26,8 @@ from .envelope import project
 from .errors import (
     InvalidHandleError,
     InvalidParamsError,
-    InvalidUtf8Error,
-    InvalidWireJsonError,
+    InvalidUTF8Error,
+    InvalidWireJSONError,
     NullArgumentError,
     ResultSerializationError,
     SourceError,
@@ -57,7 +57,7 @@ def _op_name(op: str | bytes | None) -> str:
         try:
             return op.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InvalidUtf8Error("op is not valid UTF-8", argument="op") from exc
+            raise InvalidUTF8Error("op is not valid UTF-8", argument="op") from exc
     if not isinstance(op, str):
         raise UnknownOpError(f"op must be a string, not {type(op).__name__}")
     return op
@@ -83,10 +83,10 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
             try:
                 params_json.decode("utf-8")
             except UnicodeDecodeError as utf8_exc:
-                raise InvalidUtf8Error(
+                raise InvalidUTF8Error(
                     "params_json is not valid UTF-8", argument="params_json"
                 ) from utf8_exc
-        raise InvalidWireJsonError("params_json is not valid JSON", argument="params_json") from exc
+        raise InvalidWireJSONError("params_json is not valid JSON", argument="params_json") from exc
     try:
         return spec.params.model_validate(data)
     except ValidationError as exc:

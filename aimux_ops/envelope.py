@@ -18,13 +18,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import orjson
-from pydantic import ValidationError
 
 from .causes import DEFAULT_LIMITS, Limits, capture
 from .errors import (
     AimuxError,
     InternalError,
-    InvalidWireJsonError,
+    InvalidWireJSONError,
     RetryError,
     SourceError,
     UnknownError,
@@ -112,9 +111,9 @@ def _parse(envelope: bytes | str | dict[str, Any]) -> dict[str, Any]:
     try:
         obj = orjson.loads(envelope)
     except orjson.JSONDecodeError as exc:
-        raise InvalidWireJsonError("envelope is not valid JSON", argument="envelope") from exc
+        raise InvalidWireJSONError("envelope is not valid JSON", argument="envelope") from exc
     if not isinstance(obj, dict):
-        raise InvalidWireJsonError("envelope is not a JSON object", argument="envelope")
+        raise InvalidWireJSONError("envelope is not a JSON object", argument="envelope")
     return obj
 
 
@@ -142,24 +141,23 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
         ):
             exc = UnknownError(message, kind=kind, code=code, name=name)
         else:
-            exc = cls.__new__(cls)
-            fields = {k: v for k, v in error.items() if k not in ("name", "errors")}
-            try:
-                payload = cls.Payload.model_validate(fields)
-            except ValidationError:
-                payload = cls.Payload.model_construct(**fields)
-            Exception.__init__(exc, message)
-            exc.payload = payload
-            exc.message = message
-            if code > 0:
-                exc.code = code  # the code as sent (a known name keeps its class's code otherwise)
-            if isinstance(exc, (RetryError, AITimeoutError)):  # a timeout's earlier attempts
-                attempts = error.get("errors")
-                exc.errors = [
+            members = {k: v for k, v in error.items() if k not in ("name", "errors")}
+            attempts: list[BaseException] = []
+            if issubclass(cls, (RetryError, AITimeoutError)):  # a timeout's earlier attempts too
+                raw_attempts = error.get("errors")
+                attempts = [
                     _decode_node(a, depth + 1)
-                    for a in (attempts if isinstance(attempts, list) else [])
+                    for a in (raw_attempts if isinstance(raw_attempts, list) else [])
                     if isinstance(a, dict) and depth + 1 < _DECODE_MAX_DEPTH
                 ]
+            if issubclass(cls, RetryError):  # the attempts are part of its payload
+                exc = cls(message, payload=cls.wire_payload({**members, "errors": attempts}))
+            elif issubclass(cls, AITimeoutError):
+                exc = cls(message, payload=cls.wire_payload(members), errors=attempts)
+            else:
+                exc = cls(message, payload=cls.wire_payload(members))
+            if code > 0:
+                exc.code = code  # the code as sent (a known name keeps its class's code otherwise)
         assert isinstance(exc, AimuxError)
         exc.raw = node
     else:
@@ -186,11 +184,11 @@ def check_root(obj: dict[str, Any]) -> None:
     knows (whose class gives the code); else 202 — never a root with code 0."""
     kind = obj.get("kind")
     if not isinstance(kind, str):
-        raise InvalidWireJsonError(
+        raise InvalidWireJSONError(
             "envelope has no 'kind': it is a source node, not an envelope", argument="envelope"
         )
     if _wire_code(obj) > _CODE_MAX:
-        raise InvalidWireJsonError(
+        raise InvalidWireJSONError(
             "envelope 'code' is out of range (an integer from 1 to 2147483647)",
             argument="envelope",
         )
@@ -198,7 +196,7 @@ def check_root(obj: dict[str, Any]) -> None:
         error = obj.get("error")
         name = error.get("name") if isinstance(error, dict) else None
         if not isinstance(name, str) or lookup(kind, name, None) is None:
-            raise InvalidWireJsonError(
+            raise InvalidWireJSONError(
                 "envelope has no valid 'code' (an integer ≥ 1) and no known error name",
                 argument="envelope",
             )
@@ -267,7 +265,7 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     by ``check_root``)."""
     root = orjson.loads(envelope_json)
     if not isinstance(root, dict):
-        raise InvalidWireJsonError("envelope is not a JSON object", argument="envelope")
+        raise InvalidWireJSONError("envelope is not a JSON object", argument="envelope")
     check_root(root)
     out: list[Link] = []
     for i, link in enumerate(native_chain(root)):

@@ -37,7 +37,9 @@ DEMO = "@REPO@/recordings/demo.jsonl"
 FAILURE_REF = "@REPO@/contract-tests/calls/failure.jsonl"
 
 
-def replay(path: str, prompt: str = "Say hello in one word.", model: str = "gpt-4o-mini") -> dict[str, Any]:
+def replay(
+    path: str, prompt: str = "Say hello in one word.", model: str = "gpt-4o-mini"
+) -> dict[str, Any]:
     return {
         "model": {"provider": "openai", "modelId": model, "baseURL": "http://127.0.0.1:1/v1"},
         "prompt": prompt,
@@ -56,50 +58,142 @@ def error(kind: str, code: int, name: str) -> dict[str, Any]:
 def cases() -> list[dict[str, Any]]:
     demo_ok = {**replay(DEMO), "maxRetries": 2}
     return [
-        {"key": "unknown-op", "description": "An op the core does not have: 300",
-         "api": "call", "op": "no.such.op", "params": {}, "expect": error("protocol", 300, "UnknownOpError")},
-        {"key": "nul-in-op", "description": "An op name with a NUL byte (a C string would end there): 300, "
-         "never the truncated op aimux.version", "api": "call", "op": "aimux.version\u0000x", "params": {},
-         "expect": error("protocol", 300, "UnknownOpError")},
-        {"key": "nul-in-op-stream", "description": "The same through the stream API: 300, never stream_text",
-         "api": "stream", "op": "stream_text\u0000", "params": demo_ok,
-         "expect": error("protocol", 300, "UnknownOpError")},
-        {"key": "nul-in-params-text", "description": "Raw params JSON text with a NUL byte: 202, never the "
-         "truncated text {} (bindings whose API takes JSON text)", "api": "call", "op": "aimux.version",
-         "paramsText": "{}\u0000{\"junk\": 1}", "expect": error("binding", 202, "InvalidWireJsonError")},
-        {"key": "params-text-not-json", "description": "Raw params text that is not JSON: 202",
-         "api": "call", "op": "aimux.version", "paramsText": "{\"a\": ",
-         "expect": error("binding", 202, "InvalidWireJsonError")},
-        {"key": "invalid-params", "description": "Params the op's schema refuses: 301",
-         "api": "call", "op": "aimux.version", "params": {"unexpected": 1},
-         "expect": error("protocol", 301, "InvalidParamsError")},
-        {"key": "invalid-params-generate", "description": "generate_text without a model: 301",
-         "api": "call", "op": "generate_text", "params": {"prompt": "hi"},
-         "expect": error("protocol", 301, "InvalidParamsError")},
-        {"key": "wrong-mode-call", "description": "A stream op through the call API: 302",
-         "api": "call", "op": "stream_text", "params": demo_ok, "expect": error("protocol", 302, "WrongModeError")},
-        {"key": "wrong-mode-stream", "description": "A call op through the stream API: 302",
-         "api": "stream", "op": "generate_text", "params": demo_ok, "expect": error("protocol", 302, "WrongModeError")},
-        {"key": "version", "description": "aimux.version answers the ABI version",
-         "api": "call", "op": "aimux.version", "params": {}, "expect": {"result": {"abiVersion": 1}}},
-        {"key": "replay-success", "description": "generate_text replayed from recordings/demo.jsonl",
-         "api": "call", "op": "generate_text", "params": demo_ok,
-         "expect": {"result": {"text": "Hello!", "finishReason": "stop",
-                               "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
-                               "toolCalls": [], "response": {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"}}}},
-        {"key": "replay-success-stream", "description": "stream_text replayed from recordings/demo.jsonl",
-         "api": "stream", "op": "stream_text", "params": demo_ok,
-         "expect": {"events": [{"type": "text-delta", "text": "Hel"}, {"type": "text-delta", "text": "lo!"},
-                               {"type": "finish", "finishReason": "stop"}]}},
-        {"key": "replay-failure", "description": "A recorded 400 replayed: the provider's APICallError",
-         "api": "call", "op": "generate_text", "params": replay(FAILURE_REF, model=FAULT_MODEL),
-         "expect": error("aimux", 11, "AI_APICallError")},
-        {"key": "replay-no-match", "description": "A call the recording has no exchange for: 102",
-         "api": "call", "op": "generate_text", "params": replay(DEMO, prompt="not in the recording"),
-         "expect": error("recording", 102, "RecordingNoMatchError")},
-        {"key": "replay-missing-file", "description": "A recording that does not exist: 101",
-         "api": "call", "op": "generate_text", "params": replay("@REPO@/contract-tests/calls/no-such.jsonl"),
-         "expect": error("recording", 101, "RecordingOpenFileError")},
+        {
+            "key": "unknown-op",
+            "description": "An op the core does not have: 300",
+            "api": "call",
+            "op": "no.such.op",
+            "params": {},
+            "expect": error("protocol", 300, "UnknownOpError"),
+        },
+        {
+            "key": "nul-in-op",
+            "description": "An op name with a NUL byte (a C string would end there): 300, "
+            "never the truncated op aimux.version",
+            "api": "call",
+            "op": "aimux.version\u0000x",
+            "params": {},
+            "expect": error("protocol", 300, "UnknownOpError"),
+        },
+        {
+            "key": "nul-in-op-stream",
+            "description": "The same through the stream API: 300, never stream_text",
+            "api": "stream",
+            "op": "stream_text\u0000",
+            "params": demo_ok,
+            "expect": error("protocol", 300, "UnknownOpError"),
+        },
+        {
+            "key": "nul-in-params-text",
+            "description": "Raw params JSON text with a NUL byte: 202, never the "
+            "truncated text {} (bindings whose API takes JSON text)",
+            "api": "call",
+            "op": "aimux.version",
+            "paramsText": '{}\u0000{"junk": 1}',
+            "expect": error("binding", 202, "InvalidWireJSONError"),
+        },
+        {
+            "key": "params-text-not-json",
+            "description": "Raw params text that is not JSON: 202",
+            "api": "call",
+            "op": "aimux.version",
+            "paramsText": '{"a": ',
+            "expect": error("binding", 202, "InvalidWireJSONError"),
+        },
+        {
+            "key": "invalid-params",
+            "description": "Params the op's schema refuses: 301",
+            "api": "call",
+            "op": "aimux.version",
+            "params": {"unexpected": 1},
+            "expect": error("protocol", 301, "InvalidParamsError"),
+        },
+        {
+            "key": "invalid-params-generate",
+            "description": "generate_text without a model: 301",
+            "api": "call",
+            "op": "generate_text",
+            "params": {"prompt": "hi"},
+            "expect": error("protocol", 301, "InvalidParamsError"),
+        },
+        {
+            "key": "wrong-mode-call",
+            "description": "A stream op through the call API: 302",
+            "api": "call",
+            "op": "stream_text",
+            "params": demo_ok,
+            "expect": error("protocol", 302, "WrongModeError"),
+        },
+        {
+            "key": "wrong-mode-stream",
+            "description": "A call op through the stream API: 302",
+            "api": "stream",
+            "op": "generate_text",
+            "params": demo_ok,
+            "expect": error("protocol", 302, "WrongModeError"),
+        },
+        {
+            "key": "version",
+            "description": "aimux.version answers the ABI version",
+            "api": "call",
+            "op": "aimux.version",
+            "params": {},
+            "expect": {"result": {"abiVersion": 1}},
+        },
+        {
+            "key": "replay-success",
+            "description": "generate_text replayed from recordings/demo.jsonl",
+            "api": "call",
+            "op": "generate_text",
+            "params": demo_ok,
+            "expect": {
+                "result": {
+                    "text": "Hello!",
+                    "finishReason": "stop",
+                    "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
+                    "toolCalls": [],
+                    "response": {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"},
+                }
+            },
+        },
+        {
+            "key": "replay-success-stream",
+            "description": "stream_text replayed from recordings/demo.jsonl",
+            "api": "stream",
+            "op": "stream_text",
+            "params": demo_ok,
+            "expect": {
+                "events": [
+                    {"type": "text-delta", "text": "Hel"},
+                    {"type": "text-delta", "text": "lo!"},
+                    {"type": "finish", "finishReason": "stop"},
+                ]
+            },
+        },
+        {
+            "key": "replay-failure",
+            "description": "A recorded 400 replayed: the provider's APICallError",
+            "api": "call",
+            "op": "generate_text",
+            "params": replay(FAILURE_REF, model=FAULT_MODEL),
+            "expect": error("aimux", 11, "AI_APICallError"),
+        },
+        {
+            "key": "replay-no-match",
+            "description": "A call the recording has no exchange for: 102",
+            "api": "call",
+            "op": "generate_text",
+            "params": replay(DEMO, prompt="not in the recording"),
+            "expect": error("recording", 102, "RecordingNoMatchError"),
+        },
+        {
+            "key": "replay-missing-file",
+            "description": "A recording that does not exist: 101",
+            "api": "call",
+            "op": "generate_text",
+            "params": replay("@REPO@/contract-tests/calls/no-such.jsonl"),
+            "expect": error("recording", 101, "RecordingOpenFileError"),
+        },
     ]
 
 
@@ -109,10 +203,17 @@ def record_failure() -> None:
     try:
         if tmp.exists():
             tmp.unlink()
-        params = {"model": {"provider": "openai", "modelId": FAULT_MODEL, "baseURL": server.base_url,
-                            "apiKey": "sk-contract-recording-not-a-key"},
-                  "prompt": "Say hello in one word.", "maxRetries": 0,
-                  "recording": {"mode": "record", "path": str(tmp)}}
+        params = {
+            "model": {
+                "provider": "openai",
+                "modelId": FAULT_MODEL,
+                "baseURL": server.base_url,
+                "apiKey": "sk-contract-recording-not-a-key",
+            },
+            "prompt": "Say hello in one word.",
+            "maxRetries": 0,
+            "recording": {"mode": "record", "path": str(tmp)},
+        }
         try:
             aimux_ops.call("generate_text", params)
         except aimux_ops.AimuxError as exc:
@@ -134,9 +235,15 @@ def subset(want: Any, got: Any) -> bool:
     """``want`` ⊆ ``got``: objects member by member, arrays and scalars exactly (the rule every
     binding's runner implements)."""
     if isinstance(want, dict):
-        return isinstance(got, dict) and all(k in got and subset(v, got[k]) for k, v in want.items())
+        return isinstance(got, dict) and all(
+            k in got and subset(v, got[k]) for k, v in want.items()
+        )
     if isinstance(want, list):
-        return isinstance(got, list) and len(want) == len(got) and all(subset(a, b) for a, b in zip(want, got, strict=True))
+        return (
+            isinstance(got, list)
+            and len(want) == len(got)
+            and all(subset(a, b) for a, b in zip(want, got, strict=True))
+        )
     return type(want) is type(got) and want == got
 
 
@@ -168,7 +275,9 @@ def main() -> int:
     for case in doc["cases"]:
         got = run_python(case)
         assert subset(case["expect"], got), (case["key"], got)
-    (OUT / "cases.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+    (OUT / "cases.json").write_bytes(
+        orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    )
     print(f"wrote {len(doc['cases'])} call cases and {FAILURE.relative_to(ROOT)}")
     return 0
 

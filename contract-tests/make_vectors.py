@@ -38,7 +38,9 @@ def neutral_chain(envelope: dict[str, Any]) -> list[dict[str, Any]]:
                 code = 0
             if i == 0 and code < 1:  # a root without a valid code: its known name supplies it
                 code = {c.error_name: c.code for c in E.catalogue() if c.kind == node["kind"]}[name]
-            out.append({"kind": node["kind"], "code": code, "name": name, "message": node["message"]})
+            out.append(
+                {"kind": node["kind"], "code": code, "name": name, "message": node["message"]}
+            )
         else:
             typ = node.get("type") if isinstance(node.get("type"), str) else None
             out.append({"kind": "source", "code": 0, "name": typ, "message": node["message"]})
@@ -65,9 +67,7 @@ def connect_refused() -> BaseException:
 
 def api_connect_error() -> E.APICallError:
     err = raised(
-        E.APICallError(
-            "Cannot connect to API: " + str(connect_refused()), is_retryable=True
-        ),
+        E.APICallError("Cannot connect to API: " + str(connect_refused()), is_retryable=True),
         connect_refused(),
     )
     assert isinstance(err, E.APICallError)
@@ -129,7 +129,13 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
                     "set-cookie": "session=abc",
                 },
                 response_body='{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}',
-                data={"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}},
+                data={
+                    "error": {
+                        "message": "Rate limit reached for requests",
+                        "type": "requests",
+                        "code": "rate_limit_exceeded",
+                    }
+                },
             )
         ),
     )
@@ -138,7 +144,13 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
         env(
             raised(
                 E.APICallError("Invalid JSON response", status_code=200, is_retryable=False),
-                raised(E.JSONParseError("JSON parsing failed: Text: {\"id\": . Error message: unexpected character", text='{"id": '), json_decode_error('{"id": ')),
+                raised(
+                    E.JSONParseError(
+                        'JSON parsing failed: Text: {"id": . Error message: unexpected character',
+                        text='{"id": ',
+                    ),
+                    json_decode_error('{"id": '),
+                ),
             )
         ),
     )
@@ -148,8 +160,13 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
             raised(
                 E.APICallError("Invalid response shape", status_code=200, is_retryable=False),
                 raised(
-                    E.TypeValidationError("Type validation failed: Value: {\"choices\":7}.", value={"choices": 7}),
-                    schema_error({"choices": 7}, {"type": "object", "properties": {"choices": {"type": "array"}}}),
+                    E.TypeValidationError(
+                        'Type validation failed: Value: {"choices":7}.', value={"choices": 7}
+                    ),
+                    schema_error(
+                        {"choices": 7},
+                        {"type": "object", "properties": {"choices": {"type": "array"}}},
+                    ),
                 ),
             )
         ),
@@ -158,12 +175,26 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
         "A nested aimux error: NoObjectGeneratedError → JSONParseError → the decoder's error",
         env(
             raised(
-                E.NoObjectGeneratedError("No object generated: could not parse the response.", text="not json", finish_reason="stop"),
-                raised(E.JSONParseError("JSON parsing failed", text="not json"), json_decode_error("not json")),
+                E.NoObjectGeneratedError(
+                    "No object generated: could not parse the response.",
+                    text="not json",
+                    finish_reason="stop",
+                ),
+                raised(
+                    E.JSONParseError("JSON parsing failed", text="not json"),
+                    json_decode_error("not json"),
+                ),
             )
         ),
     )
-    v["no-cause-load-api-key"] = ("An error with no cause", env(E.LoadAPIKeyError("OpenAI API key is missing. Pass it using the 'apiKey' parameter or the OPENAI_API_KEY environment variable.")))
+    v["no-cause-load-api-key"] = (
+        "An error with no cause",
+        env(
+            E.LoadAPIKeyError(
+                "OpenAI API key is missing. Pass it using the 'apiKey' parameter or the OPENAI_API_KEY environment variable."
+            )
+        ),
+    )
     v["retry-error-not-retryable"] = (
         "RetryError (errorNotRetryable): a 429 then a 400; the last attempt is the cause",
         env(
@@ -176,10 +207,23 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
             )
         ),
     )
-    v["retry-empty-errors"] = ("A RetryError with no attempts: the chain is the root alone", env(E.RetryError("no attempts", errors=[])))
+    v["retry-empty-errors"] = (
+        "A RetryError with no attempts: the chain is the root alone",
+        env(E.RetryError("no attempts", errors=[])),
+    )
     v["nested-retry-in-cause"] = (
         "A RetryError inside a chain: its last attempt continues the chain",
-        env(raised(E.OtherError("the agent step failed"), E.RetryError(errors=[E.APICallError("Internal Server Error", status_code=500, is_retryable=True), api_connect_error()]))),
+        env(
+            raised(
+                E.OtherError("the agent step failed"),
+                E.RetryError(
+                    errors=[
+                        E.APICallError("Internal Server Error", status_code=500, is_retryable=True),
+                        api_connect_error(),
+                    ]
+                ),
+            )
+        ),
     )
 
     def deep(n: int) -> BaseException:
@@ -189,22 +233,49 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
         return raised(E.OtherError("deep chain"), exc)
 
     v["max-depth-16"] = ("A chain exactly 16 nodes deep: nothing cut", env(deep(15)))
-    v["over-limit-depth"] = ("A 40-deep chain: cut at 16 nodes, marked 'cause' on the last", env(deep(39)))
-    v["over-limit-message"] = ("A 4 KiB message: cut to 1 KiB and marked", env(E.OtherError("x" * 4096)))
+    v["over-limit-depth"] = (
+        "A 40-deep chain: cut at 16 nodes, marked 'cause' on the last",
+        env(deep(39)),
+    )
+    v["over-limit-message"] = (
+        "A 4 KiB message: cut to 1 KiB and marked",
+        env(E.OtherError("x" * 4096)),
+    )
     a = RuntimeError("a")
     b = RuntimeError("b")
     a.__cause__ = b
     b.__cause__ = a
     v["cycle-cut"] = ("A cycle a → b → a: cut and marked", env(raised(E.OtherError("cyclic"), a)))
-    v["unicode-message"] = ("Non-ASCII messages survive byte for byte", env(raised(E.OtherError("模型调用失败 — échec 🚫"), ValueError("原因: Verbindung fehlgeschlagen"))))
+    v["unicode-message"] = (
+        "Non-ASCII messages survive byte for byte",
+        env(
+            raised(
+                E.OtherError("模型调用失败 — échec 🚫"),
+                ValueError("原因: Verbindung fehlgeschlagen"),
+            )
+        ),
+    )
     v["recording-open-file-os-error"] = (
         "A recording error with the OS error as its cause",
-        env(raised(E.RecordingOpenFileError("cannot open recording file", path="/nonexistent/demo.jsonl"), os_error("/nonexistent/demo.jsonl"))),
+        env(
+            raised(
+                E.RecordingOpenFileError(
+                    "cannot open recording file", path="/nonexistent/demo.jsonl"
+                ),
+                os_error("/nonexistent/demo.jsonl"),
+            )
+        ),
     )
     _, e301 = call_json("aimux.version", b'{"unexpected": 1, "other": [1]}')
-    v["protocol-invalid-params"] = ("301 from the real dispatcher: the cause lists every violation", orjson.loads(e301 or b"{}"))
+    v["protocol-invalid-params"] = (
+        "301 from the real dispatcher: the cause lists every violation",
+        orjson.loads(e301 or b"{}"),
+    )
     _, e202 = call_json("aimux.version", b'{"a": ')
-    v["binding-invalid-wire-json"] = ("202 from the real dispatcher with the decoder's error", orjson.loads(e202 or b"{}"))
+    v["binding-invalid-wire-json"] = (
+        "202 from the real dispatcher with the decoder's error",
+        orjson.loads(e202 or b"{}"),
+    )
     _, e300 = call_json("no.such.op", b"{}")
     v["protocol-unknown-op"] = ("300 from the real dispatcher", orjson.loads(e300 or b"{}"))
 
@@ -212,76 +283,174 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
     for cls in E.catalogue():
         key = f"variant-{cls.kind}-{cls.code}-{cls.__name__}"
         if cls is E.RetryError:
-            exc: BaseException = E.RetryError(errors=[E.APICallError("Service Unavailable", status_code=503, is_retryable=True)])
+            exc: BaseException = E.RetryError(
+                errors=[E.APICallError("Service Unavailable", status_code=503, is_retryable=True)]
+            )
         else:
-            exc = raised(cls(f"{cls.__name__} for the contract vectors"), ValueError("underlying failure"))
+            exc = raised(
+                cls(f"{cls.__name__} for the contract vectors"), ValueError("underlying failure")
+            )
         v[key] = (f"Variant {cls.error_name} ({cls.kind} {cls.code})", env(exc))
 
     # What only a newer core could send.
     v["unknown-code"] = (
         "An aimux code and name this version does not know: still decodes (generic, raw kept)",
-        {"kind": "aimux", "code": 77, "message": "a future failure", "error": {"name": "AI_FutureError", "futureField": [1, 2]},
-         "cause": {"message": "socket closed", "type": "OSError"}, "retryable": False},
+        {
+            "kind": "aimux",
+            "code": 77,
+            "message": "a future failure",
+            "error": {"name": "AI_FutureError", "futureField": [1, 2]},
+            "cause": {"message": "socket closed", "type": "OSError"},
+            "retryable": False,
+        },
     )
     v["unknown-kind"] = (
         "A kind this version does not know",
-        {"kind": "telemetry", "code": 901, "message": "exporter failed", "error": {"name": "ExporterError"},
-         "cause": {"kind": "telemetry", "code": 902, "message": "queue full", "error": {"name": "QueueFullError"}}, "retryable": True, "retryAfterMs": 5},
+        {
+            "kind": "telemetry",
+            "code": 901,
+            "message": "exporter failed",
+            "error": {"name": "ExporterError"},
+            "cause": {
+                "kind": "telemetry",
+                "code": 902,
+                "message": "queue full",
+                "error": {"name": "QueueFullError"},
+            },
+            "retryable": True,
+            "retryAfterMs": 5,
+        },
     )
     v["unknown-extra-members"] = (
         "Unknown members at every level are ignored by decoders (and kept in the raw JSON)",
-        {"kind": "aimux", "code": 11, "message": "Bad Gateway", "error": {"name": "AI_APICallError", "statusCode": 502, "isRetryable": True, "providerRequestId": "r-1"},
-         "cause": {"message": "upstream reset", "type": "ConnectionResetError", "errno": 104, "cause": {"message": "[Errno 104] Connection reset by peer", "x-trace": {"span": 1}}},
-         "retryable": True, "x-future-root": {"a": 1}},
+        {
+            "kind": "aimux",
+            "code": 11,
+            "message": "Bad Gateway",
+            "error": {
+                "name": "AI_APICallError",
+                "statusCode": 502,
+                "isRetryable": True,
+                "providerRequestId": "r-1",
+            },
+            "cause": {
+                "message": "upstream reset",
+                "type": "ConnectionResetError",
+                "errno": 104,
+                "cause": {
+                    "message": "[Errno 104] Connection reset by peer",
+                    "x-trace": {"span": 1},
+                },
+            },
+            "retryable": True,
+            "x-future-root": {"a": 1},
+        },
     )
     v["source-without-type"] = (
         "A source node without 'type': name is null",
-        {"kind": "aimux", "code": 1, "message": "wrapped", "error": {"name": "AI_OtherError"}, "cause": {"message": "something outside"}, "retryable": False},
+        {
+            "kind": "aimux",
+            "code": 1,
+            "message": "wrapped",
+            "error": {"name": "AI_OtherError"},
+            "cause": {"message": "something outside"},
+            "retryable": False,
+        },
     )
     v["root-fields-as-given"] = (
         "The root's retryable / retryAfterMs are reported as given, never recomputed from the "
         "payload (here they disagree with isRetryable and an HTTP-date retry-after long past)",
-        {"kind": "aimux", "code": 11, "message": "Service Unavailable",
-         "error": {"name": "AI_APICallError", "statusCode": 503, "isRetryable": False,
-                   "responseHeaders": {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}},
-         "retryable": True, "retryAfterMs": 1500},
+        {
+            "kind": "aimux",
+            "code": 11,
+            "message": "Service Unavailable",
+            "error": {
+                "name": "AI_APICallError",
+                "statusCode": 503,
+                "isRetryable": False,
+                "responseHeaders": {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"},
+            },
+            "retryable": True,
+            "retryAfterMs": 1500,
+        },
     )
     v["root-retry-after-zero"] = (
         "retryAfterMs 0 is a hint (retry now), not an absent one",
-        {"kind": "aimux", "code": 11, "message": "Too Many Requests",
-         "error": {"name": "AI_APICallError", "statusCode": 429, "isRetryable": True,
-                   "responseHeaders": {"retry-after-ms": "0"}},
-         "retryable": True, "retryAfterMs": 0},
+        {
+            "kind": "aimux",
+            "code": 11,
+            "message": "Too Many Requests",
+            "error": {
+                "name": "AI_APICallError",
+                "statusCode": 429,
+                "isRetryable": True,
+                "responseHeaders": {"retry-after-ms": "0"},
+            },
+            "retryable": True,
+            "retryAfterMs": 0,
+        },
     )
     v["root-not-retryable-despite-payload"] = (
         "retryable false at the root wins over a retryable last attempt",
-        {"kind": "aimux", "code": 14, "message": "Failed after 1 attempts. Last error: Service Unavailable",
-         "error": {"name": "AI_RetryError", "reason": "maxRetriesExceeded",
-                   "errors": [{"kind": "aimux", "code": 11, "message": "Service Unavailable",
-                               "error": {"name": "AI_APICallError", "statusCode": 503, "isRetryable": True,
-                                         "responseHeaders": {"retry-after-ms": "40"}}}]},
-         "retryable": False},
+        {
+            "kind": "aimux",
+            "code": 14,
+            "message": "Failed after 1 attempts. Last error: Service Unavailable",
+            "error": {
+                "name": "AI_RetryError",
+                "reason": "maxRetriesExceeded",
+                "errors": [
+                    {
+                        "kind": "aimux",
+                        "code": 11,
+                        "message": "Service Unavailable",
+                        "error": {
+                            "name": "AI_APICallError",
+                            "statusCode": 503,
+                            "isRetryable": True,
+                            "responseHeaders": {"retry-after-ms": "40"},
+                        },
+                    }
+                ],
+            },
+            "retryable": False,
+        },
     )
     v["escaped-and-duplicate-keys"] = (
         "Escaped keys mean what they spell and the last of duplicate keys wins (as every JSON parser "
         "of the bindings reads them)",
-        "{\"\\u006bind\":\"aimux\",\"code\":1,\"message\":\"first\",\"message\":\"m\",\"error\":"
-        "{\"name\":\"AI_Old\",\"n\\u0061me\":\"AI_OtherError\"},\"retryable\":false,"
-        "\"cause\":{\"type\":\"A\",\"message\":\"s\",\"type\":\"OSError\"}}",
+        '{"\\u006bind":"aimux","code":1,"message":"first","message":"m","error":'
+        '{"name":"AI_Old","n\\u0061me":"AI_OtherError"},"retryable":false,'
+        '"cause":{"type":"A","message":"s","type":"OSError"}}',
     )
     v["root-code-from-known-name"] = (
         "A root whose code is missing: its known (kind, error.name) supplies it (never a root with code 0)",
-        {"kind": "aimux", "message": "Bad Request", "error": {"name": "AI_APICallError", "statusCode": 400},
-         "retryable": False},
+        {
+            "kind": "aimux",
+            "message": "Bad Request",
+            "error": {"name": "AI_APICallError", "statusCode": 400},
+            "retryable": False,
+        },
     )
     v["root-code-not-an-integer"] = (
         "A root whose code is not a JSON integer (a string here): its known name supplies it",
-        {"kind": "recording", "code": "103", "message": "corrupt", "error": {"name": "RecordingCorruptError"},
-         "retryable": False},
+        {
+            "kind": "recording",
+            "code": "103",
+            "message": "corrupt",
+            "error": {"name": "RecordingCorruptError"},
+            "retryable": False,
+        },
     )
     v["aimux-node-without-name"] = (
         "An aimux node whose error has no name: name is null, decoded by code",
-        {"kind": "aimux", "code": 11, "message": "Not Found", "error": {"statusCode": 404, "isRetryable": False}, "retryable": False},
+        {
+            "kind": "aimux",
+            "code": 11,
+            "message": "Not Found",
+            "error": {"statusCode": 404, "isRetryable": False},
+            "retryable": False,
+        },
     )
     return v
 
@@ -310,14 +479,23 @@ def rejects() -> dict[str, tuple[str, Any]]:
     }
 
 
-LENIENT = {"aimux-node-without-name", "escaped-and-duplicate-keys", "root-code-from-known-name", "root-code-not-an-integer"}
+LENIENT = {
+    "aimux-node-without-name",
+    "escaped-and-duplicate-keys",
+    "root-code-from-known-name",
+    "root-code-not-an-integer",
+}
 
 
 def root_of(envelope: dict[str, Any]) -> dict[str, Any]:
     """The root fields every decoder reports: as given (DESIGN.md "Contract vectors")."""
     after = envelope.get("retryAfterMs")
-    return {"retryable": envelope.get("retryable") is True,
-            "retryAfterMs": after if isinstance(after, int) and not isinstance(after, bool) and after >= 0 else None}
+    return {
+        "retryable": envelope.get("retryable") is True,
+        "retryAfterMs": after
+        if isinstance(after, int) and not isinstance(after, bool) and after >= 0
+        else None,
+    }
 
 
 def main() -> int:
@@ -335,12 +513,16 @@ def main() -> int:
             envelope = orjson.loads(envelope)
         doc.update(envelope=envelope, chain=neutral_chain(envelope), root=root_of(envelope))
         jsonschema.validate(doc, schema)
-        (OUT / f"{name}.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        (OUT / f"{name}.json").write_bytes(
+            orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        )
         n += 1
     for name, (description, envelope) in sorted(rejects().items()):
         doc = {"description": description, "lenient": True, "envelope": envelope, "rejected": 202}
         jsonschema.validate(doc, schema)
-        (OUT / f"{name}.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        (OUT / f"{name}.json").write_bytes(
+            orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        )
         n += 1
     print(f"wrote {n} vectors to {OUT}")
     return 0

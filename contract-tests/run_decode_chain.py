@@ -78,7 +78,9 @@ def failure_list(testee: str, lists: Path) -> set[str]:
     return keys
 
 
-def run_testee(testee: str, vectors: list[tuple[str, dict[str, Any]]]) -> tuple[list[str | None], str]:
+def run_testee(
+    testee: str, vectors: list[tuple[str, dict[str, Any]]]
+) -> tuple[list[str | None], str]:
     """One process for every vector: a result per vector (None: passed) and the testee's stderr."""
     proc = subprocess.Popen(
         [testee, "--lines"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -146,7 +148,10 @@ def main(argv: list[str]) -> int:
             name = vectors[i][0] if i < len(vectors) else None
             if name in known:
                 if r is None:
-                    print(f"{testee} {name}: passes but is in the failure list: remove it", file=sys.stderr)
+                    print(
+                        f"{testee} {name}: passes but is in the failure list: remove it",
+                        file=sys.stderr,
+                    )
                     bad += 1
                 else:
                     expected += 1
@@ -157,10 +162,17 @@ def main(argv: list[str]) -> int:
         for key in sorted(unknown_keys):
             print(f"{testee}: failure list names an unknown vector {key}", file=sys.stderr)
             bad += 1
-        ok = sum(1 for i, r in enumerate(results[: len(vectors)]) if r is None and vectors[i][0] not in known)
+        ok = sum(
+            1
+            for i, r in enumerate(results[: len(vectors)])
+            if r is None and vectors[i][0] not in known
+        )
         passed += ok
         failed += bad
-        print(f"{testee}: {ok}/{len(vectors)} vectors" + (f" ({len(known)} known failures)" if known else ""))
+        print(
+            f"{testee}: {ok}/{len(vectors)} vectors"
+            + (f" ({len(known)} known failures)" if known else "")
+        )
     print(f"vectors: {passed} passed, {failed} failed, {expected} known failures")
     return 1 if failed else 0
 

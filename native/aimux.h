@@ -52,6 +52,8 @@
 
 #include <stdint.h>
 
+#include "aimux_codes.h" /* AIMUX_CODE_<CONSTANT>, aimux_code_kind(): generated */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -91,8 +93,7 @@ uint32_t aimux_abi_version(void);
  * here is a 302 (WRONG_MODE) error; an unknown op is 300; invalid params 301.
  * Blocks until the op completes. Thread-safe; concurrent calls overlap.
  */
-aimux_error_t *aimux_call(const char *op, const char *params_json,
-                          char **out_result_json);
+aimux_error_t *aimux_call(const char *op, const char *params_json, char **out_result_json);
 
 /**
  * Starts a streaming op (e.g. "stream_text").
@@ -106,8 +107,7 @@ aimux_error_t *aimux_call(const char *op, const char *params_json,
  * Returns NULL on success, or an error owned by the caller. Failures before
  * the first event (after the retries) are returned here. Thread-safe.
  */
-aimux_error_t *aimux_stream(const char *op, const char *params_json,
-                            uint64_t *out_stream);
+aimux_error_t *aimux_stream(const char *op, const char *params_json, uint64_t *out_stream);
 
 /**
  * Waits for the next event of a stream.
@@ -207,8 +207,7 @@ void aimux_string_free(char *s);
  * never has code 0.
  * Thread-safe.
  */
-aimux_error_t *aimux_error_from_json(const char *envelope_json,
-                                     aimux_error_t **out_error);
+aimux_error_t *aimux_error_from_json(const char *envelope_json, aimux_error_t **out_error);
 
 /**
  * Returns a copy of the node's `kind` ("aimux", "recording", "binding",

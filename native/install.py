@@ -3,7 +3,7 @@
 The layout (docs/DESIGN.md "Installing"; every path relative, so the tree can be moved after
 installation):
 
-    include/aimux.h, include/aimux.hpp
+    include/aimux.h (+ aimux_codes.h, which it includes), include/aimux.hpp
     lib/libaimux.so.1                       SONAME libaimux.so.1; finds the payload from its path
     lib/libaimux.so -> libaimux.so.1
     lib/pkgconfig/aimux.pc                  prefix=${pcfiledir}/../..
@@ -103,6 +103,7 @@ def install(stage: Path, prefix: str, destdir: str) -> None:
     version = _version()
     inc, lib = root / "include", root / "lib"
     _copy(HERE / "aimux.h", inc / "aimux.h")
+    _copy(HERE / "aimux_codes.h", inc / "aimux_codes.h")  # included by aimux.h (generated codes)
     _copy(REPO / "bindings" / "cpp" / "aimux.hpp", inc / "aimux.hpp")
     _copy(stage / "libaimux.so.1", lib / "libaimux.so.1")
     link = lib / "libaimux.so"

@@ -118,8 +118,7 @@ class FaultServer(ThreadingHTTPServer):
             return self.counts[scenario]
 
     def start(self) -> FaultServer:
-        self._thread = threading.Thread(target=self.serve_forever, name="fault-server",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, name="fault-server", daemon=True)
         self._thread.start()
         return self
 
@@ -129,8 +128,13 @@ class FaultServer(ThreadingHTTPServer):
         self.server_close()
 
 
-def _completion(text: str | None, model: str, *, tool_calls: list[dict[str, Any]] | None = None,
-                finish: str = "stop") -> dict[str, Any]:
+def _completion(
+    text: str | None,
+    model: str,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish: str = "stop",
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if tool_calls:
         message["tool_calls"] = tool_calls
@@ -145,13 +149,15 @@ def _completion(text: str | None, model: str, *, tool_calls: list[dict[str, Any]
 
 
 def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
-    return orjson.dumps({
-        "id": "chatcmpl-demo-1",
-        "object": "chat.completion.chunk",
-        "created": CREATED,
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    })
+    return orjson.dumps(
+        {
+            "id": "chatcmpl-demo-1",
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+    )
 
 
 def _sse(data: bytes) -> bytes:
@@ -173,42 +179,92 @@ ANTHROPIC_HEADERS = {
     "anthropic-ratelimit-tokens-remaining": "39000",
 }
 ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-    500: "api_error", 529: "overloaded_error",
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
 }
 ANTHROPIC_USAGE_START = {
-    "input_tokens": 12, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+    "input_tokens": 12,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
     "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
-    "output_tokens": 1, "service_tier": "standard"}
-ANTHROPIC_USAGE_END = {"input_tokens": 12, "cache_creation_input_tokens": 0,
-                       "cache_read_input_tokens": 0, "output_tokens": 2}
+    "output_tokens": 1,
+    "service_tier": "standard",
+}
+ANTHROPIC_USAGE_END = {
+    "input_tokens": 12,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+    "output_tokens": 2,
+}
 
 
 #: ``mode=blocks``: blocks the client does not report, then text (block index → content block)
 ANTHROPIC_OTHER_BLOCKS: list[tuple[dict[str, Any], list[dict[str, Any]]]] = [
-    ({"type": "thinking", "thinking": "", "signature": ""},
-     [{"type": "thinking_delta", "thinking": "The user greets me."},
-      {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pk"}]),
-    ({"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {}},
-     [{"type": "input_json_delta", "partial_json": '{"query": "hel'},
-      {"type": "input_json_delta", "partial_json": 'lo"}'}]),
-    ({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [
-        {"type": "web_search_result", "title": "Hello", "url": "https://example.com/",
-         "encrypted_content": "Eo8BCioIAhgB", "page_age": None}]}, []),
+    (
+        {"type": "thinking", "thinking": "", "signature": ""},
+        [
+            {"type": "thinking_delta", "thinking": "The user greets me."},
+            {
+                "type": "signature_delta",
+                "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pk",
+            },
+        ],
+    ),
+    (
+        {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {}},
+        [
+            {"type": "input_json_delta", "partial_json": '{"query": "hel'},
+            {"type": "input_json_delta", "partial_json": 'lo"}'},
+        ],
+    ),
+    (
+        {
+            "type": "web_search_tool_result",
+            "tool_use_id": "srvtoolu_01",
+            "content": [
+                {
+                    "type": "web_search_result",
+                    "title": "Hello",
+                    "url": "https://example.com/",
+                    "encrypted_content": "Eo8BCioIAhgB",
+                    "page_age": None,
+                }
+            ],
+        },
+        [],
+    ),
 ]
 
 
 def _anthropic_error(etype: str, message: str) -> bytes:
-    return orjson.dumps({"type": "error", "error": {"type": etype, "message": message},
-                         "request_id": ANTHROPIC_REQUEST_ID})
+    return orjson.dumps(
+        {
+            "type": "error",
+            "error": {"type": etype, "message": message},
+            "request_id": ANTHROPIC_REQUEST_ID,
+        }
+    )
 
 
 def _anthropic_message(model: str, content: list[dict[str, Any]], stop: str) -> bytes:
-    return orjson.dumps({
-        "model": model, "id": ANTHROPIC_MSG_ID, "type": "message", "role": "assistant",
-        "content": content, "stop_reason": stop, "stop_sequence": None,
-        "usage": {**ANTHROPIC_USAGE_START, "output_tokens": 2}})
+    return orjson.dumps(
+        {
+            "model": model,
+            "id": ANTHROPIC_MSG_ID,
+            "type": "message",
+            "role": "assistant",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {**ANTHROPIC_USAGE_START, "output_tokens": 2},
+        }
+    )
 
 
 def _event(name: str, payload: dict[str, Any] | bytes) -> bytes:
@@ -223,8 +279,9 @@ def _json_tool_sent(req: dict[str, Any]) -> bool:
 class _AnthropicHandler:
     """The Messages API side of ``_Handler`` (mixed in)."""
 
-    def _serve_anthropic(self: Any, mode: str, spec: dict[str, str], req: dict[str, Any],
-                         model: str, stream: bool) -> None:
+    def _serve_anthropic(
+        self: Any, mode: str, spec: dict[str, str], req: dict[str, Any], model: str, stream: bool
+    ) -> None:
         if mode == "delay":
             self._sleep(float(spec.get("delay_ms", "10")))
             mode = "ok"
@@ -237,26 +294,47 @@ class _AnthropicHandler:
             return
         if mode == "echo":
             key = self.headers.get("x-api-key") or ""
-            body = orjson.dumps({"type": "error", "error": {
-                "type": "authentication_error", "message": f"invalid x-api-key: {key}",
-                "key": key}, "request_id": ANTHROPIC_REQUEST_ID})
-            self._send(401, body, {**ANTHROPIC_HEADERS, "x-echo-key": key,
-                                   "set-cookie": f"session={key}"})
+            body = orjson.dumps(
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "authentication_error",
+                        "message": f"invalid x-api-key: {key}",
+                        "key": key,
+                    },
+                    "request_id": ANTHROPIC_REQUEST_ID,
+                }
+            )
+            self._send(
+                401, body, {**ANTHROPIC_HEADERS, "x-echo-key": key, "set-cookie": f"session={key}"}
+            )
             return
         if mode == "echorequest":
             key = self.headers.get("x-api-key") or ""
-            body = orjson.dumps({"type": "error", "error": {
-                "type": "invalid_request_error", "message": f"bad request {self.path} with {key}",
-                "request": self.path, "x-api-key": key}})
+            body = orjson.dumps(
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": f"bad request {self.path} with {key}",
+                        "request": self.path,
+                        "x-api-key": key,
+                    },
+                }
+            )
             self._send(400, body, {"x-echo-path": self.path, "x-echo-api-key": key})
             return
         if mode == "badjson":
-            self._send(200, b'{"model": "claude", "id": "msg_1", "content": [ this is not json',
-                       ANTHROPIC_HEADERS)
+            self._send(
+                200,
+                b'{"model": "claude", "id": "msg_1", "content": [ this is not json',
+                ANTHROPIC_HEADERS,
+            )
             return
         if mode == "shape":
-            self._send(200, b'{"id": "msg_1", "type": "message", "content": "none"}',
-                       ANTHROPIC_HEADERS)
+            self._send(
+                200, b'{"id": "msg_1", "type": "message", "content": "none"}', ANTHROPIC_HEADERS
+            )
             return
         if mode == "drop":
             self._abort()
@@ -268,8 +346,11 @@ class _AnthropicHandler:
         text = spec.get("text", "Hello!")
         if mode == "tool" or (mode == "object" and _json_tool_sent(req)):
             name = spec.get("tool", "weather") if mode == "tool" else "json"
-            args = spec.get("args", DEFAULT_TOOL_ARGS) if mode == "tool" else spec.get(
-                "json", '{"name":"Ada","age":36}')
+            args = (
+                spec.get("args", DEFAULT_TOOL_ARGS)
+                if mode == "tool"
+                else spec.get("json", '{"name":"Ada","age":36}')
+            )
             if args == "badjson":
                 args = '{"city": "Par'
             stop = spec.get("stop", "tool_use")
@@ -280,9 +361,15 @@ class _AnthropicHandler:
                 value: Any = orjson.loads(args)
             except orjson.JSONDecodeError:
                 value = args  # the real API always sends an object; a compatible server may not
-            self._send(200, _anthropic_message(model, [{
-                "type": "tool_use", "id": "toolu_01", "name": name, "input": value}], stop),
-                ANTHROPIC_HEADERS)
+            self._send(
+                200,
+                _anthropic_message(
+                    model,
+                    [{"type": "tool_use", "id": "toolu_01", "name": name, "input": value}],
+                    stop,
+                ),
+                ANTHROPIC_HEADERS,
+            )
             return
         if mode == "object":
             text = spec.get("json", '{"name":"Ada","age":36}')
@@ -298,12 +385,18 @@ class _AnthropicHandler:
                     else:
                         block["input"] = {"query": "hello"}
                 blocks.append(block)
-            self._send(200, _anthropic_message(model, [*blocks, {"type": "text", "text": text}],
-                                               stop), ANTHROPIC_HEADERS)
+            self._send(
+                200,
+                _anthropic_message(model, [*blocks, {"type": "text", "text": text}], stop),
+                ANTHROPIC_HEADERS,
+            )
             return
         if not stream:
-            self._send(200, _anthropic_message(model, [{"type": "text", "text": text}], stop),
-                       ANTHROPIC_HEADERS)
+            self._send(
+                200,
+                _anthropic_message(model, [{"type": "text", "text": text}], stop),
+                ANTHROPIC_HEADERS,
+            )
             return
         self._anthropic_stream_text(mode, spec, model, text, stop)
 
@@ -315,51 +408,95 @@ class _AnthropicHandler:
             self.send_header(k, v)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self._write_chunk(_event("message_start", {"type": "message_start", "message": {
-            "model": model, "id": ANTHROPIC_MSG_ID, "type": "message", "role": "assistant",
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": ANTHROPIC_USAGE_START}}))
+        self._write_chunk(
+            _event(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "model": model,
+                        "id": ANTHROPIC_MSG_ID,
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": ANTHROPIC_USAGE_START,
+                    },
+                },
+            )
+        )
 
     def _anthropic_end(self: Any, stop: str) -> None:
         write = self._write_chunk
-        write(_event("message_delta", {"type": "message_delta", "delta": {
-            "stop_reason": stop, "stop_sequence": None}, "usage": ANTHROPIC_USAGE_END}))
+        write(
+            _event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": ANTHROPIC_USAGE_END,
+                },
+            )
+        )
         write(_event("message_stop", {"type": "message_stop"}))
         self._end_stream()
 
-    def _anthropic_stream_text(self: Any, mode: str, spec: dict[str, str], model: str,
-                               text: str, stop: str) -> None:
+    def _anthropic_stream_text(
+        self: Any, mode: str, spec: dict[str, str], model: str, text: str, stop: str
+    ) -> None:
         self._anthropic_start(model)
         write = self._write_chunk
         first = 0
         if mode == "blocks":
             for first, (start, deltas) in enumerate(ANTHROPIC_OTHER_BLOCKS):
-                write(_event("content_block_start", {"type": "content_block_start",
-                                                     "index": first, "content_block": start}))
+                write(
+                    _event(
+                        "content_block_start",
+                        {"type": "content_block_start", "index": first, "content_block": start},
+                    )
+                )
                 for d in deltas:
-                    write(_event("content_block_delta", {"type": "content_block_delta",
-                                                         "index": first, "delta": d}))
-                write(_event("content_block_stop", {"type": "content_block_stop",
-                                                    "index": first}))
+                    write(
+                        _event(
+                            "content_block_delta",
+                            {"type": "content_block_delta", "index": first, "delta": d},
+                        )
+                    )
+                write(_event("content_block_stop", {"type": "content_block_stop", "index": first}))
             first += 1
             mode = "ok"
-        write(_event("content_block_start", {"type": "content_block_start", "index": first,
-                                             "content_block": {"type": "text", "text": ""}}))
+        write(
+            _event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": first,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
         write(_event("ping", {"type": "ping"}))
 
         def delta(piece: str) -> bytes:
-            return _event("content_block_delta", {"type": "content_block_delta", "index": first,
-                                                  "delta": {"type": "text_delta", "text": piece}})
+            return _event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": first,
+                    "delta": {"type": "text_delta", "text": piece},
+                },
+            )
 
         if mode == "chunks":
             n = int(spec.get("n", "5000"))
             words = [delta(f"w{i} ") for i in range(n)]
             for start in range(0, n, 256):
-                write(b"".join(words[start:start + 256]))
+                write(b"".join(words[start : start + 256]))
         else:
             parts = int(spec.get("parts", "2"))
             size = max(1, -(-len(text) // parts))
-            pieces = [text[i:i + size] for i in range(0, len(text), size)]
+            pieces = [text[i : i + size] for i in range(0, len(text), size)]
             after = int(spec.get("after", "1"))
             drip = float(spec.get("drip_ms", "0"))
             for i, piece in enumerate(pieces):
@@ -369,20 +506,36 @@ class _AnthropicHandler:
                     self._sleep(drip)
                 write(delta(piece))
             if mode == "errframe":
-                write(_event("error", {"type": "error", "error": {
-                    "type": spec.get("etype", "overloaded_error"),
-                    "message": spec.get("message", "Overloaded")},
-                    "request_id": ANTHROPIC_REQUEST_ID}))
+                write(
+                    _event(
+                        "error",
+                        {
+                            "type": "error",
+                            "error": {
+                                "type": spec.get("etype", "overloaded_error"),
+                                "message": spec.get("message", "Overloaded"),
+                            },
+                            "request_id": ANTHROPIC_REQUEST_ID,
+                        },
+                    )
+                )
                 self._end_stream()
                 return
             if mode == "badshape":
-                write(_event("content_block_delta", b'{"type":"content_block_delta","index":0,'
-                                                    b'"delta":{"type":"text_delta","text":5}}'))
+                write(
+                    _event(
+                        "content_block_delta",
+                        b'{"type":"content_block_delta","index":0,'
+                        b'"delta":{"type":"text_delta","text":5}}',
+                    )
+                )
                 self._end_stream()
                 return
             if mode == "badchunk":
-                write(b'event: content_block_delta\ndata: {"type":"content_block_delta",'
-                      b'"index":0,"delta":{"type":"text_delta","text":"x"\n\n')
+                write(
+                    b'event: content_block_delta\ndata: {"type":"content_block_delta",'
+                    b'"index":0,"delta":{"type":"text_delta","text":"x"\n\n'
+                )
                 self._end_stream()
                 return
             if mode == "cut":
@@ -393,8 +546,7 @@ class _AnthropicHandler:
                 self._abort()
                 return
             if mode == "nodone":
-                write(_event("content_block_stop", {"type": "content_block_stop",
-                                                    "index": first}))
+                write(_event("content_block_stop", {"type": "content_block_stop", "index": first}))
                 self._end_stream()
                 return
         write(_event("content_block_stop", {"type": "content_block_stop", "index": first}))
@@ -406,14 +558,25 @@ class _AnthropicHandler:
         block: dict[str, Any] = {"type": "tool_use", "id": "toolu_01", "input": {}}
         if name:
             block["name"] = name
-        write(_event("content_block_start", {"type": "content_block_start", "index": 0,
-                                             "content_block": block}))
+        write(
+            _event(
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": block},
+            )
+        )
         write(_event("ping", {"type": "ping"}))
         half = len(args) // 2
         for piece in ("", args[:half], args[half:]):
-            write(_event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                 "delta": {"type": "input_json_delta",
-                                                           "partial_json": piece}}))
+            write(
+                _event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    },
+                )
+            )
         write(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
         self._anthropic_end(stop)
 
@@ -427,8 +590,13 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         pass
 
     # -- plumbing --------------------------------------------------------------------------------
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None,
-              content_type: str = "application/json") -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -464,8 +632,7 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
     def _abort(self, rst: bool = False) -> None:
         self.close_connection = True
         if rst:  # close with SO_LINGER 0: an RST, not a FIN
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                       struct.pack("ii", 1, 0))
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             return
         try:
@@ -501,12 +668,15 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         try:
             req = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            self._send(400, b'{"error":{"message":"We could not parse the JSON body",'
-                            b'"type":"invalid_request_error"}}')
+            self._send(
+                400,
+                b'{"error":{"message":"We could not parse the JSON body",'
+                b'"type":"invalid_request_error"}}',
+            )
             return
         model = str(req.get("model", ""))
         spec_text = self.headers.get("x-fault") or (
-            model[len("fault:"):] if model.startswith("fault:") else ""
+            model[len("fault:") :] if model.startswith("fault:") else ""
         )
         spec = parse_spec(spec_text)
         scenario = self.headers.get("x-scenario") or spec_text or "ok"
@@ -532,8 +702,9 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         self._serve(mode, spec, req, model, stream)
 
     # -- scenarios -------------------------------------------------------------------------------
-    def _serve(self, mode: str, spec: dict[str, str], req: dict[str, Any], model: str,
-               stream: bool) -> None:
+    def _serve(
+        self, mode: str, spec: dict[str, str], req: dict[str, Any], model: str, stream: bool
+    ) -> None:
         if mode == "delay":
             self._sleep(float(spec.get("delay_ms", "10")))
             mode = "ok"
@@ -546,27 +717,40 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
             return
         if mode == "echo":
             key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-            body = orjson.dumps({"error": {
-                "message": f"Incorrect API key provided: {key}. You can find your API key at "
-                           "https://platform.openai.com/account/api-keys.",
-                "type": "invalid_request_error", "param": None, "code": "invalid_api_key",
-                "key": key}})
+            body = orjson.dumps(
+                {
+                    "error": {
+                        "message": f"Incorrect API key provided: {key}. You can find your API key at "
+                        "https://platform.openai.com/account/api-keys.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_api_key",
+                        "key": key,
+                    }
+                }
+            )
             self._send(401, body, {"x-echo-key": key, "set-cookie": f"session={key}"})
             return
         if mode == "echorequest":
             # a careless gateway: echoes the request line and its Authorization header
             auth = self.headers.get("Authorization") or ""
-            body = orjson.dumps({"error": {
-                "message": f"bad request {self.path} with {auth}",
-                "type": "invalid_request_error", "request": self.path, "authorization": auth}})
+            body = orjson.dumps(
+                {
+                    "error": {
+                        "message": f"bad request {self.path} with {auth}",
+                        "type": "invalid_request_error",
+                        "request": self.path,
+                        "authorization": auth,
+                    }
+                }
+            )
             self._send(400, body, {"x-echo-path": self.path, "x-echo-auth": auth})
             return
         if mode == "badjson":
             self._send(200, b'{"id": "chatcmpl-1", "choices": [ this is not json')
             return
         if mode == "shape":
-            self._send(200, b'{"id": "chatcmpl-1", "object": "chat.completion", '
-                            b'"choices": "none"}')
+            self._send(200, b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": "none"}')
             return
         if mode == "drop":
             self._abort()
@@ -585,10 +769,23 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
             if stream:
                 self._stream_tool(model, "" if spec.get("noname") else name, args)
             else:
-                self._send(200, orjson.dumps(_completion(
-                    None, model, finish="tool_calls",
-                    tool_calls=[{"id": "call_1", "type": "function",
-                                 "function": {"name": name, "arguments": args}}])))
+                self._send(
+                    200,
+                    orjson.dumps(
+                        _completion(
+                            None,
+                            model,
+                            finish="tool_calls",
+                            tool_calls=[
+                                {
+                                    "id": "call_1",
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": args},
+                                }
+                            ],
+                        )
+                    ),
+                )
             return
         if not stream:
             self._send(200, orjson.dumps(_completion(text, model)))
@@ -607,24 +804,40 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
             headers["retry-after"] = ra
         kind = spec.get("body", "json")
         if kind == "big":
-            self._send(status, b"<html>" + b"x" * 100_000 + b"</html>", headers,
-                       content_type="text/html")
+            self._send(
+                status, b"<html>" + b"x" * 100_000 + b"</html>", headers, content_type="text/html"
+            )
         elif kind == "text":
-            self._send(status, b"<html><body><h1>Bad things happened</h1></body></html>",
-                       headers, content_type="text/html")
+            self._send(
+                status,
+                b"<html><body><h1>Bad things happened</h1></body></html>",
+                headers,
+                content_type="text/html",
+            )
         elif kind == "empty":
             self._send(status, b"", headers)
         elif kind == "json-other":
             self._send(status, b'{"detail": "something else"}', headers)
         elif anthropic:
             etype = spec.get("etype", ANTHROPIC_ERROR_TYPES.get(status, "api_error"))
-            self._send(status, _anthropic_error(etype, spec.get(
-                "message", f"Injected fault with status {status}")), headers)
+            self._send(
+                status,
+                _anthropic_error(
+                    etype, spec.get("message", f"Injected fault with status {status}")
+                ),
+                headers,
+            )
         else:
-            body = orjson.dumps({"error": {
-                "message": spec.get("message", f"Injected fault with status {status}"),
-                "type": "server_error" if status >= 500 else "invalid_request_error",
-                "param": None, "code": spec.get("code")}})
+            body = orjson.dumps(
+                {
+                    "error": {
+                        "message": spec.get("message", f"Injected fault with status {status}"),
+                        "type": "server_error" if status >= 500 else "invalid_request_error",
+                        "param": None,
+                        "code": spec.get("code"),
+                    }
+                }
+            )
             self._send(status, body, headers)
 
     def _stream_text(self, mode: str, spec: dict[str, str], model: str, text: str) -> None:
@@ -635,11 +848,11 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
             n = int(spec.get("n", "5000"))
             words = [_sse(_chunk(model, {"content": f"w{i} "})) for i in range(n)]
             for start in range(0, n, 256):
-                write(b"".join(words[start:start + 256]))
+                write(b"".join(words[start : start + 256]))
         else:
             parts = int(spec.get("parts", "2"))
             size = max(1, -(-len(text) // parts))
-            pieces = [text[i:i + size] for i in range(0, len(text), size)]
+            pieces = [text[i : i + size] for i in range(0, len(text), size)]
             after = int(spec.get("after", "1"))
             drip = float(spec.get("drip_ms", "0"))
             for i, piece in enumerate(pieces):
@@ -649,10 +862,14 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
                     self._sleep(drip)
                 write(_sse(_chunk(model, {"content": piece})))
             if mode == "errframe":
-                err: dict[str, Any] = {"message": spec.get("message", "The server had an error "
-                                                            "while processing your request."),
-                                       "type": spec.get("etype", "server_error"),
-                                       "param": None, "code": spec.get("code")}
+                err: dict[str, Any] = {
+                    "message": spec.get(
+                        "message", "The server had an error while processing your request."
+                    ),
+                    "type": spec.get("etype", "server_error"),
+                    "param": None,
+                    "code": spec.get("code"),
+                }
                 if "code" in spec and spec["code"].isdigit():
                     err["code"] = int(spec["code"])
                 write(_sse(orjson.dumps({"error": err})))
@@ -677,23 +894,52 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
                 self._end_stream()
                 return
         write(_sse(_chunk(model, {}, "stop")))
-        write(_sse(orjson.dumps({
-            "id": "chatcmpl-demo-1", "object": "chat.completion.chunk", "created": CREATED,
-            "model": model, "choices": [],
-            "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14}})))
+        write(
+            _sse(
+                orjson.dumps(
+                    {
+                        "id": "chatcmpl-demo-1",
+                        "object": "chat.completion.chunk",
+                        "created": CREATED,
+                        "model": model,
+                        "choices": [],
+                        "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14},
+                    }
+                )
+            )
+        )
         write(_sse(b"[DONE]"))
         self._end_stream()
 
     def _stream_tool(self, model: str, name: str, args: str) -> None:
         self._start_stream()
         write = self._write_chunk
-        write(_sse(_chunk(model, {"role": "assistant", "content": None, "tool_calls": [
-            {"index": 0, "id": "call_1", "type": "function",
-             "function": {"name": name, "arguments": ""}}]})))
+        write(
+            _sse(
+                _chunk(
+                    model,
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": name, "arguments": ""},
+                            }
+                        ],
+                    },
+                )
+            )
+        )
         half = len(args) // 2
         for piece in (args[:half], args[half:]):
-            write(_sse(_chunk(model, {"tool_calls": [
-                {"index": 0, "function": {"arguments": piece}}]})))
+            write(
+                _sse(
+                    _chunk(model, {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+                )
+            )
         write(_sse(_chunk(model, {}, "tool_calls")))
         write(_sse(b"[DONE]"))
         self._end_stream()

@@ -78,6 +78,7 @@ def assert_valid_envelope(envelope: bytes | str | dict[str, Any]) -> dict[str, A
             for key in ("value", "responseBody", "data"):
                 if key in node["error"]:
                     assert len(orjson.dumps(node["error"][key])) <= 16 * 1024 + 64, key
+
     # at most 16 nodes deep along any cause path
     def depth(n: dict[str, Any]) -> int:
         c = n.get("cause")
@@ -101,12 +102,17 @@ CANARY = "sk-canary-7f3a9c1e5b2d4f60a8e1"
 def assert_no_canary(*blobs: bytes | str | Any) -> None:
     """No byte of any blob contains the canary key (or its Bearer form)."""
     for blob in blobs:
-        data = blob if isinstance(blob, bytes) else (blob.encode() if isinstance(blob, str) else orjson.dumps(blob))
+        data = (
+            blob
+            if isinstance(blob, bytes)
+            else (blob.encode() if isinstance(blob, str) else orjson.dumps(blob))
+        )
         assert CANARY.encode() not in data, f"canary key leaked: {data[:300]!r}"
 
 
-def provider_params(server: Any, fault: str | None = None, *, scenario: str | None = None,
-                    **extra: Any) -> dict[str, Any]:
+def provider_params(
+    server: Any, fault: str | None = None, *, scenario: str | None = None, **extra: Any
+) -> dict[str, Any]:
     """generate/stream params against the fault server: the fault in ``x-fault``, the scenario
     in ``x-scenario``, the canary as the API key, 1 ms retry delays."""
     headers = {}
@@ -115,8 +121,13 @@ def provider_params(server: Any, fault: str | None = None, *, scenario: str | No
     if scenario is not None:
         headers["x-scenario"] = scenario
     p: dict[str, Any] = {
-        "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": server.base_url,
-                  "apiKey": CANARY, "headers": headers},
+        "model": {
+            "provider": "openai",
+            "modelId": "gpt-4o-mini",
+            "baseURL": server.base_url,
+            "apiKey": CANARY,
+            "headers": headers,
+        },
         "prompt": "Say hello in one word.",
         "retry": {"initialDelayMs": 1, "backoffFactor": 1},
     }

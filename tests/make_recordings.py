@@ -66,8 +66,12 @@ def record(server: FaultServer, name: str) -> None:
         if tmp.exists():
             tmp.unlink()
         params = {
-            "model": {"provider": provider, "modelId": model,
-                      "baseURL": server.base_url, "apiKey": "sk-demo-recording-not-a-key"},
+            "model": {
+                "provider": provider,
+                "modelId": model,
+                "baseURL": server.base_url,
+                "apiKey": "sk-demo-recording-not-a-key",
+            },
             "prompt": PROMPT,
             "recording": {"mode": "record", "path": str(tmp)},
         }

@@ -107,8 +107,9 @@ class ScenarioServer(ThreadingHTTPServer):
             return len(self.requests.get(name, ()))
 
     def start(self) -> ScenarioServer:
-        self._thread = threading.Thread(target=self.serve_forever, name="scenario-server",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, name="scenario-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -133,8 +134,14 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             replies = self.server.cases.get(name)
             log = self.server.requests[name]
-            log.append({"method": self.command, "path": self.path, "body": raw,
-                        "headers": {k.lower(): v for k, v in self.headers.items()}})
+            log.append(
+                {
+                    "method": self.command,
+                    "path": self.path,
+                    "body": raw,
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                }
+            )
             n = len(log)
         if not replies:
             self._write(Reply(404, b'{"error":{"message":"no such case"}}'))

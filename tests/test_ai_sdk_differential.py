@@ -41,51 +41,103 @@ TOOL_NAMES = ("test-tool", "searchGoogle", "search", "weather", "get_weather")
 # -- data from the AI SDK's tests ----------------------------------------------------------------
 
 CMPL = "chatcmpl-96aZqmeDpA9IPD6tACY8djkMsJCMP"
-LOGPROBS = {"content": [
-    {"token": "Hello", "logprob": -0.0009994634,
-     "top_logprobs": [{"token": "Hello", "logprob": -0.0009994634}]},
-    {"token": "!", "logprob": -0.13410144, "top_logprobs": [{"token": "!", "logprob": -0.13410144}]},
-]}
+LOGPROBS = {
+    "content": [
+        {
+            "token": "Hello",
+            "logprob": -0.0009994634,
+            "top_logprobs": [{"token": "Hello", "logprob": -0.0009994634}],
+        },
+        {
+            "token": "!",
+            "logprob": -0.13410144,
+            "top_logprobs": [{"token": "!", "logprob": -0.13410144}],
+        },
+    ]
+}
 
 
-def completion(message: dict[str, Any] | None = None, finish: Any = "stop",
-               usage: Any = None, **top: Any) -> dict[str, Any]:
+def completion(
+    message: dict[str, Any] | None = None, finish: Any = "stop", usage: Any = None, **top: Any
+) -> dict[str, Any]:
     """A chat completion as in the AI SDK's doGenerate tests."""
     out: dict[str, Any] = {
-        "id": "chatcmpl-95ZTZkhr0mHNKqerQfiwkuox3PHAd", "object": "chat.completion",
-        "created": 1711115037, "model": "gpt-3.5-turbo-0125",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "",
-                                             **(message or {})},
-                     "finish_reason": finish}],
+        "id": "chatcmpl-95ZTZkhr0mHNKqerQfiwkuox3PHAd",
+        "object": "chat.completion",
+        "created": 1711115037,
+        "model": "gpt-3.5-turbo-0125",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "", **(message or {})},
+                "finish_reason": finish,
+            }
+        ],
         "usage": {"prompt_tokens": 4, "total_tokens": 34, "completion_tokens": 30}
-        if usage is None else usage,
+        if usage is None
+        else usage,
         "system_fingerprint": "fp_3bc1b5746c",
     }
     out.update(top)
     return out
 
 
-def ch(delta: dict[str, Any] | None, finish: str | None = None, *, cid: str = CMPL,
-       model: str = "gpt-3.5-turbo-0613", index: int = 0, **extra: Any) -> dict[str, Any]:
+def ch(
+    delta: dict[str, Any] | None,
+    finish: str | None = None,
+    *,
+    cid: str = CMPL,
+    model: str = "gpt-3.5-turbo-0613",
+    index: int = 0,
+    **extra: Any,
+) -> dict[str, Any]:
     """One stream chunk as in the AI SDK's doStream tests."""
     choice: dict[str, Any] = {"index": index, "delta": delta, "finish_reason": finish}
     choice.update(extra.pop("choice", {}))
-    out: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": 1702657020,
-                           "model": model, "system_fingerprint": None, "choices": [choice]}
+    out: dict[str, Any] = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": 1702657020,
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [choice],
+    }
     out.update(extra)
     return out
 
 
-def usage_chunk(prompt: Any = 17, completion_: Any = 227, total: Any = 244, *, cid: str = CMPL,
-                model: str = "gpt-3.5-turbo-0613", **extra: Any) -> dict[str, Any]:
-    return {"id": cid, "object": "chat.completion.chunk", "created": 1702657020, "model": model,
-            "system_fingerprint": "fp_3bc1b5746c", "choices": [],
-            "usage": {"prompt_tokens": prompt, "total_tokens": total,
-                      "completion_tokens": completion_, **extra}}
+def usage_chunk(
+    prompt: Any = 17,
+    completion_: Any = 227,
+    total: Any = 244,
+    *,
+    cid: str = CMPL,
+    model: str = "gpt-3.5-turbo-0613",
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": 1702657020,
+        "model": model,
+        "system_fingerprint": "fp_3bc1b5746c",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "total_tokens": total,
+            "completion_tokens": completion_,
+            **extra,
+        },
+    }
 
 
-def tc(index: int | None, cid: str | None = None, name: str | None = None,
-       args: str | None = None, typ: str | None = "function") -> dict[str, Any]:
+def tc(
+    index: int | None,
+    cid: str | None = None,
+    name: str | None = None,
+    args: str | None = None,
+    typ: str | None = "function",
+) -> dict[str, Any]:
     """A tool-call delta (only the members given)."""
     out: dict[str, Any] = {}
     if index is not None:
@@ -105,7 +157,8 @@ def tc(index: int | None, cid: str | None = None, name: str | None = None,
 
 HELLO_TEXT = [
     ch({"role": "assistant", "content": ""}),
-    ch({"content": "Hello"}, index=1), ch({"content": ", "}, index=1),
+    ch({"content": "Hello"}, index=1),
+    ch({"content": ", "}, index=1),
     ch({"content": "World!"}, index=1),
     ch({}, "stop", choice={"logprobs": LOGPROBS}),
     usage_chunk(),
@@ -114,8 +167,12 @@ HELLO_TEXT = [
 TOOL_MODEL = "gpt-3.5-turbo-0125"
 
 
-def tool_stream(*deltas: list[dict[str, Any]], finish: str = "tool_calls",
-                usage: bool = True, model: str = TOOL_MODEL) -> list[dict[str, Any]]:
+def tool_stream(
+    *deltas: list[dict[str, Any]],
+    finish: str = "tool_calls",
+    usage: bool = True,
+    model: str = TOOL_MODEL,
+) -> list[dict[str, Any]]:
     frames = [ch({"role": "assistant", "content": None, "tool_calls": deltas[0]}, model=model)]
     frames += [ch({"tool_calls": d}, model=model) for d in deltas[1:]]
     frames.append(ch({}, finish, model=model))
@@ -125,18 +182,37 @@ def tool_stream(*deltas: list[dict[str, Any]], finish: str = "tool_calls",
 
 
 SPARKLE = ['{"', "value", '":"', "Spark", "le", " Day", '"}']
-SERVER_ERROR = ("The server had an error processing your request. Sorry about that! You can "
-                "retry your request, or contact us through our help center at help.openai.com "
-                "if you keep seeing this error.")
-LEGACY_PARAM = {"error": {
-    "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
-               "'max_completion_tokens' instead.",
-    "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}
-RATE = {"error": {"message": "Rate limit reached for requests", "type": "requests",
-                  "param": None, "code": "rate_limit_exceeded"}}
+SERVER_ERROR = (
+    "The server had an error processing your request. Sorry about that! You can "
+    "retry your request, or contact us through our help center at help.openai.com "
+    "if you keep seeing this error."
+)
+LEGACY_PARAM = {
+    "error": {
+        "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+        "'max_completion_tokens' instead.",
+        "type": "invalid_request_error",
+        "param": "max_tokens",
+        "code": "unsupported_parameter",
+    }
+}
+RATE = {
+    "error": {
+        "message": "Rate limit reached for requests",
+        "type": "requests",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    }
+}
 FAST = {"retry-after-ms": "1"}
-AZURE_FILTER = {"choices": [], "created": 0, "id": "", "model": "", "object": "",
-                "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]}
+AZURE_FILTER = {
+    "choices": [],
+    "created": 0,
+    "id": "",
+    "model": "",
+    "object": "",
+    "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}],
+}
 
 
 # -- the cases -----------------------------------------------------------------------------------
@@ -180,363 +256,1046 @@ def E(frames: list[Any], **kw: Any) -> Reply:
 CASES: list[Case] = [
     # doGenerate: results
     G("g-text", J(completion({"content": "Hello, World!"}))),
-    G("g-usage-partial", J(completion(usage={"prompt_tokens": 20, "total_tokens": 20})),
-      expect="differs:usage-missing-count",
-      check=lambda o: o["usage"] == [20, None, 20]),
+    G(
+        "g-usage-partial",
+        J(completion(usage={"prompt_tokens": 20, "total_tokens": 20})),
+        expect="differs:usage-missing-count",
+        check=lambda o: o["usage"] == [20, None, 20],
+    ),
     G("g-usage-null", J(completion({"content": "x"}, usage=None) | {"usage": None})),
-    G("g-usage-absent", J({k: v for k, v in completion({"content": "x"}).items()
-                           if k != "usage"})),
-    G("g-usage-float", J(completion({"content": "x"}, usage={
-        "prompt_tokens": 20.0, "completion_tokens": 5.0, "total_tokens": 25.0}))),
-    G("g-usage-details", J(completion({"content": "x"}, usage={
-        "prompt_tokens": 15, "completion_tokens": 20, "total_tokens": 35,
-        "prompt_tokens_details": {"cached_tokens": 1152},
-        "completion_tokens_details": {"reasoning_tokens": 10, "accepted_prediction_tokens": 123,
-                                      "rejected_prediction_tokens": 456}}))),
-    G("g-logprobs", J(completion({"content": "Hello!"}) | {"choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "Hello!"},
-         "logprobs": LOGPROBS, "finish_reason": "stop"}]})),
+    G("g-usage-absent", J({k: v for k, v in completion({"content": "x"}).items() if k != "usage"})),
+    G(
+        "g-usage-float",
+        J(
+            completion(
+                {"content": "x"},
+                usage={"prompt_tokens": 20.0, "completion_tokens": 5.0, "total_tokens": 25.0},
+            )
+        ),
+    ),
+    G(
+        "g-usage-details",
+        J(
+            completion(
+                {"content": "x"},
+                usage={
+                    "prompt_tokens": 15,
+                    "completion_tokens": 20,
+                    "total_tokens": 35,
+                    "prompt_tokens_details": {"cached_tokens": 1152},
+                    "completion_tokens_details": {
+                        "reasoning_tokens": 10,
+                        "accepted_prediction_tokens": 123,
+                        "rejected_prediction_tokens": 456,
+                    },
+                },
+            )
+        ),
+    ),
+    G(
+        "g-logprobs",
+        J(
+            completion({"content": "Hello!"})
+            | {
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "Hello!"},
+                        "logprobs": LOGPROBS,
+                        "finish_reason": "stop",
+                    }
+                ]
+            }
+        ),
+    ),
     G("g-finish-length", J(completion({"content": "Hello"}, "length"))),
     G("g-finish-content-filter", J(completion({"content": None}, "content_filter"))),
     G("g-finish-unknown", J(completion({"content": "x"}, "eos"))),
     G("g-finish-function-call", J(completion({"content": "x"}, "function_call"))),
-    G("g-finish-null", J(completion({"content": "x"}, None)),
-      expect="differs:finish-unreported", check=lambda o: o["finishReason"] == "unknown"),
-    G("g-tool-calls", J(completion({"content": None, "tool_calls": [
-        {"id": "call_O17Uplv4lJvD6DVdIvFFeRMw", "type": "function",
-         "function": {"name": "test-tool", "arguments": '{"value":"Spark"}'}}]}, "tool_calls")),
-      tools=True),
-    G("g-tool-calls-parallel", J(completion({"content": None, "tool_calls": [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "weather", "arguments": '{"city":"Paris"}'}},
-        {"id": "call_2", "type": "function",
-         "function": {"name": "search", "arguments": '{"q":"news"}'}}]}, "tool_calls")),
-      tools=True),
-    G("g-tool-call-no-id", J(completion({"content": None, "tool_calls": [
-        {"id": None, "type": "function",
-         "function": {"name": "weather", "arguments": '{"city":"Rome"}'}}]}, "tool_calls")),
-      tools=True, ids=False),
-    G("g-tool-call-bad-json", J(completion({"content": None, "tool_calls": [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "weather", "arguments": '{"city": "Par'}}]}, "tool_calls")),
-      tools=True),
-    G("g-tool-call-unknown-tool", J(completion({"content": None, "tool_calls": [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "launch", "arguments": "{}"}}]}, "tool_calls")), tools=True),
-    G("g-refusal", J(completion({"content": None,
-                                 "refusal": "I'm sorry, I cannot help with that."}))),
+    G(
+        "g-finish-null",
+        J(completion({"content": "x"}, None)),
+        expect="differs:finish-unreported",
+        check=lambda o: o["finishReason"] == "unknown",
+    ),
+    G(
+        "g-tool-calls",
+        J(
+            completion(
+                {
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_O17Uplv4lJvD6DVdIvFFeRMw",
+                            "type": "function",
+                            "function": {"name": "test-tool", "arguments": '{"value":"Spark"}'},
+                        }
+                    ],
+                },
+                "tool_calls",
+            )
+        ),
+        tools=True,
+    ),
+    G(
+        "g-tool-calls-parallel",
+        J(
+            completion(
+                {
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": '{"city":"Paris"}'},
+                        },
+                        {
+                            "id": "call_2",
+                            "type": "function",
+                            "function": {"name": "search", "arguments": '{"q":"news"}'},
+                        },
+                    ],
+                },
+                "tool_calls",
+            )
+        ),
+        tools=True,
+    ),
+    G(
+        "g-tool-call-no-id",
+        J(
+            completion(
+                {
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": None,
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": '{"city":"Rome"}'},
+                        }
+                    ],
+                },
+                "tool_calls",
+            )
+        ),
+        tools=True,
+        ids=False,
+    ),
+    G(
+        "g-tool-call-bad-json",
+        J(
+            completion(
+                {
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": '{"city": "Par'},
+                        }
+                    ],
+                },
+                "tool_calls",
+            )
+        ),
+        tools=True,
+    ),
+    G(
+        "g-tool-call-unknown-tool",
+        J(
+            completion(
+                {
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "launch", "arguments": "{}"},
+                        }
+                    ],
+                },
+                "tool_calls",
+            )
+        ),
+        tools=True,
+    ),
+    G(
+        "g-refusal",
+        J(completion({"content": None, "refusal": "I'm sorry, I cannot help with that."})),
+    ),
     G("g-refusal-length", J(completion({"content": None, "refusal": "I'm sorry"}, "length"))),
-    G("g-annotations", J(completion({"content": "Based on the search results [doc1], ...",
-                                     "annotations": [{"type": "url_citation", "url_citation": {
-                                         "start_index": 24, "end_index": 29,
-                                         "url": "https://example.com/doc1.pdf",
-                                         "title": "Document 1"}}]}))),
-    G("g-audio-transcript", J(completion({"content": None,
-                                          "audio": {"id": "a1", "transcript": "Hi there"}}))),
-    G("g-reasoning-content", J(completion({"content": "42",
-                                           "reasoning_content": "Let me think..."}))),
+    G(
+        "g-annotations",
+        J(
+            completion(
+                {
+                    "content": "Based on the search results [doc1], ...",
+                    "annotations": [
+                        {
+                            "type": "url_citation",
+                            "url_citation": {
+                                "start_index": 24,
+                                "end_index": 29,
+                                "url": "https://example.com/doc1.pdf",
+                                "title": "Document 1",
+                            },
+                        }
+                    ],
+                }
+            )
+        ),
+    ),
+    G(
+        "g-audio-transcript",
+        J(completion({"content": None, "audio": {"id": "a1", "transcript": "Hi there"}})),
+    ),
+    G(
+        "g-reasoning-content",
+        J(completion({"content": "42", "reasoning_content": "Let me think..."})),
+    ),
     G("g-unicode", J(completion({"content": "héllo wörld ✓ 你好 🎉"}))),
     G("g-leading-whitespace", Reply(200, b"\n\n  " + orjson.dumps(completion({"content": "ok"})))),
-    G("g-text-plain-content-type", Reply(200, orjson.dumps(completion({"content": "ok"})),
-                                         content_type="text/plain")),
-    G("g-empty-choices", J(completion() | {"choices": []}),
-      expect="differs:no-choices",
-      check=lambda o: _err(o).get("name") == "AI_APICallError"
-      and _err(o).get("statusCode") == 200),
+    G(
+        "g-text-plain-content-type",
+        Reply(200, orjson.dumps(completion({"content": "ok"})), content_type="text/plain"),
+    ),
+    G(
+        "g-empty-choices",
+        J(completion() | {"choices": []}),
+        expect="differs:no-choices",
+        check=lambda o: (
+            _err(o).get("name") == "AI_APICallError" and _err(o).get("statusCode") == 200
+        ),
+    ),
     G("g-wrong-shape", J({"id": "chatcmpl-1", "object": "chat.completion", "choices": "none"})),
     G("g-not-json-200", Reply(200, b'{"id": "chatcmpl-1", "choices": [ this is not json')),
-    G("g-error-object-200", J(LEGACY_PARAM), expect="better:error-object-in-200",
-      check=lambda o: _err(o).get("message") == LEGACY_PARAM["error"]["message"]),
+    G(
+        "g-error-object-200",
+        J(LEGACY_PARAM),
+        expect="better:error-object-in-200",
+        check=lambda o: _err(o).get("message") == LEGACY_PARAM["error"]["message"],
+    ),
     # provider-utils response handlers: error bodies of every shape
     G("g-400-openai-error", J(LEGACY_PARAM, 400)),
-    G("g-401-invalid-key", J({"error": {"message": "Incorrect API key provided.",
-                                        "type": "invalid_request_error", "param": None,
-                                        "code": "invalid_api_key"}}, 401)),
-    G("g-404-model", J({"error": {"message": "The model `gpt-9` does not exist",
-                                  "type": "invalid_request_error", "code": "model_not_found"}},
-                       404)),
-    G("g-400-numeric-code", J({"error": {"message": "bad request", "type": None,
-                                         "code": 400}}, 400)),
+    G(
+        "g-401-invalid-key",
+        J(
+            {
+                "error": {
+                    "message": "Incorrect API key provided.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                }
+            },
+            401,
+        ),
+    ),
+    G(
+        "g-404-model",
+        J(
+            {
+                "error": {
+                    "message": "The model `gpt-9` does not exist",
+                    "type": "invalid_request_error",
+                    "code": "model_not_found",
+                }
+            },
+            404,
+        ),
+    ),
+    G(
+        "g-400-numeric-code",
+        J({"error": {"message": "bad request", "type": None, "code": 400}}, 400),
+    ),
     G("g-400-minimal-error", J({"error": {"message": "only a message"}}, 400)),
     G("g-400-error-string", J({"error": "some string"}, 400)),
     G("g-400-error-array", J([{"error": {"message": "in an array"}}], 400)),
     G("g-422-other-json", J({"detail": "something else"}, 422)),
     G("g-400-not-json", Reply(400, b"Bad Request: nope", content_type="text/plain")),
     G("g-500-empty-body", Reply(500, b"")),
-    G("g-502-html", Reply(502, b"<html><body><h1>502 Bad Gateway</h1></body></html>",
-                          content_type="text/html")),
-    G("g-413-too-large", J({"error": {"message": "Request too large", "type": "invalid_request",
-                                      "code": "request_too_large"}}, 413)),
+    G(
+        "g-502-html",
+        Reply(502, b"<html><body><h1>502 Bad Gateway</h1></body></html>", content_type="text/html"),
+    ),
+    G(
+        "g-413-too-large",
+        J(
+            {
+                "error": {
+                    "message": "Request too large",
+                    "type": "invalid_request",
+                    "code": "request_too_large",
+                }
+            },
+            413,
+        ),
+    ),
     G("g-409-conflict", J({"error": {"message": "conflict"}}, 409)),
     G("g-400-message-not-string", J({"error": {"message": 42, "type": "x"}}, 400)),
     G("g-400-message-null", J({"error": {"message": None}}, 400)),
     G("g-400-top-level-message", J({"message": "top-level", "code": "bad"}, 400)),
-    G("g-400-rich-param", J({"error": {"message": "bad param", "type": "invalid_request_error",
-                                       "param": {"path": ["messages", 0]}, "code": 123}}, 400)),
+    G(
+        "g-400-rich-param",
+        J(
+            {
+                "error": {
+                    "message": "bad param",
+                    "type": "invalid_request_error",
+                    "param": {"path": ["messages", 0]},
+                    "code": 123,
+                }
+            },
+            400,
+        ),
+    ),
     G("g-200-empty-body", Reply(200, b"")),
     G("g-204-no-content", Reply(204, b"", content_type=None)),
-    G("g-multiple-choices", J(completion({"content": "first"}) | {"choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "first"},
-         "finish_reason": "stop"},
-        {"index": 1, "message": {"role": "assistant", "content": "second"},
-         "finish_reason": "length"}]})),
-    G("g-tool-args-object", J(completion({"content": None, "tool_calls": [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "weather", "arguments": {"city": "Paris"}}}]}, "tool_calls")),
-      tools=True),
+    G(
+        "g-multiple-choices",
+        J(
+            completion({"content": "first"})
+            | {
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "first"},
+                        "finish_reason": "stop",
+                    },
+                    {
+                        "index": 1,
+                        "message": {"role": "assistant", "content": "second"},
+                        "finish_reason": "length",
+                    },
+                ]
+            }
+        ),
+    ),
+    G(
+        "g-tool-args-object",
+        J(
+            completion(
+                {
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": {"city": "Paris"}},
+                        }
+                    ],
+                },
+                "tool_calls",
+            )
+        ),
+        tools=True,
+    ),
     # retry (the AI SDK's retry tests: retryable statuses, retry-after, giving up)
-    G("r-429-then-ok", J(RATE, 429, **FAST), J(completion({"content": "after retry"})),
-      max_retries=2),
-    G("r-500-exhausted", J({"error": {"message": SERVER_ERROR, "type": "server_error"}}, 500,
-                           **FAST), max_retries=2, expect="differs:retry-message",
-      check=lambda o: _err(o)["message"] == "Failed after 3 attempts. Last error: "
-      + SERVER_ERROR and _err(o)["last"]["statusCode"] == 500),
-    G("r-503-then-400", J({"error": {"message": "overloaded"}}, 503, **FAST),
-      J(LEGACY_PARAM, 400), max_retries=3, expect="differs:retry-message",
-      check=lambda o: _err(o)["reason"] == "errorNotRetryable"
-      and _err(o)["last"]["statusCode"] == 400),
+    G(
+        "r-429-then-ok",
+        J(RATE, 429, **FAST),
+        J(completion({"content": "after retry"})),
+        max_retries=2,
+    ),
+    G(
+        "r-500-exhausted",
+        J({"error": {"message": SERVER_ERROR, "type": "server_error"}}, 500, **FAST),
+        max_retries=2,
+        expect="differs:retry-message",
+        check=lambda o: (
+            _err(o)["message"] == "Failed after 3 attempts. Last error: " + SERVER_ERROR
+            and _err(o)["last"]["statusCode"] == 500
+        ),
+    ),
+    G(
+        "r-503-then-400",
+        J({"error": {"message": "overloaded"}}, 503, **FAST),
+        J(LEGACY_PARAM, 400),
+        max_retries=3,
+        expect="differs:retry-message",
+        check=lambda o: (
+            _err(o)["reason"] == "errorNotRetryable" and _err(o)["last"]["statusCode"] == 400
+        ),
+    ),
     G("r-400-first", J(LEGACY_PARAM, 400), max_retries=3),
-    G("r-408-then-ok", J({"error": {"message": "timeout"}}, 408, **FAST),
-      J(completion({"content": "ok"})), max_retries=1),
-    G("r-429-retry-after-seconds", J(RATE, 429, **{"retry-after": "0"}),
-      J(completion({"content": "ok"})), max_retries=1),
-    G("r-prefer-retry-after-ms", J(RATE, 429, **{"retry-after-ms": "1", "retry-after": "10"}),
-      J(completion({"content": "ok"})), max_retries=1, timeout_ms=8000),
-    G("r-hint-over-60s-uses-backoff", J(RATE, 429, **{"retry-after-ms": "70000"}),
-      J(completion({"content": "ok"})), max_retries=1, timeout_ms=15000),
-    G("r-invalid-hints-use-backoff", J(RATE, 429, **{"retry-after-ms": "invalid",
-                                                     "retry-after": "not-a-number"}),
-      J(completion({"content": "ok"})), max_retries=1, timeout_ms=15000),
-    G("r-deadline-in-backoff", J(RATE, 429, **{"retry-after": "30"}), max_retries=2,
-      timeout_ms=500, expect="better:timeout-keeps-attempts",
-      check=lambda o: _err(o).get("name") == "AI_TimeoutError"
-      and o["causeStatus"] == 429),
+    G(
+        "r-408-then-ok",
+        J({"error": {"message": "timeout"}}, 408, **FAST),
+        J(completion({"content": "ok"})),
+        max_retries=1,
+    ),
+    G(
+        "r-429-retry-after-seconds",
+        J(RATE, 429, **{"retry-after": "0"}),
+        J(completion({"content": "ok"})),
+        max_retries=1,
+    ),
+    G(
+        "r-prefer-retry-after-ms",
+        J(RATE, 429, **{"retry-after-ms": "1", "retry-after": "10"}),
+        J(completion({"content": "ok"})),
+        max_retries=1,
+        timeout_ms=8000,
+    ),
+    G(
+        "r-hint-over-60s-uses-backoff",
+        J(RATE, 429, **{"retry-after-ms": "70000"}),
+        J(completion({"content": "ok"})),
+        max_retries=1,
+        timeout_ms=15000,
+    ),
+    G(
+        "r-invalid-hints-use-backoff",
+        J(RATE, 429, **{"retry-after-ms": "invalid", "retry-after": "not-a-number"}),
+        J(completion({"content": "ok"})),
+        max_retries=1,
+        timeout_ms=15000,
+    ),
+    G(
+        "r-deadline-in-backoff",
+        J(RATE, 429, **{"retry-after": "30"}),
+        max_retries=2,
+        timeout_ms=500,
+        expect="better:timeout-keeps-attempts",
+        check=lambda o: _err(o).get("name") == "AI_TimeoutError" and o["causeStatus"] == 429,
+    ),
     # redirects
-    G("x-redirect-307", Reply(307, b"", {"location": "/c/{case}/v2/chat/completions"}),
-      J(completion({"content": "moved"}))),
-    G("x-redirect-308", Reply(308, b"", {"location": "/c/{case}/v2/chat/completions"}),
-      J(completion({"content": "moved"}))),
-    G("x-redirect-302", Reply(302, b"", {"location": "/c/{case}/v2/chat/completions"}),
-      J(completion({"content": "moved by GET"})), expect="differs:redirect-not-307",
-      check=lambda o: _err(o).get("statusCode") == 302),
-    G("x-redirect-other-origin", Reply(307, b""), redirect_elsewhere="ok",
-      expect="differs:redirect-other-origin",
-      check=lambda o: _err(o).get("statusCode") == 307 and o["elsewhere"] == 0),
+    G(
+        "x-redirect-307",
+        Reply(307, b"", {"location": "/c/{case}/v2/chat/completions"}),
+        J(completion({"content": "moved"})),
+    ),
+    G(
+        "x-redirect-308",
+        Reply(308, b"", {"location": "/c/{case}/v2/chat/completions"}),
+        J(completion({"content": "moved"})),
+    ),
+    G(
+        "x-redirect-302",
+        Reply(302, b"", {"location": "/c/{case}/v2/chat/completions"}),
+        J(completion({"content": "moved by GET"})),
+        expect="differs:redirect-not-307",
+        check=lambda o: _err(o).get("statusCode") == 302,
+    ),
+    G(
+        "x-redirect-other-origin",
+        Reply(307, b""),
+        redirect_elsewhere="ok",
+        expect="differs:redirect-other-origin",
+        check=lambda o: _err(o).get("statusCode") == 307 and o["elsewhere"] == 0,
+    ),
     # doStream: text and metadata
     S("s-text", E(HELLO_TEXT)),
-    S("s-azure-content-filter", E([
-        AZURE_FILTER,
-        ch({"content": "", "role": "assistant"}, cid="chatcmpl-test", model="gpt-4o"),
-        ch({"content": "Hello"}, cid="chatcmpl-test", model="gpt-4o"),
-        ch({}, "stop", cid="chatcmpl-test", model="gpt-4o"),
-        {"choices": [{"content_filter_offsets": {}, "content_filter_results": {},
-                      "finish_reason": None, "index": 0}],
-         "created": 0, "id": "", "model": "", "object": ""}])),
-    S("s-azure-model-router", E([
-        AZURE_FILTER | {"prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {
-            "hate": {"filtered": False, "severity": "safe"}}}]},
-        ch({"content": "", "refusal": None, "role": "assistant"},
-           cid="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt", model="gpt-5-nano-2025-08-07",
-           choice={"content_filter_results": {}, "logprobs": None}, usage=None),
-        *[ch({"content": t}, cid="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt",
-             model="gpt-5-nano-2025-08-07", usage=None)
-          for t in ("Capital", " of", " Denmark", ".")],
-        ch({}, "stop", cid="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt",
-           model="gpt-5-nano-2025-08-07", usage=None),
-        usage_chunk(15, 78, 93, cid="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt",
+    S(
+        "s-azure-content-filter",
+        E(
+            [
+                AZURE_FILTER,
+                ch({"content": "", "role": "assistant"}, cid="chatcmpl-test", model="gpt-4o"),
+                ch({"content": "Hello"}, cid="chatcmpl-test", model="gpt-4o"),
+                ch({}, "stop", cid="chatcmpl-test", model="gpt-4o"),
+                {
+                    "choices": [
+                        {
+                            "content_filter_offsets": {},
+                            "content_filter_results": {},
+                            "finish_reason": None,
+                            "index": 0,
+                        }
+                    ],
+                    "created": 0,
+                    "id": "",
+                    "model": "",
+                    "object": "",
+                },
+            ]
+        ),
+    ),
+    S(
+        "s-azure-model-router",
+        E(
+            [
+                AZURE_FILTER
+                | {
+                    "prompt_filter_results": [
+                        {
+                            "prompt_index": 0,
+                            "content_filter_results": {
+                                "hate": {"filtered": False, "severity": "safe"}
+                            },
+                        }
+                    ]
+                },
+                ch(
+                    {"content": "", "refusal": None, "role": "assistant"},
+                    cid="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt",
                     model="gpt-5-nano-2025-08-07",
-                    completion_tokens_details={"reasoning_tokens": 64})])),
-    S("s-annotations", E([
-        ch({"role": "assistant", "content": ""}, model=TOOL_MODEL),
-        ch({"content": "Based on search results"}, model=TOOL_MODEL, index=1),
-        ch({"annotations": [{"type": "url_citation", "url_citation": {
-            "start_index": 24, "end_index": 29, "url": "https://example.com/doc1.pdf",
-            "title": "Document 1"}}]}, model=TOOL_MODEL, index=1),
-        ch({}, "stop", model=TOOL_MODEL), usage_chunk(model=TOOL_MODEL)])),
-    S("s-reasoning-model", E([
-        ch({"role": "assistant", "content": ""}, model="o4-mini"),
-        ch({"content": "Hello, World!"}, model="o4-mini", index=1),
-        ch({}, "stop", model="o4-mini", choice={"logprobs": None}),
-        usage_chunk(15, 20, 35, model="o4-mini",
-                    completion_tokens_details={"reasoning_tokens": 10})])),
-    S("s-logprobs", E([ch({"content": "Hello!"}, choice={"logprobs": LOGPROBS}),
-                       ch({}, "stop", choice={"logprobs": LOGPROBS}), usage_chunk()])),
-    S("s-refusal", E([ch({"role": "assistant", "content": None, "refusal": ""}),
-                      ch({"refusal": "I'm sorry, "}), ch({"refusal": "I can't."}),
-                      ch({}, "stop"), usage_chunk(5, 4, 9)])),
-    S("s-reasoning-fields", E([ch({"role": "assistant", "content": None,
-                                   "reasoning_content": "think"}),
-                               ch({"reasoning": "more", "reasoning_details": [{"t": 1}]}),
-                               ch({"content": "42"}), ch({}, "stop"), usage_chunk(3, 9, 12)])),
+                    choice={"content_filter_results": {}, "logprobs": None},
+                    usage=None,
+                ),
+                *[
+                    ch(
+                        {"content": t},
+                        cid="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt",
+                        model="gpt-5-nano-2025-08-07",
+                        usage=None,
+                    )
+                    for t in ("Capital", " of", " Denmark", ".")
+                ],
+                ch(
+                    {},
+                    "stop",
+                    cid="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt",
+                    model="gpt-5-nano-2025-08-07",
+                    usage=None,
+                ),
+                usage_chunk(
+                    15,
+                    78,
+                    93,
+                    cid="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt",
+                    model="gpt-5-nano-2025-08-07",
+                    completion_tokens_details={"reasoning_tokens": 64},
+                ),
+            ]
+        ),
+    ),
+    S(
+        "s-annotations",
+        E(
+            [
+                ch({"role": "assistant", "content": ""}, model=TOOL_MODEL),
+                ch({"content": "Based on search results"}, model=TOOL_MODEL, index=1),
+                ch(
+                    {
+                        "annotations": [
+                            {
+                                "type": "url_citation",
+                                "url_citation": {
+                                    "start_index": 24,
+                                    "end_index": 29,
+                                    "url": "https://example.com/doc1.pdf",
+                                    "title": "Document 1",
+                                },
+                            }
+                        ]
+                    },
+                    model=TOOL_MODEL,
+                    index=1,
+                ),
+                ch({}, "stop", model=TOOL_MODEL),
+                usage_chunk(model=TOOL_MODEL),
+            ]
+        ),
+    ),
+    S(
+        "s-reasoning-model",
+        E(
+            [
+                ch({"role": "assistant", "content": ""}, model="o4-mini"),
+                ch({"content": "Hello, World!"}, model="o4-mini", index=1),
+                ch({}, "stop", model="o4-mini", choice={"logprobs": None}),
+                usage_chunk(
+                    15, 20, 35, model="o4-mini", completion_tokens_details={"reasoning_tokens": 10}
+                ),
+            ]
+        ),
+    ),
+    S(
+        "s-logprobs",
+        E(
+            [
+                ch({"content": "Hello!"}, choice={"logprobs": LOGPROBS}),
+                ch({}, "stop", choice={"logprobs": LOGPROBS}),
+                usage_chunk(),
+            ]
+        ),
+    ),
+    S(
+        "s-refusal",
+        E(
+            [
+                ch({"role": "assistant", "content": None, "refusal": ""}),
+                ch({"refusal": "I'm sorry, "}),
+                ch({"refusal": "I can't."}),
+                ch({}, "stop"),
+                usage_chunk(5, 4, 9),
+            ]
+        ),
+    ),
+    S(
+        "s-reasoning-fields",
+        E(
+            [
+                ch({"role": "assistant", "content": None, "reasoning_content": "think"}),
+                ch({"reasoning": "more", "reasoning_details": [{"t": 1}]}),
+                ch({"content": "42"}),
+                ch({}, "stop"),
+                usage_chunk(3, 9, 12),
+            ]
+        ),
+    ),
     S("s-finish-length", E([ch({"content": "Hel"}), ch({}, "length"), usage_chunk(1, 1, 2)])),
     S("s-finish-content-filter", E([ch({"content": "x"}), ch({}, "content_filter")])),
     S("s-usage-float", E([ch({"content": "x"}, "stop"), usage_chunk(20.0, 5.0, 25.0)])),
-    S("s-usage-in-finish-chunk", E([ch({"content": "x"}),
-                                    ch({}, "stop", usage={"prompt_tokens": 3,
-                                                          "completion_tokens": 1,
-                                                          "total_tokens": 4})])),
-    S("s-unicode-split", E([ch({"content": "héllo wörld ✓ "}), ch({"content": "你好 🎉"}),
-                            ch({}, "stop")], split=5)),
+    S(
+        "s-usage-in-finish-chunk",
+        E(
+            [
+                ch({"content": "x"}),
+                ch(
+                    {},
+                    "stop",
+                    usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+                ),
+            ]
+        ),
+    ),
+    S(
+        "s-unicode-split",
+        E([ch({"content": "héllo wörld ✓ "}), ch({"content": "你好 🎉"}), ch({}, "stop")], split=5),
+    ),
     # SSE quirks
     S("s-crlf", E(HELLO_TEXT, crlf=True)),
-    S("s-comments-and-fields", E([": keep-alive", "event: message\nid: 1\nretry: 100\ndata: "
-                                  + json.dumps(ch({"content": "Hi"})),
-                                  ":", ch({}, "stop"), usage_chunk(1, 1, 2)])),
+    S(
+        "s-comments-and-fields",
+        E(
+            [
+                ": keep-alive",
+                "event: message\nid: 1\nretry: 100\ndata: " + json.dumps(ch({"content": "Hi"})),
+                ":",
+                ch({}, "stop"),
+                usage_chunk(1, 1, 2),
+            ]
+        ),
+    ),
     S("s-split-frames", E(HELLO_TEXT, split=7)),
     S("s-split-one-byte", E([ch({"content": "ab"}), ch({}, "stop")], split=1)),
-    S("s-crlf-split-one-byte", E([ch({"content": "ab"}), ch({"content": "cd"}), ch({}, "stop"),
-                                  usage_chunk(1, 2, 3)], crlf=True, split=1)),
-    S("s-data-no-space", E(["data:" + json.dumps(ch({"content": "tight"})),
-                            "data:" + json.dumps(ch({}, "stop"))])),
-    S("s-multiline-data", E(["data: " + json.dumps(ch({"content": "two"}), indent=1)
-                             .replace("\n", "\ndata: "), ch({}, "stop")])),
-    S("s-empty-deltas", E([ch({"role": "assistant", "content": ""}), ch({}), ch({"content": ""}),
-                           ch({"content": "x"}), ch({}), ch({}, "stop"), usage_chunk(1, 1, 2)])),
+    S(
+        "s-crlf-split-one-byte",
+        E(
+            [ch({"content": "ab"}), ch({"content": "cd"}), ch({}, "stop"), usage_chunk(1, 2, 3)],
+            crlf=True,
+            split=1,
+        ),
+    ),
+    S(
+        "s-data-no-space",
+        E(["data:" + json.dumps(ch({"content": "tight"})), "data:" + json.dumps(ch({}, "stop"))]),
+    ),
+    S(
+        "s-multiline-data",
+        E(
+            [
+                "data: " + json.dumps(ch({"content": "two"}), indent=1).replace("\n", "\ndata: "),
+                ch({}, "stop"),
+            ]
+        ),
+    ),
+    S(
+        "s-empty-deltas",
+        E(
+            [
+                ch({"role": "assistant", "content": ""}),
+                ch({}),
+                ch({"content": ""}),
+                ch({"content": "x"}),
+                ch({}),
+                ch({}, "stop"),
+                usage_chunk(1, 1, 2),
+            ]
+        ),
+    ),
     S("s-null-delta", E([ch(None), ch({"content": "x"}), ch(None, "stop")])),
-    S("s-usage-only-chunks", E([usage_chunk(1, 0, 1), ch({"content": "x"}), ch({}, "stop"),
-                                usage_chunk(1, 1, 2)])),
-    S("s-choices-null", E([ch({"content": "x"}), ch({}, "stop"),
-                           usage_chunk(1, 1, 2) | {"choices": None}]),
-      expect="better:choices-null",
-      check=lambda o: o["error"] is None and o["usage"] == [1, 1, 2]),
-    S("s-error-null", E([ch({"content": "Hel"}) | {"error": None},
-                         ch({"content": "lo"}) | {"error": None},
-                         ch({}, "stop") | {"error": None}])),
-    S("s-no-done-after-finish", E([ch({"content": "Hi"}), ch({}, "stop"), usage_chunk(1, 1, 2)],
-                                  done=False)),
-    S("s-no-done-no-finish", E([ch({"content": "Hi"})], done=False),
-      expect="better:end-before-terminal-event",
-      check=lambda o: _err(o).get("name") == "AI_APICallError"
-      and _err(o).get("isRetryable") is True and o["text"] == "Hi"),
-    S("s-empty-body", E([], done=False), expect="better:end-before-terminal-event",
-      check=lambda o: _err(o).get("name") == "AI_APICallError"),
-    S("s-json-completion-200", J(completion({"content": "whole"})),
-      expect="better:json-to-stream",
-      check=lambda o: o["text"] == "whole" and o["finishReason"] == "stop"),
-    S("s-html-200", Reply(200, b"<html>login</html>", content_type="text/html"),
-      expect="better:html-to-stream",
-      check=lambda o: _err(o).get("isRetryable") is False and "text/html" in _err(o)["message"]),
-    S("s-bom", Reply(200, ["\ufeff".encode() + sse_reply([ch({"content": "bom"}),
-                                                         ch({}, "stop")]).body[0]],
-                       content_type="text/event-stream")),
-    S("s-cr-only-line-endings", Reply(200, [sse_reply([ch({"content": "cr"}), ch({}, "stop")])
-                                             .body[0].replace(b"\n", b"\r")],
-                                      content_type="text/event-stream")),
-    S("s-junk-after-done", Reply(200, [sse_reply([ch({"content": "x"}), ch({}, "stop")]).body[0]
-                                       + b"data: {not json\n\n"],
-                                 content_type="text/event-stream"),
-      expect="better:after-done", check=lambda o: o["error"] is None and o["text"] == "x"),
-    S("s-multiple-choices", E([ch({"content": "a"}) | {"choices": [
-        {"index": 0, "delta": {"content": "a"}, "finish_reason": None},
-        {"index": 1, "delta": {"content": "b"}, "finish_reason": None}]}, ch({}, "stop")])),
-    S("s-event-stream-charset", E([ch({"content": "x"}), ch({}, "stop")],
-                                  content_type="text/event-stream; charset=utf-8")),
-    S("s-sse-labelled-json", E([ch({"content": "x"}), ch({}, "stop")],
-                               content_type="application/json")),
-    S("s-sse-labelled-text-plain", E([ch({"content": "y"}), ch({}, "stop")],
-                                     content_type="text/plain; charset=utf-8")),
+    S(
+        "s-usage-only-chunks",
+        E([usage_chunk(1, 0, 1), ch({"content": "x"}), ch({}, "stop"), usage_chunk(1, 1, 2)]),
+    ),
+    S(
+        "s-choices-null",
+        E([ch({"content": "x"}), ch({}, "stop"), usage_chunk(1, 1, 2) | {"choices": None}]),
+        expect="better:choices-null",
+        check=lambda o: o["error"] is None and o["usage"] == [1, 1, 2],
+    ),
+    S(
+        "s-error-null",
+        E(
+            [
+                ch({"content": "Hel"}) | {"error": None},
+                ch({"content": "lo"}) | {"error": None},
+                ch({}, "stop") | {"error": None},
+            ]
+        ),
+    ),
+    S(
+        "s-no-done-after-finish",
+        E([ch({"content": "Hi"}), ch({}, "stop"), usage_chunk(1, 1, 2)], done=False),
+    ),
+    S(
+        "s-no-done-no-finish",
+        E([ch({"content": "Hi"})], done=False),
+        expect="better:end-before-terminal-event",
+        check=lambda o: (
+            _err(o).get("name") == "AI_APICallError"
+            and _err(o).get("isRetryable") is True
+            and o["text"] == "Hi"
+        ),
+    ),
+    S(
+        "s-empty-body",
+        E([], done=False),
+        expect="better:end-before-terminal-event",
+        check=lambda o: _err(o).get("name") == "AI_APICallError",
+    ),
+    S(
+        "s-json-completion-200",
+        J(completion({"content": "whole"})),
+        expect="better:json-to-stream",
+        check=lambda o: o["text"] == "whole" and o["finishReason"] == "stop",
+    ),
+    S(
+        "s-html-200",
+        Reply(200, b"<html>login</html>", content_type="text/html"),
+        expect="better:html-to-stream",
+        check=lambda o: _err(o).get("isRetryable") is False and "text/html" in _err(o)["message"],
+    ),
+    S(
+        "s-bom",
+        Reply(
+            200,
+            ["\ufeff".encode() + sse_reply([ch({"content": "bom"}), ch({}, "stop")]).body[0]],
+            content_type="text/event-stream",
+        ),
+    ),
+    S(
+        "s-cr-only-line-endings",
+        Reply(
+            200,
+            [sse_reply([ch({"content": "cr"}), ch({}, "stop")]).body[0].replace(b"\n", b"\r")],
+            content_type="text/event-stream",
+        ),
+    ),
+    S(
+        "s-junk-after-done",
+        Reply(
+            200,
+            [sse_reply([ch({"content": "x"}), ch({}, "stop")]).body[0] + b"data: {not json\n\n"],
+            content_type="text/event-stream",
+        ),
+        expect="better:after-done",
+        check=lambda o: o["error"] is None and o["text"] == "x",
+    ),
+    S(
+        "s-multiple-choices",
+        E(
+            [
+                ch({"content": "a"})
+                | {
+                    "choices": [
+                        {"index": 0, "delta": {"content": "a"}, "finish_reason": None},
+                        {"index": 1, "delta": {"content": "b"}, "finish_reason": None},
+                    ]
+                },
+                ch({}, "stop"),
+            ]
+        ),
+    ),
+    S(
+        "s-event-stream-charset",
+        E([ch({"content": "x"}), ch({}, "stop")], content_type="text/event-stream; charset=utf-8"),
+    ),
+    S(
+        "s-sse-labelled-json",
+        E([ch({"content": "x"}), ch({}, "stop")], content_type="application/json"),
+    ),
+    S(
+        "s-sse-labelled-text-plain",
+        E([ch({"content": "y"}), ch({}, "stop")], content_type="text/plain; charset=utf-8"),
+    ),
     S("s-sse-no-content-type", E([ch({"content": "x"}), ch({}, "stop")], content_type=None)),
     # doStream: errors
-    S("s-error-first-chunk", E([{"error": {"message": SERVER_ERROR, "type": "server_error",
-                                           "param": None, "code": None}}]),
-      expect="differs:stream-error-status",
-      check=lambda o: _err(o).get("statusCode") == 200 and _err(o).get("isRetryable") is True),
-    S("s-error-first-numeric-400", E([{"error": {"message": "bad request",
-                                                 "type": "provider_error", "param": None,
-                                                 "code": 400}}])),
-    S("s-error-after-output", E([ch({"role": "assistant", "content": "Hello"}),
-                                 {"error": {"message": "stream failed after output",
-                                            "type": "server_error", "param": None,
-                                            "code": None}}]),
-      expect="differs:stream-error-status",
-      check=lambda o: _err(o).get("statusCode") == 200 and o["text"] == "Hello"),
-    S("s-error-string-frame", E([ch({"content": "a"}), {"error": "plain string error"}]),
-      expect="better:error-frame-shapes",
-      check=lambda o: _err(o).get("message") == "plain string error" and o["text"] == "a"),
-    S("s-event-error-frame", E([ch({"content": "a"}),
-                                'event: error\ndata: {"message":"boom"}']),
-      expect="better:event-error",
-      check=lambda o: _err(o).get("name") == "AI_APICallError" and _err(o)["message"] == "boom"),
-    S("s-unparsable", E(["{unparsable}"]), expect="better:bad-chunk-status",
-      check=lambda o: _err(o).get("name") == "AI_APICallError"
-      and _err(o).get("statusCode") == 200),
-    S("s-bad-shape", E([ch({"content": "a"}),
-                        {"id": "x", "choices": [{"delta": {"content": 5}}]}]),
-      expect="better:bad-chunk-status",
-      check=lambda o: _err(o).get("statusCode") == 200 and o["text"] == "a"),
+    S(
+        "s-error-first-chunk",
+        E(
+            [
+                {
+                    "error": {
+                        "message": SERVER_ERROR,
+                        "type": "server_error",
+                        "param": None,
+                        "code": None,
+                    }
+                }
+            ]
+        ),
+        expect="differs:stream-error-status",
+        check=lambda o: _err(o).get("statusCode") == 200 and _err(o).get("isRetryable") is True,
+    ),
+    S(
+        "s-error-first-numeric-400",
+        E(
+            [
+                {
+                    "error": {
+                        "message": "bad request",
+                        "type": "provider_error",
+                        "param": None,
+                        "code": 400,
+                    }
+                }
+            ]
+        ),
+    ),
+    S(
+        "s-error-after-output",
+        E(
+            [
+                ch({"role": "assistant", "content": "Hello"}),
+                {
+                    "error": {
+                        "message": "stream failed after output",
+                        "type": "server_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            ]
+        ),
+        expect="differs:stream-error-status",
+        check=lambda o: _err(o).get("statusCode") == 200 and o["text"] == "Hello",
+    ),
+    S(
+        "s-error-string-frame",
+        E([ch({"content": "a"}), {"error": "plain string error"}]),
+        expect="better:error-frame-shapes",
+        check=lambda o: _err(o).get("message") == "plain string error" and o["text"] == "a",
+    ),
+    S(
+        "s-event-error-frame",
+        E([ch({"content": "a"}), 'event: error\ndata: {"message":"boom"}']),
+        expect="better:event-error",
+        check=lambda o: _err(o).get("name") == "AI_APICallError" and _err(o)["message"] == "boom",
+    ),
+    S(
+        "s-unparsable",
+        E(["{unparsable}"]),
+        expect="better:bad-chunk-status",
+        check=lambda o: (
+            _err(o).get("name") == "AI_APICallError" and _err(o).get("statusCode") == 200
+        ),
+    ),
+    S(
+        "s-bad-shape",
+        E([ch({"content": "a"}), {"id": "x", "choices": [{"delta": {"content": 5}}]}]),
+        expect="better:bad-chunk-status",
+        check=lambda o: _err(o).get("statusCode") == 200 and o["text"] == "a",
+    ),
     S("s-500-json", J({"error": {"message": SERVER_ERROR, "type": "server_error"}}, 500)),
     S("s-429-then-ok", J(RATE, 429, **FAST), E(HELLO_TEXT), max_retries=1),
-    S("s-redirect-307", Reply(307, b"", {"location": "/c/{case}/v2/chat/completions"}),
-      E(HELLO_TEXT)),
+    S(
+        "s-redirect-307",
+        Reply(307, b"", {"location": "/c/{case}/v2/chat/completions"}),
+        E(HELLO_TEXT),
+    ),
     # doStream: tool-call deltas of every flavour
-    S("t-tool-deltas", E(tool_stream(
-        [tc(0, "call_O17Uplv4lJvD6DVdIvFFeRMw", "test-tool", "")],
-        *[[tc(0, args=a)] for a in SPARKLE])), tools=True),
-    S("t-args-in-first-chunk", E(tool_stream(
-        [tc(0, "call_O17Uplv4lJvD6DVdIvFFeRMw", "test-tool", '{"')],
-        *[[tc(0, args=a)] for a in ["va", "lue", '":"', "Spark", "le", " Day", '"}']])),
-      tools=True),
-    S("t-empty-chunk-after-completion", E([
-        ch({"role": "assistant", "content": ""}, model="meta/llama-3.1-8b-instruct:fp8",
-           usage={"prompt_tokens": 226, "total_tokens": 226, "completion_tokens": 0}),
-        ch({"tool_calls": [tc(0, "chatcmpl-tool-b3b307239370432d9910d4b79b4dbbaa",
-                              "searchGoogle")]}, model="meta/llama-3.1-8b-instruct:fp8"),
-        *[ch({"tool_calls": [tc(0, args=a)]}, model="meta/llama-3.1-8b-instruct:fp8")
-          for a in ['{"query": "', "latest", " news", " on", ' ai"}']],
-        ch({"tool_calls": [tc(0, args="")]}, model="meta/llama-3.1-8b-instruct:fp8"),
-        ch({}, "tool_calls", model="meta/llama-3.1-8b-instruct:fp8",
-           usage={"prompt_tokens": 226, "total_tokens": 246, "completion_tokens": 20})]),
-      tools=True),
-    S("t-partial-json-parsable", E(tool_stream(
-        [tc(0, "call_early123", "search", "")], [tc(0, args='{"query": "test"}')],
-        [tc(0, args="")], [tc(0, args=', "limit": 10}')], model="gpt-4")), tools=True),
-    S("t-missing-type-mistral", E(tool_stream(
-        [tc(0, "call_abc123", "test-tool", "", typ=None)],
-        [tc(0, args='{"value"')], [tc(0, args=':"hello"}')], model="mistral-large")),
-      tools=True),
-    S("t-one-chunk", E(tool_stream(
-        [tc(0, "call_O17Uplv4lJvD6DVdIvFFeRMw", "test-tool", '{"value":"Sparkle Day"}')])),
-      tools=True),
-    S("t-two-ids-same-index", E(tool_stream(
-        [tc(0, "call_a", "weather", "")], [tc(0, args='{"city":"Paris"}')],
-        [tc(0, "call_b", "weather", '{"city":"Rome"}')])), tools=True),
-    S("t-parallel-interleaved", E(tool_stream(
-        [tc(0, "call_1", "weather", ""), tc(1, "call_2", "search", "")],
-        [tc(0, args='{"city":')], [tc(1, args='{"q":')], [tc(0, args='"Oslo"}')],
-        [tc(1, args='"x"}')])), tools=True),
-    S("t-parallel-out-of-order-index", E(tool_stream(
-        [tc(1, "call_2", "search", '{"q":"b"}')], [tc(0, "call_1", "weather", '{"c":"a"}')])),
-      tools=True),
-    S("t-no-index-gemini", E(tool_stream(
-        [tc(None, "call_1", "weather", '{"city":"Paris"}')],
-        [tc(None, "call_2", "search", '{"q":"x"}')])), tools=True,
-      expect="better:tool-call-without-index",
-      check=lambda o: [c["id"] for c in o["toolCalls"]] == ["call_1", "call_2"]),
-    S("t-id-repeated-every-chunk", E(tool_stream(
-        [tc(0, "call_1", "weather", "")], [tc(0, "call_1", args='{"city":')],
-        [tc(0, "call_1", args='"Lima"}')])), tools=True),
-    S("t-no-id", E(tool_stream([tc(0, None, "weather", '{"city":')], [tc(0, args='"Kyiv"}')])),
-      tools=True, ids=False),
-    S("t-blank-id", E(tool_stream([tc(0, "", "weather", '{"city":"Rome"}')])), tools=True,
-      ids=False),
-    S("t-name-in-later-chunk", E(tool_stream([tc(0, "call_1", None, "")],
-                                             [tc(0, None, "weather", '{"city":"Nice"}')])),
-      tools=True, expect="better:bad-chunk-status",
-      check=lambda o: _err(o).get("name") == "AI_APICallError"
-      and _err(o).get("statusCode") == 200),
-    S("t-bad-json-args", E(tool_stream([tc(0, "call_1", "weather", '{"city": "Par')])),
-      tools=True),
+    S(
+        "t-tool-deltas",
+        E(
+            tool_stream(
+                [tc(0, "call_O17Uplv4lJvD6DVdIvFFeRMw", "test-tool", "")],
+                *[[tc(0, args=a)] for a in SPARKLE],
+            )
+        ),
+        tools=True,
+    ),
+    S(
+        "t-args-in-first-chunk",
+        E(
+            tool_stream(
+                [tc(0, "call_O17Uplv4lJvD6DVdIvFFeRMw", "test-tool", '{"')],
+                *[[tc(0, args=a)] for a in ["va", "lue", '":"', "Spark", "le", " Day", '"}']],
+            )
+        ),
+        tools=True,
+    ),
+    S(
+        "t-empty-chunk-after-completion",
+        E(
+            [
+                ch(
+                    {"role": "assistant", "content": ""},
+                    model="meta/llama-3.1-8b-instruct:fp8",
+                    usage={"prompt_tokens": 226, "total_tokens": 226, "completion_tokens": 0},
+                ),
+                ch(
+                    {
+                        "tool_calls": [
+                            tc(0, "chatcmpl-tool-b3b307239370432d9910d4b79b4dbbaa", "searchGoogle")
+                        ]
+                    },
+                    model="meta/llama-3.1-8b-instruct:fp8",
+                ),
+                *[
+                    ch({"tool_calls": [tc(0, args=a)]}, model="meta/llama-3.1-8b-instruct:fp8")
+                    for a in ['{"query": "', "latest", " news", " on", ' ai"}']
+                ],
+                ch({"tool_calls": [tc(0, args="")]}, model="meta/llama-3.1-8b-instruct:fp8"),
+                ch(
+                    {},
+                    "tool_calls",
+                    model="meta/llama-3.1-8b-instruct:fp8",
+                    usage={"prompt_tokens": 226, "total_tokens": 246, "completion_tokens": 20},
+                ),
+            ]
+        ),
+        tools=True,
+    ),
+    S(
+        "t-partial-json-parsable",
+        E(
+            tool_stream(
+                [tc(0, "call_early123", "search", "")],
+                [tc(0, args='{"query": "test"}')],
+                [tc(0, args="")],
+                [tc(0, args=', "limit": 10}')],
+                model="gpt-4",
+            )
+        ),
+        tools=True,
+    ),
+    S(
+        "t-missing-type-mistral",
+        E(
+            tool_stream(
+                [tc(0, "call_abc123", "test-tool", "", typ=None)],
+                [tc(0, args='{"value"')],
+                [tc(0, args=':"hello"}')],
+                model="mistral-large",
+            )
+        ),
+        tools=True,
+    ),
+    S(
+        "t-one-chunk",
+        E(
+            tool_stream(
+                [tc(0, "call_O17Uplv4lJvD6DVdIvFFeRMw", "test-tool", '{"value":"Sparkle Day"}')]
+            )
+        ),
+        tools=True,
+    ),
+    S(
+        "t-two-ids-same-index",
+        E(
+            tool_stream(
+                [tc(0, "call_a", "weather", "")],
+                [tc(0, args='{"city":"Paris"}')],
+                [tc(0, "call_b", "weather", '{"city":"Rome"}')],
+            )
+        ),
+        tools=True,
+    ),
+    S(
+        "t-parallel-interleaved",
+        E(
+            tool_stream(
+                [tc(0, "call_1", "weather", ""), tc(1, "call_2", "search", "")],
+                [tc(0, args='{"city":')],
+                [tc(1, args='{"q":')],
+                [tc(0, args='"Oslo"}')],
+                [tc(1, args='"x"}')],
+            )
+        ),
+        tools=True,
+    ),
+    S(
+        "t-parallel-out-of-order-index",
+        E(
+            tool_stream(
+                [tc(1, "call_2", "search", '{"q":"b"}')], [tc(0, "call_1", "weather", '{"c":"a"}')]
+            )
+        ),
+        tools=True,
+    ),
+    S(
+        "t-no-index-gemini",
+        E(
+            tool_stream(
+                [tc(None, "call_1", "weather", '{"city":"Paris"}')],
+                [tc(None, "call_2", "search", '{"q":"x"}')],
+            )
+        ),
+        tools=True,
+        expect="better:tool-call-without-index",
+        check=lambda o: [c["id"] for c in o["toolCalls"]] == ["call_1", "call_2"],
+    ),
+    S(
+        "t-id-repeated-every-chunk",
+        E(
+            tool_stream(
+                [tc(0, "call_1", "weather", "")],
+                [tc(0, "call_1", args='{"city":')],
+                [tc(0, "call_1", args='"Lima"}')],
+            )
+        ),
+        tools=True,
+    ),
+    S(
+        "t-no-id",
+        E(tool_stream([tc(0, None, "weather", '{"city":')], [tc(0, args='"Kyiv"}')])),
+        tools=True,
+        ids=False,
+    ),
+    S(
+        "t-blank-id",
+        E(tool_stream([tc(0, "", "weather", '{"city":"Rome"}')])),
+        tools=True,
+        ids=False,
+    ),
+    S(
+        "t-name-in-later-chunk",
+        E(tool_stream([tc(0, "call_1", None, "")], [tc(0, None, "weather", '{"city":"Nice"}')])),
+        tools=True,
+        expect="better:bad-chunk-status",
+        check=lambda o: (
+            _err(o).get("name") == "AI_APICallError" and _err(o).get("statusCode") == 200
+        ),
+    ),
+    S("t-bad-json-args", E(tool_stream([tc(0, "call_1", "weather", '{"city": "Par')])), tools=True),
     S("t-unknown-tool", E(tool_stream([tc(0, "call_1", "launch", "{}")])), tools=True),
-    S("t-text-then-tool", E([ch({"role": "assistant", "content": "Let me check. "}),
-                             ch({"tool_calls": [tc(0, "call_1", "weather", '{"city":"Bern"}')]}),
-                             ch({}, "tool_calls"), usage_chunk(5, 5, 10)]), tools=True),
-    S("t-args-object", E(tool_stream([tc(0, "call_1", "weather", None) | {
-        "function": {"name": "weather", "arguments": {"city": "Oslo"}}}])), tools=True,
-      expect="better:bad-chunk-status",
-      check=lambda o: _err(o).get("name") == "AI_APICallError"
-      and _err(o).get("statusCode") == 200),
-    S("t-finish-stop-with-tools", E(tool_stream([tc(0, "call_1", "weather", "{}")],
-                                                finish="stop")), tools=True),
+    S(
+        "t-text-then-tool",
+        E(
+            [
+                ch({"role": "assistant", "content": "Let me check. "}),
+                ch({"tool_calls": [tc(0, "call_1", "weather", '{"city":"Bern"}')]}),
+                ch({}, "tool_calls"),
+                usage_chunk(5, 5, 10),
+            ]
+        ),
+        tools=True,
+    ),
+    S(
+        "t-args-object",
+        E(
+            tool_stream(
+                [
+                    tc(0, "call_1", "weather", None)
+                    | {"function": {"name": "weather", "arguments": {"city": "Oslo"}}}
+                ]
+            )
+        ),
+        tools=True,
+        expect="better:bad-chunk-status",
+        check=lambda o: (
+            _err(o).get("name") == "AI_APICallError" and _err(o).get("statusCode") == 200
+        ),
+    ),
+    S(
+        "t-finish-stop-with-tools",
+        E(tool_stream([tc(0, "call_1", "weather", "{}")], finish="stop")),
+        tools=True,
+    ),
 ]
 
 
@@ -623,28 +1382,46 @@ def _register(srv: Servers, case: Case, peer: str) -> str:
 
 @pytest.fixture(scope="module")
 def peers_installed() -> None:
-    if NODE is None or not (PEERS / "ai" / "package.json").exists() or not (
-        PEERS / "@ai-sdk" / "openai" / "package.json"
-    ).exists():
+    if (
+        NODE is None
+        or not (PEERS / "ai" / "package.json").exists()
+        or not (PEERS / "@ai-sdk" / "openai" / "package.json").exists()
+    ):
         pytest.fail("needs node and the AI SDK peers: run `make peers` (make test does)")
 
 
 @pytest.fixture(scope="module")
-def theirs(servers: Servers, peers_installed: None,
-           tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def theirs(
+    servers: Servers, peers_installed: None, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, Any]]:
     """Every case through the AI SDK, in one node process: name → its outcome."""
     work = tmp_path_factory.mktemp("aisdk-diff")
     (work / "node_modules").symlink_to(PEERS)
     (work / "package.json").write_text('{"type": "module"}')
     (work / "diff.mjs").write_text(SCRIPT)
-    cases = [{"name": c.name, "kind": c.kind, "url": _register(servers, c, "ai"),
-              "maxRetries": c.max_retries, "tools": c.tools, "timeoutMs": c.timeout_ms}
-             for c in CASES]
+    cases = [
+        {
+            "name": c.name,
+            "kind": c.kind,
+            "url": _register(servers, c, "ai"),
+            "maxRetries": c.max_retries,
+            "tools": c.tools,
+            "timeoutMs": c.timeout_ms,
+        }
+        for c in CASES
+    ]
     (work / "cases.json").write_text(json.dumps(cases))
     env = {**os.environ, "KEY": CANARY, "TOOLS": json.dumps(TOOL_NAMES)}
     assert NODE is not None
-    proc = subprocess.run([NODE, "diff.mjs", "cases.json"], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [NODE, "diff.mjs", "cases.json"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = {}
     for line in proc.stdout.splitlines():
@@ -652,7 +1429,8 @@ def theirs(servers: Servers, peers_installed: None,
         name = item.pop("name")
         item["attempts"] = servers.main.count(f"ai-{name}")
         if servers.other.count(f"ai-{name}") or any(
-                c.redirect_elsewhere for c in CASES if c.name == name):
+            c.redirect_elsewhere for c in CASES if c.name == name
+        ):
             item["elsewhere"] = servers.other.count(f"ai-{name}")
         out[name] = item
     return out
@@ -664,8 +1442,12 @@ def theirs(servers: Servers, peers_installed: None,
 def _summary_of(env: dict[str, Any]) -> dict[str, Any]:
     def one(node: dict[str, Any]) -> dict[str, Any]:
         err = node.get("error") or {}
-        return {"name": err.get("name"), "statusCode": err.get("statusCode"),
-                "isRetryable": err.get("isRetryable"), "message": node.get("message", "")}
+        return {
+            "name": err.get("name"),
+            "statusCode": err.get("statusCode"),
+            "isRetryable": err.get("isRetryable"),
+            "message": node.get("message", ""),
+        }
 
     out = one(env)
     if out["name"] == "AI_RetryError":
@@ -675,22 +1457,33 @@ def _summary_of(env: dict[str, Any]) -> dict[str, Any]:
 
 
 def _call_out(c: dict[str, Any]) -> dict[str, Any]:
-    return {"id": c["toolCallId"], "name": c["toolName"], "input": c.get("input"),
-            "invalid": bool(c.get("invalid"))}
+    return {
+        "id": c["toolCallId"],
+        "name": c["toolName"],
+        "input": c.get("input"),
+        "invalid": bool(c.get("invalid")),
+    }
 
 
 def ours(srv: Servers, case: Case) -> dict[str, Any]:
     url = _register(srv, case, "ax")
-    p: dict[str, Any] = {"model": {"provider": "openai", "modelId": "gpt-4o-mini",
-                                   "baseURL": url, "apiKey": CANARY},
-                         "prompt": "hi", "maxRetries": case.max_retries}
+    p: dict[str, Any] = {
+        "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": url, "apiKey": CANARY},
+        "prompt": "hi",
+        "maxRetries": case.max_retries,
+    }
     if case.timeout_ms:
         p["timeoutMs"] = case.timeout_ms
     if case.tools:
-        p["tools"] = {n: {"description": n, "inputSchema": {"type": "object"}}
-                      for n in TOOL_NAMES}
-    out: dict[str, Any] = {"text": "", "finishReason": None, "usage": None, "toolCalls": [],
-                           "response": None, "error": None}
+        p["tools"] = {n: {"description": n, "inputSchema": {"type": "object"}} for n in TOOL_NAMES}
+    out: dict[str, Any] = {
+        "text": "",
+        "finishReason": None,
+        "usage": None,
+        "toolCalls": [],
+        "response": None,
+        "error": None,
+    }
     env: dict[str, Any] | None = None
     if case.kind == "gen":
         result, raw_env = call_json("generate_text", orjson.dumps(p))
@@ -699,9 +1492,13 @@ def ours(srv: Servers, case: Case) -> dict[str, Any]:
         else:
             r = orjson.loads(result or b"null")
             usage = r["usage"]
-            out.update(text=r["text"], finishReason=r["finishReason"],
-                       usage=[usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]],
-                       toolCalls=[_call_out(c) for c in r["toolCalls"]], response=r["response"])
+            out.update(
+                text=r["text"],
+                finishReason=r["finishReason"],
+                usage=[usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]],
+                toolCalls=[_call_out(c) for c in r["toolCalls"]],
+                response=r["response"],
+            )
     else:
         handle, raw_env = stream_json("stream_text", orjson.dumps(p))
         if handle is None:
@@ -722,10 +1519,15 @@ def ours(srv: Servers, case: Case) -> dict[str, Any]:
                         env = e["error"]
                     elif e["type"] == "finish":
                         usage = e["usage"]
-                        out.update(finishReason=e["finishReason"],
-                                   usage=[usage["inputTokens"], usage["outputTokens"],
-                                          usage["totalTokens"]],
-                                   response=e.get("response"))
+                        out.update(
+                            finishReason=e["finishReason"],
+                            usage=[
+                                usage["inputTokens"],
+                                usage["outputTokens"],
+                                usage["totalTokens"],
+                            ],
+                            response=e.get("response"),
+                        )
             finally:
                 stream_free(handle)
     if env is not None:
@@ -762,9 +1564,15 @@ def comparable(o: dict[str, Any], case: Case) -> dict[str, Any]:
         return out
     out["finishReason"] = o["finishReason"]
     out["usage"] = o["usage"]
-    out["toolCalls"] = [{"name": c["name"], "input": _norm_input(c["input"]),
-                         "invalid": c["invalid"], **({"id": c["id"]} if case.ids else {})}
-                        for c in o["toolCalls"]]
+    out["toolCalls"] = [
+        {
+            "name": c["name"],
+            "input": _norm_input(c["input"]),
+            "invalid": c["invalid"],
+            **({"id": c["id"]} if case.ids else {}),
+        }
+        for c in o["toolCalls"]
+    ]
     return out
 
 
@@ -779,8 +1587,11 @@ def _response_agrees(mine: dict[str, Any], their: dict[str, Any]) -> bool:
 
 def _design_keys() -> set[str]:
     text = DESIGN.read_text()
-    return {line.split("`")[1] for line in text.splitlines()
-            if line.startswith("| `") and line.count("`") >= 2}
+    return {
+        line.split("`")[1]
+        for line in text.splitlines()
+        if line.startswith("| `") and line.count("`") >= 2
+    }
 
 
 TALLY: dict[str, int] = {"same": 0, "better": 0, "differs": 0}
@@ -788,14 +1599,17 @@ TALLY: dict[str, int] = {"same": 0, "better": 0, "differs": 0}
 
 def summary_line() -> str:
     """The tally (``tests/conftest.py`` writes it in pytest's terminal summary)."""
-    return (f"AI SDK differential: {sum(TALLY.values())} of {len(CASES)} cases passed: "
-            f"{TALLY['same']} same, {TALLY['better']} better, "
-            f"{TALLY['differs']} different-with-reason")
+    return (
+        f"AI SDK differential: {sum(TALLY.values())} of {len(CASES)} cases passed: "
+        f"{TALLY['same']} same, {TALLY['better']} better, "
+        f"{TALLY['differs']} different-with-reason"
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_against_the_ai_sdk(servers: Servers, theirs: dict[str, dict[str, Any]],
-                            case: Case) -> None:
+def test_against_the_ai_sdk(
+    servers: Servers, theirs: dict[str, dict[str, Any]], case: Case
+) -> None:
     their = theirs[case.name]
     mine = ours(servers, case)
     a, b = comparable(mine, case), comparable(their, case)
@@ -813,5 +1627,3 @@ def test_against_the_ai_sdk(servers: Servers, theirs: dict[str, dict[str, Any]],
     if os.environ.get("AIMUX_DIFF_SHOW"):
         print(f"\n{case.name}\n  ours:   {a}\n  theirs: {b}")
     TALLY[kind] += 1
-
-

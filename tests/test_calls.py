@@ -24,7 +24,9 @@ CASES: list[dict[str, Any]] = DOC["cases"]
 
 
 def test_cases_match_their_schema() -> None:
-    jsonschema.validate(DOC, json.loads((ROOT / "contract-tests" / "calls.schema.json").read_text()))
+    jsonschema.validate(
+        DOC, json.loads((ROOT / "contract-tests" / "calls.schema.json").read_text())
+    )
     assert len({c["key"] for c in CASES}) == len(CASES)
     kinds = {next(iter(c["expect"])) for c in CASES}
     assert kinds == {"error", "result", "events"}

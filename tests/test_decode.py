@@ -49,12 +49,14 @@ def test_vector_decodes_to_its_chain(name: str, doc: dict) -> None:
     again = orjson.loads(project(err))
     if "truncated" not in json.dumps(doc["envelope"]):
         assert again["message"] == doc["envelope"]["message"]
-        assert [n.get("message") for n in native_chain(again)] == [c["message"] for c in doc["chain"]]
+        assert [n.get("message") for n in native_chain(again)] == [
+            c["message"] for c in doc["chain"]
+        ]
 
 
 @pytest.mark.parametrize(("name", "doc"), REJECTS, ids=[n for n, _ in REJECTS])
 def test_rejected_vector_is_refused(name: str, doc: dict) -> None:
-    with pytest.raises(E.InvalidWireJsonError) as info:
+    with pytest.raises(E.InvalidWireJSONError) as info:
         decode_error(wire(doc))
     assert info.value.code == doc["rejected"]
 
@@ -82,12 +84,23 @@ def test_root_code_beyond_int32_is_refused() -> None:
     from aimux_ops.envelope import chain_links
 
     for code in (2**32 + 11, 2**31, 2**63):
-        env = {"kind": "aimux", "code": code, "message": "m", "error": {"name": "AI_APICallError"}, "retryable": False}
-        with pytest.raises(E.InvalidWireJsonError):
+        env = {
+            "kind": "aimux",
+            "code": code,
+            "message": "m",
+            "error": {"name": "AI_APICallError"},
+            "retryable": False,
+        }
+        with pytest.raises(E.InvalidWireJSONError):
             decode_error(env)
-        with pytest.raises(E.InvalidWireJsonError):
+        with pytest.raises(E.InvalidWireJSONError):
             chain_links(orjson.dumps(env))
-    assert decode_error({"kind": "aimux", "code": 2**31 - 1, "message": "m", "error": {}, "retryable": False}).code == 2**31 - 1
+    assert (
+        decode_error(
+            {"kind": "aimux", "code": 2**31 - 1, "message": "m", "error": {}, "retryable": False}
+        ).code
+        == 2**31 - 1
+    )
 
 
 def test_decode_chain_long_lived_mode() -> None:
@@ -149,11 +162,11 @@ def test_transport_vector_python_chain() -> None:
 
 
 def test_decode_rejects_non_envelopes() -> None:
-    with pytest.raises(E.InvalidWireJsonError):
+    with pytest.raises(E.InvalidWireJSONError):
         decode_error(b"{not json")
-    with pytest.raises(E.InvalidWireJsonError):
+    with pytest.raises(E.InvalidWireJSONError):
         decode_error(b"[1, 2]")
-    with pytest.raises(E.InvalidWireJsonError):
+    with pytest.raises(E.InvalidWireJSONError):
         decode_error({"message": "a source node"})
 
 
@@ -189,17 +202,22 @@ def test_is_instance_is_marker_based() -> None:
 
     assert E.APICallError.is_instance(Foreign())
     assert not E.RetryError.is_instance(Foreign())
-    assert E.APICallError.is_instance(decode_error(dict(VECTORS)["api-call-429-retry-after.json"]["envelope"]))
+    assert E.APICallError.is_instance(
+        decode_error(dict(VECTORS)["api-call-429-retry-after.json"]["envelope"])
+    )
     assert_valid_envelope(project(E.APICallError("x")))
 
 
 @pytest.mark.parametrize(
     "root",
-    [{"kind": "future"}, {"kind": "aimux", "code": -7, "message": "x", "error": {"name": "AI_Future"}},
-     {"kind": "aimux", "code": 0, "message": "x", "error": {}}],
+    [
+        {"kind": "future"},
+        {"kind": "aimux", "code": -7, "message": "x", "error": {"name": "AI_Future"}},
+        {"kind": "aimux", "code": 0, "message": "x", "error": {}},
+    ],
 )
 def test_root_without_a_valid_code_is_refused(root: dict) -> None:
-    with pytest.raises(E.InvalidWireJsonError):
+    with pytest.raises(E.InvalidWireJSONError):
         decode_error(root)
 
 
@@ -221,21 +239,30 @@ def test_vector_runner_failure_lists(tmp_path: Path) -> None:
         f'"{sys.executable}" -c "import sys\n'
         "for l in sys.stdin:\n"
         "    if '\\\"Not Found\\\"' in l: l = l.replace('\\\"retryable\\\":false', '\\\"retryable\\\":true')\n"
-        "    sys.stdout.write(l); sys.stdout.flush()\"\n"
+        '    sys.stdout.write(l); sys.stdout.flush()"\n'
     )
     testee.chmod(0o755)
     lists = tmp_path / "lists"
     lists.mkdir()
-    runner = [sys.executable, str(ROOT / "contract-tests" / "run_decode_chain.py"), f"--failure-lists={lists}", str(testee)]
+    runner = [
+        sys.executable,
+        str(ROOT / "contract-tests" / "run_decode_chain.py"),
+        f"--failure-lists={lists}",
+        str(testee),
+    ]
 
     def run() -> subprocess.CompletedProcess[str]:
         return subprocess.run(runner, capture_output=True, text=True, check=False, cwd=ROOT)
 
     out = run()
-    assert out.returncode == 1 and "aimux-node-without-name: root fields differ" in out.stderr, out.stderr
+    assert out.returncode == 1 and "aimux-node-without-name: root fields differ" in out.stderr, (
+        out.stderr
+    )
     (lists / "fake.txt").write_text("# known\naimux-node-without-name\n")
     out = run()
     assert out.returncode == 0 and "1 known failures" in out.stdout, out.stdout + out.stderr
     (lists / "fake.txt").write_text("aimux-node-without-name\nunicode-message\n")
     out = run()
-    assert out.returncode == 1 and "unicode-message: passes but is in the failure list" in out.stderr
+    assert (
+        out.returncode == 1 and "unicode-message: passes but is in the failure list" in out.stderr
+    )

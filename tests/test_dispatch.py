@@ -60,11 +60,23 @@ def tick_op() -> Iterator[threading.Event]:
 
 def test_version_and_manifest() -> None:
     result, err = call_json("aimux.version", b"{}")
-    assert err is None and orjson.loads(result or b"") == {"name": "aimux-ops", "version": aimux_ops.__version__, "abiVersion": 1}
+    assert err is None and orjson.loads(result or b"") == {
+        "name": "aimux-ops",
+        "version": aimux_ops.__version__,
+        "abiVersion": 1,
+    }
     manifest = aimux_ops.call("aimux.manifest", {})
     codes = {(e["kind"], e["code"], e["name"]) for e in manifest["errors"]}
-    assert ("aimux", 11, "AI_APICallError") in codes and ("protocol", 302, "WrongModeError") in codes
-    assert ("aimux", 3, "AI_TypeValidationError") in codes and ("aimux", 3, "AI_InvalidResponseDataError") in codes
+    assert ("aimux", 11, "AI_APICallError") in codes and (
+        "protocol",
+        302,
+        "WrongModeError",
+    ) in codes
+    assert ("aimux", 3, "AI_TypeValidationError") in codes and (
+        "aimux",
+        3,
+        "AI_InvalidResponseDataError",
+    ) in codes
     assert 4 in manifest["retiredCodes"] and all(e["code"] != 4 for e in manifest["errors"])
     codes_by_domain = {(e["code"], e["name"]) for e in manifest["errors"]}
     assert len(codes_by_domain) == len(manifest["errors"])
@@ -133,7 +145,9 @@ def test_unexpected_exception_is_internal_with_its_chain() -> None:
 
 
 def test_unserializable_result_is_205() -> None:
-    registry.register_op("test.unserializable", mode="call", params=TickParams)(lambda p: {"x": object()})
+    registry.register_op("test.unserializable", mode="call", params=TickParams)(
+        lambda p: {"x": object()}
+    )
     try:
         env = env_of(call_json("test.unserializable", b"{}"))
     finally:
@@ -244,7 +258,7 @@ def test_concurrent_calls_from_threads() -> None:
 
 @pytest.mark.parametrize("bad", [{"x": {1, 2}}, {"x": "\ud800"}, {"x": 2**70}])
 def test_python_params_that_cannot_be_json_are_202(bad: Any) -> None:
-    with pytest.raises(E.InvalidWireJsonError) as info:
+    with pytest.raises(E.InvalidWireJSONError) as info:
         aimux_ops.call("aimux.version", bad)
     assert isinstance(info.value.__cause__, E.SourceError)
 
@@ -259,9 +273,15 @@ def test_python_stream_events_equal_the_wire_events() -> None:
     exactly what every other binding parses from the wire."""
     from helpers import ROOT
 
-    p = {"model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": "http://127.0.0.1:1/v1"},
-         "prompt": "Say hello in one word.",
-         "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")}}
+    p = {
+        "model": {
+            "provider": "openai",
+            "modelId": "gpt-4o-mini",
+            "baseURL": "http://127.0.0.1:1/v1",
+        },
+        "prompt": "Say hello in one word.",
+        "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")},
+    }
     in_process = list(aimux_ops.stream("stream_text", p))
     handle, err = stream_json("stream_text", orjson.dumps(p))
     assert err is None and handle is not None

@@ -28,7 +28,9 @@ def refused() -> httpx.HTTPError:
 
 
 def test_transport_chain_reaches_the_os_error_without_any_url() -> None:
-    exc = raised(E.APICallError("Cannot connect to API: " + str(refused()), is_retryable=True), refused())
+    exc = raised(
+        E.APICallError("Cannot connect to API: " + str(refused()), is_retryable=True), refused()
+    )
     data = project(exc)
     env = assert_valid_envelope(data)
     types = []
@@ -51,9 +53,16 @@ def test_member_order_and_root_only_fields() -> None:
 
 
 def test_retry_after_from_headers_only() -> None:
-    err = E.APICallError("slow down", status_code=429, is_retryable=True, response_headers={"Retry-After": "3"})
+    err = E.APICallError(
+        "slow down", status_code=429, is_retryable=True, response_headers={"Retry-After": "3"}
+    )
     assert orjson.loads(project(err))["retryAfterMs"] == 3000
-    err = E.APICallError("slow down", status_code=429, is_retryable=True, response_headers={"retry-after-ms": "150", "retry-after": "9"})
+    err = E.APICallError(
+        "slow down",
+        status_code=429,
+        is_retryable=True,
+        response_headers={"retry-after-ms": "150", "retry-after": "9"},
+    )
     assert orjson.loads(project(err))["retryAfterMs"] == 150
     # a number in the message is not a hint
     err = E.APICallError("retry after 5 seconds", status_code=429, is_retryable=True)
@@ -61,7 +70,12 @@ def test_retry_after_from_headers_only() -> None:
 
 
 def test_retry_error_has_no_cause_and_lists_attempts() -> None:
-    attempts = [E.APICallError("a", status_code=500, is_retryable=True), E.APICallError("b", status_code=503, is_retryable=True, response_headers={"retry-after-ms": "20"})]
+    attempts = [
+        E.APICallError("a", status_code=500, is_retryable=True),
+        E.APICallError(
+            "b", status_code=503, is_retryable=True, response_headers={"retry-after-ms": "20"}
+        ),
+    ]
     env = assert_valid_envelope(project(E.RetryError(errors=attempts)))
     assert "cause" not in env
     assert [a["message"] for a in env["error"]["errors"]] == ["a", "b"]
@@ -104,7 +118,17 @@ def test_context_is_followed_unless_suppressed() -> None:
 
 
 def test_bounds_are_marked() -> None:
-    env = assert_valid_envelope(project(E.APICallError("m" * 5000, status_code=500, is_retryable=True, response_body="b" * 40000, data={"k": "v" * 40000})))
+    env = assert_valid_envelope(
+        project(
+            E.APICallError(
+                "m" * 5000,
+                status_code=500,
+                is_retryable=True,
+                response_body="b" * 40000,
+                data={"k": "v" * 40000},
+            )
+        )
+    )
     assert len(env["message"].encode()) <= 1024 and env["message"].endswith("…[truncated]")
     assert len(env["error"]["responseBody"].encode()) <= 16384
     assert isinstance(env["error"]["data"], str) and env["error"]["data"].endswith("…[truncated]")
@@ -131,7 +155,16 @@ def test_envelope_never_exceeds_one_mib() -> None:
         inner: BaseException = ValueError("v" * 2000)
         for j in range(20):
             inner = raised(RuntimeError(f"{i}.{j} " + "w" * 2000), inner)
-        return raised(E.APICallError("x" * 2000, status_code=500, is_retryable=True, response_body="r" * 20000, data=["d" * 20000]), inner)  # type: ignore[return-value]
+        return raised(
+            E.APICallError(
+                "x" * 2000,
+                status_code=500,
+                is_retryable=True,
+                response_body="r" * 20000,
+                data=["d" * 20000],
+            ),
+            inner,
+        )  # type: ignore[return-value]
 
     data = project(E.RetryError(errors=[fat(i) for i in range(40)]))
     env = assert_valid_envelope(data)
@@ -147,7 +180,12 @@ def test_secrets_are_scrubbed_everywhere() -> None:
             f"Incorrect API key provided: {key}. See https://platform.example/keys?token=abc",
             status_code=401,
             is_retryable=False,
-            response_headers={"authorization": f"Bearer {key}", "x-api-key": key, "set-cookie": "s=1", "x-request-id": "r1"},
+            response_headers={
+                "authorization": f"Bearer {key}",
+                "x-api-key": key,
+                "set-cookie": "s=1",
+                "x-request-id": "r1",
+            },
             response_body=f'{{"error": {{"message": "bad key {key}"}}}}',
             data={"error": {"message": f"bad key {key}", "api_key": "whatever"}},
         ),
@@ -164,7 +202,9 @@ def test_secrets_are_scrubbed_everywhere() -> None:
 
 
 def test_lone_surrogates_and_non_string_args() -> None:
-    env = assert_valid_envelope(project(raised(E.OtherError("a\ud800b"), ValueError(12, None, {"x": 1}))))
+    env = assert_valid_envelope(
+        project(raised(E.OtherError("a\ud800b"), ValueError(12, None, {"x": 1})))
+    )
     assert env["message"] == "a?b"
     assert env["cause"]["message"] == "(12, None, {'x': 1})"
 
@@ -181,7 +221,13 @@ def test_unprintable_exception() -> None:
 
 def test_cut_typed_fields_keep_their_type() -> None:
     headers = {f"x-h{i}": "h" * 1000 for i in range(60)}
-    env = assert_valid_envelope(project(E.APICallError("big headers", status_code=500, is_retryable=True, response_headers=headers)))
+    env = assert_valid_envelope(
+        project(
+            E.APICallError(
+                "big headers", status_code=500, is_retryable=True, response_headers=headers
+            )
+        )
+    )
     kept = env["error"]["responseHeaders"]
     assert isinstance(kept, dict) and 0 < len(kept) < 60
     assert "error.responseHeaders" in env["truncated"]
@@ -199,5 +245,7 @@ def test_invalid_params_with_thousands_of_violations_stays_an_array() -> None:
 
 
 def test_messages_never_carry_nul() -> None:
-    env = assert_valid_envelope(project(raised(E.OtherError("before\x00after"), ValueError("a\x00b"))))
+    env = assert_valid_envelope(
+        project(raised(E.OtherError("before\x00after"), ValueError("a\x00b")))
+    )
     assert env["message"] == "before\ufffdafter" and env["cause"]["message"] == "a\ufffdb"

@@ -99,11 +99,15 @@ class RawServer:
                 return
             stream = bool(orjson.loads(body).get("stream"))
             if stream:
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                             b"Transfer-Encoding: chunked\r\n\r\n")
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n"
+                )
             else:
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: 1000\r\n\r\n")
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 1000\r\n\r\n"
+                )
             if self.behaviour == "stall-after-headers":
                 self.stop.wait(HOLD_SECONDS)
                 return
@@ -185,8 +189,10 @@ class CSurface(Surface):
 
     def stream(self, params: dict[str, Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         try:
-            events = [orjson.loads(e) for e in
-                      self.lib.stream_events(b"stream_text", orjson.dumps(params), 10_000)]
+            events = [
+                orjson.loads(e)
+                for e in self.lib.stream_events(b"stream_text", orjson.dumps(params), 10_000)
+            ]
         except CError as err:
             return assert_valid_envelope(err.json), []
         return None, events
@@ -233,8 +239,9 @@ def assert_timeout(env: dict[str, Any] | None, timeout_ms: int) -> None:
 # -- a provider that stalls -----------------------------------------------------------------------
 
 
-def test_stream_stalls_mid_stream_ends_in_a_timeout_event(surface: Surface,
-                                                          fault: FaultServer) -> None:
+def test_stream_stalls_mid_stream_ends_in_a_timeout_event(
+    surface: Surface, fault: FaultServer
+) -> None:
     spec = f"mode=stall;after=1;stall_ms={HOLD_SECONDS * 1000}"
     p = params(fault.base_url, f"fault:{spec}", timeoutMs=500, maxRetries=2)
     p["model"]["headers"] = {"x-scenario": f"stall-mid-{surface.name}"}
@@ -246,8 +253,9 @@ def test_stream_stalls_mid_stream_ends_in_a_timeout_event(surface: Surface,
     assert fault.count(f"stall-mid-{surface.name}") == 1  # a stream never retries after an event
 
 
-def test_generate_stalls_before_answering_is_a_timeout_not_retried(surface: Surface,
-                                                                    fault: FaultServer) -> None:
+def test_generate_stalls_before_answering_is_a_timeout_not_retried(
+    surface: Surface, fault: FaultServer
+) -> None:
     spec = f"mode=stall;stall_ms={HOLD_SECONDS * 1000}"
     p = params(fault.base_url, f"fault:{spec}", timeoutMs=400, maxRetries=2)
     p["model"]["headers"] = {"x-scenario": f"stall-{surface.name}"}
@@ -262,10 +270,15 @@ def test_generate_stalls_before_answering_is_a_timeout_not_retried(surface: Surf
 
 @pytest.mark.parametrize("raw_server", ["silent"], indirect=True)
 @pytest.mark.parametrize("op", ["generate_text", "generate_object", "stream_text"])
-def test_server_that_never_answers_is_a_timeout(surface: Surface, raw_server: RawServer,
-                                                op: str) -> None:
-    p = params(raw_server.base_url, timeoutMs=300, maxRetries=2,
-               retry={"initialDelayMs": 1, "backoffFactor": 1})
+def test_server_that_never_answers_is_a_timeout(
+    surface: Surface, raw_server: RawServer, op: str
+) -> None:
+    p = params(
+        raw_server.base_url,
+        timeoutMs=300,
+        maxRetries=2,
+        retry={"initialDelayMs": 1, "backoffFactor": 1},
+    )
     if op == "generate_object":
         p["schema"] = {"type": "object"}
     if op == "stream_text":
@@ -306,8 +319,9 @@ def assert_body_read_failure(node: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("raw_server", ["close-after-headers"], indirect=True)
 @pytest.mark.parametrize("op", ["generate_text", "stream_text"])
-def test_close_after_headers_unwrapped_without_retries(surface: Surface, raw_server: RawServer,
-                                                       op: str) -> None:
+def test_close_after_headers_unwrapped_without_retries(
+    surface: Surface, raw_server: RawServer, op: str
+) -> None:
     p = params(raw_server.base_url, timeoutMs=20_000, maxRetries=0)
     if op == "stream_text":
         env, events = surface.stream(p)
@@ -323,10 +337,15 @@ def test_close_after_headers_unwrapped_without_retries(surface: Surface, raw_ser
 
 @pytest.mark.parametrize("raw_server", ["close-after-headers"], indirect=True)
 @pytest.mark.parametrize("op", ["generate_text", "stream_text"])
-def test_close_after_headers_is_retried_then_retry_error(surface: Surface, raw_server: RawServer,
-                                                         op: str) -> None:
-    p = params(raw_server.base_url, timeoutMs=20_000, maxRetries=2,
-               retry={"initialDelayMs": 1, "backoffFactor": 1})
+def test_close_after_headers_is_retried_then_retry_error(
+    surface: Surface, raw_server: RawServer, op: str
+) -> None:
+    p = params(
+        raw_server.base_url,
+        timeoutMs=20_000,
+        maxRetries=2,
+        retry={"initialDelayMs": 1, "backoffFactor": 1},
+    )
     if op == "stream_text":
         env, events = surface.stream(p)
         assert events == []
@@ -344,10 +363,13 @@ def test_close_after_headers_is_retried_then_retry_error(surface: Surface, raw_s
 
 @pytest.mark.parametrize("raw_server", ["stall-after-headers"], indirect=True)
 @pytest.mark.parametrize("op", ["generate_text", "stream_text"])
-def test_stall_after_headers_is_a_timeout(surface: Surface, raw_server: RawServer,
-                                          op: str) -> None:
-    p = params(raw_server.base_url, timeoutMs=400, maxRetries=2,
-               retry={"initialDelayMs": 1, "backoffFactor": 1})
+def test_stall_after_headers_is_a_timeout(surface: Surface, raw_server: RawServer, op: str) -> None:
+    p = params(
+        raw_server.base_url,
+        timeoutMs=400,
+        maxRetries=2,
+        retry={"initialDelayMs": 1, "backoffFactor": 1},
+    )
     if op == "stream_text":
         env, events = surface.stream(p)
         assert events == []

@@ -26,7 +26,7 @@ RSS_BOUND_MIB = 8
 
 pytestmark = pytest.mark.timeout(600)
 
-CHILD = r'''
+CHILD = r"""
 import gc, json, os, sys
 sys.path.insert(0, os.path.join(sys.argv[1], "bench"))
 from cabi import CError, Lib
@@ -126,14 +126,25 @@ for phase, (n_calls, n_streams) in (("warm", (10_000, 100)), ("run", (90_000, 90
 import aimux_ops.dispatch as d
 print(json.dumps({"calls": calls, "streams": streams, "samples": samples, "bad": bad,
                   "openStreams": len(d._streams)}))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def bench_server() -> Iterator[int]:
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "server.py"), "--port", "0", "--chunks", "20",
-         "--max-seconds", "600"], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            str(ROOT / "bench" / "server.py"),
+            "--port",
+            "0",
+            "--chunks",
+            "20",
+            "--max-seconds",
+            "600",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -146,8 +157,14 @@ def bench_server() -> Iterator[int]:
 
 def test_rss_stays_bounded_over_100k_calls_and_1k_streams(bench_server: int) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), str(bench_server)],
-                          capture_output=True, text=True, timeout=580, env=env, cwd="/")
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT), str(bench_server)],
+        capture_output=True,
+        text=True,
+        timeout=580,
+        env=env,
+        cwd="/",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     print(json.dumps(out, indent=1))
@@ -158,6 +175,7 @@ def test_rss_stays_bounded_over_100k_calls_and_1k_streams(bench_server: int) -> 
     growth_mib = (run["rss"] - warm["rss"]) / (1 << 20)
     assert growth_mib <= RSS_BOUND_MIB, (
         f"RSS grew {growth_mib:.1f} MiB over 90,000 calls and 900 streams "
-        f"(bound {RSS_BOUND_MIB} MiB): {warm} -> {run}")
+        f"(bound {RSS_BOUND_MIB} MiB): {warm} -> {run}"
+    )
     assert run["fds"] <= warm["fds"], f"file descriptors grew: {warm['fds']} -> {run['fds']}"
     assert run["threads"] <= warm["threads"], f"threads grew: {warm} -> {run}"

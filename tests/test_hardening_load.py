@@ -32,8 +32,19 @@ pytestmark = pytest.mark.timeout(600)
 @pytest.fixture(scope="module")
 def bench_server() -> Iterator[int]:
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "server.py"), "--port", "0", "--chunks",
-         str(CHUNKS), "--max-seconds", "600"], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            str(ROOT / "bench" / "server.py"),
+            "--port",
+            "0",
+            "--chunks",
+            str(CHUNKS),
+            "--max-seconds",
+            "600",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -44,9 +55,13 @@ def bench_server() -> Iterator[int]:
         proc.wait(10)
 
 
-HELLO = {"text": "Hello!", "finishReason": "stop",
-         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14}, "toolCalls": [],
-         "response": {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"}}
+HELLO = {
+    "text": "Hello!",
+    "finishReason": "stop",
+    "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
+    "toolCalls": [],
+    "response": {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"},
+}
 
 
 class Mix:
@@ -55,19 +70,42 @@ class Mix:
     def __init__(self, lib: Lib, port: int) -> None:
         self.lib = lib
         model = {"provider": "openai", "modelId": "gpt-4o-mini", "apiKey": "sk-load"}
-        self.live = orjson.dumps({"model": {**model, "baseURL": f"http://127.0.0.1:{port}/v1"},
-                                  "prompt": "hi", "maxRetries": 0})
-        self.replay = orjson.dumps({
-            "model": {"provider": "openai", "modelId": "gpt-4o-mini",
-                      "baseURL": "http://127.0.0.1:1/v1"},
-            "prompt": "Say hello in one word.",
-            "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")}})
-        self.refused = orjson.dumps({"model": {**model, "baseURL": "http://127.0.0.1:1/v1"},
-                                     "prompt": "hi", "maxRetries": 0})
+        self.live = orjson.dumps(
+            {
+                "model": {**model, "baseURL": f"http://127.0.0.1:{port}/v1"},
+                "prompt": "hi",
+                "maxRetries": 0,
+            }
+        )
+        self.replay = orjson.dumps(
+            {
+                "model": {
+                    "provider": "openai",
+                    "modelId": "gpt-4o-mini",
+                    "baseURL": "http://127.0.0.1:1/v1",
+                },
+                "prompt": "Say hello in one word.",
+                "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")},
+            }
+        )
+        self.refused = orjson.dumps(
+            {
+                "model": {**model, "baseURL": "http://127.0.0.1:1/v1"},
+                "prompt": "hi",
+                "maxRetries": 0,
+            }
+        )
         self.handles: list[int] = []
         self.ops: list[Callable[[], None]] = [
-            self.version, self.live_call, self.replay_call, self.live_stream, self.replay_stream,
-            self.unknown_op, self.invalid_params, self.wrong_mode, self.refused_call,
+            self.version,
+            self.live_call,
+            self.replay_call,
+            self.live_stream,
+            self.replay_stream,
+            self.unknown_op,
+            self.invalid_params,
+            self.wrong_mode,
+            self.refused_call,
             self.cancelled_stream,
         ]
 
@@ -95,8 +133,7 @@ class Mix:
     def live_stream(self) -> None:
         events = self._events(self.live)
         assert [e["type"] for e in events] == ["text-delta"] * CHUNKS + ["finish"]
-        assert "".join(e["text"] for e in events[:-1]) == "".join(
-            f"w{i} " for i in range(CHUNKS))
+        assert "".join(e["text"] for e in events[:-1]) == "".join(f"w{i} " for i in range(CHUNKS))
         assert events[-1]["finishReason"] == "stop"
 
     def replay_stream(self) -> None:
@@ -118,8 +155,9 @@ class Mix:
         self._expect_error(b"no.such.op", b"{}", 300, "UnknownOpError")
 
     def invalid_params(self) -> None:
-        err = self._expect_error(b"generate_text", b'{"model": {"provider": "openai"}}', 301,
-                                 "InvalidParamsError")
+        err = self._expect_error(
+            b"generate_text", b'{"model": {"provider": "openai"}}', 301, "InvalidParamsError"
+        )
         assert "model.modelId" in err.message
 
     def wrong_mode(self) -> None:

@@ -72,8 +72,7 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
     ("generate_object", "mode=echo", {}),
     ("generate_object", "mode=status;status=429", {}),
 ]
-OBJECT_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}},
-                 "required": ["name"]}
+OBJECT_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 KEYS = ["apiKey", "apiKeyEnv+headers", "userinfo"]
 PROVIDERS = ["openai", "anthropic"]
 
@@ -110,24 +109,41 @@ def logs() -> Iterator[Capture]:
         root.setLevel(old)
 
 
-def build_params(server: FaultServer, op: str, spec: str, extra: dict[str, Any], key: str,
-                 recording: Path, monkeypatch: pytest.MonkeyPatch,
-                 provider: str = "openai") -> dict[str, Any]:
-    model: dict[str, Any] = {"provider": provider, "modelId": f"fault:{spec}",
-                             "baseURL": server.base_url}
+def build_params(
+    server: FaultServer,
+    op: str,
+    spec: str,
+    extra: dict[str, Any],
+    key: str,
+    recording: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str = "openai",
+) -> dict[str, Any]:
+    model: dict[str, Any] = {
+        "provider": provider,
+        "modelId": f"fault:{spec}",
+        "baseURL": server.base_url,
+    }
     if key == "apiKey":
         model["apiKey"] = CANARY
     elif key == "apiKeyEnv+headers":
         monkeypatch.setenv(ENV_VAR, PLAIN)
         model["apiKeyEnv"] = ENV_VAR
-        model["headers"] = {"x-api-key": PLAIN, "Cookie": f"session={PLAIN}",
-                            "x-goog-api-key": CANARY}
+        model["headers"] = {
+            "x-api-key": PLAIN,
+            "Cookie": f"session={PLAIN}",
+            "x-goog-api-key": CANARY,
+        }
     else:  # the key inside the URL's userinfo (a proxy / gateway style URL)
         model["apiKey"] = PLAIN
         model["baseURL"] = server.base_url.replace("http://", f"http://user:{PLAIN}@")
-    p: dict[str, Any] = {"model": model, "prompt": f"hello (do not echo {CANARY[:6]}…)",
-                         "maxRetries": 1, "retry": {"initialDelayMs": 1, "backoffFactor": 1},
-                         "recording": {"mode": "record", "path": str(recording)}}
+    p: dict[str, Any] = {
+        "model": model,
+        "prompt": f"hello (do not echo {CANARY[:6]}…)",
+        "maxRetries": 1,
+        "retry": {"initialDelayMs": 1, "backoffFactor": 1},
+        "recording": {"mode": "record", "path": str(recording)},
+    }
     if op == "generate_object":
         p["schema"] = OBJECT_SCHEMA
     p.update(extra)
@@ -137,8 +153,11 @@ def build_params(server: FaultServer, op: str, spec: str, extra: dict[str, Any],
 def scan(*blobs: Any) -> None:
     assert_no_canary(*blobs)
     for blob in blobs:
-        data = blob if isinstance(blob, bytes) else (
-            blob.encode() if isinstance(blob, str) else orjson.dumps(blob))
+        data = (
+            blob
+            if isinstance(blob, bytes)
+            else (blob.encode() if isinstance(blob, str) else orjson.dumps(blob))
+        )
         for canary in CANARIES:
             assert canary not in data, f"canary {canary[:8]!r}… leaked: {data[:400]!r}"
 
@@ -221,12 +240,21 @@ def run_c(op: str, p: dict[str, Any]) -> list[Any]:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("key", KEYS)
-@pytest.mark.parametrize(("op", "spec", "extra"), SCENARIOS,
-                         ids=[f"{o}-{s}" for o, s, _ in SCENARIOS])
-def test_no_canary_anywhere(server: FaultServer, op: str, spec: str, extra: dict[str, Any],
-                            key: str, provider: str, tmp_path: Path, logs: Capture,
-                            capfd: pytest.CaptureFixture[str],
-                            monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("op", "spec", "extra"), SCENARIOS, ids=[f"{o}-{s}" for o, s, _ in SCENARIOS]
+)
+def test_no_canary_anywhere(
+    server: FaultServer,
+    op: str,
+    spec: str,
+    extra: dict[str, Any],
+    key: str,
+    provider: str,
+    tmp_path: Path,
+    logs: Capture,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     recording = tmp_path / "secrets.jsonl"
     p = build_params(server, op, spec, extra, key, recording, monkeypatch, provider)
     seen = run_python(op, p) + run_c(op, p)
@@ -251,24 +279,36 @@ def test_the_scan_can_fail(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_echoed_key_reaches_the_core_and_is_scrubbed(server: FaultServer, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch,
-                                                      provider: str) -> None:
+def test_echoed_key_reaches_the_core_and_is_scrubbed(
+    server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
     """The echo scenario really carries the key back (so the scan above proves scrubbing, not
     absence): the server's raw answer contains it, the envelope does not."""
     import httpx
 
     if provider == "openai":
-        r = httpx.post(server.base_url + "/chat/completions",
-                       json={"model": "fault:mode=echo", "messages": []},
-                       headers={"authorization": f"Bearer {PLAIN}"})
+        r = httpx.post(
+            server.base_url + "/chat/completions",
+            json={"model": "fault:mode=echo", "messages": []},
+            headers={"authorization": f"Bearer {PLAIN}"},
+        )
     else:
-        r = httpx.post(server.base_url + "/messages",
-                       json={"model": "fault:mode=echo", "messages": [], "max_tokens": 1},
-                       headers={"x-api-key": PLAIN, "anthropic-version": "2023-06-01"})
+        r = httpx.post(
+            server.base_url + "/messages",
+            json={"model": "fault:mode=echo", "messages": [], "max_tokens": 1},
+            headers={"x-api-key": PLAIN, "anthropic-version": "2023-06-01"},
+        )
     assert PLAIN in r.text and PLAIN in r.headers["x-echo-key"]
-    p = build_params(server, "generate_text", "mode=echo", {}, "userinfo",
-                     tmp_path / "r.jsonl", monkeypatch, provider)
+    p = build_params(
+        server,
+        "generate_text",
+        "mode=echo",
+        {},
+        "userinfo",
+        tmp_path / "r.jsonl",
+        monkeypatch,
+        provider,
+    )
     p["maxRetries"] = 0
     _, env = dispatch.call_json("generate_text", orjson.dumps(p))
     assert env is not None

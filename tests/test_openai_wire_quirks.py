@@ -29,8 +29,7 @@ def srv() -> Iterator[ScenarioServer]:
 
 def _params(url: str, **extra: Any) -> dict[str, Any]:
     p: dict[str, Any] = {
-        "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": url,
-                  "apiKey": CANARY},
+        "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": url, "apiKey": CANARY},
         "prompt": "hi",
         "maxRetries": 0,
         "retry": {"initialDelayMs": 1, "backoffFactor": 1},
@@ -64,26 +63,42 @@ def stream(url: str, **extra: Any) -> list[dict[str, Any]]:
         stream_free(handle)
 
 
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **top: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
-                           "model": "gpt-4o-mini",
-                           "choices": [{"index": 0, "delta": delta or {},
-                                        "finish_reason": finish}]}
+def chunk(
+    delta: dict[str, Any] | None = None, finish: str | None = None, **top: Any
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+    }
     out.update(top)
     return out
 
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
-USAGE_CHUNK = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
-               "model": "gpt-4o-mini", "choices": [], "usage": USAGE}
+USAGE_CHUNK = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion.chunk",
+    "created": 1,
+    "model": "gpt-4o-mini",
+    "choices": [],
+    "usage": USAGE,
+}
 
 
 def completion(message: dict[str, Any], finish: str = "stop", **top: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": "chatcmpl-9", "object": "chat.completion", "created": 1,
-                           "model": "gpt-4o-mini",
-                           "choices": [{"index": 0, "message": {"role": "assistant", **message},
-                                        "finish_reason": finish}],
-                           "usage": USAGE}
+    out: dict[str, Any] = {
+        "id": "chatcmpl-9",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+        ],
+        "usage": USAGE,
+    }
     out.update(top)
     return out
 
@@ -101,10 +116,17 @@ def text_of(events: list[dict[str, Any]]) -> str:
 
 
 def test_error_null_is_not_an_error_frame(srv: ScenarioServer) -> None:
-    url = srv.add("errnull", sse_reply([
-        chunk({"role": "assistant", "content": "Hel"}, error=None),
-        chunk({"content": "lo"}, error=None),
-        chunk({}, "stop", error=None), USAGE_CHUNK]))
+    url = srv.add(
+        "errnull",
+        sse_reply(
+            [
+                chunk({"role": "assistant", "content": "Hel"}, error=None),
+                chunk({"content": "lo"}, error=None),
+                chunk({}, "stop", error=None),
+                USAGE_CHUNK,
+            ]
+        ),
+    )
     events = stream(url)
     assert text_of(events) == "Hello"
     assert finish_of(events)["finishReason"] == "stop"
@@ -112,27 +134,55 @@ def test_error_null_is_not_an_error_frame(srv: ScenarioServer) -> None:
 
 def test_two_tool_calls_sharing_an_index_are_two_calls(srv: ScenarioServer) -> None:
     def call(cid: str, name: str, args: str) -> dict[str, Any]:
-        return {"index": 0, "id": cid, "type": "function",
-                "function": {"name": name, "arguments": args}}
+        return {
+            "index": 0,
+            "id": cid,
+            "type": "function",
+            "function": {"name": name, "arguments": args},
+        }
 
-    url = srv.add("sameindex", sse_reply([
-        chunk({"role": "assistant", "tool_calls": [call("call_a", "weather", "")]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city":"Paris"}'}}]}),
-        chunk({"tool_calls": [call("call_b", "weather", '{"city":"Rome"}')]}),
-        chunk({}, "tool_calls"), USAGE_CHUNK]))
+    url = srv.add(
+        "sameindex",
+        sse_reply(
+            [
+                chunk({"role": "assistant", "tool_calls": [call("call_a", "weather", "")]}),
+                chunk(
+                    {"tool_calls": [{"index": 0, "function": {"arguments": '{"city":"Paris"}'}}]}
+                ),
+                chunk({"tool_calls": [call("call_b", "weather", '{"city":"Rome"}')]}),
+                chunk({}, "tool_calls"),
+                USAGE_CHUNK,
+            ]
+        ),
+    )
     tools = {"weather": {"inputSchema": {"type": "object"}}}
     calls = [e for e in stream(url, tools=tools) if e["type"] == "tool-call"]
     assert [(c["toolCallId"], c["input"]) for c in calls] == [
-        ("call_a", {"city": "Paris"}), ("call_b", {"city": "Rome"})]
+        ("call_a", {"city": "Paris"}),
+        ("call_b", {"city": "Rome"}),
+    ]
     assert not any(c.get("invalid") for c in calls)
 
 
 def test_azure_prompt_filter_chunk_does_not_set_the_response_ids(srv: ScenarioServer) -> None:
-    url = srv.add("azure", sse_reply([
-        {"choices": [], "created": 0, "id": "", "model": "", "object": "",
-         "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]},
-        chunk({"role": "assistant", "content": "Hi"}),
-        chunk({}, "stop"), USAGE_CHUNK]))
+    url = srv.add(
+        "azure",
+        sse_reply(
+            [
+                {
+                    "choices": [],
+                    "created": 0,
+                    "id": "",
+                    "model": "",
+                    "object": "",
+                    "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}],
+                },
+                chunk({"role": "assistant", "content": "Hi"}),
+                chunk({}, "stop"),
+                USAGE_CHUNK,
+            ]
+        ),
+    )
     fin = finish_of(stream(url))
     assert fin["response"] == {"id": "chatcmpl-1", "modelId": "gpt-4o-mini"}
 
@@ -143,23 +193,37 @@ def test_integral_floats_in_usage_are_integers(srv: ScenarioServer) -> None:
     result, env = generate(url)
     assert env is None and result is not None
     assert result["usage"] == {"inputTokens": 20, "outputTokens": 5, "totalTokens": 25}
-    url = srv.add("floats-st", sse_reply([chunk({"content": "ok"}, "stop"),
-                                          {**USAGE_CHUNK, "usage": usage}]))
-    assert finish_of(stream(url))["usage"] == {"inputTokens": 20, "outputTokens": 5,
-                                               "totalTokens": 25}
+    url = srv.add(
+        "floats-st", sse_reply([chunk({"content": "ok"}, "stop"), {**USAGE_CHUNK, "usage": usage}])
+    )
+    assert finish_of(stream(url))["usage"] == {
+        "inputTokens": 20,
+        "outputTokens": 5,
+        "totalTokens": 25,
+    }
 
 
 def test_refusal_is_reported_like_the_ai_sdk(srv: ScenarioServer) -> None:
-    url = srv.add("refusal", json_reply(completion(
-        {"content": None, "refusal": "I'm sorry, I cannot help with that."})))
+    url = srv.add(
+        "refusal",
+        json_reply(completion({"content": None, "refusal": "I'm sorry, I cannot help with that."})),
+    )
     result, env = generate(url)
     assert env is None and result is not None
     assert result["text"] == "I'm sorry, I cannot help with that."
     assert result["finishReason"] == "content-filter"
-    url = srv.add("refusal-st", sse_reply([
-        chunk({"role": "assistant", "content": None, "refusal": ""}),
-        chunk({"refusal": "I'm sorry, "}), chunk({"refusal": "no."}),
-        chunk({}, "stop"), USAGE_CHUNK]))
+    url = srv.add(
+        "refusal-st",
+        sse_reply(
+            [
+                chunk({"role": "assistant", "content": None, "refusal": ""}),
+                chunk({"refusal": "I'm sorry, "}),
+                chunk({"refusal": "no."}),
+                chunk({}, "stop"),
+                USAGE_CHUNK,
+            ]
+        ),
+    )
     events = stream(url)
     assert text_of(events) == "I'm sorry, no."
     assert finish_of(events)["finishReason"] == "content-filter"
@@ -169,11 +233,15 @@ def test_refusal_is_reported_like_the_ai_sdk(srv: ScenarioServer) -> None:
 
 
 @pytest.mark.parametrize("status", [307, 308])
-def test_same_origin_redirect_is_followed_with_method_and_body(srv: ScenarioServer,
-                                                               status: int) -> None:
+def test_same_origin_redirect_is_followed_with_method_and_body(
+    srv: ScenarioServer, status: int
+) -> None:
     name = f"redir{status}"
-    url = srv.add(name, Reply(status, b"", {"location": f"/c/{name}/v2/chat/completions"}),
-                  json_reply(completion({"content": "moved"})))
+    url = srv.add(
+        name,
+        Reply(status, b"", {"location": f"/c/{name}/v2/chat/completions"}),
+        json_reply(completion({"content": "moved"})),
+    )
     result, env = generate(url)
     assert env is None and result is not None, env
     assert result["text"] == "moved"
@@ -187,11 +255,11 @@ def test_same_origin_redirect_is_followed_with_method_and_body(srv: ScenarioServ
 def test_redirect_to_another_origin_never_gets_the_key(srv: ScenarioServer) -> None:
     with serve_scenarios() as other:
         other.add("elsewhere", json_reply(completion({"content": "stolen"})))
-        url = srv.add("xorigin", Reply(307, b"", {
-            "location": f"{other.url('elsewhere')}/chat/completions"}))
+        url = srv.add(
+            "xorigin", Reply(307, b"", {"location": f"{other.url('elsewhere')}/chat/completions"})
+        )
         result, env = generate(url)
-        assert all(r["headers"].get("authorization") is None
-                   for r in other.requests["elsewhere"])
+        assert all(r["headers"].get("authorization") is None for r in other.requests["elsewhere"])
         assert result is None and env is not None
         assert env["error"]["name"] == "AI_APICallError"
         assert env["error"]["statusCode"] == 307 and env["error"]["isRetryable"] is False
@@ -212,8 +280,10 @@ def test_json_completion_to_a_stream_request_is_delivered(srv: ScenarioServer) -
 
 
 def test_html_200_to_a_stream_request_is_a_non_retryable_error(srv: ScenarioServer) -> None:
-    url = srv.add("html-to-stream", Reply(200, b"<html><body>Gateway login</body></html>",
-                                          content_type="text/html"))
+    url = srv.add(
+        "html-to-stream",
+        Reply(200, b"<html><body>Gateway login</body></html>", content_type="text/html"),
+    )
     events = stream(url, maxRetries=2)
     assert srv.count("html-to-stream") == 1
     assert [e["type"] for e in events] == ["error"]
@@ -224,9 +294,13 @@ def test_html_200_to_a_stream_request_is_a_non_retryable_error(srv: ScenarioServ
 
 
 def test_finish_reason_and_usage_without_done_is_a_normal_finish(srv: ScenarioServer) -> None:
-    url = srv.add("nodone-finished", sse_reply(
-        [chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop"), USAGE_CHUNK],
-        done=False))
+    url = srv.add(
+        "nodone-finished",
+        sse_reply(
+            [chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop"), USAGE_CHUNK],
+            done=False,
+        ),
+    )
     events = stream(url, maxRetries=2)
     assert text_of(events) == "Hi"
     fin = finish_of(events)
@@ -238,9 +312,20 @@ def test_finish_reason_and_usage_without_done_is_a_normal_finish(srv: ScenarioSe
 
 
 def test_deadline_during_backoff_keeps_the_attempts(srv: ScenarioServer) -> None:
-    url = srv.add("slow-429", json_reply(
-        {"error": {"message": "Rate limit reached", "type": "requests",
-                   "code": "rate_limit_exceeded"}}, 429, **{"retry-after": "30"}))
+    url = srv.add(
+        "slow-429",
+        json_reply(
+            {
+                "error": {
+                    "message": "Rate limit reached",
+                    "type": "requests",
+                    "code": "rate_limit_exceeded",
+                }
+            },
+            429,
+            **{"retry-after": "30"},
+        ),
+    )
     result, env = generate(url, maxRetries=3, timeoutMs=400)
     assert result is None and env is not None
     assert env["error"]["name"] == "AI_TimeoutError"
@@ -262,8 +347,14 @@ def test_deadline_during_backoff_keeps_the_attempts(srv: ScenarioServer) -> None
 
 
 def test_error_object_in_a_200_body_is_an_api_call_error(srv: ScenarioServer) -> None:
-    body = {"error": {"message": "The model `gpt-9` does not exist", "type":
-                      "invalid_request_error", "param": None, "code": "model_not_found"}}
+    body = {
+        "error": {
+            "message": "The model `gpt-9` does not exist",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "model_not_found",
+        }
+    }
     url = srv.add("err200", json_reply(body))
     result, env = generate(url, maxRetries=2)
     assert result is None and env is not None

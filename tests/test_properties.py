@@ -19,7 +19,9 @@ texts = st.one_of(
     st.just("x" * (1024 * 1024)),
     st.just("🚫" * 700),
 )
-args = st.one_of(texts, st.integers(), st.none(), st.lists(st.integers(), max_size=3), st.binary(max_size=20))
+args = st.one_of(
+    texts, st.integers(), st.none(), st.lists(st.integers(), max_size=3), st.binary(max_size=20)
+)
 
 AIMUX = [c for c in E.catalogue() if c is not E.RetryError]
 
@@ -73,7 +75,9 @@ def test_ten_thousand_deep_chain() -> None:
 def test_one_megabyte_messages_everywhere() -> None:
     exc: BaseException = ValueError("v" * 1_000_000)
     for _ in range(20):
-        nxt = E.APICallError("m" * 1_000_000, response_body="b" * 1_000_000, data={"d": "x" * 1_000_000})
+        nxt = E.APICallError(
+            "m" * 1_000_000, response_body="b" * 1_000_000, data={"d": "x" * 1_000_000}
+        )
         nxt.__cause__ = exc
         exc = nxt
     data = project(E.RetryError(errors=[exc] * 30))

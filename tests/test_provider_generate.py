@@ -70,8 +70,17 @@ def closed_port() -> int:
 
 
 def test_generate_text_result_and_request_body(server: FaultServer) -> None:
-    p = params(server, system="Be brief.", maxOutputTokens=20, temperature=0.5, topP=0.9,
-               stopSequences=["\n"], seed=7, presencePenalty=0.1, frequencyPenalty=0.2)
+    p = params(
+        server,
+        system="Be brief.",
+        maxOutputTokens=20,
+        temperature=0.5,
+        topP=0.9,
+        stopSequences=["\n"],
+        seed=7,
+        presencePenalty=0.1,
+        frequencyPenalty=0.2,
+    )
     result, env = run("generate_text", p)
     assert env is None
     assert result == {
@@ -86,8 +95,13 @@ def test_generate_text_result_and_request_body(server: FaultServer) -> None:
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Say hello in one word."},
     ]
-    assert (body["max_tokens"], body["temperature"], body["top_p"], body["stop"], body["seed"]) \
-        == (20, 0.5, 0.9, ["\n"], 7)
+    assert (body["max_tokens"], body["temperature"], body["top_p"], body["stop"], body["seed"]) == (
+        20,
+        0.5,
+        0.9,
+        ["\n"],
+        7,
+    )
     assert body["presence_penalty"] == 0.1 and body["frequency_penalty"] == 0.2
     assert "stream" not in body
 
@@ -97,15 +111,20 @@ def test_messages_are_sent_as_given(server: FaultServer) -> None:
     del p["prompt"]
     p["messages"] = [
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None,
-         "toolCalls": [{"toolCallId": "c1", "toolName": "weather", "input": {"city": "Oslo"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "toolCalls": [{"toolCallId": "c1", "toolName": "weather", "input": {"city": "Oslo"}}],
+        },
         {"role": "tool", "toolCallId": "c1", "content": "sunny"},
     ]
     result, env = run("generate_text", p)
     assert env is None and result is not None
     sent = server.bodies[-1]["messages"]
-    assert sent[1]["tool_calls"][0]["function"] == {"name": "weather",
-                                                    "arguments": '{"city":"Oslo"}'}
+    assert sent[1]["tool_calls"][0]["function"] == {
+        "name": "weather",
+        "arguments": '{"city":"Oslo"}',
+    }
     assert sent[2] == {"role": "tool", "content": "sunny", "tool_call_id": "c1"}
 
 
@@ -118,8 +137,9 @@ def test_api_key_from_env(server: FaultServer, monkeypatch: pytest.MonkeyPatch) 
     assert env is None and result is not None and result["text"] == "Hello!"
 
 
-def test_missing_api_key_is_load_api_key_error(server: FaultServer,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_api_key_is_load_api_key_error(
+    server: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     p = params(server)
     del p["model"]["apiKey"]
@@ -164,8 +184,12 @@ def test_connection_refused_keeps_every_layer(server: FaultServer) -> None:
     assert env["message"].startswith("Cannot connect to API: ")
     assert "statusCode" not in env["error"]
     assert env["error"]["isRetryable"] is True and env["retryable"] is True
-    assert links(env) == ["AI_APICallError", "httpx.ConnectError", "httpcore.ConnectError",
-                          "ConnectionRefusedError"]
+    assert links(env) == [
+        "AI_APICallError",
+        "httpx.ConnectError",
+        "httpcore.ConnectError",
+        "ConnectionRefusedError",
+    ]
     assert native_chain(env)[-1]["message"] == "[Errno 111] Connection refused"
     for msg in all_messages(env):
         assert "127.0.0.1" not in msg and "http://" not in msg, msg
@@ -216,8 +240,10 @@ def test_connection_reset_and_drop(server: FaultServer, mode: str, last: str) ->
 
 def test_timeout_is_code_12_and_never_retried(server: FaultServer) -> None:
     t0 = time.monotonic()
-    env = fail("generate_text", params(server, "mode=stall;stall_ms=5000", scenario="t-stall",
-                                       timeoutMs=300, maxRetries=3))
+    env = fail(
+        "generate_text",
+        params(server, "mode=stall;stall_ms=5000", scenario="t-stall", timeoutMs=300, maxRetries=3),
+    )
     elapsed = time.monotonic() - t0
     assert (env["code"], env["error"]["name"]) == (12, "AI_TimeoutError")
     assert env["error"]["timeoutMs"] == 300
@@ -228,9 +254,17 @@ def test_timeout_is_code_12_and_never_retried(server: FaultServer) -> None:
 
 def test_deadline_spans_retries(server: FaultServer) -> None:
     t0 = time.monotonic()
-    env = fail("generate_text", params(server, "mode=status;status=503", scenario="t-dl",
-                                       timeoutMs=400, maxRetries=10,
-                                       retry={"initialDelayMs": 150, "backoffFactor": 1}))
+    env = fail(
+        "generate_text",
+        params(
+            server,
+            "mode=status;status=503",
+            scenario="t-dl",
+            timeoutMs=400,
+            maxRetries=10,
+            retry={"initialDelayMs": 150, "backoffFactor": 1},
+        ),
+    )
     elapsed = time.monotonic() - t0
     assert 0.35 <= elapsed < 1.5, elapsed
     # like the AI SDK's abort: the timeout comes back as it is, not wrapped in a RetryError
@@ -242,8 +276,10 @@ def test_deadline_spans_retries(server: FaultServer) -> None:
 
 
 def test_500_json_body_retried_to_max(server: FaultServer) -> None:
-    env = fail("generate_text", params(server, "mode=status;status=500;message=boom",
-                                       scenario="t-500", maxRetries=2))
+    env = fail(
+        "generate_text",
+        params(server, "mode=status;status=500;message=boom", scenario="t-500", maxRetries=2),
+    )
     assert server.count("t-500") == 3
     assert env["error"]["name"] == "AI_RetryError"
     assert env["error"]["reason"] == "maxRetriesExceeded"
@@ -259,8 +295,10 @@ def test_500_json_body_retried_to_max(server: FaultServer) -> None:
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
 def test_4xx_not_retried_and_unwrapped(server: FaultServer, status: int) -> None:
     scenario = f"t-{status}"
-    env = fail("generate_text", params(server, f"mode=status;status={status}",
-                                       scenario=scenario, maxRetries=2))
+    env = fail(
+        "generate_text",
+        params(server, f"mode=status;status={status}", scenario=scenario, maxRetries=2),
+    )
     assert server.count(scenario) == 1
     assert env["error"]["name"] == "AI_APICallError"
     assert env["error"]["statusCode"] == status and env["error"]["isRetryable"] is False
@@ -270,22 +308,26 @@ def test_4xx_not_retried_and_unwrapped(server: FaultServer, status: int) -> None
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504])
 def test_retryable_statuses_then_success(server: FaultServer, status: int) -> None:
     scenario = f"t-ok-after-{status}"
-    result, env = run("generate_text", params(server, f"mode=status;status={status};times=1",
-                                              scenario=scenario, maxRetries=2))
+    result, env = run(
+        "generate_text",
+        params(server, f"mode=status;status={status};times=1", scenario=scenario, maxRetries=2),
+    )
     assert env is None and result is not None and result["text"] == "Hello!"
     assert server.count(scenario) == 2
 
 
 def test_max_retries_zero_unwrapped(server: FaultServer) -> None:
-    env = fail("generate_text", params(server, "mode=status;status=503", scenario="t-m0",
-                                       maxRetries=0))
+    env = fail(
+        "generate_text", params(server, "mode=status;status=503", scenario="t-m0", maxRetries=0)
+    )
     assert env["error"]["name"] == "AI_APICallError" and env["error"]["statusCode"] == 503
     assert server.count("t-m0") == 1
 
 
 def test_error_not_retryable_after_a_retry(server: FaultServer) -> None:
-    env = fail("generate_text", params(server, "statuses=500,400", scenario="t-500-400",
-                                       maxRetries=3))
+    env = fail(
+        "generate_text", params(server, "statuses=500,400", scenario="t-500-400", maxRetries=3)
+    )
     assert server.count("t-500-400") == 2
     assert env["error"]["name"] == "AI_RetryError"
     assert env["error"]["reason"] == "errorNotRetryable"
@@ -295,8 +337,7 @@ def test_error_not_retryable_after_a_retry(server: FaultServer) -> None:
 
 
 def test_non_json_error_body(server: FaultServer) -> None:
-    env = fail("generate_text", params(server, "mode=status;status=502;body=text",
-                                       maxRetries=0))
+    env = fail("generate_text", params(server, "mode=status;status=502;body=text", maxRetries=0))
     assert env["message"] == "Bad Gateway"
     assert env["error"]["statusCode"] == 502 and env["error"]["isRetryable"] is True
     assert "Bad things happened" in env["error"]["responseBody"]
@@ -304,23 +345,22 @@ def test_non_json_error_body(server: FaultServer) -> None:
 
 
 def test_other_json_error_body_uses_reason_phrase(server: FaultServer) -> None:
-    env = fail("generate_text", params(server, "mode=status;status=400;body=json-other",
-                                       maxRetries=0))
+    env = fail(
+        "generate_text", params(server, "mode=status;status=400;body=json-other", maxRetries=0)
+    )
     assert env["message"] == "Bad Request"
     assert env["error"]["responseBody"] == '{"detail": "something else"}'
 
 
 def test_huge_error_body_is_bounded_and_marked(server: FaultServer) -> None:
-    env = fail("generate_text", params(server, "mode=status;status=500;body=big",
-                                       maxRetries=0))
+    env = fail("generate_text", params(server, "mode=status;status=500;body=big", maxRetries=0))
     body = env["error"]["responseBody"]
     assert len(body.encode()) <= 16 * 1024 and body.endswith("…[truncated]")
     assert "error.responseBody" in env["truncated"]
 
 
 def test_invalid_json_200(server: FaultServer) -> None:
-    env = fail("generate_text", params(server, "mode=badjson", scenario="t-badjson",
-                                       maxRetries=2))
+    env = fail("generate_text", params(server, "mode=badjson", scenario="t-badjson", maxRetries=2))
     assert server.count("t-badjson") == 1
     assert env["error"]["name"] == "AI_APICallError" and env["message"] == "Invalid JSON response"
     assert env["error"]["statusCode"] == 200 and env["error"]["isRetryable"] is False
@@ -356,9 +396,16 @@ def test_echoed_key_never_leaves(server: FaultServer) -> None:
 
 def test_retry_after_ms_overrides_backoff(server: FaultServer) -> None:
     t0 = time.monotonic()
-    result, env = run("generate_text", params(
-        server, "mode=status;status=429;times=2;retry_after_ms=200", scenario="t-ra-ms",
-        maxRetries=2, retry={"initialDelayMs": 10_000}))
+    result, env = run(
+        "generate_text",
+        params(
+            server,
+            "mode=status;status=429;times=2;retry_after_ms=200",
+            scenario="t-ra-ms",
+            maxRetries=2,
+            retry={"initialDelayMs": 10_000},
+        ),
+    )
     elapsed = time.monotonic() - t0
     assert env is None and result is not None
     assert server.count("t-ra-ms") == 3
@@ -367,9 +414,16 @@ def test_retry_after_ms_overrides_backoff(server: FaultServer) -> None:
 
 def test_retry_after_seconds(server: FaultServer) -> None:
     t0 = time.monotonic()
-    result, env = run("generate_text", params(
-        server, "mode=status;status=503;times=1;retry_after=1", scenario="t-ra-s",
-        maxRetries=1, retry={"initialDelayMs": 20_000}))
+    result, env = run(
+        "generate_text",
+        params(
+            server,
+            "mode=status;status=503;times=1;retry_after=1",
+            scenario="t-ra-s",
+            maxRetries=1,
+            retry={"initialDelayMs": 20_000},
+        ),
+    )
     elapsed = time.monotonic() - t0
     assert env is None and result is not None
     assert 0.95 <= elapsed < 3.0, elapsed
@@ -377,9 +431,16 @@ def test_retry_after_seconds(server: FaultServer) -> None:
 
 def test_retry_after_http_date(server: FaultServer) -> None:
     t0 = time.monotonic()
-    result, env = run("generate_text", params(
-        server, "mode=status;status=503;times=1;retry_after=date+1", scenario="t-ra-d",
-        maxRetries=1, retry={"initialDelayMs": 20_000}))
+    result, env = run(
+        "generate_text",
+        params(
+            server,
+            "mode=status;status=503;times=1;retry_after=date+1",
+            scenario="t-ra-d",
+            maxRetries=1,
+            retry={"initialDelayMs": 20_000},
+        ),
+    )
     elapsed = time.monotonic() - t0
     assert env is None and result is not None
     assert elapsed < 3.0, elapsed
@@ -388,9 +449,16 @@ def test_retry_after_http_date(server: FaultServer) -> None:
 
 def test_retry_after_over_60s_is_ignored(server: FaultServer) -> None:
     t0 = time.monotonic()
-    result, env = run("generate_text", params(
-        server, "mode=status;status=503;times=1;retry_after_ms=120000", scenario="t-ra-big",
-        maxRetries=1, retry={"initialDelayMs": 50}))
+    result, env = run(
+        "generate_text",
+        params(
+            server,
+            "mode=status;status=503;times=1;retry_after_ms=120000",
+            scenario="t-ra-big",
+            maxRetries=1,
+            retry={"initialDelayMs": 50},
+        ),
+    )
     elapsed = time.monotonic() - t0
     assert env is None and result is not None
     assert elapsed < 2.0, elapsed
@@ -398,9 +466,16 @@ def test_retry_after_over_60s_is_ignored(server: FaultServer) -> None:
 
 def test_exponential_backoff(server: FaultServer) -> None:
     t0 = time.monotonic()
-    env = fail("generate_text", params(server, "mode=status;status=500", scenario="t-exp",
-                                       maxRetries=2,
-                                       retry={"initialDelayMs": 150, "backoffFactor": 2}))
+    env = fail(
+        "generate_text",
+        params(
+            server,
+            "mode=status;status=500",
+            scenario="t-exp",
+            maxRetries=2,
+            retry={"initialDelayMs": 150, "backoffFactor": 2},
+        ),
+    )
     elapsed = time.monotonic() - t0
     assert server.count("t-exp") == 3
     assert env["error"]["reason"] == "maxRetriesExceeded"
@@ -408,8 +483,9 @@ def test_exponential_backoff(server: FaultServer) -> None:
 
 
 def test_retry_after_ms_on_root_only_when_observed(server: FaultServer) -> None:
-    env = fail("generate_text", params(server, "mode=status;status=429;retry_after_ms=5",
-                                       maxRetries=0))
+    env = fail(
+        "generate_text", params(server, "mode=status;status=429;retry_after_ms=5", maxRetries=0)
+    )
     assert env["retryAfterMs"] == 5
     env = fail("generate_text", params(server, "mode=status;status=429", maxRetries=0))
     assert "retryAfterMs" not in env
@@ -438,19 +514,27 @@ def test_concurrent_calls_overlap(server: FaultServer) -> None:
 
 # -- tools ---------------------------------------------------------------------------------------
 
-WEATHER = {"weather": {"description": "Weather in a city",
-                       "inputSchema": {"type": "object",
-                                       "properties": {"city": {"type": "string"}},
-                                       "required": ["city"]}}}
+WEATHER = {
+    "weather": {
+        "description": "Weather in a city",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    }
+}
 
 
 def test_tool_call(server: FaultServer) -> None:
-    result, env = run("generate_text", params(server, "mode=tool", tools=WEATHER,
-                                              toolChoice="auto"))
+    result, env = run(
+        "generate_text", params(server, "mode=tool", tools=WEATHER, toolChoice="auto")
+    )
     assert env is None and result is not None
     assert result["finishReason"] == "tool-calls"
-    assert result["toolCalls"] == [{"toolCallId": "call_1", "toolName": "weather",
-                                    "input": {"city": "Paris"}}]
+    assert result["toolCalls"] == [
+        {"toolCallId": "call_1", "toolName": "weather", "input": {"city": "Paris"}}
+    ]
     sent = server.bodies[-1]
     assert sent["tools"][0]["function"]["name"] == "weather"
     assert sent["tools"][0]["function"]["parameters"]["required"] == ["city"]
@@ -463,19 +547,20 @@ def test_tool_input_not_json(server: FaultServer) -> None:
     call = result["toolCalls"][0]
     assert call["invalid"] is True and call["input"] == '{"city": "Par'
     err = call["error"]
-    assert links(err) == ["AI_InvalidToolInputError", "AI_JSONParseError",
-                          "orjson.JSONDecodeError"]
+    assert links(err) == ["AI_InvalidToolInputError", "AI_JSONParseError", "orjson.JSONDecodeError"]
     assert err["error"]["toolName"] == "weather" and err["error"]["toolInput"] == '{"city": "Par'
 
 
 def test_tool_input_fails_schema(server: FaultServer) -> None:
-    result, env = run("generate_text", params(server, 'mode=tool;args={"city":42}',
-                                              tools=WEATHER))
+    result, env = run("generate_text", params(server, 'mode=tool;args={"city":42}', tools=WEATHER))
     assert env is None and result is not None
     call = result["toolCalls"][0]
     assert call["invalid"] is True and call["input"] == {"city": 42}
-    assert links(call["error"]) == ["AI_InvalidToolInputError", "AI_TypeValidationError",
-                                    "jsonschema.ValidationError"]
+    assert links(call["error"]) == [
+        "AI_InvalidToolInputError",
+        "AI_TypeValidationError",
+        "jsonschema.ValidationError",
+    ]
 
 
 def test_unknown_tool(server: FaultServer) -> None:
@@ -490,14 +575,17 @@ def test_unknown_tool(server: FaultServer) -> None:
 
 # -- generate_object ------------------------------------------------------------------------------
 
-PERSON = {"type": "object", "properties": {"name": {"type": "string"},
-                                           "age": {"type": "integer"}},
-          "required": ["name", "age"]}
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
 
 
 def test_generate_object(server: FaultServer) -> None:
-    result, env = run("generate_object", params(server, "mode=object", schema=PERSON,
-                                                schemaName="person"))
+    result, env = run(
+        "generate_object", params(server, "mode=object", schema=PERSON, schemaName="person")
+    )
     assert env is None and result is not None
     assert result["object"] == {"name": "Ada", "age": 36}
     assert result["finishReason"] == "stop"
@@ -507,8 +595,12 @@ def test_generate_object(server: FaultServer) -> None:
 
 
 def test_generate_object_accepts_tools(server: FaultServer) -> None:
-    tools = {"lookup": {"description": "Look a person up.",
-                        "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+    tools = {
+        "lookup": {
+            "description": "Look a person up.",
+            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+        }
+    }
     result, env = run("generate_object", params(server, "mode=object", schema=PERSON, tools=tools))
     assert env is None and result is not None
     assert result["object"] == {"name": "Ada", "age": 36} and result["toolCalls"] == []
@@ -522,15 +614,21 @@ def test_generate_object_not_json(server: FaultServer) -> None:
     assert (env["code"], env["error"]["name"]) == (21, "AI_NoObjectGeneratedError")
     assert env["error"]["text"] == "not json {" and env["error"]["finishReason"] == "stop"
     assert env["error"]["usage"]["totalTokens"] == 14
-    assert links(env) == ["AI_NoObjectGeneratedError", "AI_JSONParseError",
-                          "orjson.JSONDecodeError"]
+    assert links(env) == [
+        "AI_NoObjectGeneratedError",
+        "AI_JSONParseError",
+        "orjson.JSONDecodeError",
+    ]
 
 
 def test_generate_object_fails_schema(server: FaultServer) -> None:
     env = fail("generate_object", params(server, 'mode=object;json={"name":5}', schema=PERSON))
     assert env["error"]["name"] == "AI_NoObjectGeneratedError"
-    assert links(env) == ["AI_NoObjectGeneratedError", "AI_TypeValidationError",
-                          "jsonschema.ValidationError"]
+    assert links(env) == [
+        "AI_NoObjectGeneratedError",
+        "AI_TypeValidationError",
+        "jsonschema.ValidationError",
+    ]
     assert env["cause"]["error"]["value"] == {"name": 5}
 
 
@@ -546,8 +644,9 @@ def test_bad_base_url_is_invalid_argument(server: FaultServer, base_url: str) ->
 
 def test_key_passed_as_a_header_is_scrubbed_too(server: FaultServer) -> None:
     other = "hdr-secret-0123456789abcdef"
-    p = params(server, "mode=status;status=400;message=bad key hdr-secret-0123456789abcdef",
-               maxRetries=0)
+    p = params(
+        server, "mode=status;status=400;message=bad key hdr-secret-0123456789abcdef", maxRetries=0
+    )
     p["model"]["headers"]["x-api-key"] = other
     _, env = call_json("generate_text", orjson.dumps(p))
     assert env is not None and other.encode() not in env
@@ -593,19 +692,22 @@ def test_http_logs_carry_no_secret(server: FaultServer) -> None:
 @pytest.mark.parametrize("op", ["generate_text", "generate_object"])
 def test_invalid_json_schema_is_invalid_argument(server: FaultServer, op: str) -> None:
     bad = {"type": "no-such-type"}
-    extra: dict[str, Any] = ({"schema": bad} if op == "generate_object"
-                             else {"tools": {"weather": {"inputSchema": bad}}})
+    extra: dict[str, Any] = (
+        {"schema": bad} if op == "generate_object" else {"tools": {"weather": {"inputSchema": bad}}}
+    )
     env = fail(op, params(server, scenario=f"t-badschema-{op}", **extra))
     assert (env["code"], env["error"]["name"]) == (5, "AI_InvalidArgumentError")
-    assert env["error"]["argument"] == ("schema" if op == "generate_object"
-                                        else "tools.weather.inputSchema")
+    assert env["error"]["argument"] == (
+        "schema" if op == "generate_object" else "tools.weather.inputSchema"
+    )
     assert links(env)[1] == "jsonschema.SchemaError"
     assert server.count(f"t-badschema-{op}") == 0  # before any network
 
 
 @pytest.mark.parametrize("headers", [{"x-note": "caf\u00e9"}, {"x-note": "a\nb"}])
-def test_unsendable_header_is_invalid_argument(server: FaultServer,
-                                               headers: dict[str, str]) -> None:
+def test_unsendable_header_is_invalid_argument(
+    server: FaultServer, headers: dict[str, str]
+) -> None:
     p = params(server, maxRetries=2)
     p["model"]["headers"].update(headers)
     env = fail("generate_text", p)
@@ -626,9 +728,16 @@ def test_unusable_hint_keeps_the_backoff(server: FaultServer, hint: str) -> None
     retry-after), leaves the exponential backoff in charge."""
     scenario = f"t-hint-{hint}"
     t0 = time.monotonic()
-    result, env = run("generate_text", params(
-        server, f"mode=status;status=503;times=1;{hint}", scenario=scenario,
-        maxRetries=1, retry={"initialDelayMs": 400}))
+    result, env = run(
+        "generate_text",
+        params(
+            server,
+            f"mode=status;status=503;times=1;{hint}",
+            scenario=scenario,
+            maxRetries=1,
+            retry={"initialDelayMs": 400},
+        ),
+    )
     elapsed = time.monotonic() - t0
     assert env is None and result is not None
     assert server.count(scenario) == 2

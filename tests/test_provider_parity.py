@@ -29,14 +29,18 @@ from aimux_ops.envelope import native_chain
 PEERS = ROOT / "bench" / "peers" / "node_modules"
 NODE = shutil.which("node")
 
+
 @pytest.fixture(autouse=True, scope="module")
 def _peers_installed() -> None:
     """The comparison is part of the suite: missing peers fail it (``make test`` installs them
     with ``npm ci`` in bench/peers) rather than skip it."""
-    if NODE is None or not (PEERS / "ai" / "package.json").exists() or not (
-        PEERS / "@ai-sdk" / "openai" / "package.json"
-    ).exists():
+    if (
+        NODE is None
+        or not (PEERS / "ai" / "package.json").exists()
+        or not (PEERS / "@ai-sdk" / "openai" / "package.json").exists()
+    ):
         pytest.fail("needs node and the AI SDK peers: run `make -C bench peers` (make test does)")
+
 
 SCRIPT = r"""
 import { generateText, streamText, tool, jsonSchema } from 'ai';
@@ -164,15 +168,32 @@ def ai_sdk(server: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> dic
     (work / "parity.mjs").write_text(SCRIPT)
     closed = closed_port()
     scenarios = [
-        {"name": n, "kind": "gen", "fault": f, "maxRetries": r,
-         "url": _url(server, x.get("url"), closed), "tools": x.get("tools", False)}
+        {
+            "name": n,
+            "kind": "gen",
+            "fault": f,
+            "maxRetries": r,
+            "url": _url(server, x.get("url"), closed),
+            "tools": x.get("tools", False),
+        }
         for n, f, r, x in GEN
     ] + [{"name": n, "kind": "stream", "fault": f, "maxRetries": 1} for n, f in STREAM]
-    env = {**os.environ, "PORT": str(server.port), "KEY": CANARY,
-           "SCENARIOS": json.dumps(scenarios)}
+    env = {
+        **os.environ,
+        "PORT": str(server.port),
+        "KEY": CANARY,
+        "SCENARIOS": json.dumps(scenarios),
+    }
     assert NODE is not None
-    proc = subprocess.run([NODE, "parity.mjs"], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=90, check=False)
+    proc = subprocess.run(
+        [NODE, "parity.mjs"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = {}
     for line in proc.stdout.splitlines():
@@ -181,21 +202,41 @@ def ai_sdk(server: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> dic
     return out
 
 
-def ours(server: FaultServer, name: str, fault: str | None, retries: int,
-         extra: dict[str, Any], closed: int) -> tuple[dict[str, Any] | None, Any]:
+def ours(
+    server: FaultServer,
+    name: str,
+    fault: str | None,
+    retries: int,
+    extra: dict[str, Any],
+    closed: int,
+) -> tuple[dict[str, Any] | None, Any]:
     headers = {"x-fault": fault or "mode=ok", "x-scenario": "ax-" + name}
     p: dict[str, Any] = {
-        "model": {"provider": "openai", "modelId": "gpt-4o-mini",
-                  "baseURL": _url(server, extra.get("url"), closed) or server.base_url,
-                  "apiKey": CANARY, "headers": headers},
-        "prompt": "hi", "maxRetries": retries, "retry": {"initialDelayMs": 2000},
+        "model": {
+            "provider": "openai",
+            "modelId": "gpt-4o-mini",
+            "baseURL": _url(server, extra.get("url"), closed) or server.base_url,
+            "apiKey": CANARY,
+            "headers": headers,
+        },
+        "prompt": "hi",
+        "maxRetries": retries,
+        "retry": {"initialDelayMs": 2000},
     }
     if retries and extra.get("url") == "closed":
         p["retry"] = {"initialDelayMs": 50}  # no retry-after to honour: keep the test short
     if extra.get("tools"):
-        p["tools"] = {"weather": {"description": "w", "inputSchema": {
-            "type": "object", "properties": {"city": {"type": "string"}},
-            "required": ["city"], "additionalProperties": False}}}
+        p["tools"] = {
+            "weather": {
+                "description": "w",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                    "additionalProperties": False,
+                },
+            }
+        }
     result, env = call_json("generate_text", orjson.dumps(p))
     assert CANARY.encode() not in (result or env or b"")
     return (orjson.loads(env) if env else None), (orjson.loads(result) if result else None)
@@ -219,9 +260,14 @@ def _their_summary(chain: list[dict[str, Any]]) -> tuple[str, int | None, bool |
 
 
 @pytest.mark.parametrize(("name", "fault", "retries", "extra"), GEN, ids=[g[0] for g in GEN])
-def test_generate_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, Any],
-                                          name: str, fault: str | None, retries: int,
-                                          extra: dict[str, Any]) -> None:
+def test_generate_text_matches_the_ai_sdk(
+    server: FaultServer,
+    ai_sdk: dict[str, Any],
+    name: str,
+    fault: str | None,
+    retries: int,
+    extra: dict[str, Any],
+) -> None:
     theirs = ai_sdk[name]
     env, result = ours(server, name, fault, retries, extra, closed_port())
     assert server.count("ax-" + name) == theirs["attempts"], (name, theirs)
@@ -236,9 +282,15 @@ def test_generate_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str,
     else:
         assert env is None and result is not None, (name, env)
         ours_invalid = [
-            {"invalid": c.get("invalid", False),
-             "error": [n["error"]["name"] if "kind" in n else "source"
-                       for n in native_chain(c["error"])] if "error" in c else None}
+            {
+                "invalid": c.get("invalid", False),
+                "error": [
+                    n["error"]["name"] if "kind" in n else "source"
+                    for n in native_chain(c["error"])
+                ]
+                if "error" in c
+                else None,
+            }
             for c in result["toolCalls"]
         ]
         assert [c["invalid"] for c in ours_invalid] == [c["invalid"] for c in theirs["invalid"]]
@@ -246,15 +298,24 @@ def test_generate_text_matches_the_ai_sdk(server: FaultServer, ai_sdk: dict[str,
             if their["error"]:
                 assert mine["error"] is not None
                 # same aimux classes, and at least as deep
-                assert [n for n in mine["error"] if n != "source"] \
-                    == [n for n in their["error"] if n.startswith("AI_")]
+                assert [n for n in mine["error"] if n != "source"] == [
+                    n for n in their["error"] if n.startswith("AI_")
+                ]
                 assert len(mine["error"]) >= len(their["error"])
 
 
 def _stream(server: FaultServer, name: str, fault: str) -> tuple[list[dict[str, Any]], Any]:
-    p = {"model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": server.base_url,
-                   "apiKey": CANARY, "headers": {"x-fault": fault, "x-scenario": "ax-" + name}},
-         "prompt": "hi", "maxRetries": 1}
+    p = {
+        "model": {
+            "provider": "openai",
+            "modelId": "gpt-4o-mini",
+            "baseURL": server.base_url,
+            "apiKey": CANARY,
+            "headers": {"x-fault": fault, "x-scenario": "ax-" + name},
+        },
+        "prompt": "hi",
+        "maxRetries": 1,
+    }
     handle, env = stream_json("stream_text", orjson.dumps(p))
     if handle is None:
         return [], orjson.loads(env or b"null")
@@ -271,8 +332,9 @@ def _stream(server: FaultServer, name: str, fault: str) -> tuple[list[dict[str, 
 
 
 @pytest.mark.parametrize(("name", "fault"), STREAM, ids=[s[0] for s in STREAM])
-def test_stream_text_against_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, Any],
-                                        name: str, fault: str) -> None:
+def test_stream_text_against_the_ai_sdk(
+    server: FaultServer, ai_sdk: dict[str, Any], name: str, fault: str
+) -> None:
     theirs = ai_sdk[name]
     events, open_error = _stream(server, name, fault)
     assert open_error is None
@@ -293,8 +355,9 @@ def test_stream_text_against_the_ai_sdk(server: FaultServer, ai_sdk: dict[str, A
         # the AI SDK's error part is a bare JSONParseError, without the stream's status
         err = next(p for p in theirs["parts"] if p["type"] == "error")["error"]
         assert err[0]["statusCode"] is None
-        assert [n["error"]["name"] if "kind" in n else "source" for n in native_chain(env)][1] \
-            == err[0]["name"]
+        assert [n["error"]["name"] if "kind" in n else "source" for n in native_chain(env)][
+            1
+        ] == err[0]["name"]
     elif name == "st-cut":
         # the AI SDK throws out of the stream instead of delivering an error part
         assert "error" not in their_kinds or theirs.get("thrown")

@@ -58,9 +58,12 @@ def test_happy_stream(server: FaultServer) -> None:
     assert events == [
         {"type": "text-delta", "text": "Hel"},
         {"type": "text-delta", "text": "lo!"},
-        {"type": "finish", "finishReason": "stop",
-         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
-         "response": {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"}},
+        {
+            "type": "finish",
+            "finishReason": "stop",
+            "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
+            "response": {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"},
+        },
     ]
     body = server.bodies[-1]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
@@ -74,8 +77,7 @@ def _one_terminal_error(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_error_frame_mid_stream(server: FaultServer) -> None:
-    events = run(params(server, "mode=errframe;message=overloaded", scenario="s-ef",
-                        maxRetries=2))
+    events = run(params(server, "mode=errframe;message=overloaded", scenario="s-ef", maxRetries=2))
     assert events[0] == {"type": "text-delta", "text": "Hel"}
     env = _one_terminal_error(events)
     assert env["error"]["name"] == "AI_APICallError" and env["message"] == "overloaded"
@@ -121,15 +123,13 @@ def test_clean_end_without_done(server: FaultServer) -> None:
 
 
 def test_failure_before_first_event_is_retried(server: FaultServer) -> None:
-    events = run(params(server, "mode=status;status=503;times=2", scenario="s-503",
-                        maxRetries=2))
+    events = run(params(server, "mode=status;status=503;times=2", scenario="s-503", maxRetries=2))
     assert events[-1]["type"] == "finish"
     assert server.count("s-503") == 3
 
 
 def test_cut_before_first_event_is_retried(server: FaultServer) -> None:
-    handle, env = open_stream(params(server, "mode=cut;after=0", scenario="s-cut0",
-                                     maxRetries=2))
+    handle, env = open_stream(params(server, "mode=cut;after=0", scenario="s-cut0", maxRetries=2))
     assert handle is None and env is not None
     assert env["error"]["name"] == "AI_RetryError"
     assert env["error"]["reason"] == "maxRetriesExceeded"
@@ -137,8 +137,9 @@ def test_cut_before_first_event_is_retried(server: FaultServer) -> None:
 
 
 def test_open_fails_unwrapped_when_not_retryable(server: FaultServer) -> None:
-    handle, env = open_stream(params(server, "mode=status;status=401", scenario="s-401",
-                                     maxRetries=2))
+    handle, env = open_stream(
+        params(server, "mode=status;status=401", scenario="s-401", maxRetries=2)
+    )
     assert handle is None and env is not None
     assert env["error"]["name"] == "AI_APICallError" and env["error"]["statusCode"] == 401
     assert server.count("s-401") == 1
@@ -162,8 +163,9 @@ def test_stall_mid_stream_times_out(server: FaultServer) -> None:
 def test_slow_drip_cannot_outlive_the_deadline(server: FaultServer) -> None:
     """Each read is quick (100 ms apart) but the whole stream (2 s) is not: the deadline holds."""
     t0 = time.monotonic()
-    events = run(params(server, "mode=ok;text=abcdefghijklmnopqrst;parts=20;drip_ms=100",
-                        timeoutMs=500))
+    events = run(
+        params(server, "mode=ok;text=abcdefghijklmnopqrst;parts=20;drip_ms=100", timeoutMs=500)
+    )
     elapsed = time.monotonic() - t0
     env = _one_terminal_error(events)
     assert env["code"] == 12
@@ -188,15 +190,25 @@ def test_cancel_wakes_a_blocked_read(server: FaultServer) -> None:
     assert event is None and raw_env is not None and orjson.loads(raw_env)["code"] == 203
 
 
-WEATHER = {"weather": {"inputSchema": {"type": "object",
-                                       "properties": {"city": {"type": "string"}},
-                                       "required": ["city"]}}}
+WEATHER = {
+    "weather": {
+        "inputSchema": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        }
+    }
+}
 
 
 def test_streamed_tool_call_is_assembled(server: FaultServer) -> None:
     events = run(params(server, "mode=tool", tools=WEATHER))
-    assert events[0] == {"toolCallId": "call_1", "toolName": "weather",
-                         "input": {"city": "Paris"}, "type": "tool-call"}
+    assert events[0] == {
+        "toolCallId": "call_1",
+        "toolName": "weather",
+        "input": {"city": "Paris"},
+        "type": "tool-call",
+    }
     assert events[-1]["type"] == "finish" and events[-1]["finishReason"] == "tool-calls"
 
 
@@ -231,11 +243,16 @@ SSE_STREAM = (
     b"event: error\r\ndata: x\r\ndata: y\r\n\r\n"
     b"id: 7\nretry: 100\n\n"
     b"data:nospace\n\n\n\n"
-    b"data: {\"k\": \"v\"}\n\n"
+    b'data: {"k": "v"}\n\n'
     b"data: [DONE]\n\n"
 )
-SSE_EVENTS = [(None, b"a"), ("error", b"x\ny"), (None, b"nospace"), (None, b'{"k": "v"}'),
-              (None, b"[DONE]")]
+SSE_EVENTS = [
+    (None, b"a"),
+    ("error", b"x\ny"),
+    (None, b"nospace"),
+    (None, b'{"k": "v"}'),
+    (None, b"[DONE]"),
+]
 
 
 def test_sse_parser_whole() -> None:
@@ -243,7 +260,8 @@ def test_sse_parser_whole() -> None:
 
     assert list(iter_sse(iter([SSE_STREAM]))) == SSE_EVENTS
     assert list(iter_sse(iter([b"data: tail-without-blank-line"]))) == [
-        (None, b"tail-without-blank-line")]
+        (None, b"tail-without-blank-line")
+    ]
 
 
 @given(st.lists(st.integers(min_value=1, max_value=len(SSE_STREAM) - 1), max_size=12))
@@ -257,8 +275,9 @@ def test_sse_parser_any_chunking(cuts: list[int]) -> None:
 
 
 def test_streamed_tool_call_without_a_name(server: FaultServer) -> None:
-    handle, env = open_stream(params(server, "mode=tool;noname=1", scenario="s-noname",
-                                     tools=WEATHER, maxRetries=2))
+    handle, env = open_stream(
+        params(server, "mode=tool;noname=1", scenario="s-noname", tools=WEATHER, maxRetries=2)
+    )
     assert handle is None and env is not None  # before the first event: fails the open
     assert server.count("s-noname") == 1  # not retryable
     assert env["error"]["statusCode"] == 200
@@ -274,7 +293,7 @@ def _sse_payload(n: int) -> list[bytes]:
 
     data = b"".join(_sse(_chunk("gpt-4o-mini", {"content": f"w{i} "})) for i in range(n))
     data += b"data: [DONE]\n\n"
-    return [data[i:i + 65536] for i in range(0, len(data), 65536)]
+    return [data[i : i + 65536] for i in range(0, len(data), 65536)]
 
 
 class _BytesResponse:

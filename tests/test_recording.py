@@ -36,17 +36,25 @@ def closed_port() -> int:
     return port
 
 
-def params(base_url: str, path: Path, mode: str, fault: str | None = None,
-           **extra: Any) -> dict[str, Any]:
-    model: dict[str, Any] = {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": base_url,
-                             "headers": {"x-api-key": CANARY, "x-scenario": "rec"}}
+def params(
+    base_url: str, path: Path, mode: str, fault: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    model: dict[str, Any] = {
+        "provider": "openai",
+        "modelId": "gpt-4o-mini",
+        "baseURL": base_url,
+        "headers": {"x-api-key": CANARY, "x-scenario": "rec"},
+    }
     if fault is not None:
         model["headers"]["x-fault"] = fault
     if mode == "record":
         model["apiKey"] = CANARY
-    p: dict[str, Any] = {"model": model, "prompt": "Say hello in one word.",
-                         "recording": {"mode": mode, "path": str(path)},
-                         "retry": {"initialDelayMs": 1}}
+    p: dict[str, Any] = {
+        "model": model,
+        "prompt": "Say hello in one word.",
+        "recording": {"mode": mode, "path": str(path)},
+        "retry": {"initialDelayMs": 1},
+    }
     p.update(extra)
     return p
 
@@ -118,8 +126,9 @@ def test_generate_text_round_trip(server: FaultServer, tmp_path: Path) -> None:
     assert server.count("rec") == before  # no network
 
 
-def test_base_url_userinfo_and_query_secrets_are_redacted(server: FaultServer,
-                                                          tmp_path: Path) -> None:
+def test_base_url_userinfo_and_query_secrets_are_redacted(
+    server: FaultServer, tmp_path: Path
+) -> None:
     path = tmp_path / "rec.jsonl"
     base = server.base_url.replace("http://", f"http://user:{CANARY}@") + "?api_key=" + CANARY
     p = params(base, path, "record")
@@ -142,8 +151,9 @@ def test_stream_round_trip(server: FaultServer, tmp_path: Path) -> None:
     assert env is None and replayed == live
 
 
-@pytest.mark.parametrize("fault", ["mode=cut", "mode=badchunk", "mode=errframe;code=503",
-                                   "mode=nodone"])
+@pytest.mark.parametrize(
+    "fault", ["mode=cut", "mode=badchunk", "mode=errframe;code=503", "mode=nodone"]
+)
 def test_stream_failure_round_trip(server: FaultServer, tmp_path: Path, fault: str) -> None:
     path = tmp_path / "rec.jsonl"
     p = params(server.base_url, path, "record", fault)
@@ -199,27 +209,45 @@ def test_error_outcome_is_the_envelope(server: FaultServer, tmp_path: Path) -> N
 
 
 def test_shipped_demo_recording_replays_as_promised() -> None:
-    base = {"model": {"provider": "openai", "modelId": "gpt-4o-mini",
-                      "baseURL": "http://127.0.0.1:1/v1"},
-            "prompt": "Say hello in one word.",
-            "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")}}
+    base = {
+        "model": {
+            "provider": "openai",
+            "modelId": "gpt-4o-mini",
+            "baseURL": "http://127.0.0.1:1/v1",
+        },
+        "prompt": "Say hello in one word.",
+        "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")},
+    }
     assert aimux_ops.call("generate_text", base) == {
-        "text": "Hello!", "finishReason": "stop",
+        "text": "Hello!",
+        "finishReason": "stop",
         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
-        "toolCalls": [], "response": {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"}}
+        "toolCalls": [],
+        "response": {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"},
+    }
     events = list(aimux_ops.stream("stream_text", base))
     assert [(e["type"], e.get("text")) for e in events] == [
-        ("text-delta", "Hel"), ("text-delta", "lo!"), ("finish", None)]
+        ("text-delta", "Hel"),
+        ("text-delta", "lo!"),
+        ("finish", None),
+    ]
     assert events[-1]["finishReason"] == "stop"
 
 
 def test_relative_path_is_relative_to_cwd(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    result = aimux_ops.call("generate_text", {
-        "model": {"provider": "openai", "modelId": "gpt-4o-mini",
-                  "baseURL": "http://127.0.0.1:1/v1"},
-        "prompt": "Say hello in one word.",
-        "recording": {"mode": "replay", "path": "recordings/demo.jsonl"}})
+    result = aimux_ops.call(
+        "generate_text",
+        {
+            "model": {
+                "provider": "openai",
+                "modelId": "gpt-4o-mini",
+                "baseURL": "http://127.0.0.1:1/v1",
+            },
+            "prompt": "Say hello in one word.",
+            "recording": {"mode": "replay", "path": "recordings/demo.jsonl"},
+        },
+    )
     assert result["text"] == "Hello!"
 
 
@@ -277,8 +305,11 @@ def test_replay_no_match(tmp_path: Path) -> None:
     _, env = call("generate_text", p)
     assert env is not None
     assert (env["kind"], env["code"]) == ("recording", 102)
-    assert env["error"] == {"name": "RecordingNoMatchError", "method": "POST",
-                            "path": "/v1/chat/completions"}
+    assert env["error"] == {
+        "name": "RecordingNoMatchError",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+    }
 
 
 def test_record_unwritable_path(server: FaultServer, tmp_path: Path) -> None:
@@ -383,25 +414,39 @@ def test_shipped_anthropic_recording_replays_through_python_and_the_c_abi() -> N
     from cabi import Lib
 
     path = ROOT / "recordings" / "anthropic.jsonl"
-    base = {"model": {"provider": "anthropic", "modelId": "claude-sonnet-4-5",
-                      "baseURL": "http://127.0.0.1:1/v1"},
-            "prompt": "Say hello in one word.",
-            "recording": {"mode": "replay", "path": str(path)}}
-    expected = {"text": "Hello!", "finishReason": "stop",
-                "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
-                "toolCalls": [], "response": {"id": "msg_01QC4g3HwBThD4BaNtBckFDJ",
-                                              "modelId": "claude-sonnet-4-5"}}
+    base = {
+        "model": {
+            "provider": "anthropic",
+            "modelId": "claude-sonnet-4-5",
+            "baseURL": "http://127.0.0.1:1/v1",
+        },
+        "prompt": "Say hello in one word.",
+        "recording": {"mode": "replay", "path": str(path)},
+    }
+    expected = {
+        "text": "Hello!",
+        "finishReason": "stop",
+        "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
+        "toolCalls": [],
+        "response": {"id": "msg_01QC4g3HwBThD4BaNtBckFDJ", "modelId": "claude-sonnet-4-5"},
+    }
     (rec_call, rec_stream) = records(path)
     assert rec_call["exchanges"][0]["request"]["path"] == "/v1/messages"
     assert rec_call["exchanges"][0]["request"]["headers"]["x-api-key"] == "[REDACTED]"
     assert [e.get("event") for e in rec_stream["exchanges"][0]["response"]["events"]][:2] == [
-        "message_start", "content_block_start"]
+        "message_start",
+        "content_block_start",
+    ]
     assert aimux_ops.call("generate_text", base) == expected
     lib = Lib()
     assert orjson.loads(lib.call(b"generate_text", orjson.dumps(base))) == expected
-    for events in (list(aimux_ops.stream("stream_text", base)),
-                   [orjson.loads(e) for e in lib.stream_events(b"stream_text",
-                                                              orjson.dumps(base))]):
+    for events in (
+        list(aimux_ops.stream("stream_text", base)),
+        [orjson.loads(e) for e in lib.stream_events(b"stream_text", orjson.dumps(base))],
+    ):
         assert [(e["type"], e.get("text")) for e in events] == [
-            ("text-delta", "Hel"), ("text-delta", "lo!"), ("finish", None)]
+            ("text-delta", "Hel"),
+            ("text-delta", "lo!"),
+            ("finish", None),
+        ]
         assert events[-1]["finishReason"] == "stop"

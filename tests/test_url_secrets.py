@@ -47,7 +47,9 @@ def assert_clean(*blobs: bytes) -> None:
 
 
 def test_generate_echo_of_url_and_authorization(server: FaultServer, tmp_path: Path) -> None:
-    result, envelope = call_json("generate_text", orjson.dumps(params(server, tmp_path, "mode=echorequest")))
+    result, envelope = call_json(
+        "generate_text", orjson.dumps(params(server, tmp_path, "mode=echorequest"))
+    )
     assert result is None and envelope is not None
     env = orjson.loads(envelope)
     assert env["error"]["statusCode"] == 400
@@ -60,7 +62,9 @@ def test_generate_echo_of_url_and_authorization(server: FaultServer, tmp_path: P
 
 
 def test_stream_echo_and_success(server: FaultServer, tmp_path: Path) -> None:
-    handle, envelope = stream_json("stream_text", orjson.dumps(params(server, tmp_path, "mode=echorequest")))
+    handle, envelope = stream_json(
+        "stream_text", orjson.dumps(params(server, tmp_path, "mode=echorequest"))
+    )
     assert handle is None and envelope is not None
     assert_clean(envelope)
     handle, envelope = stream_json("stream_text", orjson.dumps(params(server, tmp_path, "mode=ok")))

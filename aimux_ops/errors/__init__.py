@@ -12,7 +12,8 @@ The hierarchy::
     │   ├── InvalidPromptError          6   AI_InvalidPromptError
     │   ├── UnsupportedFunctionalityError 8 AI_UnsupportedFunctionalityError functionality
     │   ├── NoSuchModelError            9   AI_NoSuchModelError         modelId, modelType
-    │   ├── NoSuchProviderError         10  AI_NoSuchProviderError      providerId, availableProviders
+    │   ├── NoSuchProviderError         10  AI_NoSuchProviderError      providerId, availableProviders,
+    │   │                                                               modelId, modelType
     │   ├── APICallError                11  AI_APICallError             statusCode, isRetryable,
     │   │                                                               responseHeaders, responseBody, data
     │   ├── TimeoutError                12  AI_TimeoutError             timeoutMs, statusCode
@@ -31,8 +32,8 @@ The hierarchy::
     │   ├── RecordingUnsupportedSchemaError 104 path, line, schemaVersion
     │   └── RecordingWriteError         105 path
     ├── BindingError                    kind "binding" (200–299)
-    │   ├── InvalidUtf8Error            201 argument
-    │   ├── InvalidWireJsonError        202 argument
+    │   ├── InvalidUTF8Error            201 argument
+    │   ├── InvalidWireJSONError        202 argument
     │   ├── InvalidHandleError          203 handle
     │   ├── NullArgumentError           204 argument
     │   ├── ResultSerializationError    205
@@ -46,7 +47,8 @@ The hierarchy::
 
     SourceError                         a decoded snapshot of an external exception (message, type)
 
-Code 4 is retired. Causes are ordinary Python exception chaining: ``raise APICallError(...) from
+Code 4 is retired. Payload fields are attributes (``err.status_code``; ``err.payload`` is the same
+data as a model). This tree is checked against ``catalogue()`` by ``tests/test_catalogue.py``. Causes are ordinary Python exception chaining: ``raise APICallError(...) from
 exc``. The projection (``aimux_ops.envelope``) turns the chain into cause nodes; the decoder
 (``aimux_ops.decode_error``) rebuilds it as ``__cause__`` links.
 """
@@ -55,7 +57,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._base import AimuxError, ErrorPayload, SourceError, catalogue, lookup
+from ._base import AimuxError, ErrorPayload, SourceError, catalogue, constant_of, lookup
 from .aimux import (
     AbortedError,
     AIError,
@@ -73,6 +75,7 @@ from .aimux import (
     NoSuchToolError,
     OtherError,
     RetryError,
+    RetryReason,
     TimeoutError,  # noqa: A004 - the aimux variant, like asyncio.TimeoutError
     ToolCallRepairError,
     TypeValidationError,
@@ -82,7 +85,9 @@ from .binding import (
     BindingError,
     InternalError,
     InvalidHandleError,
+    InvalidUTF8Error,
     InvalidUtf8Error,
+    InvalidWireJSONError,
     InvalidWireJsonError,
     NullArgumentError,
     ResultSerializationError,
@@ -100,6 +105,21 @@ from .recording import (
 
 RETIRED_CODES: tuple[int, ...] = (4,)
 KINDS: tuple[str, ...] = ("aimux", "recording", "binding", "protocol")
+#: The code range of each domain (CONTRACT §1): the code→kind rule every binding generates.
+KIND_RANGES: dict[str, tuple[int, int]] = {
+    "aimux": (1, 99),
+    "recording": (100, 199),
+    "binding": (200, 299),
+    "protocol": (300, 399),
+}
+
+
+def kind_of_code(code: int) -> str | None:
+    """The domain a code belongs to, or None outside every range (0: a source node)."""
+    for kind, (low, high) in KIND_RANGES.items():
+        if low <= code <= high:
+            return kind
+    return None
 
 
 class UnknownError(AimuxError):
@@ -110,6 +130,14 @@ class UnknownError(AimuxError):
         self.kind = kind
         self.code = code
         self.error_name = name or ""
+
+    def __getattr__(self, name: str) -> Any:
+        # Payload members of a node this version does not know, as attributes too.
+        raw = self.__dict__.get("raw")
+        error = raw.get("error") if isinstance(raw, dict) else None
+        if isinstance(error, dict) and name in error and name != "name":
+            return error[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def payload_fields(self) -> dict[str, Any]:
         if self.raw is not None and isinstance(self.raw.get("error"), dict):
@@ -131,10 +159,13 @@ __all__ = [
     "InvalidPromptError",
     "InvalidResponseDataError",
     "InvalidToolInputError",
+    "InvalidUTF8Error",
     "InvalidUtf8Error",
+    "InvalidWireJSONError",
     "InvalidWireJsonError",
     "JSONParseError",
     "KINDS",
+    "KIND_RANGES",
     "LoadAPIKeyError",
     "NoObjectGeneratedError",
     "NoOutputGeneratedError",
@@ -153,6 +184,7 @@ __all__ = [
     "RecordingWriteError",
     "ResultSerializationError",
     "RetryError",
+    "RetryReason",
     "RuntimeInitError",
     "SourceError",
     "TimeoutError",
@@ -164,5 +196,7 @@ __all__ = [
     "Violation",
     "WrongModeError",
     "catalogue",
+    "constant_of",
+    "kind_of_code",
     "lookup",
 ]

@@ -1,16 +1,29 @@
-"""The base of every aimux error: the class registry (the catalogue), payload models, source errors.
+"""The base of every aimux error: the declaration machinery, the catalogue, source errors.
 
-Every concrete error class declares its domain (``kind``), its stable ``code``, its wire
-``error_name`` and a pydantic ``Payload`` model whose fields are the variant's fields (snake_case
-in Python, camelCase on the wire). Declaring such a class registers it in the catalogue, which the
-projection, the decoder, the manifest and ``schema/`` all read: one source of truth.
+Declaring an error takes a class, a code and its payload fields::
+
+    class NoSuchModelError(AIError, code=9):
+        \"\"\"The requested model does not exist.\"\"\"
+
+        model_id: str | None = None
+        model_type: str | None = None
+
+The annotated class attributes become the variant's payload (snake_case in Python, camelCase on
+the wire) and plain attributes of every instance (``err.model_id``). The constant
+(``NO_SUCH_MODEL``) and the wire name (``AI_NoSuchModelError``) follow from the class name and its
+domain; ``constant=`` and ``name=`` override them. Declaring such a class registers it in the
+catalogue, which the projection, the decoder, the manifest, ``schema/`` and every binding's
+generated code read: one source of truth.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
+import typing
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -18,6 +31,7 @@ __all__ = [
     "ErrorPayload",
     "SourceError",
     "catalogue",
+    "constant_of",
     "lookup",
 ]
 
@@ -30,48 +44,114 @@ class ErrorPayload(BaseModel):
         populate_by_name=True,
         extra="allow",
         arbitrary_types_allowed=True,
+        validate_assignment=False,
     )
-
-
-class _EmptyPayload(ErrorPayload):
-    pass
 
 
 _BY_NAME: dict[tuple[str, str], type[AimuxError]] = {}
 _BY_CODE: dict[tuple[str, int], type[AimuxError]] = {}
 _ORDER: list[type[AimuxError]] = []
 
+_WORDS = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z]|$)|[A-Z][a-z0-9]*|[a-z0-9]+")
+
+
+def constant_of(stem: str) -> str:
+    """``APICall`` → ``API_CALL``, ``InvalidUTF8`` → ``INVALID_UTF8``, ``LoadAPIKey`` →
+    ``LOAD_API_KEY``: the UPPER_SNAKE constant of a class-name stem."""
+    return "_".join(w.upper() for w in _WORDS.findall(stem))
+
+
+def _payload_property(name: str) -> property:
+    """A payload field as an attribute of the error: ``err.status_code`` reads and sets
+    ``err.payload.status_code`` (one state, whichever way it is used)."""
+
+    def get(self: AimuxError) -> Any:
+        return getattr(self.payload, name, None)
+
+    def set_(self: AimuxError, value: Any) -> None:
+        setattr(self.payload, name, value)
+
+    return property(get, set_, doc=f"The payload field ``{name}`` (None when absent).")
+
+
+def _own_fields(cls: type) -> dict[str, tuple[Any, Any]]:
+    """The payload fields a class declares itself: annotated, non-ClassVar class attributes."""
+    own = inspect.get_annotations(cls)
+    if not own:
+        return {}
+    hints = typing.get_type_hints(cls, include_extras=True)
+    fields: dict[str, tuple[Any, Any]] = {}
+    for name in own:
+        hint = hints[name]
+        if name.startswith("_") or typing.get_origin(hint) is ClassVar or hint is ClassVar:
+            continue
+        fields[name] = (hint, cls.__dict__.get(name, None))
+    return fields
+
 
 class AimuxError(Exception):
-    """Root of every error that crosses the aimux boundary, in all four domains."""
+    """Root of every error that crosses the aimux boundary, in all four domains.
+
+    Payload fields are attributes (``err.status_code``); ``err.payload`` is the same data as a
+    pydantic model (kept for compatibility; camelCase aliases on the wire)."""
 
     kind: str = "aimux"
     code: int = 1
     error_name: str = "AimuxError"
     constant: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    Payload: ClassVar[type[ErrorPayload]] = _EmptyPayload
+    Payload: ClassVar[type[ErrorPayload]] = ErrorPayload
+    #: Prefix of the wire name in this domain (the aimux domain: ``AI_``).
+    name_prefix: ClassVar[str] = ""
+    #: Class-name prefix left out of the constant (recording: ``Recording``).
+    constant_prefix: ClassVar[str] = ""
+    _field_names: ClassVar[tuple[str, ...]] = ()
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(
+        cls,
+        *,
+        code: int | None = None,
+        constant: str | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("constant"):
-            if not cls.__dict__.get("description"):
-                cls.description = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-            key = (cls.kind, cls.error_name)
-            if key in _BY_NAME:  # pragma: no cover - a programming error caught at import
-                raise TypeError(f"duplicate error name {key}")
-            _BY_NAME[key] = cls
-            _BY_CODE.setdefault((cls.kind, cls.code), cls)
-            _ORDER.append(cls)
+        fields = _own_fields(cls)
+        for field in fields:  # read and written through the payload: one state
+            setattr(cls, field, _payload_property(field))
+        if fields:
+            cls.Payload = create_model(  # type: ignore[call-overload]
+                f"{cls.__name__}Payload", __base__=cls.Payload, **fields
+            )
+        cls._field_names = tuple(cls.Payload.model_fields)
         for hook in ("retryable", "retry_after_ms"):
             if hook in cls.__dict__:  # pragma: no cover - a programming error caught at import
                 raise TypeError(
                     f"{cls.__name__} overrides {hook}: override _own_{hook} instead (a decoded "
                     "root reports the envelope's own value, CONTRACT §4)"
                 )
+        if code is None:
+            return
+        stem = cls.__name__.removesuffix("Error")
+        cls.code = code
+        cls.constant = constant or constant_of(stem.removeprefix(cls.constant_prefix))
+        cls.error_name = name or f"{cls.name_prefix}{cls.__name__}"
+        if not cls.__dict__.get("description"):
+            cls.description = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        key = (cls.kind, cls.error_name)
+        if key in _BY_NAME:  # pragma: no cover - a programming error caught at import
+            raise TypeError(f"duplicate error name {key}")
+        _BY_NAME[key] = cls
+        _BY_CODE.setdefault((cls.kind, cls.code), cls)
+        _ORDER.append(cls)
 
-    def __init__(self, message: str | None = None, **fields: Any) -> None:
-        self.payload: ErrorPayload = self.Payload(**fields)
+    def __init__(
+        self, message: str | None = None, /, *, payload: ErrorPayload | None = None, **fields: Any
+    ) -> None:
+        """``fields`` are the payload fields (snake_case or camelCase), validated; ``payload``
+        is an already-built payload (the decoder's path: what the wire carried, kept even when
+        it does not validate)."""
+        self.payload: ErrorPayload = payload if payload is not None else self.Payload(**fields)
         self.message: str = message if message is not None else self.default_message()
         #: The node this error was decoded from, when it came from JSON (else None).
         self.raw: dict[str, Any] | None = None
@@ -79,11 +159,34 @@ class AimuxError(Exception):
         self.wire_root: tuple[bool, int | None] | None = None
         super().__init__(self.message)
 
+    def __getattr__(self, name: str) -> Any:
+        # Members a newer core sent that this version does not declare (kept when decoding).
+        extra = self.__dict__.get("payload")
+        extras = getattr(extra, "__pydantic_extra__", None) or {}
+        if name in extras:
+            return extras[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @classmethod
+    def wire_payload(cls, members: dict[str, Any]) -> ErrorPayload:
+        """The payload of a decoded node: validated, or (a newer or foreign core's shape) kept
+        as sent."""
+        try:
+            return cls.Payload.model_validate(members)
+        except ValueError:
+            return cls.Payload.model_construct(**members)
+
     def default_message(self) -> str:
         return self.description or self.error_name
 
     def __str__(self) -> str:
         return self.message
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{f}={getattr(self, f)!r}" for f in self._field_names if getattr(self, f) is not None
+        )
+        return f"{type(self).__name__}({self.message!r}{', ' if shown else ''}{shown})"
 
     # -- projection hooks -------------------------------------------------------------------
     @property

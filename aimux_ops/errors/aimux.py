@@ -6,8 +6,6 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
-from pydantic import Field
-
 from ._base import AimuxError, ErrorPayload
 
 __all__ = [
@@ -27,6 +25,7 @@ __all__ = [
     "NoSuchToolError",
     "OtherError",
     "RetryError",
+    "RetryReason",
     "TimeoutError",
     "ToolCallRepairError",
     "TypeValidationError",
@@ -38,125 +37,61 @@ class AIError(AimuxError):
     """Base of the aimux domain (the AI SDK's ``AISDKError``)."""
 
     kind = "aimux"
+    name_prefix = "AI_"
 
 
-class OtherError(AIError):
+class OtherError(AIError, code=1):
     """An aimux failure that fits no other variant."""
 
-    code = 1
-    constant = "OTHER"
-    error_name = "AI_OtherError"
 
+class JSONParseError(AIError, code=2):
+    """Text that should have been JSON could not be parsed."""
 
-class _JSONParsePayload(ErrorPayload):
     text: str | None = None
 
 
-class JSONParseError(AIError):
-    """Text that should have been JSON could not be parsed."""
+class InvalidResponseDataError(AIError, code=3):
+    """The provider answered with data of an unexpected shape."""
 
-    code = 2
-    constant = "JSON_PARSE"
-    error_name = "AI_JSONParseError"
-    Payload = _JSONParsePayload
-
-
-class _InvalidResponseDataPayload(ErrorPayload):
     data: Any = None
 
 
-class InvalidResponseDataError(AIError):
-    """The provider answered with data of an unexpected shape."""
+class TypeValidationError(AIError, code=3):
+    """A value failed validation against its schema (shares code 3)."""
 
-    code = 3
-    constant = "INVALID_RESPONSE_DATA"
-    error_name = "AI_InvalidResponseDataError"
-    Payload = _InvalidResponseDataPayload
-
-
-class _TypeValidationPayload(ErrorPayload):
     value: Any = None
 
 
-class TypeValidationError(AIError):
-    """A value failed validation against its schema (shares code 3)."""
+class InvalidArgumentError(AIError, code=5):
+    """An argument of the call is invalid."""
 
-    code = 3
-    constant = "TYPE_VALIDATION"
-    error_name = "AI_TypeValidationError"
-    Payload = _TypeValidationPayload
-
-
-class _InvalidArgumentPayload(ErrorPayload):
     argument: str | None = None
 
 
-class InvalidArgumentError(AIError):
-    """An argument of the call is invalid."""
-
-    code = 5
-    constant = "INVALID_ARGUMENT"
-    error_name = "AI_InvalidArgumentError"
-    Payload = _InvalidArgumentPayload
-
-
-class InvalidPromptError(AIError):
+class InvalidPromptError(AIError, code=6):
     """The prompt is invalid (the prompt itself is not carried: it may be private)."""
 
-    code = 6
-    constant = "INVALID_PROMPT"
-    error_name = "AI_InvalidPromptError"
 
+class UnsupportedFunctionalityError(AIError, code=8):
+    """The provider or model does not support a requested feature."""
 
-class _UnsupportedPayload(ErrorPayload):
     functionality: str | None = None
 
 
-class UnsupportedFunctionalityError(AIError):
-    """The provider or model does not support a requested feature."""
+class NoSuchModelError(AIError, code=9):
+    """The requested model does not exist."""
 
-    code = 8
-    constant = "UNSUPPORTED_FUNCTIONALITY"
-    error_name = "AI_UnsupportedFunctionalityError"
-    Payload = _UnsupportedPayload
-
-
-class _NoSuchModelPayload(ErrorPayload):
     model_id: str | None = None
     model_type: str | None = None
 
 
-class NoSuchModelError(AIError):
-    """The requested model does not exist."""
+class NoSuchProviderError(AIError, code=10):
+    """The requested provider is not known."""
 
-    code = 9
-    constant = "NO_SUCH_MODEL"
-    error_name = "AI_NoSuchModelError"
-    Payload = _NoSuchModelPayload
-
-
-class _NoSuchProviderPayload(ErrorPayload):
     provider_id: str | None = None
     available_providers: list[str] | None = None
     model_id: str | None = None
     model_type: str | None = None
-
-
-class NoSuchProviderError(AIError):
-    """The requested provider is not known."""
-
-    code = 10
-    constant = "NO_SUCH_PROVIDER"
-    error_name = "AI_NoSuchProviderError"
-    Payload = _NoSuchProviderPayload
-
-
-class _APICallPayload(ErrorPayload):
-    status_code: int | None = None
-    is_retryable: bool = False
-    response_headers: dict[str, str] | None = None
-    response_body: str | None = None
-    data: Any = None
 
 
 def _parse_retry_after_ms(headers: dict[str, str] | None) -> int | None:
@@ -188,52 +123,45 @@ def _parse_retry_after_ms(headers: dict[str, str] | None) -> int | None:
     return int(ms)
 
 
-class APICallError(AIError):
+class APICallError(AIError, code=11):
     """A call to the provider's API failed (transport failure or non-2xx or unusable 2xx)."""
 
-    code = 11
-    constant = "API_CALL"
-    error_name = "AI_APICallError"
-    Payload = _APICallPayload
-    payload: _APICallPayload
-
-    @property
-    def status_code(self) -> int | None:
-        return self.payload.status_code
-
-    @property
-    def is_retryable(self) -> bool:
-        return self.payload.is_retryable
-
-    @property
-    def response_headers(self) -> dict[str, str] | None:
-        return self.payload.response_headers
+    status_code: int | None = None
+    is_retryable: bool = False
+    response_headers: dict[str, str] | None = None
+    response_body: str | None = None
+    data: Any = None
 
     def _own_retryable(self) -> bool:
-        return self.payload.is_retryable
+        return self.is_retryable
 
     def _own_retry_after_ms(self) -> int | None:
-        return _parse_retry_after_ms(self.payload.response_headers)
+        return _parse_retry_after_ms(self.response_headers)
 
 
-class _TimeoutPayload(ErrorPayload):
-    timeout_ms: int | None = None
-    #: The HTTP status already received when the deadline passed mid-body (streams), if any.
-    status_code: int | None = None
-
-
-class TimeoutError(AIError):  # noqa: A001 - mirrors asyncio.TimeoutError / concurrent.futures
+class TimeoutError(AIError, code=12):  # noqa: A001 - mirrors asyncio.TimeoutError / concurrent.futures
     """The call did not complete within ``timeoutMs`` (never retried).
 
     When the deadline passed during retry backoff, ``errors`` holds the failed attempts and the
     last one is also its cause."""
 
-    code = 12
-    constant = "TIMEOUT"
-    error_name = "AI_TimeoutError"
-    Payload = _TimeoutPayload
-    #: the attempts that failed before the deadline passed (set by the retry loop)
-    errors: list[BaseException] = []  # noqa: RUF012 - read-only default, replaced per instance
+    timeout_ms: int | None = None
+    #: The HTTP status already received when the deadline passed mid-body (streams), if any.
+    status_code: int | None = None
+
+    def __init__(
+        self,
+        message: str | None = None,
+        /,
+        *,
+        errors: list[BaseException] | None = None,
+        payload: ErrorPayload | None = None,
+        **fields: Any,
+    ) -> None:
+        super().__init__(message, payload=payload, **fields)
+        #: The attempts that failed before the deadline passed (set by the retry loop; not a
+        #: payload field: projected as cause nodes).
+        self.errors: list[BaseException] = list(errors or [])
 
     def cause_children(self) -> list[BaseException]:
         return self.errors
@@ -242,62 +170,47 @@ class TimeoutError(AIError):  # noqa: A001 - mirrors asyncio.TimeoutError / conc
         return True
 
 
-class AbortedError(AIError):
+class AbortedError(AIError, code=13):
     """The call was cancelled by its caller."""
 
-    code = 13
-    constant = "ABORTED"
-    error_name = "AI_AbortedError"
+
+RetryReason = Literal["maxRetriesExceeded", "errorNotRetryable"]
 
 
-RetryReason = Literal["maxRetriesExceeded", "errorNotRetryable", "abort"]
-
-
-class _RetryPayload(ErrorPayload):
-    reason: RetryReason = "maxRetriesExceeded"
-    errors: list[Any] = Field(default_factory=list)
-
-
-class RetryError(AIError):
+class RetryError(AIError, code=14):
     """Every attempt failed; ``errors`` holds the attempts, the last one is the native cause."""
 
-    code = 14
-    constant = "RETRY"
-    error_name = "AI_RetryError"
-    Payload = _RetryPayload
-    payload: _RetryPayload
+    reason: RetryReason = "maxRetriesExceeded"
+    #: The attempts, oldest first (exceptions; on the wire: aimux nodes).
+    errors: list[Any] | None = None
 
     def __init__(
         self,
         message: str | None = None,
+        /,
         *,
         reason: RetryReason = "maxRetriesExceeded",
         errors: list[BaseException] | None = None,
         **fields: Any,
     ) -> None:
-        self.errors: list[BaseException] = list(errors or [])
-        super().__init__(message, reason=reason, **fields)
-
-    @property
-    def reason(self) -> str:
-        return self.payload.reason
+        super().__init__(message, reason=reason, errors=list(errors or []), **fields)
 
     @property
     def last_error(self) -> BaseException | None:
         return self.errors[-1] if self.errors else None
 
     def default_message(self) -> str:
-        n = len(self.errors)
+        n = len(self.errors or [])
         last = self.last_error
-        if self.payload.reason == "errorNotRetryable":
+        if self.reason == "errorNotRetryable":
             return f"Failed after {n} attempts with non-retryable error: '{last}'"
         return f"Failed after {n} attempts. Last error: {last}"
 
     def payload_fields(self) -> dict[str, Any]:
-        return {"reason": self.payload.reason}
+        return {"reason": self.reason}
 
     def cause_children(self) -> list[BaseException]:
-        return self.errors
+        return list(self.errors or [])
 
     def native_next(self) -> BaseException | None:
         return self.last_error
@@ -305,9 +218,7 @@ class RetryError(AIError):
     def _own_retryable(self) -> bool:
         last = self.last_error
         return (
-            self.payload.reason == "maxRetriesExceeded"
-            and isinstance(last, AimuxError)
-            and last.retryable
+            self.reason == "maxRetriesExceeded" and isinstance(last, AimuxError) and last.retryable
         )
 
     def _own_retry_after_ms(self) -> int | None:
@@ -315,68 +226,35 @@ class RetryError(AIError):
         return last.retry_after_ms if isinstance(last, AimuxError) else None
 
 
-class _NoSuchToolPayload(ErrorPayload):
+class NoSuchToolError(AIError, code=15):
+    """The model called a tool that was not offered."""
+
     tool_name: str | None = None
     available_tools: list[str] | None = None
 
 
-class NoSuchToolError(AIError):
-    """The model called a tool that was not offered."""
+class InvalidToolInputError(AIError, code=16):
+    """The model's tool-call input is not JSON or fails the tool's input schema."""
 
-    code = 15
-    constant = "NO_SUCH_TOOL"
-    error_name = "AI_NoSuchToolError"
-    Payload = _NoSuchToolPayload
-
-
-class _InvalidToolInputPayload(ErrorPayload):
     tool_name: str | None = None
     tool_input: str | None = None
 
 
-class InvalidToolInputError(AIError):
-    """The model's tool-call input is not JSON or fails the tool's input schema."""
-
-    code = 16
-    constant = "INVALID_TOOL_INPUT"
-    error_name = "AI_InvalidToolInputError"
-    Payload = _InvalidToolInputPayload
-
-
-class ToolCallRepairError(AIError):
+class ToolCallRepairError(AIError, code=17):
     """Repairing an invalid tool call failed."""
 
-    code = 17
-    constant = "TOOL_CALL_REPAIR"
-    error_name = "AI_ToolCallRepairError"
 
-
-class LoadAPIKeyError(AIError):
+class LoadAPIKeyError(AIError, code=18):
     """No API key: neither ``apiKey`` nor the environment variable named by ``apiKeyEnv``."""
 
-    code = 18
-    constant = "LOAD_API_KEY"
-    error_name = "AI_LoadAPIKeyError"
 
-
-class NoOutputGeneratedError(AIError):
+class NoOutputGeneratedError(AIError, code=20):
     """The model produced no output."""
 
-    code = 20
-    constant = "NO_OUTPUT_GENERATED"
-    error_name = "AI_NoOutputGeneratedError"
 
+class NoObjectGeneratedError(AIError, code=21):
+    """generate_object: the model's output is not JSON or does not match the schema."""
 
-class _NoObjectPayload(ErrorPayload):
     text: str | None = None
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
-
-
-class NoObjectGeneratedError(AIError):
-    """generate_object: the model's output is not JSON or does not match the schema."""
-
-    code = 21
-    constant = "NO_OBJECT_GENERATED"
-    error_name = "AI_NoObjectGeneratedError"
-    Payload = _NoObjectPayload

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from ._base import AimuxError, ErrorPayload
+from ._base import AimuxError
 
 __all__ = [
     "BindingError",
     "InternalError",
     "InvalidHandleError",
+    "InvalidUTF8Error",
     "InvalidUtf8Error",
+    "InvalidWireJSONError",
     "InvalidWireJsonError",
     "NullArgumentError",
     "ResultSerializationError",
@@ -22,69 +24,43 @@ class BindingError(AimuxError):
     kind = "binding"
 
 
-class _ArgumentPayload(ErrorPayload):
+class InvalidUTF8Error(BindingError, code=201):
+    """An argument is not valid UTF-8."""
+
     argument: str | None = None
 
 
-class InvalidUtf8Error(BindingError):
-    """An argument is not valid UTF-8."""
-
-    code = 201
-    constant = "INVALID_UTF8"
-    error_name = "InvalidUtf8Error"
-    Payload = _ArgumentPayload
-
-
-class InvalidWireJsonError(BindingError):
+class InvalidWireJSONError(BindingError, code=202):
     """An argument is not valid JSON."""
 
-    code = 202
-    constant = "INVALID_WIRE_JSON"
-    error_name = "InvalidWireJsonError"
-    Payload = _ArgumentPayload
+    argument: str | None = None
 
 
-class _HandlePayload(ErrorPayload):
+class InvalidHandleError(BindingError, code=203):
+    """A stream handle is unknown, stale or already freed."""
+
     handle: int | None = None
 
 
-class InvalidHandleError(BindingError):
-    """A stream handle is unknown, stale or already freed."""
-
-    code = 203
-    constant = "INVALID_HANDLE"
-    error_name = "InvalidHandleError"
-    Payload = _HandlePayload
-
-
-class NullArgumentError(BindingError):
+class NullArgumentError(BindingError, code=204):
     """A required pointer argument is NULL."""
 
-    code = 204
-    constant = "NULL_ARGUMENT"
-    error_name = "NullArgumentError"
-    Payload = _ArgumentPayload
+    argument: str | None = None
 
 
-class ResultSerializationError(BindingError):
+class ResultSerializationError(BindingError, code=205):
     """The op's result could not be serialized to JSON."""
 
-    code = 205
-    constant = "RESULT_SERIALIZATION"
-    error_name = "ResultSerializationError"
 
-
-class RuntimeInitError(BindingError):
+class RuntimeInitError(BindingError, code=207):
     """The embedded runtime could not start; the message says why."""
 
-    code = 207
-    constant = "RUNTIME_INIT"
-    error_name = "RuntimeInitError"
 
-
-class InternalError(BindingError):
+class InternalError(BindingError, code=208):
     """An unexpected exception inside the core; its chain is the cause."""
 
-    code = 208
-    constant = "INTERNAL"
-    error_name = "InternalError"
+
+#: The names before the acronym normalisation (CHANGELOG.md), kept as aliases of the same classes:
+#: ``except InvalidUtf8Error`` still catches. The wire names are the new ones.
+InvalidUtf8Error = InvalidUTF8Error
+InvalidWireJsonError = InvalidWireJSONError

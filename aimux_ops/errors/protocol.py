@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ._base import AimuxError, ErrorPayload
+from ._base import AimuxError
 
 __all__ = ["InvalidParamsError", "ProtocolError", "UnknownOpError", "Violation", "WrongModeError"]
 
@@ -17,18 +17,11 @@ class ProtocolError(AimuxError):
     kind = "protocol"
 
 
-class _UnknownOpPayload(ErrorPayload):
-    op: str | None = None
-    available_ops: list[str] | None = None
-
-
-class UnknownOpError(ProtocolError):
+class UnknownOpError(ProtocolError, code=300):
     """No op has this name."""
 
-    code = 300
-    constant = "UNKNOWN_OP"
-    error_name = "UnknownOpError"
-    Payload = _UnknownOpPayload
+    op: str | None = None
+    available_ops: list[str] | None = None
 
 
 class Violation(BaseModel):
@@ -38,29 +31,15 @@ class Violation(BaseModel):
     reason: str
 
 
-class _InvalidParamsPayload(ErrorPayload):
+class InvalidParamsError(ProtocolError, code=301):
+    """The params failed validation; ``violations`` lists every one."""
+
     op: str | None = None
     violations: list[Violation] | None = None
 
 
-class InvalidParamsError(ProtocolError):
-    """The params failed validation; ``violations`` lists every one."""
-
-    code = 301
-    constant = "INVALID_PARAMS"
-    error_name = "InvalidParamsError"
-    Payload = _InvalidParamsPayload
-
-
-class _WrongModePayload(ErrorPayload):
-    op: str | None = None
-    expected: Literal["call", "stream"] | None = None
-
-
-class WrongModeError(ProtocolError):
+class WrongModeError(ProtocolError, code=302):
     """A stream op called through ``aimux_call``, or the reverse."""
 
-    code = 302
-    constant = "WRONG_MODE"
-    error_name = "WrongModeError"
-    Payload = _WrongModePayload
+    op: str | None = None
+    expected: Literal["call", "stream"] | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import AimuxError, ErrorPayload
+from ._base import AimuxError
 
 __all__ = [
     "RecordingCorruptError",
@@ -18,68 +18,38 @@ class RecordingError(AimuxError):
     """Base of the recording domain."""
 
     kind = "recording"
+    constant_prefix = "Recording"
 
 
-class _PathPayload(ErrorPayload):
+class RecordingOpenFileError(RecordingError, code=101):
+    """The recording file could not be opened."""
+
     path: str | None = None
 
 
-class RecordingOpenFileError(RecordingError):
-    """The recording file could not be opened."""
+class RecordingNoMatchError(RecordingError, code=102):
+    """Replay found no recorded exchange for this request (method + path + body)."""
 
-    code = 101
-    constant = "OPEN_FILE"
-    error_name = "RecordingOpenFileError"
-    Payload = _PathPayload
-
-
-class _NoMatchPayload(ErrorPayload):
     method: str | None = None
     path: str | None = None
 
 
-class RecordingNoMatchError(RecordingError):
-    """Replay found no recorded exchange for this request (method + path + body)."""
+class RecordingCorruptError(RecordingError, code=103):
+    """A line of the recording file is not a valid record."""
 
-    code = 102
-    constant = "NO_MATCH"
-    error_name = "RecordingNoMatchError"
-    Payload = _NoMatchPayload
-
-
-class _LinePayload(ErrorPayload):
     path: str | None = None
     line: int | None = None
 
 
-class RecordingCorruptError(RecordingError):
-    """A line of the recording file is not a valid record."""
+class RecordingUnsupportedSchemaError(RecordingError, code=104):
+    """A record has a schema version this core cannot read."""
 
-    code = 103
-    constant = "CORRUPT"
-    error_name = "RecordingCorruptError"
-    Payload = _LinePayload
-
-
-class _SchemaPayload(ErrorPayload):
     path: str | None = None
     line: int | None = None
     schema_version: int | None = None
 
 
-class RecordingUnsupportedSchemaError(RecordingError):
-    """A record has a schema version this core cannot read."""
-
-    code = 104
-    constant = "UNSUPPORTED_SCHEMA"
-    error_name = "RecordingUnsupportedSchemaError"
-    Payload = _SchemaPayload
-
-
-class RecordingWriteError(RecordingError):
+class RecordingWriteError(RecordingError, code=105):
     """Appending to the recording file failed."""
 
-    code = 105
-    constant = "WRITE"
-    error_name = "RecordingWriteError"
-    Payload = _PathPayload
+    path: str | None = None

@@ -270,7 +270,7 @@ def parse_completion(resp: Response) -> dict[str, Any]:
             # an OpenAI error object answered with 200 (gateways do): the provider's own message,
             # classified like the same object inside a stream
             err = _error_frame(resp, body)
-            err.payload.response_body = text
+            err.response_body = text
             raise err
         raise _invalid_response(resp, text, type_validation_error(body, violation))
     return body  # type: ignore[no-any-return]
@@ -563,7 +563,7 @@ def _not_an_event_stream(
             f"Expected an event stream (text/event-stream), got {what}: {snippet!r}",
             retryable=False,
         )
-    err.payload.response_body = text
+    err.response_body = text
     raise err
 
 

@@ -24,35 +24,26 @@
 
 #include "aimux.h"
 
-namespace aimux {
+namespace aimux
+{
 
-/// Stable error codes (CONTRACT §1; append-only).
-namespace codes {
-inline constexpr std::int32_t OTHER = 1, JSON_PARSE = 2, INVALID_RESPONSE_DATA = 3, TYPE_VALIDATION = 3,
-                              INVALID_ARGUMENT = 5, INVALID_PROMPT = 6, UNSUPPORTED_FUNCTIONALITY = 8,
-                              NO_SUCH_MODEL = 9, NO_SUCH_PROVIDER = 10, API_CALL = 11, TIMEOUT = 12,
-                              ABORTED = 13, RETRY = 14, NO_SUCH_TOOL = 15, INVALID_TOOL_INPUT = 16,
-                              TOOL_CALL_REPAIR = 17, LOAD_API_KEY = 18, NO_OUTPUT_GENERATED = 20,
-                              NO_OBJECT_GENERATED = 21;
-inline constexpr std::int32_t OPEN_FILE = 101, NO_MATCH = 102, CORRUPT = 103, UNSUPPORTED_SCHEMA = 104,
-                              WRITE = 105;
-inline constexpr std::int32_t INVALID_UTF8 = 201, INVALID_WIRE_JSON = 202, INVALID_HANDLE = 203,
-                              NULL_ARGUMENT = 204, RESULT_SERIALIZATION = 205, RUNTIME_INIT = 207,
-                              INTERNAL = 208;
-inline constexpr std::int32_t UNKNOWN_OP = 300, INVALID_PARAMS = 301, WRONG_MODE = 302;
-}  // namespace codes
+// The stable error codes, aimux::codes::API_CALL etc., come from aimux.h (the generated
+// aimux_codes.h, from the catalogue).
 
-namespace detail {
+namespace detail
+{
 struct StringDeleter {
     void operator()(char *s) const noexcept { aimux_string_free(s); }
 };
 using CString = std::unique_ptr<char, StringDeleter>;
 
-inline std::string take(char *s) {
+inline std::string take(char *s)
+{
     CString owned(s);
     return owned ? std::string(owned.get()) : std::string();
 }
-inline std::optional<std::string> take_opt(char *s) {
+inline std::optional<std::string> take_opt(char *s)
+{
     CString owned(s);
     if (!owned) return std::nullopt;
     return std::string(owned.get());
@@ -64,10 +55,12 @@ struct ErrorDeleter {
 
 /// One node of an aimux error chain, as a C++ exception. The root owns the C chain (shared by
 /// every NativeError reached through cause(), so a cause outlives the error it came from).
-class NativeError : public std::runtime_error {
-public:
+class NativeError : public std::runtime_error
+{
+  public:
     /// Takes ownership of a root error returned by the C API (must not be NULL).
-    static NativeError adopt(aimux_error_t *err) {
+    static NativeError adopt(aimux_error_t *err)
+    {
         std::shared_ptr<aimux_error_t> root(err, detail::ErrorDeleter{});
         return NativeError(root, err);
     }
@@ -77,17 +70,16 @@ public:
 
     /// "aimux", "recording", "binding", "protocol" (or a kind a newer core sends), or "source".
     /// Falls back to the code range if the library cannot read the node.
-    std::string kind() const {
+    std::string kind() const
+    {
         if (auto k = detail::take_opt(aimux_error_kind(node_))) return *k;
         return kind_of_code(code());
     }
-    static std::string kind_of_code(std::int32_t code) {
+    static std::string kind_of_code(std::int32_t code)
+    {
         if (code == 0) return "source";
-        if (code < 100) return "aimux";
-        if (code < 200) return "recording";
-        if (code < 300) return "binding";
-        if (code < 400) return "protocol";
-        return "unknown";
+        const char *kind = aimux_code_kind(code);
+        return kind != nullptr ? kind : "unknown";
     }
 
     bool is_source() const { return kind() == "source"; }
@@ -102,7 +94,8 @@ public:
 
     /// The decoded root's own `retryAfterMs` (>= 0; 0 means "retry now") as the envelope gives
     /// it; nullopt when it has none, and for a cause node.
-    std::optional<std::int64_t> retry_after_ms() const noexcept {
+    std::optional<std::int64_t> retry_after_ms() const noexcept
+    {
         std::int64_t ms = aimux_error_retry_after_ms(node_);
         if (ms < 0) return std::nullopt;
         return ms;
@@ -116,7 +109,8 @@ public:
 
     /// The next link of the native cause chain (a node's cause; for an AI_RetryError its last
     /// attempt), or nullopt at the end.
-    std::optional<NativeError> cause() const {
+    std::optional<NativeError> cause() const
+    {
         const aimux_error_t *next = aimux_error_cause(node_);
         if (next == nullptr) return std::nullopt;
         return NativeError(root_, next);
@@ -128,10 +122,13 @@ public:
     /// The underlying C node (borrowed; valid as long as any NativeError of this chain lives).
     const aimux_error_t *raw() const noexcept { return node_; }
 
-private:
+  private:
     NativeError(std::shared_ptr<aimux_error_t> root, const aimux_error_t *node)
-        : std::runtime_error(message_of(node)), root_(std::move(root)), node_(node) {}
-    static std::string message_of(const aimux_error_t *node) {
+        : std::runtime_error(message_of(node)), root_(std::move(root)), node_(node)
+    {
+    }
+    static std::string message_of(const aimux_error_t *node)
+    {
         return detail::take(aimux_error_message(node));
     }
 
@@ -140,7 +137,8 @@ private:
 };
 
 /// Throws the error as a NativeError (taking ownership) when it is not NULL.
-inline void check(aimux_error_t *err) {
+inline void check(aimux_error_t *err)
+{
     if (err != nullptr) throw NativeError::adopt(err);
 }
 
@@ -148,30 +146,36 @@ inline void check(aimux_error_t *err) {
 /// NativeError (202 / 201) when the text is not an envelope (a NUL byte inside it included).
 inline NativeError decode(const std::string &envelope_json);
 
-namespace detail {
+namespace detail
+{
 /// A C string ends at the first NUL: text the library could not see whole is refused as every
 /// binding refuses it (CONTRACT §4), 300 for an op name and 202 for params / envelope JSON
 /// text, never a silently truncated call.
-inline void check_no_nul(const std::string &op, const std::string &json_text, const char *argument) {
+inline void check_no_nul(const std::string &op, const std::string &json_text, const char *argument)
+{
     if (op.find('\0') != std::string::npos)
-        throw decode("{\"kind\":\"protocol\",\"code\":300,\"message\":\"unknown op (the name contains a NUL "
-                     "character)\",\"error\":{\"name\":\"UnknownOpError\"},\"retryable\":false}");
+        throw decode(
+            "{\"kind\":\"protocol\",\"code\":300,\"message\":\"unknown op (the name contains a NUL "
+            "character)\",\"error\":{\"name\":\"UnknownOpError\"},\"retryable\":false}");
     if (json_text.find('\0') != std::string::npos)
         throw decode(std::string("{\"kind\":\"binding\",\"code\":202,\"message\":\"") + argument +
                      " is not valid JSON: it contains a NUL character\",\"error\":{\"name\":"
-                     "\"InvalidWireJsonError\",\"argument\":\"" + argument + "\"},\"retryable\":false}");
+                     "\"InvalidWireJSONError\",\"argument\":\"" +
+                     argument + "\"},\"retryable\":false}");
 }
 }  // namespace detail
 
 /// Calls a request/response op; returns the result JSON or throws NativeError.
-inline std::string call(const std::string &op, const std::string &params_json = "{}") {
+inline std::string call(const std::string &op, const std::string &params_json = "{}")
+{
     detail::check_no_nul(op, params_json, "params_json");
     char *out = nullptr;
     check(aimux_call(op.c_str(), params_json.c_str(), &out));
     return detail::take(out);
 }
 
-inline NativeError decode(const std::string &envelope_json) {
+inline NativeError decode(const std::string &envelope_json)
+{
     detail::check_no_nul(std::string(), envelope_json, "envelope_json");
     aimux_error_t *decoded = nullptr;
     check(aimux_error_from_json(envelope_json.c_str(), &decoded));
@@ -180,10 +184,11 @@ inline NativeError decode(const std::string &envelope_json) {
 
 /// For a stream `error` event ({"type":"error","error":<envelope>}, as the core writes it), the
 /// decoded NativeError; nullopt for any other event.
-inline std::optional<NativeError> event_error(const std::string &event_json) {
+inline std::optional<NativeError> event_error(const std::string &event_json)
+{
     static const std::string prefix = "{\"type\":\"error\",\"error\":";
-    if (event_json.size() < prefix.size() + 2 || event_json.compare(0, prefix.size(), prefix) != 0 ||
-        event_json.back() != '}')
+    if (event_json.size() < prefix.size() + 2 ||
+        event_json.compare(0, prefix.size(), prefix) != 0 || event_json.back() != '}')
         return std::nullopt;
     return decode(event_json.substr(prefix.size(), event_json.size() - prefix.size() - 1));
 }
@@ -195,16 +200,19 @@ inline std::uint32_t abi_version() noexcept { return aimux_abi_version(); }
 /// is one JSON string ({"type": "text-delta", ...}, ..., {"type": "error", "error": <envelope>}).
 /// next() and iteration throw NativeError for an invalid handle; cancel() may be called from
 /// any thread and ends the iteration.
-class Stream {
-public:
-    Stream(const std::string &op, const std::string &params_json) {
+class Stream
+{
+  public:
+    Stream(const std::string &op, const std::string &params_json)
+    {
         detail::check_no_nul(op, params_json, "params_json");
         check(aimux_stream(op.c_str(), params_json.c_str(), &handle_));
     }
     Stream(const Stream &) = delete;
     Stream &operator=(const Stream &) = delete;
     Stream(Stream &&other) noexcept : handle_(std::exchange(other.handle_, 0)) {}
-    Stream &operator=(Stream &&other) noexcept {
+    Stream &operator=(Stream &&other) noexcept
+    {
         if (this != &other) {
             reset();
             handle_ = std::exchange(other.handle_, 0);
@@ -214,21 +222,24 @@ public:
     ~Stream() { reset(); }
 
     /// The next event, or nullopt when the stream has ended (or was cancelled).
-    std::optional<std::string> next() {
+    std::optional<std::string> next()
+    {
         char *event = nullptr;
         check(aimux_stream_next(handle_, &event));
         return detail::take_opt(event);
     }
 
     /// Cancels the stream (thread-safe): a blocked next() wakes and reports the end.
-    void cancel() noexcept {
+    void cancel() noexcept
+    {
         if (handle_ != 0) aimux_stream_cancel(handle_);
     }
 
     std::uint64_t handle() const noexcept { return handle_; }
 
-    class iterator {
-    public:
+    class iterator
+    {
+      public:
         using iterator_category = std::input_iterator_tag;
         using value_type = std::string;
         using difference_type = std::ptrdiff_t;
@@ -239,7 +250,8 @@ public:
         explicit iterator(Stream *s) : stream_(s) { advance(); }
         reference operator*() const { return *current_; }
         pointer operator->() const { return &*current_; }
-        iterator &operator++() {
+        iterator &operator++()
+        {
             advance();
             return *this;
         }
@@ -247,8 +259,9 @@ public:
         bool operator==(const iterator &o) const { return stream_ == o.stream_; }
         bool operator!=(const iterator &o) const { return stream_ != o.stream_; }
 
-    private:
-        void advance() {
+      private:
+        void advance()
+        {
             current_ = stream_->next();
             if (!current_) stream_ = nullptr;
         }
@@ -259,8 +272,9 @@ public:
     iterator begin() { return iterator(this); }
     iterator end() { return iterator(); }
 
-private:
-    void reset() noexcept {
+  private:
+    void reset() noexcept
+    {
         if (handle_ != 0) aimux_stream_free(std::exchange(handle_, 0));
     }
     std::uint64_t handle_ = 0;

@@ -211,7 +211,7 @@ func TestOddShapes(t *testing.T) {
 	// Not JSON / not an object: a binding error with the bytes kept.
 	for _, bad := range []string{`not json`, `[1,2]`, `null`, ``} {
 		e := mustDecode(t, bad)
-		if e.Kind != KindBinding || e.Code != CodeInvalidWireJson || string(e.Raw) != bad {
+		if e.Kind != KindBinding || e.Code != CodeInvalidWireJSON || string(e.Raw) != bad {
 			t.Fatalf("%q -> %+v", bad, e)
 		}
 	}
@@ -223,10 +223,10 @@ func TestOddShapes(t *testing.T) {
 		`{"kind":"aimux","code":2147483648,"message":"m","error":{}}`,
 		`{"kind":"aimux","code":0,"message":"m","error":{"name":"AI_Future"}}`,
 	} {
-		if _, rejected := ParseEnvelope([]byte(bad)); rejected == nil || rejected.Code != CodeInvalidWireJson {
+		if _, rejected := ParseEnvelope([]byte(bad)); rejected == nil || rejected.Code != CodeInvalidWireJSON {
 			t.Fatalf("%s: not refused", bad)
 		}
-		if e := mustDecode(t, bad); e.Code != CodeInvalidWireJson || string(e.Raw) != bad {
+		if e := mustDecode(t, bad); e.Code != CodeInvalidWireJSON || string(e.Raw) != bad {
 			t.Fatalf("%s -> %+v", bad, e)
 		}
 	}

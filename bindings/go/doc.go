@@ -12,6 +12,6 @@
 // Every failure is an *Error decoded from the core's JSON envelope, with the native cause
 // chain behind Unwrap (an AI_RetryError unwraps to its last attempt; external exceptions are
 // *SourceError). The per-variant code (Code… constants, Err… sentinels for errors.Is, typed
-// views such as *APICallError for errors.As) is generated from schema/manifest.json into
-// zz_generated.go by cmd/aimux-gen (`go generate`).
+// views such as *APICallError for errors.As, KindOfCode) is generated from the catalogue into
+// zz_generated.go by the repository's one generator (`make schema`).
 package aimux

@@ -8,8 +8,6 @@ import (
 	"time"
 )
 
-//go:generate go run ./cmd/aimux-gen -manifest ../../schema/manifest.json -o zz_generated.go
-
 // maxChainLinks bounds how deep the decoder follows causes (the core emits at most 16 nodes
 // deep; this only protects against hostile input). Links beyond it are cut and the last
 // decoded node gets "cause" in Truncated.
@@ -191,10 +189,13 @@ func DecodeError(envelope []byte) error {
 // "kind" (a source node is not an envelope), or its root code is not an integer from 1 to
 // 2147483647 and no known error.name supplies one — as every binding refuses it (CONTRACT §4:
 // never a root with code 0).
+//
+//lint:ignore ST1008 decoded is the value asked for (a decoded error), not a failure of the call
 func ParseEnvelope(envelope []byte) (decoded error, rejected *Error) {
 	raw := bytes.TrimSpace(envelope)
+	//lint:ignore ST1008 same shape as ParseEnvelope
 	reject := func(msg string) (error, *Error) {
-		e := newLocalError(KindBinding, CodeInvalidWireJson, msg)
+		e := newLocalError(KindBinding, CodeInvalidWireJSON, msg)
 		e.Raw = append(json.RawMessage(nil), raw...)
 		return nil, e
 	}

@@ -265,24 +265,13 @@ func takeError(e *C.aimux_error_t) error {
 			text = C.GoString(msg)
 		}
 		out := newLocalError("", code, text)
-		out.Kind = kindForCode(code)
+		if kind := KindOfCode(code); kind != "" {
+			out.Kind = kind
+		}
 		return out
 	}
 	defer C.aimuxgo_string_free(js)
 	return DecodeError([]byte(C.GoString(js)))
-}
-
-func kindForCode(code int) string {
-	switch {
-	case code < 100:
-		return KindAimux
-	case code < 200:
-		return KindRecording
-	case code < 300:
-		return KindBinding
-	default:
-		return KindProtocol
-	}
 }
 
 // takeString copies a library string into Go memory and frees it (exactly once).
@@ -308,12 +297,12 @@ func marshalParams(params any) (string, error) {
 	default:
 		var err error
 		if b, err = json.Marshal(p); err != nil {
-			e := newLocalError(KindBinding, CodeInvalidWireJson, "aimux: params cannot be encoded as JSON: "+err.Error())
+			e := newLocalError(KindBinding, CodeInvalidWireJSON, "aimux: params cannot be encoded as JSON: "+err.Error())
 			return "", e
 		}
 	}
 	if strings.IndexByte(string(b), 0) >= 0 {
-		return "", newLocalError(KindBinding, CodeInvalidWireJson, "aimux: params contain a NUL byte")
+		return "", newLocalError(KindBinding, CodeInvalidWireJSON, "aimux: params contain a NUL byte")
 	}
 	return string(b), nil
 }

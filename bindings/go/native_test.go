@@ -123,7 +123,7 @@ func TestBindingErrors(t *testing.T) {
 	}
 	// Invalid UTF-8 in the op name: 201 from the library.
 	_, err = Call(ctx, "aimux.\xff\xfe", nil)
-	if e := asError(t, err); e.Code != CodeInvalidUtf8 || !errors.Is(err, ErrInvalidUtf8) {
+	if e := asError(t, err); e.Code != CodeInvalidUTF8 || !errors.Is(err, ErrInvalidUTF8) {
 		t.Fatalf("invalid UTF-8 op -> %d %s", e.Code, e.Message)
 	}
 	// A NUL byte cannot cross the C boundary: refused before the call, as an unknown op (300,
@@ -133,12 +133,12 @@ func TestBindingErrors(t *testing.T) {
 		t.Fatalf("NUL op -> %s %d %s", e.Kind, e.Code, e.Name)
 	}
 	_, err = Call(ctx, "aimux.version", json.RawMessage("{\"a\":\"\x00\"}"))
-	if e := asError(t, err); e.Code != CodeInvalidWireJson {
+	if e := asError(t, err); e.Code != CodeInvalidWireJSON {
 		t.Fatalf("NUL params -> %d", e.Code)
 	}
 	// Params Go cannot encode.
 	_, err = Call(ctx, "aimux.version", map[string]any{"f": func() {}})
-	if e := asError(t, err); e.Code != CodeInvalidWireJson {
+	if e := asError(t, err); e.Code != CodeInvalidWireJSON {
 		t.Fatalf("unencodable params -> %d", e.Code)
 	}
 	// Wrong mode: a call op through Stream.

@@ -47,7 +47,9 @@ int main(int argc, char **argv)
             last = name;
         }
         printf("\n");
-        if (last != NULL && strcmp(last, "ConnectionRefusedError") == 0) {
+        /* maxRetries 0: the APICallError itself, its code from the installed aimux_codes.h */
+        if (aimux_error_code(err) == AIMUX_CODE_API_CALL && last != NULL &&
+            strcmp(last, "ConnectionRefusedError") == 0) {
             printf("chain ok: ends in ConnectionRefusedError\n");
         } else {
             printf("chain FAILED: ends in %s\n", last ? last : "?");

@@ -4,8 +4,9 @@ typedef struct aimux_error aimux_error_t;
 
 char *_aimux_strndup(const char *s, size_t n);
 aimux_error_t *_aimux_err_unpack(const char *buf, size_t len);
-aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *message,
-                                 const char *argument);
+aimux_error_t *_aimux_err_early(int which, const char *message, const char *argument);
+#define _AIMUX_EARLY_RUNTIME_INIT ...
+#define _AIMUX_EARLY_INTERNAL ...
 const char *_aimux_paths(void);
 
 extern "Python" int _aimux_py_call(const char *, const char *, char **, aimux_error_t **);

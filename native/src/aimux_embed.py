@@ -25,7 +25,9 @@ try:
     for _p in _paths:
         site.addsitedir(_p)
     from aimux_ops import dispatch as _dispatch
+    from aimux_ops import errors as _errors
     from aimux_ops.envelope import chain_links as _chain_links
+    from aimux_ops.envelope import project as _project
 
     _call_json = _dispatch.call_json
     _stream_json = _dispatch.stream_json
@@ -39,12 +41,28 @@ except BaseException as _e:  # recorded, reported by every call as a 207
     ).encode("utf-8", "replace")
 
 
-def _simple(code, name, message, argument=NULL):
-    return lib._aimux_err_simple(code, name, message.encode("utf-8", "replace"), argument)
+def _early(which, message, argument=NULL):
+    # Only when the core cannot build the error itself (it did not load, or projecting failed).
+    return lib._aimux_err_early(which, message.encode("utf-8", "replace"), argument)
+
+
+def _core_error(exc):
+    # An error the shim reports (201, 202, 208) goes through the core's projection like any other.
+    try:
+        return _chain(_project(exc))
+    except MemoryError:
+        raise
+    except BaseException as e:
+        return _early(
+            lib._AIMUX_EARLY_INTERNAL,
+            "libaimux: cannot project %s: %s: %s" % (type(exc).__name__, type(e).__name__, e),
+        )
 
 
 def _internal(where, exc):
-    return _simple(208, b"InternalError", "libaimux: %s: %s: %s" % (where, type(exc).__name__, exc))
+    return _core_error(
+        _errors.InternalError("libaimux: %s: %s: %s" % (where, type(exc).__name__, exc))
+    )
 
 
 def _packed(walk):
@@ -72,7 +90,10 @@ def _chain(env):
     try:
         buf = _packed(_chain_links(env))
     except BaseException as e:
-        return _internal("cannot walk the error envelope", e)
+        return _early(
+            lib._AIMUX_EARLY_INTERNAL,
+            "libaimux: cannot walk the error envelope: %s: %s" % (type(e).__name__, e),
+        )
     err = lib._aimux_err_unpack(buf, len(buf))
     if not err:
         raise MemoryError("cannot allocate the error chain")
@@ -82,7 +103,7 @@ def _chain(env):
 if _init_error is not None:
     # The core did not load: every call answers 207 with the reason.
     def _fail(out_err):
-        out_err[0] = lib._aimux_err_simple(207, b"RuntimeInitError", _init_error, NULL)
+        out_err[0] = lib._aimux_err_early(lib._AIMUX_EARLY_RUNTIME_INIT, _init_error, NULL)
         return 0
 
     @ffi.def_extern(error=-1)
@@ -182,29 +203,28 @@ else:
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            out_err[0] = _simple(
-                201,
-                b"InvalidUtf8Error",
-                "envelope_json is not valid UTF-8: %s" % e,
-                b"envelope_json",
+            out_err[0] = _core_error(
+                _errors.InvalidUTF8Error(
+                    "envelope_json is not valid UTF-8: %s" % e, argument="envelope_json"
+                )
             )
             return 0
         try:
             buf = _packed(_chain_links(raw))
         except BaseException as e:
-            out_err[0] = _simple(
-                202,
-                b"InvalidWireJsonError",
-                "envelope_json is not an error envelope: %s: %s" % (type(e).__name__, e),
-                b"envelope_json",
+            out_err[0] = _core_error(
+                _errors.InvalidWireJSONError(
+                    "envelope_json is not an error envelope: %s: %s" % (type(e).__name__, e),
+                    argument="envelope_json",
+                )
             )
             return 0
         if len(buf) <= 9:
-            out_err[0] = _simple(
-                202,
-                b"InvalidWireJsonError",
-                "envelope_json is not an error envelope (not a JSON object)",
-                b"envelope_json",
+            out_err[0] = _core_error(
+                _errors.InvalidWireJSONError(
+                    "envelope_json is not an error envelope (not a JSON object)",
+                    argument="envelope_json",
+                )
             )
             return 0
         dec = lib._aimux_err_unpack(buf, len(buf))

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <stdio.h>
 #include "aimux.h"
+#include "aimux_early.h"
 
 #define AIMUX_MSG_MAX 1024
 
@@ -26,54 +27,71 @@ static int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
    retryable / retry_after_ms are decided once, by the Python side (aimux_embed.py `_packed`) or
-   by _aimux_err_simple: the accessors never read JSON. */
+   by _aimux_err_early: the accessors never read JSON. */
 struct aimux_error {
     int32_t code;
-    int is_static;              /* the out-of-memory sentinel: never freed */
-    int retryable;              /* root only (0 on a cause) */
-    int64_t retry_after_ms;     /* root only; -1: absent */
-    const char *kind;           /* NUL-terminated: "aimux", …, or "source" */
-    const char *name;           /* NUL-terminated, or NULL: error.name / a source node's type */
-    const char *message;        /* NUL-terminated UTF-8 */
-    const char *json;           /* NUL-terminated: the envelope (root) or the node JSON */
+    int is_static;          /* the out-of-memory sentinel: never freed */
+    int retryable;          /* root only (0 on a cause) */
+    int64_t retry_after_ms; /* root only; -1: absent */
+    const char *kind;       /* NUL-terminated: "aimux", …, or "source" */
+    const char *name;       /* NUL-terminated, or NULL: error.name / a source node's type */
+    const char *message;    /* NUL-terminated UTF-8 */
+    const char *json;       /* NUL-terminated: the envelope (root) or the node JSON */
     size_t kind_len, name_len, message_len, json_len;
-    struct aimux_error *cause;  /* owned */
+    struct aimux_error *cause; /* owned */
 };
 
-#define _AIMUX_OOM_MSG "out of memory in libaimux"
-#define _AIMUX_OOM_JSON "{\"kind\":\"binding\",\"code\":208,\"message\":\"" _AIMUX_OOM_MSG \
-    "\",\"error\":{\"name\":\"InternalError\"},\"retryable\":false}"
-static struct aimux_error _aimux_oom = {
-    208, 1, 0, -1, "binding", "InternalError", _AIMUX_OOM_MSG, _AIMUX_OOM_JSON,
-    7, 13, sizeof(_AIMUX_OOM_MSG) - 1, sizeof(_AIMUX_OOM_JSON) - 1, NULL
-};
+static struct aimux_error _aimux_oom = {_AIMUX_OOM_CODE,
+                                        1,
+                                        0,
+                                        -1,
+                                        _AIMUX_OOM_KIND,
+                                        _AIMUX_OOM_NAME,
+                                        _AIMUX_OOM_MSG,
+                                        _AIMUX_OOM_JSON,
+                                        sizeof(_AIMUX_OOM_KIND) - 1,
+                                        sizeof(_AIMUX_OOM_NAME) - 1,
+                                        sizeof(_AIMUX_OOM_MSG) - 1,
+                                        sizeof(_AIMUX_OOM_JSON) - 1,
+                                        NULL};
 
 #define _AIMUX_NO_NAME 0xFFFFFFFFu
 
 /* name == NULL: the node has no name. Strings are copied (each NUL-terminated). */
 static aimux_error_t *_aimux_node_new(int32_t code, const char *kind, size_t kind_len,
-                                      const char *name, size_t name_len,
-                                      const char *msg, size_t msg_len,
-                                      const char *json, size_t json_len)
+                                      const char *name, size_t name_len, const char *msg,
+                                      size_t msg_len, const char *json, size_t json_len)
 {
     struct aimux_error *e;
     char *p;
     if (name == NULL) name_len = 0;
-    e = (struct aimux_error *)malloc(sizeof(struct aimux_error) + kind_len + 1 + name_len + 1
-                                     + msg_len + 1 + json_len + 1);
+    e = (struct aimux_error *)malloc(sizeof(struct aimux_error) + kind_len + 1 + name_len + 1 +
+                                     msg_len + 1 + json_len + 1);
     if (e == NULL) return NULL;
     p = (char *)(e + 1);
-    e->kind = p; e->kind_len = kind_len;
-    memcpy(p, kind, kind_len); p[kind_len] = 0; p += kind_len + 1;
-    e->name = name ? p : NULL; e->name_len = name_len;
+    e->kind = p;
+    e->kind_len = kind_len;
+    memcpy(p, kind, kind_len);
+    p[kind_len] = 0;
+    p += kind_len + 1;
+    e->name = name ? p : NULL;
+    e->name_len = name_len;
     if (name) memcpy(p, name, name_len);
-    p[name_len] = 0; p += name_len + 1;
-    e->message = p; e->message_len = msg_len;
-    memcpy(p, msg, msg_len); p[msg_len] = 0; p += msg_len + 1;
-    e->json = p; e->json_len = json_len;
-    memcpy(p, json, json_len); p[json_len] = 0;
-    e->code = code; e->is_static = 0;
-    e->retryable = 0; e->retry_after_ms = -1;
+    p[name_len] = 0;
+    p += name_len + 1;
+    e->message = p;
+    e->message_len = msg_len;
+    memcpy(p, msg, msg_len);
+    p[msg_len] = 0;
+    p += msg_len + 1;
+    e->json = p;
+    e->json_len = json_len;
+    memcpy(p, json, json_len);
+    p[json_len] = 0;
+    e->code = code;
+    e->is_static = 0;
+    e->retryable = 0;
+    e->retry_after_ms = -1;
     e->cause = NULL;
     return e;
 }
@@ -98,12 +116,19 @@ aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
     uint8_t retryable;
     int64_t after;
     if (len < 9) return NULL;
-    memcpy(&retryable, buf, 1); memcpy(&after, buf + 1, 8);
+    memcpy(&retryable, buf, 1);
+    memcpy(&after, buf + 1, 8);
     while (off < len) {
-        int32_t code; uint32_t kl, nl, ml, jl; size_t need; aimux_error_t *n;
+        int32_t code;
+        uint32_t kl, nl, ml, jl;
+        size_t need;
+        aimux_error_t *n;
         if (len - off < 20) goto bad;
-        memcpy(&code, buf + off, 4); memcpy(&kl, buf + off + 4, 4); memcpy(&nl, buf + off + 8, 4);
-        memcpy(&ml, buf + off + 12, 4); memcpy(&jl, buf + off + 16, 4);
+        memcpy(&code, buf + off, 4);
+        memcpy(&kl, buf + off + 4, 4);
+        memcpy(&nl, buf + off + 8, 4);
+        memcpy(&ml, buf + off + 12, 4);
+        memcpy(&jl, buf + off + 16, 4);
         off += 20;
         need = (size_t)kl + (nl == _AIMUX_NO_NAME ? 0 : (size_t)nl) + (size_t)ml + (size_t)jl;
         if (len - off < need) goto bad;
@@ -112,7 +137,8 @@ aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
                             buf + off + need - jl, jl);
         if (n == NULL) goto bad;
         off += need;
-        *tail = n; tail = &n->cause;
+        *tail = n;
+        tail = &n->cause;
     }
     if (root == NULL) return NULL;
     root->retryable = retryable != 0;
@@ -127,12 +153,17 @@ char *_aimux_strndup(const char *s, size_t n)
 {
     char *r = (char *)malloc(n + 1);
     if (r == NULL) return NULL;
-    memcpy(r, s, n); r[n] = 0;
+    memcpy(r, s, n);
+    r[n] = 0;
     return r;
 }
 
 /* --- a tiny growable buffer and a JSON string escaper (no printf) ------------------------ */
-typedef struct { char *p; size_t len, cap; int oom; } _aimux_buf;
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} _aimux_buf;
 
 static void _aimux_buf_put(_aimux_buf *b, const char *s, size_t n)
 {
@@ -142,8 +173,12 @@ static void _aimux_buf_put(_aimux_buf *b, const char *s, size_t n)
         char *p;
         while (cap < b->len + n + 1) cap *= 2;
         p = (char *)realloc(b->p, cap);
-        if (p == NULL) { b->oom = 1; return; }
-        b->p = p; b->cap = cap;
+        if (p == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
     }
     memcpy(b->p + b->len, s, n);
     b->len += n;
@@ -152,9 +187,14 @@ static void _aimux_buf_put(_aimux_buf *b, const char *s, size_t n)
 static void _aimux_buf_str(_aimux_buf *b, const char *s) { _aimux_buf_put(b, s, strlen(s)); }
 static void _aimux_buf_int(_aimux_buf *b, int32_t v)
 {
-    char tmp[16]; int i = 15; uint32_t u = v < 0 ? (uint32_t)(-(int64_t)v) : (uint32_t)v;
+    char tmp[16];
+    int i = 15;
+    uint32_t u = v < 0 ? (uint32_t)(-(int64_t)v) : (uint32_t)v;
     tmp[i] = 0;
-    do { tmp[--i] = (char)('0' + u % 10); u /= 10; } while (u);
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
     if (v < 0) tmp[--i] = '-';
     _aimux_buf_str(b, tmp + i);
 }
@@ -168,11 +208,16 @@ static void _aimux_buf_json_string(_aimux_buf *b, const char *s, size_t n)
         if (c == '"' || c == '\\' || c < 0x20) {
             char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             _aimux_buf_put(b, s + start, i - start);
-            if (c == '"') _aimux_buf_put(b, "\\\"", 2);
-            else if (c == '\\') _aimux_buf_put(b, "\\\\", 2);
-            else if (c == '\n') _aimux_buf_put(b, "\\n", 2);
-            else if (c == '\t') _aimux_buf_put(b, "\\t", 2);
-            else _aimux_buf_put(b, esc, 6);
+            if (c == '"')
+                _aimux_buf_put(b, "\\\"", 2);
+            else if (c == '\\')
+                _aimux_buf_put(b, "\\\\", 2);
+            else if (c == '\n')
+                _aimux_buf_put(b, "\\n", 2);
+            else if (c == '\t')
+                _aimux_buf_put(b, "\\t", 2);
+            else
+                _aimux_buf_put(b, esc, 6);
             start = i + 1;
         }
     }
@@ -190,18 +235,21 @@ static size_t _aimux_utf8_prefix(const char *s, size_t n, size_t max)
         size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
         size_t j;
         if (k == 0 || i + k > n || i + k > max) break;
-        for (j = 1; j < k; j++) if (((unsigned char)s[i + j] >> 6) != 2) return i;
+        for (j = 1; j < k; j++)
+            if (((unsigned char)s[i + j] >> 6) != 2) return i;
         i += k;
     }
     return i;
 }
 
-/* A binding-domain envelope built in C (204 for NULL out-pointers, 207 when the runtime cannot
-   start, 208 for failures of the shim itself). Never NULL. */
-aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *message,
-                                 const char *argument)
+/* An envelope the shim builds itself, before (or without) the Python core: `which` is an
+   _AIMUX_EARLY_* entry of the generated table (aimux_early.h: code, kind and error.name from the
+   catalogue): 204 for NULL out-pointers, 207 when the runtime cannot start, 208 for failures of
+   the shim itself. Every other error is projected by the core. Never NULL. */
+aimux_error_t *_aimux_err_early(int which, const char *message, const char *argument)
 {
     static const char cut[] = "\xe2\x80\xa6[truncated]";
+    const struct _aimux_early *t = &_aimux_early_errors[which];
     _aimux_buf b = {0}, m = {0};
     size_t n = message ? strlen(message) : 0, keep = _aimux_utf8_prefix(message, n, AIMUX_MSG_MAX);
     int truncated = keep < n;
@@ -209,16 +257,18 @@ aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *mes
     if (truncated) keep = _aimux_utf8_prefix(message, n, AIMUX_MSG_MAX - (sizeof cut - 1));
     _aimux_buf_put(&m, message ? message : "", keep);
     if (truncated) _aimux_buf_put(&m, cut, sizeof cut - 1);
-    if (m.oom || m.p == NULL) { free(m.p); return &_aimux_oom; }
+    if (m.oom || m.p == NULL) {
+        free(m.p);
+        return &_aimux_oom;
+    }
     _aimux_buf_str(&b, "{\"kind\":\"");
-    _aimux_buf_str(&b, code >= 300 && code < 400 ? "protocol" : code >= 200 && code < 300 ? "binding"
-                       : code >= 100 && code < 200 ? "recording" : "aimux");
+    _aimux_buf_str(&b, t->kind);
     _aimux_buf_str(&b, "\",\"code\":");
-    _aimux_buf_int(&b, code);
+    _aimux_buf_int(&b, t->code);
     _aimux_buf_str(&b, ",\"message\":");
     _aimux_buf_json_string(&b, m.p, m.len);
     _aimux_buf_str(&b, ",\"error\":{\"name\":");
-    _aimux_buf_json_string(&b, name, strlen(name));
+    _aimux_buf_json_string(&b, t->name, strlen(t->name));
     if (argument != NULL) {
         _aimux_buf_str(&b, ",\"argument\":");
         _aimux_buf_json_string(&b, argument, strlen(argument));
@@ -226,13 +276,15 @@ aimux_error_t *_aimux_err_simple(int32_t code, const char *name, const char *mes
     _aimux_buf_str(&b, "},\"retryable\":false");
     if (truncated) _aimux_buf_str(&b, ",\"truncated\":[\"message\"]");
     _aimux_buf_str(&b, "}");
-    if (b.oom) { free(b.p); free(m.p); return &_aimux_oom; }
-    {
-        const char *kind = code >= 300 && code < 400 ? "protocol" : code >= 200 && code < 300
-            ? "binding" : code >= 100 && code < 200 ? "recording" : "aimux";
-        e = _aimux_node_new(code, kind, strlen(kind), name, strlen(name), m.p, m.len, b.p, b.len);
+    if (b.oom) {
+        free(b.p);
+        free(m.p);
+        return &_aimux_oom;
     }
-    free(b.p); free(m.p);
+    e = _aimux_node_new(t->code, t->kind, strlen(t->kind), t->name, strlen(t->name), m.p, m.len,
+                        b.p, b.len);
+    free(b.p);
+    free(m.p);
     return e ? e : &_aimux_oom;
 }
 
@@ -241,7 +293,7 @@ static aimux_error_t *_aimux_null_arg(const char *argument)
     char msg[128] = "argument `";
     strncat(msg, argument, 64);
     strcat(msg, "` must not be NULL");
-    return _aimux_err_simple(204, "NullArgumentError", msg, argument);
+    return _aimux_err_early(_AIMUX_EARLY_NULL_ARGUMENT, msg, argument);
 }
 
 /* --- starting the embedded runtime ------------------------------------------------------- */
@@ -255,7 +307,8 @@ const char *_aimux_paths(void) { return _aimux_path_list ? _aimux_path_list : ""
 static void _aimux_init_fail(const char *a, const char *b)
 {
     _aimux_init_msg[0] = 0;
-    strncat(_aimux_init_msg, "the embedded Python runtime cannot start: ", sizeof _aimux_init_msg - 1);
+    strncat(_aimux_init_msg,
+            "the embedded Python runtime cannot start: ", sizeof _aimux_init_msg - 1);
     strncat(_aimux_init_msg, a, sizeof _aimux_init_msg - 1 - strlen(_aimux_init_msg));
     if (b) strncat(_aimux_init_msg, b, sizeof _aimux_init_msg - 1 - strlen(_aimux_init_msg));
 }
@@ -271,7 +324,10 @@ static void _aimux_init_fail_pyerr(const char *what)
     if (s) txt = PyUnicode_AsUTF8(s);
     if (txt == NULL) PyErr_Clear();
     _aimux_init_fail(what, txt ? txt : "(no details)");
-    Py_XDECREF(s); Py_XDECREF(t); Py_XDECREF(v); Py_XDECREF(tb);
+    Py_XDECREF(s);
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
 }
 
 /* --- where the runtime comes from (relocatable installs; docs/DESIGN.md "Installing") -------
@@ -290,8 +346,8 @@ static void _aimux_init_fail_pyerr(const char *what)
 #define AIMUX_HOME_FIXED 0
 #endif
 #define _AIMUX_STR2(x) #x
-#define _AIMUX_STR(x) _AIMUX_STR2(x)
-#define _AIMUX_PYVER _AIMUX_STR(PY_MAJOR_VERSION) "." _AIMUX_STR(PY_MINOR_VERSION)
+#define _AIMUX_STR(x)  _AIMUX_STR2(x)
+#define _AIMUX_PYVER   _AIMUX_STR(PY_MAJOR_VERSION) "." _AIMUX_STR(PY_MINOR_VERSION)
 
 static char _aimux_home[PATH_MAX];
 
@@ -338,10 +394,12 @@ static int _aimux_check_python_version(void)
     if (strncmp(v, _AIMUX_PYVER, want) != 0 || (v[want] != '.' && v[want] != ' ' && v[want] != 0)) {
         char msg[300];
         const char *dot = strchr(v, '.');
-        int full = (int)strcspn(v, " "), xy = dot ? (int)(dot + 1 - v + strcspn(dot + 1, ". ")) : full;
+        int full = (int)strcspn(v, " "),
+            xy = dot ? (int)(dot + 1 - v + strcspn(dot + 1, ". ")) : full;
         if (full > 40) full = 40;
         if (xy > full) xy = full;
-        snprintf(msg, sizeof msg, "libaimux was built for Python " _AIMUX_PYVER " but this process "
+        snprintf(msg, sizeof msg,
+                 "libaimux was built for Python " _AIMUX_PYVER " but this process "
                  "runs Python %.*s; use a libaimux built for Python %.*s (make install "
                  "PYTHON=python%.*s, or pip install aimux-ops in that Python's environment)",
                  full, v, xy, v, xy, v);
@@ -364,7 +422,8 @@ static char *_aimux_find_payload(void)
     if (AIMUX_PAYLOAD_REL[0] == 0) return strdup(AIMUX_BUILD_PATHS);
     if (!_aimux_dir_of((const void *)_aimux_home, dir, sizeof dir)) {
         _aimux_init_fail("cannot locate libaimux's own file (dladdr failed), so not its Python "
-                         "payload either; set AIMUX_PYTHONPATH", NULL);
+                         "payload either; set AIMUX_PYTHONPATH",
+                         NULL);
         return NULL;
     }
     snprintf(payload, sizeof payload, "%s/%s", dir, AIMUX_PAYLOAD_REL);
@@ -372,9 +431,11 @@ static char *_aimux_find_payload(void)
     snprintf(probe, sizeof probe, "%s/aimux_ops/__init__.py", r ? r : dir);
     if (r == NULL || !_aimux_exists(probe)) {
         _aimux_init_fail("libaimux cannot find its Python payload (aimux_ops and its "
-                         "dependencies): no ", r ? probe : payload);
+                         "dependencies): no ",
+                         r ? probe : payload);
         _aimux_init_append(" (reinstall with `make install`, which puts the payload there, "
-                           "or `pip install aimux-ops`; or set AIMUX_PYTHONPATH)", "", "");
+                           "or `pip install aimux-ops`; or set AIMUX_PYTHONPATH)",
+                           "", "");
         free(r);
         return NULL;
     }
@@ -448,10 +509,13 @@ static void _aimux_start(void)
         const char *pm = getenv("PYTHONMALLOC");
         PyPreConfig_InitIsolatedConfig(&pre);
         pre.utf8_mode = 1;
-        if (pm != NULL) {   /* honoured so the library can run under valgrind */
-            if (strcmp(pm, "malloc") == 0) pre.allocator = PYMEM_ALLOCATOR_MALLOC;
-            else if (strcmp(pm, "malloc_debug") == 0) pre.allocator = PYMEM_ALLOCATOR_MALLOC_DEBUG;
-            else if (strcmp(pm, "debug") == 0) pre.allocator = PYMEM_ALLOCATOR_DEBUG;
+        if (pm != NULL) { /* honoured so the library can run under valgrind */
+            if (strcmp(pm, "malloc") == 0)
+                pre.allocator = PYMEM_ALLOCATOR_MALLOC;
+            else if (strcmp(pm, "malloc_debug") == 0)
+                pre.allocator = PYMEM_ALLOCATOR_MALLOC_DEBUG;
+            else if (strcmp(pm, "debug") == 0)
+                pre.allocator = PYMEM_ALLOCATOR_DEBUG;
         }
         st = Py_PreInitialize(&pre);
         if (PyStatus_Exception(st)) {
@@ -469,7 +533,7 @@ static void _aimux_start(void)
             _aimux_init_append(" (Python home ", home, ")");
             return;
         }
-        PyEval_SaveThread();   /* release the GIL: every call takes it with PyGILState_Ensure */
+        PyEval_SaveThread(); /* release the GIL: every call takes it with PyGILState_Ensure */
     }
 
     /* 3. Put the recorded package paths first on sys.path (the init code then processes their
@@ -479,9 +543,13 @@ static void _aimux_start(void)
     if (sys_path != NULL && PyList_Check(sys_path)) {
         char *copy = strdup(_aimux_path_list), *save = NULL, *tok;
         Py_ssize_t at = 0;
-        for (tok = copy ? strtok_r(copy, ":", &save) : NULL; tok; tok = strtok_r(NULL, ":", &save)) {
+        for (tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
+             tok = strtok_r(NULL, ":", &save)) {
             PyObject *p = PyUnicode_DecodeFSDefault(tok);
-            if (p == NULL) { PyErr_Clear(); continue; }
+            if (p == NULL) {
+                PyErr_Clear();
+                continue;
+            }
             if (PySequence_Contains(sys_path, p) != 1) {
                 if (PyList_Insert(sys_path, at++, p) < 0) PyErr_Clear();
             }
@@ -502,7 +570,8 @@ static void _aimux_start(void)
           than raises, a failure to import the core). */
     if (cffi_start_python() != 0) {
         _aimux_init_fail("the cffi embedding init failed (cffi_start_python() returned -1; "
-                         "the traceback was printed to stderr)", NULL);
+                         "the traceback was printed to stderr)",
+                         NULL);
         return;
     }
     _aimux_ready = 1;
@@ -512,7 +581,7 @@ static aimux_error_t *_aimux_runtime(void)
 {
     pthread_once(&_aimux_once, _aimux_start);
     if (_aimux_ready) return NULL;
-    return _aimux_err_simple(207, "RuntimeInitError", _aimux_init_msg, NULL);
+    return _aimux_err_early(_AIMUX_EARLY_RUNTIME_INIT, _aimux_init_msg, NULL);
 }
 
 /* rc != 0: the Python callback raised past its own handler (or ran out of memory). */
@@ -520,8 +589,8 @@ static aimux_error_t *_aimux_after(int rc, aimux_error_t *err)
 {
     if (err != NULL) return err;
     if (rc != 0)
-        return _aimux_err_simple(208, "InternalError",
-                                 "unexpected failure in the Python side of libaimux", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
+                                "unexpected failure in the Python side of libaimux", NULL);
     return NULL;
 }
 
@@ -538,9 +607,13 @@ CFFI_DLLEXPORT aimux_error_t *aimux_call(const char *op, const char *params_json
     *out_result_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
     rc = _aimux_py_call(op, params_json, &res, &err);
-    if ((err = _aimux_after(rc, err)) != NULL) { free(res); return err; }
+    if ((err = _aimux_after(rc, err)) != NULL) {
+        free(res);
+        return err;
+    }
     if (res == NULL)
-        return _aimux_err_simple(208, "InternalError", "the core returned neither a result nor an error", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
+                                "the core returned neither a result nor an error", NULL);
     *out_result_json = res;
     return NULL;
 }
@@ -557,7 +630,8 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream(const char *op, const char *params_js
     rc = _aimux_py_stream(op, params_json, &h, &err);
     if ((err = _aimux_after(rc, err)) != NULL) return err;
     if (h == 0)
-        return _aimux_err_simple(208, "InternalError", "the core returned neither a handle nor an error", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
+                                "the core returned neither a handle nor an error", NULL);
     *out_stream = h;
     return NULL;
 }
@@ -571,29 +645,35 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream_next(uint64_t stream, char **out_even
     *out_event_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
     rc = _aimux_py_stream_next(stream, &ev, &err);
-    if ((err = _aimux_after(rc, err)) != NULL) { free(ev); return err; }
-    *out_event_json = ev;   /* NULL: ended */
+    if ((err = _aimux_after(rc, err)) != NULL) {
+        free(ev);
+        return err;
+    }
+    *out_event_json = ev; /* NULL: ended */
     return NULL;
 }
 
 CFFI_DLLEXPORT void aimux_stream_cancel(uint64_t stream)
 {
     aimux_error_t *err = _aimux_runtime();
-    if (err != NULL) { aimux_error_free(err); return; }
+    if (err != NULL) {
+        aimux_error_free(err);
+        return;
+    }
     (void)_aimux_py_stream_ctl(stream, 0);
 }
 
 CFFI_DLLEXPORT void aimux_stream_free(uint64_t stream)
 {
     aimux_error_t *err = _aimux_runtime();
-    if (err != NULL) { aimux_error_free(err); return; }
+    if (err != NULL) {
+        aimux_error_free(err);
+        return;
+    }
     (void)_aimux_py_stream_ctl(stream, 1);
 }
 
-CFFI_DLLEXPORT int32_t aimux_error_code(const aimux_error_t *err)
-{
-    return err ? err->code : 0;
-}
+CFFI_DLLEXPORT int32_t aimux_error_code(const aimux_error_t *err) { return err ? err->code : 0; }
 
 CFFI_DLLEXPORT char *aimux_error_message(const aimux_error_t *err)
 {
@@ -624,9 +704,12 @@ CFFI_DLLEXPORT aimux_error_t *aimux_error_from_json(const char *envelope_json,
     if (envelope_json == NULL) return _aimux_null_arg("envelope_json");
     if ((err = _aimux_runtime()) != NULL) return err;
     rc = _aimux_py_decode(envelope_json, &dec, &err);
-    if ((err = _aimux_after(rc, err)) != NULL) { aimux_error_free(dec); return err; }
+    if ((err = _aimux_after(rc, err)) != NULL) {
+        aimux_error_free(dec);
+        return err;
+    }
     if (dec == NULL)
-        return _aimux_err_simple(208, "InternalError", "the envelope decoded to no error", NULL);
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL, "the envelope decoded to no error", NULL);
     *out_error = dec;
     return NULL;
 }

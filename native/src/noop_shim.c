@@ -6,7 +6,8 @@ char *_noop_strndup(const char *s, size_t n)
 {
     char *r = (char *)malloc(n + 1);
     if (r == NULL) return NULL;
-    memcpy(r, s, n); r[n] = 0;
+    memcpy(r, s, n);
+    r[n] = 0;
     return r;
 }
 /* The bench host starts Python through libaimux first; this only needs cffi's own start. */

@@ -19,23 +19,40 @@
 #endif
 
 static int pass, fail;
-#define CHECK(c, msg) do { if (c) pass++; else { fail++; fprintf(stderr, "FAIL test_dlopen: %s\n", msg); } } while (0)
+#define CHECK(c, msg)                                                                              \
+    do {                                                                                           \
+        if (c)                                                                                     \
+            pass++;                                                                                \
+        else {                                                                                     \
+            fail++;                                                                                \
+            fprintf(stderr, "FAIL test_dlopen: %s\n", msg);                                        \
+        }                                                                                          \
+    } while (0)
 
 int main(int argc, char **argv)
 {
     int expect_failure = argc > 2 && strcmp(argv[1], "--expect-init-failure") == 0;
     const char *path = expect_failure ? argv[2] : argc > 1 ? argv[1] : AIMUX_LIB_PATH;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); printf("0 passed, 1 failed\n"); return 1; }
-    uint32_t (*abi)(void) = (uint32_t (*)(void))dlsym(h, "aimux_abi_version");
+    if (!h) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    uint32_t (*abi)(void) = (uint32_t(*)(void))dlsym(h, "aimux_abi_version");
     aimux_error_t *(*call)(const char *, const char *, char **) =
-        (aimux_error_t *(*)(const char *, const char *, char **))dlsym(h, "aimux_call");
-    int32_t (*code)(const aimux_error_t *) = (int32_t (*)(const aimux_error_t *))dlsym(h, "aimux_error_code");
+        (aimux_error_t * (*)(const char *, const char *, char **)) dlsym(h, "aimux_call");
+    int32_t (*code)(const aimux_error_t *) =
+        (int32_t(*)(const aimux_error_t *))dlsym(h, "aimux_error_code");
     void (*efree)(aimux_error_t *) = (void (*)(aimux_error_t *))dlsym(h, "aimux_error_free");
     void (*sfree)(char *) = (void (*)(char *))dlsym(h, "aimux_string_free");
-    char *(*ejson)(const aimux_error_t *) = (char *(*)(const aimux_error_t *))dlsym(h, "aimux_error_json");
+    char *(*ejson)(const aimux_error_t *) =
+        (char *(*)(const aimux_error_t *))dlsym(h, "aimux_error_json");
     CHECK(abi && call && code && efree && sfree && ejson, "dlsym");
-    if (fail) { printf("%d passed, %d failed\n", pass, fail); return 1; }
+    if (fail) {
+        printf("%d passed, %d failed\n", pass, fail);
+        return 1;
+    }
     CHECK(abi() == AIMUX_ABI_VERSION, "abi version");
     if (expect_failure) {
         char *out = (char *)"x";
@@ -54,11 +71,17 @@ int main(int argc, char **argv)
 
     char *out = NULL;
     aimux_error_t *e = call("aimux.manifest", "{}", &out);
-    if (e) { char *j = ejson(e); fprintf(stderr, "manifest failed: %s\n", j ? j : "?"); sfree(j); }
+    if (e) {
+        char *j = ejson(e);
+        fprintf(stderr, "manifest failed: %s\n", j ? j : "?");
+        sfree(j);
+    }
     CHECK(e == NULL && out && strstr(out, "\"errors\""), "manifest under RTLD_LOCAL");
-    efree(e); sfree(out); out = NULL;
+    efree(e);
+    sfree(out);
+    out = NULL;
 
-    e = call("aimux.version", "{\"bogus\":1}", &out);   /* pydantic validation: a C extension */
+    e = call("aimux.version", "{\"bogus\":1}", &out); /* pydantic validation: a C extension */
     CHECK(e && code(e) == 301, "301 under RTLD_LOCAL");
     efree(e);
     e = call("nope", "{}", &out);

@@ -34,11 +34,14 @@
 
 static atomic_int g_pass, g_fail;
 static int g_verbose;
-static int g_no_timing;   /* --no-timing (valgrind): correctness only, no wall-clock bounds */
+static int g_no_timing; /* --no-timing (valgrind): correctness only, no wall-clock bounds */
 
 static void check_(int ok, const char *file, int line, const char *fmt, ...)
 {
-    if (ok) { atomic_fetch_add(&g_pass, 1); return; }
+    if (ok) {
+        atomic_fetch_add(&g_pass, 1);
+        return;
+    }
     atomic_fetch_add(&g_fail, 1);
     va_list ap;
     va_start(ap, fmt);
@@ -83,21 +86,32 @@ static int expect_error(aimux_error_t *e, int code, const char *name, const char
     char *kind = aimux_error_kind(e), *nm = aimux_error_name(e);
     char codestr[32];
     snprintf(codestr, sizeof codestr, "\"code\":%d,", code);
-    const char *want_kind = code >= 300 ? "protocol" : code >= 200 ? "binding" : code >= 100 ? "recording" : "aimux";
-    if (got != code) { CHECK(0, "%s: code %d, expected %d (%s)", what, got, code, json ? json : "?"); ok = 0; }
-    else CHECK(1, "");
+    const char *want_kind = aimux_code_kind(code) ? aimux_code_kind(code) : "?";
+    if (got != code) {
+        CHECK(0, "%s: code %d, expected %d (%s)", what, got, code, json ? json : "?");
+        ok = 0;
+    } else
+        CHECK(1, "");
     CHECK(msg && msg[0], "%s: empty message", what);
-    CHECK(json && strncmp(json, "{\"kind\":", 8) == 0 && strstr(json, codestr), "%s: envelope %s", what, json ? json : "NULL");
-    CHECK(kind && strcmp(kind, want_kind) == 0, "%s: kind %s, expected %s", what, kind ? kind : "NULL", want_kind);
-    if (name) CHECK(nm && strcmp(nm, name) == 0, "%s: name %s, expected %s", what, nm ? nm : "NULL", name);
+    CHECK(json && strncmp(json, "{\"kind\":", 8) == 0 && strstr(json, codestr), "%s: envelope %s",
+          what, json ? json : "NULL");
+    CHECK(kind && strcmp(kind, want_kind) == 0, "%s: kind %s, expected %s", what,
+          kind ? kind : "NULL", want_kind);
+    if (name)
+        CHECK(nm && strcmp(nm, name) == 0, "%s: name %s, expected %s", what, nm ? nm : "NULL",
+              name);
     if (g_verbose) fprintf(stderr, "  %s -> %s\n", what, json ? json : "NULL");
-    aimux_string_free(msg); aimux_string_free(json); aimux_string_free(kind); aimux_string_free(nm);
+    aimux_string_free(msg);
+    aimux_string_free(json);
+    aimux_string_free(kind);
+    aimux_string_free(nm);
     aimux_error_free(e);
     return ok;
 }
 
 /* Calls and expects an error; also checks the out-param was reset to NULL. */
-static void call_expect(const char *op, const char *params, int code, const char *name, const char *what)
+static void call_expect(const char *op, const char *params, int code, const char *name,
+                        const char *what)
 {
     char *out = (char *)"sentinel";
     aimux_error_t *e = aimux_call(op, params, &out);
@@ -125,13 +139,16 @@ static void test_version_and_manifest(void)
 {
     CHECK(aimux_abi_version() == AIMUX_ABI_VERSION, "abi %u", aimux_abi_version());
     char *v = call_ok("aimux.version", "{}", "version");
-    CHECK(v && strstr(v, "\"abiVersion\":1") && strstr(v, "\"version\":\""), "version result %s", v ? v : "");
+    CHECK(v && strstr(v, "\"abiVersion\":1") && strstr(v, "\"version\":\""), "version result %s",
+          v ? v : "");
     aimux_string_free(v);
     char *m = call_ok("aimux.manifest", "{}", "manifest");
     CHECK(m && strstr(m, "\"ops\"") && strstr(m, "\"errors\"") && strstr(m, "\"aimux.version\""),
           "manifest result");
-    CHECK(m && strstr(m, "\"generate_text\"") && strstr(m, "\"stream_text\""), "manifest lists the provider ops");
-    CHECK(m && strstr(m, "\"RetryError\"") && strstr(m, "\"InvalidHandleError\""), "manifest lists the errors");
+    CHECK(m && strstr(m, "\"generate_text\"") && strstr(m, "\"stream_text\""),
+          "manifest lists the provider ops");
+    CHECK(m && strstr(m, "\"RetryError\"") && strstr(m, "\"InvalidHandleError\""),
+          "manifest lists the errors");
     aimux_string_free(m);
 }
 
@@ -154,10 +171,11 @@ static void test_protocol_errors(void)
 
 static void test_wire_errors(void)
 {
-    call_expect("aimux.version", "{not json", 202, "InvalidWireJsonError", "non-JSON params");
-    call_expect("aimux.version", "", 202, "InvalidWireJsonError", "empty params");
-    call_expect("aimux.\xff\xfe", "{}", 201, "InvalidUtf8Error", "invalid UTF-8 op");
-    call_expect("aimux.version", "{\"a\":\"\xc3\x28\"}", 201, "InvalidUtf8Error", "invalid UTF-8 params");
+    call_expect("aimux.version", "{not json", 202, "InvalidWireJSONError", "non-JSON params");
+    call_expect("aimux.version", "", 202, "InvalidWireJSONError", "empty params");
+    call_expect("aimux.\xff\xfe", "{}", 201, "InvalidUTF8Error", "invalid UTF-8 op");
+    call_expect("aimux.version", "{\"a\":\"\xc3\x28\"}", 201, "InvalidUTF8Error",
+                "invalid UTF-8 params");
     call_expect(NULL, "{}", 204, "NullArgumentError", "NULL op");
     call_expect("aimux.version", NULL, 204, "NullArgumentError", "NULL params");
     call_expect(NULL, NULL, 204, "NullArgumentError", "NULL op and params");
@@ -165,10 +183,12 @@ static void test_wire_errors(void)
     /* NULL out-pointers: built by the shim itself. */
     aimux_error_t *e = aimux_call("aimux.version", "{}", NULL);
     char *j = aimux_error_json(e);
-    CHECK(j && strstr(j, "\"argument\":\"out_result_json\"") && strstr(j, "\"retryable\":false}"), "204 json %s", j ? j : "");
+    CHECK(j && strstr(j, "\"argument\":\"out_result_json\"") && strstr(j, "\"retryable\":false}"),
+          "204 json %s", j ? j : "");
     aimux_string_free(j);
     expect_error(e, 204, "NullArgumentError", "NULL out_result_json");
-    expect_error(aimux_stream("stream_text", "{}", NULL), 204, "NullArgumentError", "NULL out_stream");
+    expect_error(aimux_stream("stream_text", "{}", NULL), 204, "NullArgumentError",
+                 "NULL out_stream");
     expect_error(aimux_stream_next(1, NULL), 204, "NullArgumentError", "NULL out_event_json");
     expect_error(aimux_error_from_json("{}", NULL), 204, "NullArgumentError", "NULL out_error");
     aimux_error_t *dec = (aimux_error_t *)1;
@@ -197,20 +217,28 @@ static void test_accessors_and_chain(void)
     CHECK(m1 && m2 && m1 != m2 && strcmp(m1, m2) == 0, "message copies are fresh and equal");
     CHECK(m1 && strstr(m1, "bogus"), "message names the violation: %s", m1 ? m1 : "");
     char *json = aimux_error_json(e);
-    CHECK(json && strstr(json, "\"violations\"") && strstr(json, "\"retryable\":false"), "301 json %s", json ? json : "");
+    CHECK(json && strstr(json, "\"violations\"") && strstr(json, "\"retryable\":false"),
+          "301 json %s", json ? json : "");
     const aimux_error_t *c = aimux_error_cause(e);
     CHECK(c != NULL, "301 has a cause");
     if (c) {
-        char *k = aimux_error_kind(c), *n = aimux_error_name(c), *cj = aimux_error_json(c), *cm = aimux_error_message(c);
+        char *k = aimux_error_kind(c), *n = aimux_error_name(c), *cj = aimux_error_json(c),
+             *cm = aimux_error_message(c);
         CHECK(aimux_error_code(c) == 0, "source node code 0 (%d)", aimux_error_code(c));
         CHECK(k && strcmp(k, "source") == 0, "source node kind %s", k ? k : "NULL");
-        CHECK(n && strcmp(n, "pydantic_core.ValidationError") == 0, "source node type %s", n ? n : "NULL");
+        CHECK(n && strcmp(n, "pydantic_core.ValidationError") == 0, "source node type %s",
+              n ? n : "NULL");
         CHECK(cj && cj[0] == '{' && !strstr(cj, "\"kind\""), "source node json %s", cj ? cj : "");
         CHECK(cm && strstr(cm, "bogus"), "source node message %s", cm ? cm : "");
         CHECK(aimux_error_cause(c) == NULL, "chain ends");
-        aimux_string_free(k); aimux_string_free(n); aimux_string_free(cj); aimux_string_free(cm);
+        aimux_string_free(k);
+        aimux_string_free(n);
+        aimux_string_free(cj);
+        aimux_string_free(cm);
     }
-    aimux_string_free(m1); aimux_string_free(m2); aimux_string_free(json);
+    aimux_string_free(m1);
+    aimux_string_free(m2);
+    aimux_string_free(json);
     aimux_error_free(e);
 
     /* 202: the cause is the JSON decoder's exception. */
@@ -226,29 +254,40 @@ static void test_from_json(void)
     const char *env =
         "{\"kind\":\"aimux\",\"code\":14,\"message\":\"Failed after 2 attempts. Last error: boom\","
         "\"error\":{\"name\":\"AI_RetryError\",\"reason\":\"maxRetriesExceeded\",\"errors\":["
-        "{\"kind\":\"aimux\",\"code\":11,\"message\":\"first\",\"error\":{\"name\":\"AI_APICallError\",\"isRetryable\":true}},"
+        "{\"kind\":\"aimux\",\"code\":11,\"message\":\"first\",\"error\":{\"name\":\"AI_"
+        "APICallError\",\"isRetryable\":true}},"
         "{\"kind\":\"aimux\",\"code\":11,\"message\":\"Cannot connect to API: \\u00e9\\\"x\\\"\","
         "\"error\":{\"name\":\"AI_APICallError\",\"isRetryable\":true},"
-        "\"cause\":{\"message\":\"[Errno 111] Connection refused\",\"type\":\"ConnectionRefusedError\"}}]},"
+        "\"cause\":{\"message\":\"[Errno 111] Connection "
+        "refused\",\"type\":\"ConnectionRefusedError\"}}]},"
         "\"retryable\":true}";
     aimux_error_t *dec = NULL;
     aimux_error_t *e = aimux_error_from_json(env, &dec);
     CHECK(e == NULL && dec != NULL, "from_json decodes");
-    if (e) { expect_error(e, 0, NULL, "from_json"); return; }
+    if (e) {
+        expect_error(e, 0, NULL, "from_json");
+        return;
+    }
     const char *want_names[] = {"AI_RetryError", "AI_APICallError", "ConnectionRefusedError"};
     const char *want_kinds[] = {"aimux", "aimux", "source"};
-    const int want_codes[] = {14, 11, 0};
-    const char *want_msgs[] = {"Failed after 2 attempts. Last error: boom", "Cannot connect to API: \xc3\xa9\"x\"",
+    const int want_codes[] = {AIMUX_CODE_RETRY, AIMUX_CODE_API_CALL, 0};
+    const char *want_msgs[] = {"Failed after 2 attempts. Last error: boom",
+                               "Cannot connect to API: \xc3\xa9\"x\"",
                                "[Errno 111] Connection refused"};
     int i = 0;
     for (const aimux_error_t *n = dec; n; n = aimux_error_cause(n), i++) {
-        if (i >= 3) { CHECK(0, "chain too long"); break; }
+        if (i >= 3) {
+            CHECK(0, "chain too long");
+            break;
+        }
         char *k = aimux_error_kind(n), *nm = aimux_error_name(n), *m = aimux_error_message(n);
         CHECK(aimux_error_code(n) == want_codes[i], "link %d code %d", i, aimux_error_code(n));
         CHECK(k && strcmp(k, want_kinds[i]) == 0, "link %d kind %s", i, k ? k : "NULL");
         CHECK(nm && strcmp(nm, want_names[i]) == 0, "link %d name %s", i, nm ? nm : "NULL");
         CHECK(m && strcmp(m, want_msgs[i]) == 0, "link %d message %s", i, m ? m : "NULL");
-        aimux_string_free(k); aimux_string_free(nm); aimux_string_free(m);
+        aimux_string_free(k);
+        aimux_string_free(nm);
+        aimux_string_free(m);
     }
     CHECK(i == 3, "chain of 3 links (%d)", i);
     char *rj = aimux_error_json(dec);
@@ -258,21 +297,27 @@ static void test_from_json(void)
 
     /* an unknown kind and code still decode; a node without error.name has no name */
     dec = NULL;
-    e = aimux_error_from_json("{\"kind\":\"future\",\"code\":777,\"message\":\"m\",\"error\":{},\"retryable\":false}", &dec);
+    e = aimux_error_from_json(
+        "{\"kind\":\"future\",\"code\":777,\"message\":\"m\",\"error\":{},\"retryable\":false}",
+        &dec);
     CHECK(e == NULL && dec, "unknown kind decodes");
     if (dec) {
         char *k = aimux_error_kind(dec), *nm = aimux_error_name(dec);
         CHECK(k && strcmp(k, "future") == 0, "unknown kind kept: %s", k ? k : "NULL");
         CHECK(nm == NULL, "missing name -> NULL");
         CHECK(aimux_error_code(dec) == 777, "unknown code kept");
-        aimux_string_free(k); aimux_string_free(nm);
+        aimux_string_free(k);
+        aimux_string_free(nm);
     }
     aimux_error_free(dec);
     dec = (aimux_error_t *)1;
-    expect_error(aimux_error_from_json("not json", &dec), 202, "InvalidWireJsonError", "from_json non-JSON");
+    expect_error(aimux_error_from_json("not json", &dec), 202, "InvalidWireJSONError",
+                 "from_json non-JSON");
     CHECK(dec == NULL, "from_json out reset on failure");
-    expect_error(aimux_error_from_json("[1]", &dec), 202, "InvalidWireJsonError", "from_json non-object");
-    expect_error(aimux_error_from_json("{\"message\":\"\xff\"}", &dec), 201, "InvalidUtf8Error", "from_json bad UTF-8");
+    expect_error(aimux_error_from_json("[1]", &dec), 202, "InvalidWireJSONError",
+                 "from_json non-object");
+    expect_error(aimux_error_from_json("{\"message\":\"\xff\"}", &dec), 201, "InvalidUTF8Error",
+                 "from_json bad UTF-8");
 }
 
 /* The accessors answer what the decoder decided (issue 13): escaped and duplicate keys read as
@@ -285,7 +330,8 @@ static void test_accessors_agree_with_decoders(void)
     e = aimux_error_from_json(
         "{\"\\u006bind\":\"aimux\",\"code\":11,\"message\":\"m\",\"error\":{\"name\":\"AI_Old\","
         "\"name\":\"AI_APICallError\"},\"retryable\":true,\"retryAfterMs\":0,"
-        "\"cause\":{\"type\":\"A\",\"message\":\"s\",\"type\":\"OSError\"}}", &dec);
+        "\"cause\":{\"type\":\"A\",\"message\":\"s\",\"type\":\"OSError\"}}",
+        &dec);
     CHECK(e == NULL && dec, "escaped-key envelope decodes");
     if (dec) {
         char *k = aimux_error_kind(dec), *nm = aimux_error_name(dec);
@@ -294,29 +340,41 @@ static void test_accessors_agree_with_decoders(void)
         CHECK(aimux_error_retryable(dec) == 1, "root retryable as given");
         CHECK(aimux_error_retry_after_ms(dec) == 0, "root retryAfterMs 0 as given (%lld)",
               (long long)aimux_error_retry_after_ms(dec));
-        aimux_string_free(k); aimux_string_free(nm);
+        aimux_string_free(k);
+        aimux_string_free(nm);
         const aimux_error_t *c = aimux_error_cause(dec);
         char *ck = aimux_error_kind(c), *cn = aimux_error_name(c);
         CHECK(ck && strcmp(ck, "source") == 0, "source kind %s", ck ? ck : "NULL");
         CHECK(cn && strcmp(cn, "OSError") == 0, "duplicate type: %s", cn ? cn : "NULL");
-        CHECK(aimux_error_retryable(c) == 0 && aimux_error_retry_after_ms(c) == -1, "cause: no root fields");
-        aimux_string_free(ck); aimux_string_free(cn);
+        CHECK(aimux_error_retryable(c) == 0 && aimux_error_retry_after_ms(c) == -1,
+              "cause: no root fields");
+        aimux_string_free(ck);
+        aimux_string_free(cn);
     }
     aimux_error_free(dec);
     dec = NULL;
-    e = aimux_error_from_json("{\"kind\":\"aimux\",\"code\":11,\"message\":\"m\",\"error\":{},\"retryable\":false}", &dec);
-    CHECK(e == NULL && dec && aimux_error_retryable(dec) == 0 && aimux_error_retry_after_ms(dec) == -1,
+    e = aimux_error_from_json(
+        "{\"kind\":\"aimux\",\"code\":11,\"message\":\"m\",\"error\":{},\"retryable\":false}",
+        &dec);
+    CHECK(e == NULL && dec && aimux_error_retryable(dec) == 0 &&
+              aimux_error_retry_after_ms(dec) == -1,
           "no retryAfterMs -> -1");
-    aimux_error_free(e); aimux_error_free(dec);
+    aimux_error_free(e);
+    aimux_error_free(dec);
     dec = NULL;
-    expect_error(aimux_error_from_json("{\"kind\":\"aimux\",\"code\":4294967307,\"message\":\"m\",\"error\":"
-                                       "{\"name\":\"AI_APICallError\"},\"retryable\":false}", &dec),
-                 202, "InvalidWireJsonError", "root code beyond 32 bits");
+    expect_error(
+        aimux_error_from_json("{\"kind\":\"aimux\",\"code\":4294967307,\"message\":\"m\",\"error\":"
+                              "{\"name\":\"AI_APICallError\"},\"retryable\":false}",
+                              &dec),
+        202, "InvalidWireJSONError", "root code beyond 32 bits");
     CHECK(dec == NULL, "no root with code 0");
-    expect_error(aimux_error_from_json("{\"kind\":\"aimux\",\"code\":2147483648,\"message\":\"m\",\"error\":{},"
-                                       "\"retryable\":false}", &dec),
-                 202, "InvalidWireJsonError", "root code beyond int32");
-    CHECK(aimux_error_retryable(NULL) == 0 && aimux_error_retry_after_ms(NULL) == -1, "root fields of NULL");
+    expect_error(aimux_error_from_json(
+                     "{\"kind\":\"aimux\",\"code\":2147483648,\"message\":\"m\",\"error\":{},"
+                     "\"retryable\":false}",
+                     &dec),
+                 202, "InvalidWireJSONError", "root code beyond int32");
+    CHECK(aimux_error_retryable(NULL) == 0 && aimux_error_retry_after_ms(NULL) == -1,
+          "root fields of NULL");
 }
 
 /* Mutated envelopes (bytes flipped, cut, duplicated; fixed seed): decoding never crashes, and every
@@ -324,13 +382,19 @@ static void test_accessors_agree_with_decoders(void)
 static void test_from_json_fuzz(void)
 {
     static const char *seeds[] = {
-        "{\"kind\":\"aimux\",\"code\":14,\"message\":\"r\",\"error\":{\"name\":\"AI_RetryError\",\"errors\":["
-        "{\"kind\":\"aimux\",\"code\":11,\"message\":\"a\\u00e9\\n\",\"error\":{\"name\":\"AI_APICallError\"},"
-        "\"cause\":{\"message\":\"[Errno 111]\",\"type\":\"ConnectionRefusedError\"}}]},\"retryable\":true}",
-        "{\"kind\":\"protocol\",\"code\":301,\"message\":\"bad\",\"error\":{\"name\":\"InvalidParamsError\","
-        "\"violations\":[{\"path\":\"x\",\"reason\":\"y\"}]},\"cause\":{\"message\":\"m\",\"cause\":{\"message\":\"n\"}},"
+        "{\"kind\":\"aimux\",\"code\":14,\"message\":\"r\",\"error\":{\"name\":\"AI_RetryError\","
+        "\"errors\":["
+        "{\"kind\":\"aimux\",\"code\":11,\"message\":\"a\\u00e9\\n\",\"error\":{\"name\":\"AI_"
+        "APICallError\"},"
+        "\"cause\":{\"message\":\"[Errno "
+        "111]\",\"type\":\"ConnectionRefusedError\"}}]},\"retryable\":true}",
+        "{\"kind\":\"protocol\",\"code\":301,\"message\":\"bad\",\"error\":{\"name\":"
+        "\"InvalidParamsError\","
+        "\"violations\":[{\"path\":\"x\",\"reason\":\"y\"}]},\"cause\":{\"message\":\"m\","
+        "\"cause\":{\"message\":\"n\"}},"
         "\"retryable\":false}",
-        "{ \"kind\" : \"x\" , \"code\" : 1e3 , \"message\" : \"\\ud83d\\ude00\" , \"error\" : null }",
+        "{ \"kind\" : \"x\" , \"code\" : 1e3 , \"message\" : \"\\ud83d\\ude00\" , \"error\" : null "
+        "}",
     };
     const char junk[] = "{}[]\":,\\u0 \n\xff\xc3";
     unsigned seed = 12345;
@@ -345,9 +409,18 @@ static void test_from_json_fuzz(void)
             seed = seed * 1103515245u + 12345u;
             size_t at = (seed >> 8) % (n ? n : 1);
             switch ((seed >> 4) % 3) {
-            case 0: buf[at] = junk[(seed >> 12) % (sizeof junk - 1)]; break;   /* flip */
-            case 1: buf[at] = 0; n = at; break;                                 /* cut */
-            case 2: if (n + 1 < sizeof buf) { memmove(buf + at + 1, buf + at, n - at + 1); buf[at] = buf[(seed >> 16) % (n + 1)]; n++; } break;
+            case 0: buf[at] = junk[(seed >> 12) % (sizeof junk - 1)]; break; /* flip */
+            case 1:
+                buf[at] = 0;
+                n = at;
+                break; /* cut */
+            case 2:
+                if (n + 1 < sizeof buf) {
+                    memmove(buf + at + 1, buf + at, n - at + 1);
+                    buf[at] = buf[(seed >> 16) % (n + 1)];
+                    n++;
+                }
+                break;
             }
             if (n == 0) break;
         }
@@ -356,21 +429,29 @@ static void test_from_json_fuzz(void)
         aimux_error_t *e = aimux_error_from_json(buf, &dec);
         if (e) {
             int c = aimux_error_code(e);
-            if (c == 201 || c == 202) rejected++; else other++;
+            if (c == 201 || c == 202)
+                rejected++;
+            else
+                other++;
             aimux_error_free(e);
             continue;
         }
         decoded++;
         int links = 0;
         for (const aimux_error_t *x = dec; x; x = aimux_error_cause(x), links++) {
-            char *a = aimux_error_kind(x), *b = aimux_error_name(x), *c = aimux_error_message(x), *d = aimux_error_json(x);
+            char *a = aimux_error_kind(x), *b = aimux_error_name(x), *c = aimux_error_message(x),
+                 *d = aimux_error_json(x);
             if (!a || !c || !d) other++;
-            aimux_string_free(a); aimux_string_free(b); aimux_string_free(c); aimux_string_free(d);
+            aimux_string_free(a);
+            aimux_string_free(b);
+            aimux_string_free(c);
+            aimux_string_free(d);
         }
         if (links < 1 || links > 16) other++;
         aimux_error_free(dec);
     }
-    printf("from_json fuzz: 3000 mutated envelopes: %d decoded, %d rejected (201/202), %d unexpected\n",
+    printf("from_json fuzz: 3000 mutated envelopes: %d decoded, %d rejected (201/202), %d "
+           "unexpected\n",
            decoded, rejected, other);
     CHECK(other == 0, "fuzzed envelopes: only decodes or 201/202 (%d unexpected)", other);
     CHECK(decoded > 0 && rejected > 0, "the fuzz exercised both paths");
@@ -404,30 +485,35 @@ static void *conn_thread(void *arg)
         if (len >= sizeof buf - 1) goto out;
     }
     if (strstr(body, "\"stream\":true") || strstr(body, "\"stream\": true")) {
-        const char *head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-                           "data: {\"id\":\"chatcmpl-stall\",\"object\":\"chat.completion.chunk\",\"created\":0,"
-                           "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-                           "\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n";
+        const char *head =
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+            "data: {\"id\":\"chatcmpl-stall\",\"object\":\"chat.completion.chunk\",\"created\":0,"
+            "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+            "\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n";
         if (send(fd, head, strlen(head), MSG_NOSIGNAL) < 0) goto out;
-        if (strstr(body, "truncate-me")) goto out;   /* ends without the terminal event */
+        if (strstr(body, "truncate-me")) goto out; /* ends without the terminal event */
         double until = now_s() + 10;
         while (!atomic_load(&g_srv_stop) && now_s() < until) {
             struct pollfd p = {fd, POLLIN, 0};
             if (poll(&p, 1, 50) > 0) {
                 char tmp[256];
-                if (recv(fd, tmp, sizeof tmp, 0) <= 0) break;   /* client closed */
+                if (recv(fd, tmp, sizeof tmp, 0) <= 0) break; /* client closed */
             }
         }
     } else {
         usleep(300 * 1000);
-        const char *json = "{\"id\":\"chatcmpl-slow\",\"object\":\"chat.completion\",\"created\":0,"
-                           "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-                           "\"content\":\"slow hello\"},\"finish_reason\":\"stop\"}],"
-                           "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}";
+        const char *json =
+            "{\"id\":\"chatcmpl-slow\",\"object\":\"chat.completion\",\"created\":0,"
+            "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+            "\"assistant\","
+            "\"content\":\"slow hello\"},\"finish_reason\":\"stop\"}],"
+            "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}";
         char resp[2048];
-        int n = snprintf(resp, sizeof resp,
-                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                         "Connection: close\r\n\r\n%s", strlen(json), json);
+        int n =
+            snprintf(resp, sizeof resp,
+                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n%s",
+                     strlen(json), json);
         send(fd, resp, (size_t)n, MSG_NOSIGNAL);
     }
 out:
@@ -440,10 +526,15 @@ static void *accept_thread(void *arg)
     (void)arg;
     for (;;) {
         int fd = accept(g_srv_fd, NULL, NULL);
-        if (fd < 0) { if (errno == EINTR) continue; return NULL; }
+        if (fd < 0) {
+            if (errno == EINTR) continue;
+            return NULL;
+        }
         pthread_t t;
-        if (pthread_create(&t, NULL, conn_thread, (void *)(intptr_t)fd) == 0) pthread_detach(t);
-        else close(fd);
+        if (pthread_create(&t, NULL, conn_thread, (void *)(intptr_t)fd) == 0)
+            pthread_detach(t);
+        else
+            close(fd);
     }
 }
 
@@ -469,8 +560,10 @@ static void server_params(char *buf, size_t n, int stream_timeout)
 {
     (void)stream_timeout;
     snprintf(buf, n,
-             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://127.0.0.1:%d/v1\","
-             "\"apiKey\":\"sk-test\"},\"prompt\":\"hi\",\"maxRetries\":0}", g_srv_port);
+             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://"
+             "127.0.0.1:%d/v1\","
+             "\"apiKey\":\"sk-test\"},\"prompt\":\"hi\",\"maxRetries\":0}",
+             g_srv_port);
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -478,29 +571,42 @@ static void test_generate_replay(void)
 {
     char *r = call_ok("generate_text", g_replay_params, "generate_text replay");
     CHECK(r && strstr(r, "\"text\":\"Hello!\"") && strstr(r, "\"finishReason\":\"stop\"") &&
-          strstr(r, "\"totalTokens\":14"), "replay result %s", r ? r : "NULL");
+              strstr(r, "\"totalTokens\":14"),
+          "replay result %s", r ? r : "NULL");
     aimux_string_free(r);
 }
 
 static void test_connection_refused_chain(void)
 {
-    const char *params = "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://127.0.0.1:1/v1\","
-                         "\"apiKey\":\"sk-test\"},\"prompt\":\"hi\",\"maxRetries\":1,\"retry\":{\"initialDelayMs\":10}}";
+    const char *params = "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\","
+                         "\"baseURL\":\"http://127.0.0.1:1/v1\","
+                         "\"apiKey\":\"sk-test\"},\"prompt\":\"hi\",\"maxRetries\":1,\"retry\":{"
+                         "\"initialDelayMs\":10}}";
     char *out = NULL;
     aimux_error_t *e = aimux_call("generate_text", params, &out);
     CHECK(e != NULL, "closed port fails");
-    if (!e) { aimux_string_free(out); return; }
+    if (!e) {
+        aimux_string_free(out);
+        return;
+    }
     char *json = aimux_error_json(e);
-    CHECK(aimux_error_code(e) == 14, "RetryError root (%d)", aimux_error_code(e));
-    CHECK(json && !strstr(json, "sk-test") && !strstr(json, "127.0.0.1:1"), "no secret / URL in the envelope");
+    CHECK(aimux_error_code(e) == AIMUX_CODE_RETRY, "RetryError root (%d)", aimux_error_code(e));
+    CHECK(json && !strstr(json, "sk-test") && !strstr(json, "127.0.0.1:1"),
+          "no secret / URL in the envelope");
     const aimux_error_t *n = aimux_error_cause(e);
     char *nm = aimux_error_name(n), *m = aimux_error_message(n);
-    CHECK(aimux_error_code(n) == 11 && nm && strcmp(nm, "AI_APICallError") == 0, "second link APICallError (%s)", nm ? nm : "NULL");
-    CHECK(m && strncmp(m, "Cannot connect to API: ", 23) == 0, "APICallError message %s", m ? m : "NULL");
-    aimux_string_free(nm); aimux_string_free(m);
+    CHECK(aimux_error_code(n) == AIMUX_CODE_API_CALL && nm && strcmp(nm, "AI_APICallError") == 0,
+          "second link APICallError (%s)", nm ? nm : "NULL");
+    CHECK(m && strncmp(m, "Cannot connect to API: ", 23) == 0, "APICallError message %s",
+          m ? m : "NULL");
+    aimux_string_free(nm);
+    aimux_string_free(m);
     const aimux_error_t *last = n;
     int links = 1;
-    for (; n; n = aimux_error_cause(n)) { last = n; links++; }
+    for (; n; n = aimux_error_cause(n)) {
+        last = n;
+        links++;
+    }
     char *lm = aimux_error_message(last);
     CHECK(last && aimux_error_code(last) == 0 && lm && strstr(lm, "Connection refused"),
           "chain ends at the OS error (%s, %d links)", lm ? lm : "NULL", links);
@@ -514,14 +620,18 @@ static void test_streams(void)
     uint64_t h = 0, h2 = 0;
     char *ev = (char *)"sentinel";
     aimux_error_t *e = aimux_stream("stream_text", g_replay_params, &h);
-    if (e) { expect_error(e, 0, NULL, "stream_text replay opens"); return; }
+    if (e) {
+        expect_error(e, 0, NULL, "stream_text replay opens");
+        return;
+    }
     CHECK(h != 0, "handle non-zero");
     const char *want[] = {"\"text-delta\"", "\"text-delta\"", "\"finish\""};
     const char *want_text[] = {"\"Hel\"", "\"lo!\"", "\"stop\""};
     for (int i = 0; i < 3; i++) {
         ev = NULL;
         e = aimux_stream_next(h, &ev);
-        CHECK(e == NULL && ev && strstr(ev, want[i]) && strstr(ev, want_text[i]), "event %d: %s", i, ev ? ev : "NULL");
+        CHECK(e == NULL && ev && strstr(ev, want[i]) && strstr(ev, want_text[i]), "event %d: %s", i,
+              ev ? ev : "NULL");
         aimux_error_free(e);
         aimux_string_free(ev);
     }
@@ -534,13 +644,14 @@ static void test_streams(void)
     ev = (char *)"sentinel";
     expect_error(aimux_stream_next(h, &ev), 203, "InvalidHandleError", "next on a freed handle");
     CHECK(ev == NULL, "event out reset on error");
-    aimux_stream_free(h);    /* double free: ignored */
-    aimux_stream_cancel(h);  /* cancel a freed handle: ignored */
+    aimux_stream_free(h);   /* double free: ignored */
+    aimux_stream_cancel(h); /* cancel a freed handle: ignored */
     CHECK(1, "free/cancel of a freed handle do not crash");
 
     /* handles are never reused */
     e = aimux_stream("stream_text", g_replay_params, &h2);
-    CHECK(e == NULL && h2 > h, "a new handle %llu after %llu", (unsigned long long)h2, (unsigned long long)h);
+    CHECK(e == NULL && h2 > h, "a new handle %llu after %llu", (unsigned long long)h2,
+          (unsigned long long)h);
     aimux_error_free(e);
     /* cancel: the next call reports the end */
     aimux_stream_cancel(h2);
@@ -548,8 +659,9 @@ static void test_streams(void)
     e = aimux_stream_next(h2, &ev);
     CHECK(e == NULL, "next after cancel is not an error");
     aimux_error_free(e);
-    if (ev && strstr(ev, "\"Hel\"")) {  /* the already-pulled first event may still be delivered */
-        aimux_string_free(ev); ev = NULL;
+    if (ev && strstr(ev, "\"Hel\"")) { /* the already-pulled first event may still be delivered */
+        aimux_string_free(ev);
+        ev = NULL;
         e = aimux_stream_next(h2, &ev);
         aimux_error_free(e);
     }
@@ -559,13 +671,17 @@ static void test_streams(void)
 
     expect_error(aimux_stream_next(0, &ev), 203, "InvalidHandleError", "handle 0");
     expect_error(aimux_stream_next(987654321ULL, &ev), 203, "InvalidHandleError", "unknown handle");
-    expect_error(aimux_stream_next(UINT64_MAX, &ev), 203, "InvalidHandleError", "handle UINT64_MAX");
+    expect_error(aimux_stream_next(UINT64_MAX, &ev), 203, "InvalidHandleError",
+                 "handle UINT64_MAX");
     aimux_stream_cancel(987654321ULL);
     aimux_stream_free(UINT64_MAX);
     CHECK(1, "cancel/free of unknown handles do not crash");
 }
 
-struct cancel_arg { uint64_t h; int delay_ms; };
+struct cancel_arg {
+    uint64_t h;
+    int delay_ms;
+};
 static void *cancel_later(void *p)
 {
     struct cancel_arg *a = (struct cancel_arg *)p;
@@ -582,39 +698,51 @@ static void *free_later(void *p)
     return NULL;
 }
 
-/* A stream whose server stalls after one chunk: next blocks; a cancel from another thread wakes it. */
+/* A stream whose server stalls after one chunk: next blocks; a cancel from another thread wakes it.
+ */
 static void test_cancel_wakes_next(void)
 {
     char params[1024];
     server_params(params, sizeof params, 0);
     uint64_t h = 0;
     aimux_error_t *e = aimux_stream("stream_text", params, &h);
-    if (e) { expect_error(e, 0, NULL, "stream against the stalling server"); return; }
+    if (e) {
+        expect_error(e, 0, NULL, "stream against the stalling server");
+        return;
+    }
     char *ev = NULL;
     e = aimux_stream_next(h, &ev);
-    CHECK(e == NULL && ev && strstr(ev, "\"Hi\""), "first event from the stalling server: %s", ev ? ev : "NULL");
-    aimux_error_free(e); aimux_string_free(ev);
+    CHECK(e == NULL && ev && strstr(ev, "\"Hi\""), "first event from the stalling server: %s",
+          ev ? ev : "NULL");
+    aimux_error_free(e);
+    aimux_string_free(ev);
     struct cancel_arg a = {h, 300};
     pthread_t t;
     pthread_create(&t, NULL, cancel_later, &a);
     double t0 = now_s();
     ev = NULL;
-    e = aimux_stream_next(h, &ev);   /* blocks until the cancel */
+    e = aimux_stream_next(h, &ev); /* blocks until the cancel */
     double dt = now_s() - t0;
     pthread_join(t, NULL);
     CHECK(e == NULL && ev == NULL, "cancelled next reports the end (%s)", ev ? ev : "no event");
-    CHECK(dt >= 0.25 && dt < (g_no_timing ? 9.0 : 5.0), "cancel woke the blocked next after %.2f s", dt);
-    aimux_error_free(e); aimux_string_free(ev);
+    CHECK(dt >= 0.25 && dt < (g_no_timing ? 9.0 : 5.0), "cancel woke the blocked next after %.2f s",
+          dt);
+    aimux_error_free(e);
+    aimux_string_free(ev);
     aimux_stream_free(h);
     expect_error(aimux_stream_next(h, &ev), 203, "InvalidHandleError", "freed after cancel");
 
     /* free (not cancel) from another thread while next is blocked: next returns, no crash */
     h = 0;
     e = aimux_stream("stream_text", params, &h);
-    if (e) { expect_error(e, 0, NULL, "second stream against the stalling server"); return; }
+    if (e) {
+        expect_error(e, 0, NULL, "second stream against the stalling server");
+        return;
+    }
     ev = NULL;
     e = aimux_stream_next(h, &ev);
-    aimux_error_free(e); aimux_string_free(ev);
+    aimux_error_free(e);
+    aimux_string_free(ev);
     struct cancel_arg b = {h, 300};
     pthread_create(&t, NULL, free_later, &b);
     t0 = now_s();
@@ -622,9 +750,12 @@ static void test_cancel_wakes_next(void)
     e = aimux_stream_next(h, &ev);
     dt = now_s() - t0;
     pthread_join(t, NULL);
-    CHECK(ev == NULL && (e == NULL || aimux_error_code(e) == 203), "next blocked during a free ends (or is 203)");
-    CHECK(dt < (g_no_timing ? 9.0 : 5.0), "a free from another thread woke the blocked next after %.2f s", dt);
-    aimux_error_free(e); aimux_string_free(ev);
+    CHECK(ev == NULL && (e == NULL || aimux_error_code(e) == 203),
+          "next blocked during a free ends (or is 203)");
+    CHECK(dt < (g_no_timing ? 9.0 : 5.0),
+          "a free from another thread woke the blocked next after %.2f s", dt);
+    aimux_error_free(e);
+    aimux_string_free(ev);
     expect_error(aimux_stream_next(h, &ev), 203, "InvalidHandleError", "freed while blocked");
 }
 
@@ -633,11 +764,16 @@ static void test_error_event(void)
 {
     char params[1024];
     snprintf(params, sizeof params,
-             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://127.0.0.1:%d/v1\","
-             "\"apiKey\":\"sk-test\"},\"prompt\":\"truncate-me\",\"maxRetries\":0}", g_srv_port);
+             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://"
+             "127.0.0.1:%d/v1\","
+             "\"apiKey\":\"sk-test\"},\"prompt\":\"truncate-me\",\"maxRetries\":0}",
+             g_srv_port);
     uint64_t h = 0;
     aimux_error_t *e = aimux_stream("stream_text", params, &h);
-    if (e) { expect_error(e, 0, NULL, "stream against the truncating server"); return; }
+    if (e) {
+        expect_error(e, 0, NULL, "stream against the truncating server");
+        return;
+    }
     char *ev = NULL;
     int saw_error = 0, n = 0;
     while (n < 10) {
@@ -647,15 +783,18 @@ static void test_error_event(void)
         n++;
         if (strstr(ev, "\"type\":\"error\"")) {
             saw_error = 1;
-            CHECK(strstr(ev, "\"error\":{\"kind\":") && !strstr(ev, "sk-test"), "error event carries an envelope: %s", ev);
+            CHECK(strstr(ev, "\"error\":{\"kind\":") && !strstr(ev, "sk-test"),
+                  "error event carries an envelope: %s", ev);
             /* the envelope inside decodes like any other */
             const char *env = strstr(ev, "\"error\":{") + 8;
             char *copy = strdup(env);
-            copy[strlen(copy) - 1] = 0;   /* drop the event's closing brace */
+            copy[strlen(copy) - 1] = 0; /* drop the event's closing brace */
             aimux_error_t *dec = NULL;
             aimux_error_t *de = aimux_error_from_json(copy, &dec);
             CHECK(de == NULL && dec && aimux_error_code(dec) > 0, "error event envelope decodes");
-            aimux_error_free(de); aimux_error_free(dec); free(copy);
+            aimux_error_free(de);
+            aimux_error_free(dec);
+            free(copy);
         }
         aimux_string_free(ev);
     }
@@ -665,7 +804,10 @@ static void test_error_event(void)
     aimux_stream_free(h);
 }
 
-struct slow_arg { double elapsed; int ok; };
+struct slow_arg {
+    double elapsed;
+    int ok;
+};
 static void *slow_call(void *p)
 {
     struct slow_arg *a = (struct slow_arg *)p;
@@ -675,8 +817,13 @@ static void *slow_call(void *p)
     aimux_error_t *e = aimux_call("generate_text", params, &out);
     a->elapsed = now_s() - t0;
     a->ok = e == NULL && out && strstr(out, "slow hello");
-    if (e && g_verbose) { char *j = aimux_error_json(e); fprintf(stderr, "slow call: %s\n", j); aimux_string_free(j); }
-    aimux_error_free(e); aimux_string_free(out);
+    if (e && g_verbose) {
+        char *j = aimux_error_json(e);
+        fprintf(stderr, "slow call: %s\n", j);
+        aimux_string_free(j);
+    }
+    aimux_error_free(e);
+    aimux_string_free(out);
     return NULL;
 }
 
@@ -693,8 +840,10 @@ static void test_calls_overlap(void)
     int ok = 1;
     for (int i = 0; i < 4; i++) ok &= a[i].ok;
     CHECK(ok, "4 slow calls succeed");
-    if (g_no_timing) printf("calls_overlap: %.2f s in all (timing not checked under valgrind)\n", dt);
-    else CHECK(dt < 1.0, "4 x 300 ms calls overlap: %.2f s in all", dt);
+    if (g_no_timing)
+        printf("calls_overlap: %.2f s in all (timing not checked under valgrind)\n", dt);
+    else
+        CHECK(dt < 1.0, "4 x 300 ms calls overlap: %.2f s in all", dt);
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -702,27 +851,40 @@ static void test_huge_inputs(void)
 {
     size_t n = 100u * 1024 * 1024;
     char *big = (char *)malloc(n + 1);
-    if (!big) { CHECK(0, "malloc 100 MB"); return; }
-    memset(big, 'a', n); big[n] = 0;
-    call_expect("aimux.version", big, 202, "InvalidWireJsonError", "100 MB non-JSON params");
+    if (!big) {
+        CHECK(0, "malloc 100 MB");
+        return;
+    }
+    memset(big, 'a', n);
+    big[n] = 0;
+    call_expect("aimux.version", big, 202, "InvalidWireJSONError", "100 MB non-JSON params");
     call_expect(big, "{}", 300, "UnknownOpError", "100 MB op name");
     /* 100 MB of valid JSON: an object with one huge string member */
-    big[0] = '{'; big[1] = '"'; big[2] = 'x'; big[3] = '"'; big[4] = ':'; big[5] = '"';
-    big[n - 2] = '"'; big[n - 1] = '}';
+    big[0] = '{';
+    big[1] = '"';
+    big[2] = 'x';
+    big[3] = '"';
+    big[4] = ':';
+    big[5] = '"';
+    big[n - 2] = '"';
+    big[n - 1] = '}';
     call_expect("aimux.version", big, 301, "InvalidParamsError", "100 MB JSON params");
     big[100] = (char)0xff;
-    call_expect("aimux.version", big, 201, "InvalidUtf8Error", "100 MB invalid UTF-8");
+    call_expect("aimux.version", big, 201, "InvalidUTF8Error", "100 MB invalid UTF-8");
     free(big);
     /* the envelopes stay bounded: an op name of 100 MB is not echoed */
     n = 4u * 1024 * 1024;
     big = (char *)malloc(n + 1);
-    memset(big, 'b', n); big[n] = 0;
+    memset(big, 'b', n);
+    big[n] = 0;
     char *out = NULL;
     aimux_error_t *e = aimux_call(big, "{}", &out);
     char *j = aimux_error_json(e), *m = aimux_error_message(e);
-    CHECK(j && strlen(j) <= 1024 * 1024 && m && strlen(m) <= 1024, "bounded envelope (%zu / %zu bytes)",
-          j ? strlen(j) : 0, m ? strlen(m) : 0);
-    aimux_string_free(j); aimux_string_free(m); aimux_error_free(e);
+    CHECK(j && strlen(j) <= 1024 * 1024 && m && strlen(m) <= 1024,
+          "bounded envelope (%zu / %zu bytes)", j ? strlen(j) : 0, m ? strlen(m) : 0);
+    aimux_string_free(j);
+    aimux_string_free(m);
+    aimux_error_free(e);
     free(big);
 }
 
@@ -736,15 +898,36 @@ static void *mixed_thread(void *p)
         aimux_error_t *e = NULL;
         int want = -1, got, kind = (i + id) % 8, sub = (i / 8) % 8;
         switch (kind) {
-        case 0: case 1: e = aimux_call("aimux.version", "{}", &out); want = 0; break;
-        case 2: e = aimux_call("nope", "{}", &out); want = 300; break;
-        case 3: e = aimux_call("aimux.version", "{\"x\":1}", &out); want = 301; break;
-        case 4: e = aimux_call("aimux.version", "{", &out); want = 202; break;
-        case 5: e = aimux_stream_next(1000000000ULL + (uint64_t)i, &out); want = 203; break;
-        case 6: e = aimux_call("aimux.version", "{}", NULL); want = 204; break;
+        case 0:
+        case 1:
+            e = aimux_call("aimux.version", "{}", &out);
+            want = 0;
+            break;
+        case 2:
+            e = aimux_call("nope", "{}", &out);
+            want = 300;
+            break;
+        case 3:
+            e = aimux_call("aimux.version", "{\"x\":1}", &out);
+            want = 301;
+            break;
+        case 4:
+            e = aimux_call("aimux.version", "{", &out);
+            want = 202;
+            break;
+        case 5:
+            e = aimux_stream_next(1000000000ULL + (uint64_t)i, &out);
+            want = 203;
+            break;
+        case 6:
+            e = aimux_call("aimux.version", "{}", NULL);
+            want = 204;
+            break;
         case 7:
-            if (sub == 0) { e = aimux_call("generate_text", g_replay_params, &out); want = 0; }
-            else if (sub == 1) {   /* a whole replayed stream: open, 3 events, end, free */
+            if (sub == 0) {
+                e = aimux_call("generate_text", g_replay_params, &out);
+                want = 0;
+            } else if (sub == 1) { /* a whole replayed stream: open, 3 events, end, free */
                 uint64_t h = 0;
                 int events = 0;
                 want = 0;
@@ -757,16 +940,24 @@ static void *mixed_thread(void *p)
                     aimux_string_free(ev);
                 }
                 aimux_stream_free(h);
-                if (!e && events != 3) { got = -5; goto report; }
+                if (!e && events != 3) {
+                    got = -5;
+                    goto report;
+                }
+            } else {
+                e = aimux_call("aimux.manifest", "{}", &out);
+                want = 0;
             }
-            else { e = aimux_call("aimux.manifest", "{}", &out); want = 0; }
             break;
         }
         got = e ? aimux_error_code(e) : 0;
-        if (want == 0 && kind == 7 && sub == 0 && !(out && strstr(out, "Hello!"))) got = -2;
-        else if (want == 0 && kind < 2 && !(out && strstr(out, "\"abiVersion\":1"))) got = -2;
-        else if (want == 0 && kind == 7 && sub > 1 && !(out && strstr(out, "\"errors\""))) got = -2;
-        if (e) {   /* the chain of every error is walkable */
+        if (want == 0 && kind == 7 && sub == 0 && !(out && strstr(out, "Hello!")))
+            got = -2;
+        else if (want == 0 && kind < 2 && !(out && strstr(out, "\"abiVersion\":1")))
+            got = -2;
+        else if (want == 0 && kind == 7 && sub > 1 && !(out && strstr(out, "\"errors\"")))
+            got = -2;
+        if (e) { /* the chain of every error is walkable */
             char *j = aimux_error_json(e);
             if (!j || !strstr(j, "\"code\":")) got = -3;
             for (const aimux_error_t *c = aimux_error_cause(e); c; c = aimux_error_cause(c)) {
@@ -779,7 +970,8 @@ static void *mixed_thread(void *p)
     report:
         if (got != want) {
             if (atomic_fetch_add(&g_mixed_bad, 1) < 5)
-                fprintf(stderr, "mixed: thread %d call %d kind %d: got %d want %d\n", id, i, kind, got, want);
+                fprintf(stderr, "mixed: thread %d call %d kind %d: got %d want %d\n", id, i, kind,
+                        got, want);
         }
         aimux_error_free(e);
         aimux_string_free(out);
@@ -793,8 +985,10 @@ static void test_threads(void)
     double t0 = now_s();
     for (int i = 0; i < 16; i++) pthread_create(&t[i], NULL, mixed_thread, (void *)(intptr_t)i);
     for (int i = 0; i < 16; i++) pthread_join(t[i], NULL);
-    printf("threads: 16 x 1000 mixed calls in %.2f s, %d wrong\n", now_s() - t0, atomic_load(&g_mixed_bad));
-    CHECK(atomic_load(&g_mixed_bad) == 0, "16 x 1000 mixed calls all correct (%d wrong)", atomic_load(&g_mixed_bad));
+    printf("threads: 16 x 1000 mixed calls in %.2f s, %d wrong\n", now_s() - t0,
+           atomic_load(&g_mixed_bad));
+    CHECK(atomic_load(&g_mixed_bad) == 0, "16 x 1000 mixed calls all correct (%d wrong)",
+          atomic_load(&g_mixed_bad));
 }
 
 /* 100,000 calls (half successes, half errors walked to the end): RSS must stay flat. */
@@ -808,22 +1002,26 @@ static void test_rss(void)
         char *out = NULL;
         aimux_error_t *e;
         if (i == warm) r0 = rss_kb();
-        if (i % 2) e = aimux_call("aimux.version", "{}", &out);
-        else e = aimux_call("aimux.version", "{\"bogus\":1}", &out);
+        if (i % 2)
+            e = aimux_call("aimux.version", "{}", &out);
+        else
+            e = aimux_call("aimux.version", "{\"bogus\":1}", &out);
         if ((i % 2) != (e == NULL)) bad++;
         if (e) {
             char *j = aimux_error_json(e), *m = aimux_error_message(aimux_error_cause(e));
             if (!j || !m) bad++;
-            aimux_string_free(j); aimux_string_free(m);
+            aimux_string_free(j);
+            aimux_string_free(m);
         }
         aimux_error_free(e);
         aimux_string_free(out);
     }
     r1 = rss_kb();
     long growth = r1 - r0;
-    printf("rss: %d calls in %.2f s; RSS after %d calls %ld KiB, after %d calls %ld KiB, growth %ld KiB "
-           "(%.3f bytes/call)\n", total, now_s() - t0, warm, r0, total, r1, growth,
-           growth * 1024.0 / (total - warm));
+    printf("rss: %d calls in %.2f s; RSS after %d calls %ld KiB, after %d calls %ld KiB, growth "
+           "%ld KiB "
+           "(%.3f bytes/call)\n",
+           total, now_s() - t0, warm, r0, total, r1, growth, growth * 1024.0 / (total - warm));
     CHECK(bad == 0, "100,000 calls answered correctly (%d wrong)", bad);
     CHECK(growth < 4096, "RSS growth over 90,000 calls bounded: %ld KiB (limit 4096)", growth);
 }
@@ -872,18 +1070,21 @@ static int init_failure_mode(void)
     char *j = aimux_error_json(e);
     int ok = e && aimux_error_code(e) == 207 && out == NULL && m && strstr(m, "aimux_ops");
     printf("init failure: %.200s...\n", m ? m : "(no error)");
-    CHECK(m && strlen(m) <= 1024 && strstr(m, "\xe2\x80\xa6[truncated]"), "207 message bounded and marked (%zu bytes)",
-          m ? strlen(m) : 0);
+    CHECK(m && strlen(m) <= 1024 && strstr(m, "\xe2\x80\xa6[truncated]"),
+          "207 message bounded and marked (%zu bytes)", m ? strlen(m) : 0);
     CHECK(j && strstr(j, ",\"truncated\":[\"message\"]}"), "207 envelope marks the truncation");
     aimux_string_free(j);
     aimux_string_free(m);
     expect_error(e, 207, "RuntimeInitError", "call when the core cannot load");
     uint64_t h = 5;
-    expect_error(aimux_stream("stream_text", "{}", &h), 207, "RuntimeInitError", "stream when the core cannot load");
+    expect_error(aimux_stream("stream_text", "{}", &h), 207, "RuntimeInitError",
+                 "stream when the core cannot load");
     ok &= h == 0;
-    expect_error(aimux_stream_next(1, &out), 207, "RuntimeInitError", "next when the core cannot load");
+    expect_error(aimux_stream_next(1, &out), 207, "RuntimeInitError",
+                 "next when the core cannot load");
     aimux_error_t *d = NULL;
-    expect_error(aimux_error_from_json("{}", &d), 207, "RuntimeInitError", "from_json when the core cannot load");
+    expect_error(aimux_error_from_json("{}", &d), 207, "RuntimeInitError",
+                 "from_json when the core cannot load");
     aimux_stream_cancel(1);
     aimux_stream_free(1);
     CHECK(ok, "207 with the reason");
@@ -897,13 +1098,21 @@ static void test_children(const char *self)
     /* (py holds AIMUX_PYTHONPATH=<empty>:<long path>) */
     snprintf(dir, sizeof dir, "%s", self);
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0; else strcpy(dir, ".");
+    if (slash)
+        *slash = 0;
+    else
+        strcpy(dir, ".");
     snprintf(empty, sizeof empty, "/tmp/aimux-empty-XXXXXX");
-    if (!mkdtemp(empty)) { CHECK(0, "mkdtemp"); return; }
+    if (!mkdtemp(empty)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
     /* the empty dir, then a 2,000-byte path that does not exist: the 207 message (which lists
        the paths) must come back truncated to 1 KiB, marked */
     char longpath[2100];
-    memset(longpath, 'p', 2000); longpath[0] = '/'; longpath[2000] = 0;
+    memset(longpath, 'p', 2000);
+    longpath[0] = '/';
+    longpath[2000] = 0;
     snprintf(py, sizeof py, "AIMUX_PYTHONPATH=%s:%s", empty, longpath);
     char *argv1[] = {(char *)self, (char *)"--init-failure", NULL};
     char *envp1[] = {py, NULL};
@@ -935,11 +1144,18 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--no-timing") == 0) g_no_timing = 1;
     }
     snprintf(g_replay_params, sizeof g_replay_params,
-             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://127.0.0.1:1/v1\"},"
-             "\"prompt\":\"Say hello in one word.\",\"recording\":{\"mode\":\"replay\",\"path\":\"%s\"}}", RECORDING);
+             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://"
+             "127.0.0.1:1/v1\"},"
+             "\"prompt\":\"Say hello in one "
+             "word.\",\"recording\":{\"mode\":\"replay\",\"path\":\"%s\"}}",
+             RECORDING);
     if (start_server() != 0) CHECK(0, "local server");
 
-    struct { const char *name; void (*fn)(void); int heavy; } tests[] = {
+    struct {
+        const char *name;
+        void (*fn)(void);
+        int heavy;
+    } tests[] = {
         {"version_and_manifest", test_version_and_manifest, 0},
         {"protocol_errors", test_protocol_errors, 0},
         {"wire_errors", test_wire_errors, 0},
@@ -962,13 +1178,17 @@ int main(int argc, char **argv)
         int f0 = atomic_load(&g_fail);
         double t0 = now_s();
         tests[i].fn();
-        printf("%-28s %s (%.2f s)\n", tests[i].name, atomic_load(&g_fail) == f0 ? "ok" : "FAILED", now_s() - t0);
+        printf("%-28s %s (%.2f s)\n", tests[i].name, atomic_load(&g_fail) == f0 ? "ok" : "FAILED",
+               now_s() - t0);
     }
     if (!quick) {
         char self[4096];
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n > 0) { self[n] = 0; test_children(self); }
-        else CHECK(0, "readlink /proc/self/exe");
+        if (n > 0) {
+            self[n] = 0;
+            test_children(self);
+        } else
+            CHECK(0, "readlink /proc/self/exe");
     }
     atomic_store(&g_srv_stop, 1);
     printf("%d passed, %d failed\n", atomic_load(&g_pass), atomic_load(&g_fail));

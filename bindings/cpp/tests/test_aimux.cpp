@@ -14,28 +14,33 @@
 #error "compile with -DAIMUX_REPO=\"/path/to/repo\""
 #endif
 
-namespace {
+namespace
+{
 
-std::string replay_params() {
-    return std::string(
-               "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://127.0.0.1:1/v1\"},"
-               "\"prompt\":\"Say hello in one word.\",\"recording\":{\"mode\":\"replay\",\"path\":\"") +
+std::string replay_params()
+{
+    return std::string("{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\","
+                       "\"baseURL\":\"http://127.0.0.1:1/v1\"},"
+                       "\"prompt\":\"Say hello in one "
+                       "word.\",\"recording\":{\"mode\":\"replay\",\"path\":\"") +
            AIMUX_REPO "/recordings/demo.jsonl\"}}";
 }
 
 const char *kRefused =
-    "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://127.0.0.1:1/v1\","
+    "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":\"http://"
+    "127.0.0.1:1/v1\","
     "\"apiKey\":\"sk-test\"},\"prompt\":\"hi\",\"maxRetries\":1,\"retry\":{\"initialDelayMs\":10}}";
 
-template <class F>
-aimux::NativeError expect_throw(F &&f) {
+template <class F> aimux::NativeError expect_throw(F &&f)
+{
     try {
         f();
     } catch (const aimux::NativeError &e) {
         return e;
     }
     ADD_FAILURE() << "expected an aimux::NativeError";
-    return aimux::decode("{\"kind\":\"binding\",\"code\":208,\"message\":\"no throw\",\"error\":{\"name\":\"InternalError\"},\"retryable\":false}");
+    return aimux::decode("{\"kind\":\"binding\",\"code\":208,\"message\":\"no "
+                         "throw\",\"error\":{\"name\":\"InternalError\"},\"retryable\":false}");
 }
 
 }  // namespace
@@ -44,7 +49,8 @@ static_assert(std::is_base_of_v<std::runtime_error, aimux::NativeError>);
 static_assert(!std::is_copy_constructible_v<aimux::Stream>);
 static_assert(std::is_move_constructible_v<aimux::Stream>);
 
-TEST(Call, VersionAndManifest) {
+TEST(Call, VersionAndManifest)
+{
     EXPECT_EQ(aimux::abi_version(), static_cast<std::uint32_t>(AIMUX_ABI_VERSION));
     std::string v = aimux::call("aimux.version");
     EXPECT_NE(v.find("\"abiVersion\":1"), std::string::npos) << v;
@@ -52,12 +58,14 @@ TEST(Call, VersionAndManifest) {
     EXPECT_NE(m.find("\"generate_text\""), std::string::npos);
 }
 
-TEST(Call, GenerateTextReplay) {
+TEST(Call, GenerateTextReplay)
+{
     std::string r = aimux::call("generate_text", replay_params());
     EXPECT_NE(r.find("\"text\":\"Hello!\""), std::string::npos) << r;
 }
 
-TEST(Errors, UnknownOp) {
+TEST(Errors, UnknownOp)
+{
     auto e = expect_throw([] { aimux::call("no.such.op"); });
     EXPECT_EQ(e.code(), aimux::codes::UNKNOWN_OP);
     EXPECT_EQ(e.kind(), "protocol");
@@ -68,7 +76,8 @@ TEST(Errors, UnknownOp) {
     EXPECT_FALSE(e.is_source());
 }
 
-TEST(Errors, CatchAsRuntimeError) {
+TEST(Errors, CatchAsRuntimeError)
+{
     try {
         aimux::call("aimux.version", "{not json");
         FAIL() << "no throw";
@@ -77,7 +86,8 @@ TEST(Errors, CatchAsRuntimeError) {
     }
 }
 
-TEST(Errors, InvalidParamsCauseIsSourceNode) {
+TEST(Errors, InvalidParamsCauseIsSourceNode)
+{
     auto e = expect_throw([] { aimux::call("aimux.version", "{\"bogus\":1}"); });
     EXPECT_EQ(e.code(), aimux::codes::INVALID_PARAMS);
     auto c = e.cause();
@@ -89,13 +99,18 @@ TEST(Errors, InvalidParamsCauseIsSourceNode) {
     EXPECT_FALSE(c->cause().has_value());
 }
 
-TEST(Errors, WireErrors) {
-    EXPECT_EQ(expect_throw([] { aimux::call("aimux.\xff", "{}"); }).code(), aimux::codes::INVALID_UTF8);
-    EXPECT_EQ(expect_throw([] { aimux::call("aimux.version", "nope"); }).code(), aimux::codes::INVALID_WIRE_JSON);
-    EXPECT_EQ(expect_throw([] { aimux::call("stream_text", replay_params()); }).code(), aimux::codes::WRONG_MODE);
+TEST(Errors, WireErrors)
+{
+    EXPECT_EQ(expect_throw([] { aimux::call("aimux.\xff", "{}"); }).code(),
+              aimux::codes::INVALID_UTF8);
+    EXPECT_EQ(expect_throw([] { aimux::call("aimux.version", "nope"); }).code(),
+              aimux::codes::INVALID_WIRE_JSON);
+    EXPECT_EQ(expect_throw([] { aimux::call("stream_text", replay_params()); }).code(),
+              aimux::codes::WRONG_MODE);
 }
 
-TEST(Errors, ConnectionRefusedChain) {
+TEST(Errors, ConnectionRefusedChain)
+{
     auto e = expect_throw([] { aimux::call("generate_text", kRefused); });
     std::vector<std::string> names;
     std::vector<std::int32_t> codes;
@@ -116,7 +131,8 @@ TEST(Errors, ConnectionRefusedChain) {
     EXPECT_EQ(e.json().find("sk-test"), std::string::npos);
 }
 
-TEST(Errors, CauseOutlivesItsRoot) {
+TEST(Errors, CauseOutlivesItsRoot)
+{
     std::optional<aimux::NativeError> cause;
     {
         auto e = expect_throw([] { aimux::call("generate_text", kRefused); });
@@ -126,18 +142,19 @@ TEST(Errors, CauseOutlivesItsRoot) {
     EXPECT_EQ(cause->code(), aimux::codes::API_CALL);
     EXPECT_EQ(cause->message().rfind("Cannot connect to API: ", 0), 0u) << cause->message();
     EXPECT_EQ(cause->root().code(), aimux::codes::RETRY);
-    aimux::NativeError copy = *cause;   // copies share the chain
+    aimux::NativeError copy = *cause;  // copies share the chain
     cause.reset();
     EXPECT_EQ(copy.code(), aimux::codes::API_CALL);
 }
 
-TEST(Check, NullIsSuccessNonNullThrows) {
+TEST(Check, NullIsSuccessNonNullThrows)
+{
     EXPECT_NO_THROW(aimux::check(nullptr));
     char *out = nullptr;
     aimux_error_t *err = aimux_call("nope", "{}", &out);
     ASSERT_NE(err, nullptr);
     try {
-        aimux::check(err);   // takes ownership
+        aimux::check(err);  // takes ownership
         FAIL() << "no throw";
     } catch (const aimux::NativeError &e) {
         EXPECT_EQ(e.code(), 300);
@@ -147,11 +164,13 @@ TEST(Check, NullIsSuccessNonNullThrows) {
               aimux::codes::NULL_ARGUMENT);
 }
 
-TEST(Decode, EnvelopeText) {
-    auto e = aimux::decode(
-        "{\"kind\":\"aimux\",\"code\":14,\"message\":\"retry\",\"error\":{\"name\":\"AI_RetryError\",\"reason\":"
-        "\"maxRetriesExceeded\",\"errors\":[{\"kind\":\"aimux\",\"code\":11,\"message\":\"\\u00e9\",\"error\":{\"name\":"
-        "\"AI_APICallError\"}}]},\"retryable\":true}");
+TEST(Decode, EnvelopeText)
+{
+    auto e = aimux::decode("{\"kind\":\"aimux\",\"code\":14,\"message\":\"retry\",\"error\":{"
+                           "\"name\":\"AI_RetryError\",\"reason\":"
+                           "\"maxRetriesExceeded\",\"errors\":[{\"kind\":\"aimux\",\"code\":11,"
+                           "\"message\":\"\\u00e9\",\"error\":{\"name\":"
+                           "\"AI_APICallError\"}}]},\"retryable\":true}");
     EXPECT_EQ(e.code(), 14);
     auto c = e.cause();
     ASSERT_TRUE(c);
@@ -159,7 +178,8 @@ TEST(Decode, EnvelopeText) {
     EXPECT_FALSE(c->cause());
     auto bad = expect_throw([] { aimux::decode("[]"); });
     EXPECT_EQ(bad.code(), aimux::codes::INVALID_WIRE_JSON);
-    auto unknown = aimux::decode("{\"kind\":\"future\",\"code\":901,\"message\":\"m\",\"error\":{},\"retryable\":false}");
+    auto unknown = aimux::decode(
+        "{\"kind\":\"future\",\"code\":901,\"message\":\"m\",\"error\":{},\"retryable\":false}");
     EXPECT_EQ(unknown.kind(), "future");
     EXPECT_FALSE(unknown.name().has_value());
     EXPECT_EQ(aimux::NativeError::kind_of_code(0), "source");
@@ -168,32 +188,38 @@ TEST(Decode, EnvelopeText) {
 
 // Issue 13: the root fields are the envelope's own (the C accessors had none); a root code beyond
 // int32 is refused (it decoded to a root with code 0); escaped / duplicate keys read as JSON.
-TEST(Decode, RootFieldsAsGivenAndCodeRange) {
+TEST(Decode, RootFieldsAsGivenAndCodeRange)
+{
     auto e = aimux::decode(
         "{\"kind\":\"aimux\",\"code\":11,\"message\":\"m\",\"error\":{\"name\":\"AI_APICallError\","
-        "\"isRetryable\":false},\"retryable\":true,\"retryAfterMs\":0,\"cause\":{\"message\":\"s\"}}");
+        "\"isRetryable\":false},\"retryable\":true,\"retryAfterMs\":0,\"cause\":{\"message\":\"s\"}"
+        "}");
     EXPECT_TRUE(e.retryable());
     ASSERT_TRUE(e.retry_after_ms().has_value());
     EXPECT_EQ(*e.retry_after_ms(), 0);
     ASSERT_TRUE(e.cause());
     EXPECT_FALSE(e.cause()->retryable());
     EXPECT_FALSE(e.cause()->retry_after_ms().has_value());
-    auto none = aimux::decode("{\"kind\":\"aimux\",\"code\":1,\"message\":\"m\",\"error\":{},\"retryable\":false}");
+    auto none = aimux::decode(
+        "{\"kind\":\"aimux\",\"code\":1,\"message\":\"m\",\"error\":{},\"retryable\":false}");
     EXPECT_FALSE(none.retryable());
     EXPECT_FALSE(none.retry_after_ms().has_value());
     auto big = expect_throw([] {
-        aimux::decode("{\"kind\":\"aimux\",\"code\":4294967307,\"message\":\"m\",\"error\":{\"name\":"
-                      "\"AI_APICallError\"},\"retryable\":false}");
+        aimux::decode(
+            "{\"kind\":\"aimux\",\"code\":4294967307,\"message\":\"m\",\"error\":{\"name\":"
+            "\"AI_APICallError\"},\"retryable\":false}");
     });
     EXPECT_EQ(big.code(), aimux::codes::INVALID_WIRE_JSON);
-    auto esc = aimux::decode("{\"\\u006bind\":\"aimux\",\"code\":1,\"message\":\"m\",\"error\":{\"name\":\"AI_Old\","
-                             "\"name\":\"AI_OtherError\"},\"retryable\":false}");
+    auto esc = aimux::decode(
+        "{\"\\u006bind\":\"aimux\",\"code\":1,\"message\":\"m\",\"error\":{\"name\":\"AI_Old\","
+        "\"name\":\"AI_OtherError\"},\"retryable\":false}");
     EXPECT_EQ(esc.kind(), "aimux");
     EXPECT_EQ(esc.name().value_or(""), "AI_OtherError");
 }
 
 // Issue 13: a NUL byte cannot cross the C boundary; it was silently truncated here.
-TEST(Errors, NulByteIsRefusedNotTruncated) {
+TEST(Errors, NulByteIsRefusedNotTruncated)
+{
     auto op = expect_throw([] { aimux::call(std::string("aimux.version\0x", 15)); });
     EXPECT_EQ(op.code(), aimux::codes::UNKNOWN_OP);
     EXPECT_EQ(op.name().value_or(""), "UnknownOpError");
@@ -202,12 +228,15 @@ TEST(Errors, NulByteIsRefusedNotTruncated) {
     auto stream = expect_throw([] { aimux::Stream s(std::string("stream_text\0", 12), "{}"); });
     EXPECT_EQ(stream.code(), aimux::codes::UNKNOWN_OP);
     auto env = expect_throw([] {
-        aimux::decode(std::string("{\"kind\":\"aimux\",\"code\":1,\"message\":\"m\",\"error\":{},\"retryable\":false}\0x", 70));
+        aimux::decode(std::string(
+            "{\"kind\":\"aimux\",\"code\":1,\"message\":\"m\",\"error\":{},\"retryable\":false}\0x",
+            70));
     });
     EXPECT_EQ(env.code(), aimux::codes::INVALID_WIRE_JSON);
 }
 
-TEST(Stream, RangeForOverReplayedEvents) {
+TEST(Stream, RangeForOverReplayedEvents)
+{
     std::vector<std::string> events;
     std::uint64_t handle = 0;
     {
@@ -215,7 +244,7 @@ TEST(Stream, RangeForOverReplayedEvents) {
         handle = s.handle();
         EXPECT_NE(handle, 0u);
         for (const std::string &ev : s) events.push_back(ev);
-        EXPECT_FALSE(s.next().has_value());   // stays ended
+        EXPECT_FALSE(s.next().has_value());  // stays ended
     }
     ASSERT_EQ(events.size(), 3u);
     EXPECT_NE(events[0].find("\"Hel\""), std::string::npos) << events[0];
@@ -229,7 +258,8 @@ TEST(Stream, RangeForOverReplayedEvents) {
     aimux_error_free(err);
 }
 
-TEST(Stream, MoveTransfersOwnership) {
+TEST(Stream, MoveTransfersOwnership)
+{
     aimux::Stream a("stream_text", replay_params());
     std::uint64_t h = a.handle();
     aimux::Stream b(std::move(a));
@@ -237,8 +267,8 @@ TEST(Stream, MoveTransfersOwnership) {
     EXPECT_EQ(b.handle(), h);
     aimux::Stream c("stream_text", replay_params());
     std::uint64_t hc = c.handle();
-    EXPECT_GT(hc, h);   // never reused
-    c = std::move(b);   // frees hc
+    EXPECT_GT(hc, h);  // never reused
+    c = std::move(b);  // frees hc
     EXPECT_EQ(c.handle(), h);
     EXPECT_EQ(expect_throw([&] {
                   char *ev = nullptr;
@@ -250,7 +280,8 @@ TEST(Stream, MoveTransfersOwnership) {
     EXPECT_EQ(n, 3);
 }
 
-TEST(Stream, CancelEndsIteration) {
+TEST(Stream, CancelEndsIteration)
+{
     aimux::Stream s("stream_text", replay_params());
     auto first = s.next();
     ASSERT_TRUE(first.has_value());
@@ -258,11 +289,13 @@ TEST(Stream, CancelEndsIteration) {
     EXPECT_FALSE(s.next().has_value());
 }
 
-TEST(Stream, ErrorEventDecodes) {
-    auto err = aimux::event_error(
-        "{\"type\":\"error\",\"error\":{\"kind\":\"aimux\",\"code\":11,\"message\":\"stream broke\","
-        "\"error\":{\"name\":\"AI_APICallError\",\"statusCode\":500},\"cause\":{\"message\":\"reset\","
-        "\"type\":\"ConnectionResetError\"},\"retryable\":true}}");
+TEST(Stream, ErrorEventDecodes)
+{
+    auto err = aimux::event_error("{\"type\":\"error\",\"error\":{\"kind\":\"aimux\",\"code\":11,"
+                                  "\"message\":\"stream broke\","
+                                  "\"error\":{\"name\":\"AI_APICallError\",\"statusCode\":500},"
+                                  "\"cause\":{\"message\":\"reset\","
+                                  "\"type\":\"ConnectionResetError\"},\"retryable\":true}}");
     ASSERT_TRUE(err.has_value());
     EXPECT_EQ(err->code(), aimux::codes::API_CALL);
     EXPECT_EQ(err->message(), "stream broke");
@@ -271,13 +304,16 @@ TEST(Stream, ErrorEventDecodes) {
     EXPECT_FALSE(aimux::event_error("{\"type\":\"text-delta\",\"text\":\"x\"}").has_value());
 }
 
-TEST(Stream, ErrorsThrow) {
-    EXPECT_EQ(expect_throw([] { aimux::Stream s("aimux.version", "{}"); }).code(), aimux::codes::WRONG_MODE);
+TEST(Stream, ErrorsThrow)
+{
+    EXPECT_EQ(expect_throw([] { aimux::Stream s("aimux.version", "{}"); }).code(),
+              aimux::codes::WRONG_MODE);
     EXPECT_EQ(expect_throw([] { aimux::Stream s("stream_text", "{\"model\":1}"); }).code(),
               aimux::codes::INVALID_PARAMS);
 }
 
-TEST(Threads, ConcurrentCallsAndErrors) {
+TEST(Threads, ConcurrentCallsAndErrors)
+{
     std::atomic<int> wrong{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; t++) {
@@ -285,7 +321,9 @@ TEST(Threads, ConcurrentCallsAndErrors) {
             for (int i = 0; i < 250; i++) {
                 try {
                     if ((i + t) % 2) {
-                        if (aimux::call("aimux.version").find("\"abiVersion\":1") == std::string::npos) wrong++;
+                        if (aimux::call("aimux.version").find("\"abiVersion\":1") ==
+                            std::string::npos)
+                            wrong++;
                     } else {
                         aimux::call("nope");
                         wrong++;

@@ -15,12 +15,14 @@
 #error "compile with -DAIMUX_REPO=\"/path/to/repo\""
 #endif
 
-namespace {
+namespace
+{
 
 using nlohmann::json;
 
 /// want ⊆ got: objects member by member, arrays and scalars exactly.
-bool subset(const json &want, const json &got) {
+bool subset(const json &want, const json &got)
+{
     if (want.is_object()) {
         if (!got.is_object()) return false;
         for (auto it = want.begin(); it != want.end(); ++it)
@@ -36,15 +38,19 @@ bool subset(const json &want, const json &got) {
     return want == got;
 }
 
-std::string replace_all(std::string s, const std::string &from, const std::string &to) {
-    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+std::string replace_all(std::string s, const std::string &from, const std::string &to)
+{
+    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+        s.replace(p, from.size(), to);
     return s;
 }
 
-json outcome(const json &c) {
+json outcome(const json &c)
+{
     const std::string op = c.at("op").get<std::string>();
-    const std::string params = c.contains("paramsText") ? c.at("paramsText").get<std::string>()
-                                                        : replace_all(c.at("params").dump(), "@REPO@", AIMUX_REPO);
+    const std::string params = c.contains("paramsText")
+                                   ? c.at("paramsText").get<std::string>()
+                                   : replace_all(c.at("params").dump(), "@REPO@", AIMUX_REPO);
     try {
         if (c.at("api") == "call") return json{{"result", json::parse(aimux::call(op, params))}};
         json events = json::array();
@@ -52,22 +58,26 @@ json outcome(const json &c) {
         for (const std::string &e : s) events.push_back(json::parse(e));
         return json{{"events", events}};
     } catch (const aimux::NativeError &e) {
-        return json{{"error", {{"kind", e.kind()}, {"code", e.code()}, {"name", e.name().value_or("")}}}};
+        return json{
+            {"error", {{"kind", e.kind()}, {"code", e.code()}, {"name", e.name().value_or("")}}}};
     }
 }
 
 }  // namespace
 
-TEST(CallFixtures, EveryCase) {
+TEST(CallFixtures, EveryCase)
+{
     std::ifstream in(AIMUX_REPO "/contract-tests/calls/cases.json");
     ASSERT_TRUE(in) << "contract-tests/calls/cases.json";
-    json doc = json::parse(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    json doc = json::parse(
+        std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
     const json &cases = doc.at("cases");
     ASSERT_GE(cases.size(), 10u);
     for (const json &c : cases) {
         SCOPED_TRACE(c.at("key").get<std::string>());
         json got = outcome(c);
-        EXPECT_TRUE(subset(c.at("expect"), got)) << c.at("description") << "\n want " << c.at("expect").dump()
-                                                 << "\n  got " << got.dump();
+        EXPECT_TRUE(subset(c.at("expect"), got))
+            << c.at("description") << "\n want " << c.at("expect").dump() << "\n  got "
+            << got.dump();
     }
 }

@@ -10,7 +10,8 @@
 
 #include "aimux.hpp"
 
-static void json_string(std::ostream &o, const std::string &s) {
+static void json_string(std::ostream &o, const std::string &s)
+{
     static const char hex[] = "0123456789abcdef";
     o << '"';
     for (unsigned char c : s) {
@@ -21,14 +22,17 @@ static void json_string(std::ostream &o, const std::string &s) {
         case '\r': o << "\\r"; break;
         case '\t': o << "\\t"; break;
         default:
-            if (c < 0x20) o << "\\u00" << hex[c >> 4] << hex[c & 15];
-            else o << static_cast<char>(c);
+            if (c < 0x20)
+                o << "\\u00" << hex[c >> 4] << hex[c & 15];
+            else
+                o << static_cast<char>(c);
         }
     }
     o << '"';
 }
 
-static std::string chain_json(const aimux::NativeError &root) {
+static std::string chain_json(const aimux::NativeError &root)
+{
     std::ostringstream out;
     out << '[';
     bool first = true;
@@ -38,8 +42,10 @@ static std::string chain_json(const aimux::NativeError &root) {
         out << "{\"kind\":";
         json_string(out, e->kind());
         out << ",\"code\":" << e->code() << ",\"name\":";
-        if (auto n = e->name()) json_string(out, *n);
-        else out << "null";
+        if (auto n = e->name())
+            json_string(out, *n);
+        else
+            out << "null";
         out << ",\"message\":";
         json_string(out, e->message());
         out << '}';
@@ -49,14 +55,18 @@ static std::string chain_json(const aimux::NativeError &root) {
 }
 
 // The long-lived mode's answer for one envelope (DESIGN.md "decode-chain").
-static std::string answer(const std::string &envelope) {
+static std::string answer(const std::string &envelope)
+{
     std::ostringstream out;
     try {
         aimux::NativeError root = aimux::decode(envelope);
-        out << "{\"chain\":" << chain_json(root) << ",\"root\":{\"retryable\":"
-            << (root.retryable() ? "true" : "false") << ",\"retryAfterMs\":";
-        if (auto ms = root.retry_after_ms()) out << *ms;
-        else out << "null";
+        out << "{\"chain\":" << chain_json(root)
+            << ",\"root\":{\"retryable\":" << (root.retryable() ? "true" : "false")
+            << ",\"retryAfterMs\":";
+        if (auto ms = root.retry_after_ms())
+            out << *ms;
+        else
+            out << "null";
         out << "}}";
     } catch (const aimux::NativeError &e) {
         out << "{\"rejected\":{\"code\":" << e.code() << ",\"message\":";
@@ -66,7 +76,8 @@ static std::string answer(const std::string &envelope) {
     return out.str();
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     if (argc == 2 && std::string(argv[1]) == "--lines") {
         // One envelope per line, one answer line each, on one process.
         for (std::string line; std::getline(std::cin, line);) {
@@ -84,7 +95,8 @@ int main(int argc, char **argv) {
         std::cout << chain_json(aimux::decode(input)) << "\n";
         return 0;
     } catch (const aimux::NativeError &e) {
-        std::cerr << "decode-chain: cannot decode the envelope: " << e.code() << " " << e.what() << "\n";
+        std::cerr << "decode-chain: cannot decode the envelope: " << e.code() << " " << e.what()
+                  << "\n";
         return 1;
     }
 }

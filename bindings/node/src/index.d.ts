@@ -1,108 +1,38 @@
 import type { AimuxError } from './base.js';
+import type * as Wire from './generated/ops.js';
 
 export * from './base.js';
 export * from './generated/variants.js';
 export * from './decode.js';
+/** The op types as they travel on the wire (generated from schema/ops). */
+export type { Wire };
 
-export interface Usage {
-  inputTokens?: number | null;
-  outputTokens?: number | null;
-  totalTokens?: number | null;
-}
+// The op params and results are the generated wire types; where the binding decodes an error
+// envelope (a tool call's `error`, a stream's error event) the type says so.
+export type Usage = Wire.Usage;
+export type FinishReason = Wire.GenerateTextResult['finishReason'];
+export type ModelSettings = Wire.ModelSpec;
+export type Message = Wire.Message;
+export type ToolSpec = Wire.ToolSpec;
+export type ResponseInfo = Wire.ResponseInfo;
+export type GenerateTextParams = Wire.GenerateTextParams;
+export type StreamTextParams = Wire.StreamTextParams;
+export type GenerateObjectParams = Wire.GenerateObjectParams;
+/** The params of generate_text (and stream_text). */
+export type GenerateParams = Wire.GenerateTextParams;
 
-export type FinishReason = 'stop' | 'length' | 'content-filter' | 'tool-calls' | 'error' | 'other' | 'unknown';
-
-export interface ToolCall {
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-  /** The call is not usable: unknown tool or invalid input. */
-  invalid?: boolean | null;
+export type ToolCall = Omit<Wire.ToolCall, 'error'> & {
   /** Why it is not usable (e.g. NoSuchToolError, InvalidToolInputError), decoded. */
   error?: AimuxError | null;
-}
+};
+export type GenerateTextResult = Omit<Wire.GenerateTextResult, 'toolCalls'> & { toolCalls: ToolCall[] };
+export type GenerateObjectResult = Omit<Wire.GenerateObjectResult, 'toolCalls'> & { toolCalls?: ToolCall[] };
+export type VersionResult = Wire.AimuxVersionResult;
+export type Manifest = Wire.AimuxManifestResult;
 
-export interface ModelSettings {
-  /** The provider id: 'openai' (Chat Completions) or 'anthropic' (Messages API). */
-  provider: 'openai' | 'anthropic';
-  modelId: string;
-  baseURL?: string | null;
-  apiKey?: string | null;
-  apiKeyEnv?: string | null;
-  headers?: Record<string, string> | null;
-}
-
-export interface Message {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content?: string | Array<Record<string, unknown>> | null;
-  toolCalls?: Array<{ toolCallId: string; toolName: string; input?: unknown }> | null;
-  toolCallId?: string | null;
-}
-
-export interface ToolSpec {
-  description?: string | null;
-  /** JSON Schema of the tool's input. */
-  inputSchema?: Record<string, unknown>;
-}
-
-export interface GenerateParams {
-  model: ModelSettings;
-  system?: string | null;
-  prompt?: string | null;
-  messages?: Message[] | null;
-  maxOutputTokens?: number | null;
-  temperature?: number | null;
-  topP?: number | null;
-  presencePenalty?: number | null;
-  frequencyPenalty?: number | null;
-  stopSequences?: string[] | null;
-  seed?: number | null;
-  headers?: Record<string, string> | null;
-  tools?: Record<string, ToolSpec> | null;
-  toolChoice?: 'auto' | 'none' | 'required' | { type: 'tool'; toolName: string } | null;
-  /** Default 2. */
-  maxRetries?: number;
-  retry?: { initialDelayMs?: number; backoffFactor?: number } | null;
-  timeoutMs?: number | null;
-  recording?: { mode: 'record' | 'replay'; path: string } | null;
-}
-
-export interface GenerateObjectParams extends Omit<GenerateParams, 'tools' | 'toolChoice'> {
-  /** JSON Schema of the object. */
-  schema: Record<string, unknown>;
-  schemaName?: string | null;
-  schemaDescription?: string | null;
-}
-
-export interface ResponseInfo {
-  id?: string | null;
-  modelId?: string | null;
-}
-
-export interface GenerateTextResult {
-  text: string;
-  finishReason: FinishReason;
-  usage: Usage;
-  toolCalls: ToolCall[];
-  response: ResponseInfo;
-}
-
-export interface GenerateObjectResult {
-  object: unknown;
-  finishReason: FinishReason;
-  usage: Usage;
-  response: ResponseInfo;
-}
-
-export interface VersionResult {
-  name: string;
-  version: string;
-  abiVersion: number;
-}
-
-export type TextDeltaEvent = { type: 'text-delta'; text: string };
+export type TextDeltaEvent = Wire.TextDeltaEvent;
 export type ToolCallEvent = { type: 'tool-call' } & ToolCall;
-export type FinishEvent = { type: 'finish'; finishReason: FinishReason; usage: Usage; response?: ResponseInfo | null };
+export type FinishEvent = Wire.FinishEvent;
 /** A failure inside the stream, its envelope decoded. */
 export type ErrorEvent = { type: 'error'; error: AimuxError };
 export type StreamEvent = TextDeltaEvent | ToolCallEvent | FinishEvent | ErrorEvent;
@@ -112,27 +42,17 @@ export interface StreamOptions {
   signal?: AbortSignal;
 }
 
-/** The pinned call ops: their params (as an argument tuple) and results. */
+/** The call ops: their params (as an argument tuple) and results. */
 export interface CallOps {
-  'generate_text': { args: [params: GenerateParams]; result: GenerateTextResult };
+  'generate_text': { args: [params: GenerateTextParams]; result: GenerateTextResult };
   'generate_object': { args: [params: GenerateObjectParams]; result: GenerateObjectResult };
-  'aimux.version': { args: [params?: Record<string, never>]; result: VersionResult };
-  'aimux.manifest': { args: [params?: Record<string, never>]; result: Manifest };
+  'aimux.version': { args: [params?: Wire.AimuxVersionParams]; result: VersionResult };
+  'aimux.manifest': { args: [params?: Wire.AimuxManifestParams]; result: Manifest };
 }
 
-/** The pinned stream ops. */
+/** The stream ops. */
 export interface StreamOps {
-  'stream_text': { params: GenerateParams };
-}
-
-export interface Manifest {
-  name: string;
-  version: string;
-  abiVersion: number;
-  kinds: string[];
-  ops: Array<{ name: string; mode: 'call' | 'stream'; params: object; result: object | null; event: object | null }>;
-  errors: Array<{ kind: string; code: number; constant: string; name: string; className: string; fields: Array<{ name: string; type: unknown }>; description?: string }>;
-  retiredCodes: number[];
+  'stream_text': { params: StreamTextParams };
 }
 
 type CallArgs<Op extends string> = Op extends keyof CallOps ? CallOps[Op]['args'] : [params?: object];

@@ -12,6 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeEnvelope } from './decode.js';
+import { kindOfCode } from './generated/variants.js';
 
 export const EXPECTED_ABI_VERSION = 1;
 
@@ -179,7 +180,7 @@ function takeError(errPtr) {
     if (json !== null) return json;
     const code = n.errorCode(errPtr);
     const message = takeString(own(n.errorMessage(errPtr), STRING)) ?? 'aimux: the library returned an error without JSON';
-    return JSON.stringify({ kind: 'binding', code, message, error: {}, retryable: false });
+    return JSON.stringify({ kind: kindOfCode(code) ?? 'unknown', code, message, error: {}, retryable: false });
   } finally {
     release(errPtr, ERROR);
   }

@@ -15,6 +15,17 @@ async function main(): Promise<void> {
       maxRetries: 1,
     });
     const text: string = result.text;
+    // the op types come from schema/ops: generate_object takes tools and toolChoice too
+    const obj = await call('generate_object', {
+      model: { provider: 'openai', modelId: 'gpt-4o-mini' },
+      prompt: 'hi',
+      schema: { type: 'object' },
+      tools: { lookup: { description: 'find', inputSchema: { type: 'object' } } },
+      toolChoice: { type: 'tool', toolName: 'lookup' },
+    });
+    void obj.object;
+    // @ts-expect-error an unknown param is refused
+    void call('generate_text', { model: { provider: 'openai', modelId: 'm' }, promptt: 'typo' });
     const total: number | null | undefined = result.usage.totalTokens;
     for (const tc of result.toolCalls) if (tc.error && NoSuchToolError.isInstance(tc.error)) void tc.error.availableTools;
     void text; void total;

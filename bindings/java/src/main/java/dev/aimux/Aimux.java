@@ -83,7 +83,7 @@ public final class Aimux {
             throw Envelopes.unknownOp(op);
         }
         if (params != null && params.indexOf('\0') >= 0) {
-            throw Envelopes.binding(202, "InvalidWireJsonError",
+            throw Envelopes.local(dev.aimux.errors.AimuxErrorType.BINDING_INVALID_WIRE_JSON,
                     "params_json is not valid JSON: it contains a NUL character", "params_json");
         }
     }

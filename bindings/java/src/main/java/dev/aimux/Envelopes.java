@@ -1,6 +1,7 @@
 package dev.aimux;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.aimux.errors.AimuxErrorType;
 
 /** Envelopes the binding itself has to produce (never a hand-built JSON string). */
 final class Envelopes {
@@ -8,10 +9,10 @@ final class Envelopes {
 
     /** When the library's JSON is unusable: rebuild a minimal envelope from aimux_error_code / message. */
     static AimuxException fromCodeAndMessage(int code, String message) {
-        String kind = code >= 1 && code <= 99 ? "aimux"
-                : code >= 100 && code <= 199 ? "recording"
-                : code >= 200 && code <= 299 ? "binding"
-                : code >= 300 && code <= 399 ? "protocol" : "unknown";
+        String kind = AimuxErrorType.kindOfCode(code);
+        if (kind == null) {
+            kind = "unknown";
+        }
         ObjectNode env = ErrorNode.MAPPER.createObjectNode();
         env.put("kind", kind);
         env.put("code", code);
@@ -21,14 +22,14 @@ final class Envelopes {
         return AimuxDecoder.decode(env, env.toString());
     }
 
-    /** A binding-domain error raised before the call reaches the library (e.g. a NUL inside a string). */
-    static AimuxException binding(int code, String name, String message, String argument) {
+    /** An error raised before the call reaches the library (e.g. a NUL inside a string). */
+    static AimuxException local(AimuxErrorType type, String message, String argument) {
         ObjectNode env = ErrorNode.MAPPER.createObjectNode();
-        env.put("kind", "binding");
-        env.put("code", code);
+        env.put("kind", type.kind());
+        env.put("code", type.code());
         env.put("message", message);
         ObjectNode err = env.putObject("error");
-        err.put("name", name);
+        err.put("name", type.errorName());
         err.put("argument", argument);
         env.put("retryable", false);
         return AimuxDecoder.decode(env, env.toString());
@@ -48,11 +49,12 @@ final class Envelopes {
     /** An op name the library could never have registered (it contains a NUL character). */
     static AimuxException unknownOp(String op) {
         ObjectNode env = ErrorNode.MAPPER.createObjectNode();
-        env.put("kind", "protocol");
-        env.put("code", 300);
+        AimuxErrorType type = AimuxErrorType.PROTOCOL_UNKNOWN_OP;
+        env.put("kind", type.kind());
+        env.put("code", type.code());
         env.put("message", "unknown op (the name contains a NUL character)");
         ObjectNode err = env.putObject("error");
-        err.put("name", "UnknownOpError");
+        err.put("name", type.errorName());
         err.put("op", op);
         env.put("retryable", false);
         return AimuxDecoder.decode(env, env.toString());

@@ -1,0 +1,59 @@
+"""The one generator: everything derived from the catalogue and the op models, for every language.
+
+``python -m aimux_ops.codegen --write`` (``make schema``) renders, from ``aimux.manifest`` (the
+error catalogue in ``aimux_ops/errors/`` and the op registry):
+
+- ``schema/`` (JSON Schema of the envelope, every payload, every op; the manifest);
+- C / C++: ``native/aimux_codes.h`` and the shim's ``native/src/aimux_early.h`` (``c.py``);
+- Go: ``bindings/go/zz_generated.go`` (``go.py``), and the module's copies of ``native/aimux.h``
+  and ``native/aimux_codes.h`` (cgo includes them from the package directory, so the module builds
+  from a module cache, a vendor directory and with ``-trimpath``);
+- Node: ``bindings/node/src/generated/`` (error classes and op types, ``node.py``);
+- Java: ``bindings/java/src/generated/java/`` (``java.py``);
+- the catalogue table of ``docs/DESIGN.md`` (``docs.py``).
+
+Every output is committed; ``--check`` (``make check-schema``) fails when any differs. Output is
+deterministic (sorted where order is not the catalogue's), so a merge conflict in a generated file
+resolves by re-running the generator.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from .. import schema_gen
+from ..errors import KIND_RANGES
+from ..ops.meta import build_manifest
+from . import c, docs, go, java, node
+from ._model import Manifest
+
+__all__ = ["generate"]
+
+#: Directories whose every file is generated (a stale file there is drift too).
+OWNED_DIRS = ("schema", node.OUT, java.OUT)
+
+
+def generate(root: Path) -> dict[str, bytes]:
+    """Every generated file: path relative to the repository root → bytes."""
+    files = {f"schema/{rel}": data for rel, data in schema_gen.generate().items()}
+    m = Manifest.of(build_manifest(), KIND_RANGES)
+    payloads = {
+        orjson.loads(data)["title"]: orjson.loads(data)
+        for rel, data in files.items()
+        if rel.startswith("schema/errors/")
+    }
+    texts: dict[str, str] = {}
+    for rendered in (
+        c.render(m),
+        go.render(m),
+        node.render(m),
+        java.render(m),
+        docs.render(m, payloads, root),
+    ):
+        texts.update(rendered)
+    files.update({rel: text.encode("utf-8") for rel, text in texts.items()})
+    files[go.MODULE_CODES_H] = files[c.CODES]
+    files[go.MODULE_AIMUX_H] = (root / "native" / "aimux.h").read_bytes()
+    return files
