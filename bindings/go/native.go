@@ -10,8 +10,9 @@ package aimux
 #include <string.h>
 #include "aimux.h"
 
-// aimux.h is a copy of native/aimux.h inside this module (so the package builds from a module
-// cache, a vendor directory and with -trimpath); `make check-generated` fails when it drifts.
+// aimux.h and aimux_codes.h are copies of native/'s inside this module (so the package builds from
+// a module cache, a vendor directory and with -trimpath), written by `make schema`;
+// `make check-schema` fails when they drift.
 // The library is dlopen()ed (RTLD_LOCAL) at run time (see loadLibrary), so nothing links against
 // it; each function is reached through a pointer whose type comes from aimux.h.
 static __typeof__(aimux_abi_version)   *p_abi_version;
