@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -114,7 +113,7 @@ func TestSonameThroughTheLoader(t *testing.T) {
 func TestBuildWithoutCgoSaysWhy(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("the go tool is not on PATH: %v", err)
 	}
 	cmd := exec.Command(goTool, "build", "-o", os.DevNull, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
