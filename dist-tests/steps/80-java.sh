@@ -16,8 +16,7 @@ package)
   if [ -d "$HOME/.m2/repository" ]; then cp -a "$HOME/.m2/repository/." "$M2/"; fi
   rm -rf "$M2/dev/aimux"
   bindings_copy "$AIMUX_DIST_SRC/bindings/java" binding target
-  (cd binding && mvnq -DskipTests "-Dpython=$AIMUX_DIST_PYTHON" \
-      "-Daimux.manifest=$AIMUX_DIST_SRC/schema/manifest.json" install)
+  (cd binding && mvnq -DskipTests install)
   [ -f "$M2/dev/aimux/aimux-ops/0.1.0/aimux-ops-0.1.0.jar" ] || { echo "dev.aimux:aimux-ops is not installed"; exit 1; }
   echo "   mvn install: $(cd "$M2" && ls dev/aimux/aimux-ops/0.1.0/*.jar)"
   old="$(ls -d /usr/lib/jvm/java-1[0-9]-openjdk-* /usr/lib/jvm/java-2[01]-openjdk-* 2>/dev/null | head -n 1 || true)"
