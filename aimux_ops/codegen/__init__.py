@@ -29,7 +29,11 @@ from ..ops.meta import build_manifest
 from . import c, docs, go, java, node
 from ._model import Manifest
 
-__all__ = ["generate"]
+__all__ = ["INPUTS", "OWNED_DIRS", "generate"]
+
+#: Hand-written files (besides ``aimux_ops/``) that ``generate`` reads: the Go module's copy of the
+#: C header is one of them.
+INPUTS = ("native/aimux.h",)
 
 #: Directories whose every file is generated (a stale file there is drift too).
 OWNED_DIRS = ("schema", node.OUT, java.OUT)
