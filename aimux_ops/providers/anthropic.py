@@ -41,7 +41,8 @@ from .base import (
     LanguageModelCall,
     Provider,
     endpoint_url,
-    is_retryable_status,
+    error_body_response,
+    invalid_response,
     json_parse_error,
     type_validation_error,
 )
@@ -235,47 +236,14 @@ def build_body(call: LanguageModelCall) -> dict[str, Any]:
 # -- errors ----------------------------------------------------------------------------------------
 
 
+def _is_error_object(err: dict[str, Any]) -> bool:
+    """An Anthropic error object: a string ``message`` and a string ``type``."""
+    return isinstance(err.get("message"), str) and isinstance(err.get("type"), str)
+
+
 def failed_response_error(resp: Response) -> APICallError:
     """The ``APICallError`` of a non-2xx response (reads its body)."""
-    raw = resp.read()
-    status = resp.status
-    text = raw.decode("utf-8", "replace")
-    message = resp.reason or f"HTTP {status}"
-    data: Any = None
-    if text.strip():
-        try:
-            parsed = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            parsed = None
-        if isinstance(parsed, dict):
-            err = parsed.get("error")
-            if (
-                isinstance(err, dict)
-                and isinstance(err.get("message"), str)
-                and isinstance(err.get("type"), str)
-            ):
-                message = err["message"]
-                data = parsed
-    return APICallError(
-        message,
-        status_code=status,
-        is_retryable=is_retryable_status(status),
-        response_headers=redact_headers(resp.headers),
-        response_body=text,
-        data=data,
-    )
-
-
-def _invalid_response(resp: Response, text: str, cause: BaseException) -> APICallError:
-    err = APICallError(
-        "Invalid JSON response",
-        status_code=resp.status,
-        is_retryable=is_retryable_status(resp.status),
-        response_headers=redact_headers(resp.headers),
-        response_body=text,
-    )
-    err.__cause__ = cause
-    return err
+    return error_body_response(resp, is_error=_is_error_object)
 
 
 #: an ``error`` event's type → (the status it stands for, retryable), as the AI SDK infers them
@@ -372,11 +340,11 @@ def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         text = raw.decode("utf-8", "replace")
-        raise _invalid_response(resp, text, json_parse_error(text, exc))  # noqa: B904
+        raise invalid_response(resp, text, json_parse_error(text, exc))  # noqa: B904
     violation = _check_message(body)
     if violation is not None:
         text = raw.decode("utf-8", "replace")
-        raise _invalid_response(resp, text, type_validation_error(body, violation))
+        raise invalid_response(resp, text, type_validation_error(body, violation))
     texts: list[str] = []
     calls: list[tuple[str, str, str]] = []
     json_text: str | None = None

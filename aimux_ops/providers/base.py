@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from ..errors import APICallError, JSONParseError, LoadAPIKeyError, TypeValidationError
-from ..redact import remember_secret
+from ..redact import redact_headers, remember_secret
 from ..transport import HTTPRequest, Response
 
 __all__ = [
@@ -34,6 +36,8 @@ __all__ = [
     "StreamState",
     "ToolCallPart",
     "ToolDef",
+    "error_body_response",
+    "invalid_response",
     "is_retryable_status",
     "json_parse_error",
     "load_api_key",
@@ -182,6 +186,59 @@ class Provider(ABC):
 def is_retryable_status(status: int) -> bool:
     """The AI SDK's default: 408, 409, 429 and every 5xx."""
     return status in (408, 409, 429) or status >= 500
+
+
+def error_body_response(
+    resp: Response,
+    *,
+    is_error: Callable[[dict[str, Any]], bool],
+    fallback_message: Callable[[int], str | None] | None = None,
+) -> APICallError:
+    """The ``APICallError`` of a non-2xx response (reads its body).
+
+    The provider-neutral skeleton: the message is the body's ``error.message`` when the body is a
+    JSON object whose ``error`` passes ``is_error`` (the provider's own shape check; the parsed
+    body is then the error's ``data``), else ``fallback_message(status)`` when given and not
+    ``None``, else the reason phrase.
+    """
+    raw = resp.read()
+    status = resp.status
+    text = raw.decode("utf-8", "replace")
+    message = resp.reason or f"HTTP {status}"
+    data: Any = None
+    if text.strip():
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            err = parsed.get("error")
+            if isinstance(err, dict) and is_error(err):
+                message = err["message"]
+                data = parsed
+    if data is None and fallback_message is not None:
+        message = fallback_message(status) or message
+    return APICallError(
+        message,
+        status_code=status,
+        is_retryable=is_retryable_status(status),
+        response_headers=redact_headers(resp.headers),
+        response_body=text,
+        data=data,
+    )
+
+
+def invalid_response(resp: Response, text: str, cause: BaseException) -> APICallError:
+    """The ``APICallError`` of a 2xx answer whose body is unusable (``cause``: why)."""
+    err = APICallError(
+        "Invalid JSON response",
+        status_code=resp.status,
+        is_retryable=is_retryable_status(resp.status),
+        response_headers=redact_headers(resp.headers),
+        response_body=text,
+    )
+    err.__cause__ = cause
+    return err
 
 
 def load_api_key(

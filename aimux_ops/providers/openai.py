@@ -39,6 +39,8 @@ from .base import (
     GenerateResult,
     LanguageModelCall,
     Provider,
+    error_body_response,
+    invalid_response,
     is_retryable_status,
     json_parse_error,
     type_validation_error,
@@ -150,48 +152,24 @@ def build_body(
 # -- errors --------------------------------------------------------------------------------------
 
 
-def failed_response_error(resp: Response) -> APICallError:
-    """The ``APICallError`` of a non-2xx response (reads its body)."""
-    raw = resp.read()
-    status = resp.status
-    text = raw.decode("utf-8", "replace")
-    message = resp.reason or f"HTTP {status}"
-    data: Any = None
-    if text.strip():
-        try:
-            parsed = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            parsed = None
-        if isinstance(parsed, dict):
-            err = parsed.get("error")
-            if isinstance(err, dict) and isinstance(err.get("message"), str):
-                message = err["message"]
-                data = parsed
-    if data is None and 300 <= status < 400:
-        message = (
+def _is_error_object(err: dict[str, Any]) -> bool:
+    """An OpenAI error object: a string ``message``."""
+    return isinstance(err.get("message"), str)
+
+
+def _redirect_message(status: int) -> str | None:
+    """The message of a redirect that was not followed (no error object in its body)."""
+    if 300 <= status < 400:
+        return (
             f"Redirect (HTTP {status}) not followed: only a same-origin 307/308 is followed, "
             "and a request with the API key never goes to another origin"
         )
-    return APICallError(
-        message,
-        status_code=status,
-        is_retryable=is_retryable_status(status),
-        response_headers=redact_headers(resp.headers),
-        response_body=text,
-        data=data,
-    )
+    return None
 
 
-def _invalid_response(resp: Response, text: str, cause: BaseException) -> APICallError:
-    err = APICallError(
-        "Invalid JSON response",
-        status_code=resp.status,
-        is_retryable=is_retryable_status(resp.status),
-        response_headers=redact_headers(resp.headers),
-        response_body=text,
-    )
-    err.__cause__ = cause
-    return err
+def failed_response_error(resp: Response) -> APICallError:
+    """The ``APICallError`` of a non-2xx response (reads its body)."""
+    return error_body_response(resp, is_error=_is_error_object, fallback_message=_redirect_message)
 
 
 # -- non-streaming -------------------------------------------------------------------------------
@@ -262,7 +240,7 @@ def parse_completion(resp: Response) -> dict[str, Any]:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         text = raw.decode("utf-8", "replace")
-        raise _invalid_response(resp, text, json_parse_error(text, exc))  # noqa: B904
+        raise invalid_response(resp, text, json_parse_error(text, exc))  # noqa: B904
     violation = _check_completion(body)
     if violation is not None:
         text = raw.decode("utf-8", "replace")
@@ -272,7 +250,7 @@ def parse_completion(resp: Response) -> dict[str, Any]:
             err = _error_frame(resp, body)
             err.response_body = text
             raise err
-        raise _invalid_response(resp, text, type_validation_error(body, violation))
+        raise invalid_response(resp, text, type_validation_error(body, violation))
     return body  # type: ignore[no-any-return]
 
 
