@@ -356,6 +356,33 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
 
 
+def _build_request(
+    client: httpx.Client | httpx.AsyncClient,
+    request: HTTPRequest,
+    url: str | httpx.URL,
+    rem: float | None,
+    pool_s: float | None = None,
+) -> httpx.Request:
+    """``request`` sent to ``url`` (the first hop or a followed redirect's target).
+
+    Its timeout is what is left of the deadline (``rem``; the client's default without one),
+    with the wait for a pooled connection capped at ``pool_s`` when given.
+    """
+    return client.build_request(
+        request.method,
+        url,
+        content=request.body,
+        headers=request.headers,
+        timeout=(
+            httpx.USE_CLIENT_DEFAULT
+            if rem is None
+            else httpx.Timeout(rem)
+            if pool_s is None
+            else httpx.Timeout(rem, pool=min(rem, pool_s))
+        ),
+    )
+
+
 def _same_origin_target(raw: httpx.Response) -> httpx.URL | None:
     """Where a 307/308 points when that is the request's own origin, else None."""
     location = raw.headers.get("location")
@@ -458,17 +485,7 @@ class HttpTransport:
         pool_s = self.limits.pool_timeout_ms / 1000.0
         try:
             client = self.client_for(request.url)
-            req = client.build_request(
-                request.method,
-                request.url,
-                content=request.body,
-                headers=request.headers,
-                timeout=(
-                    httpx.Timeout(rem, pool=min(rem, pool_s))
-                    if rem is not None
-                    else httpx.USE_CLIENT_DEFAULT
-                ),
-            )
+            req = _build_request(client, request, request.url, rem, pool_s)
             raw = client.send(req, stream=True)
             hops = 0
             while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
@@ -484,17 +501,7 @@ class HttpTransport:
                 rem = deadline.remaining()
                 if rem is not None and rem <= 0:
                     raise deadline.error()
-                req = client.build_request(
-                    request.method,
-                    target,
-                    content=request.body,
-                    headers=request.headers,
-                    timeout=(
-                        httpx.Timeout(rem, pool=min(rem, pool_s))
-                        if rem is not None
-                        else httpx.USE_CLIENT_DEFAULT
-                    ),
-                )
+                req = _build_request(client, request, target, rem, pool_s)
                 raw = client.send(req, stream=True)
         except httpx.PoolTimeout as exc:
             if rem is not None and rem < pool_s:
@@ -510,13 +517,7 @@ class HttpTransport:
     ) -> HttpResponse:
         client = self.async_client()
         try:
-            req = client.build_request(
-                request.method,
-                request.url,
-                content=request.body,
-                headers=request.headers,
-                timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
-            )
+            req = _build_request(client, request, request.url, rem)
             raw = aio.await_only(client.send(req, stream=True))
             hops = 0
             while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
@@ -529,13 +530,7 @@ class HttpTransport:
                 rem = deadline.remaining()
                 if rem is not None and rem <= 0:
                     raise deadline.error()
-                req = client.build_request(
-                    request.method,
-                    target,
-                    content=request.body,
-                    headers=request.headers,
-                    timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
-                )
+                req = _build_request(client, request, target, rem)
                 raw = aio.await_only(client.send(req, stream=True))
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             raise map_transport_error(exc, deadline) from exc
