@@ -752,8 +752,11 @@ CFFI_DLLEXPORT aimux_error_t *aimux_call(const char *op, const char *params_json
     return NULL;
 }
 
-CFFI_DLLEXPORT aimux_error_t *aimux_stream(const char *op, const char *params_json,
-                                           uint64_t *out_stream)
+/* aimux_stream and aimux_stream_start: open a stream with the core's `open_fn` */
+typedef int (*_aimux_open_fn)(const char *, const char *, uint64_t *, aimux_error_t **);
+
+static aimux_error_t *_aimux_open_stream(_aimux_open_fn open_fn, const char *op,
+                                         const char *params_json, uint64_t *out_stream)
 {
     aimux_error_t *err;
     uint64_t h = 0;
@@ -761,13 +764,19 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream(const char *op, const char *params_js
     if (out_stream == NULL) return _aimux_null_arg("out_stream");
     *out_stream = 0;
     if ((err = _aimux_runtime()) != NULL) return err;
-    rc = _aimux_py_stream(op, params_json, &h, &err);
+    rc = open_fn(op, params_json, &h, &err);
     if ((err = _aimux_after(rc, err)) != NULL) return err;
     if (h == 0)
         return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
                                 "the core returned neither a handle nor an error", NULL);
     *out_stream = h;
     return NULL;
+}
+
+CFFI_DLLEXPORT aimux_error_t *aimux_stream(const char *op, const char *params_json,
+                                           uint64_t *out_stream)
+{
+    return _aimux_open_stream(_aimux_py_stream, op, params_json, out_stream);
 }
 
 CFFI_DLLEXPORT aimux_error_t *aimux_stream_next(uint64_t stream, char **out_event_json)
@@ -787,25 +796,20 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream_next(uint64_t stream, char **out_even
     return NULL;
 }
 
-CFFI_DLLEXPORT void aimux_stream_cancel(uint64_t stream)
+/* aimux_stream_cancel (release = 0) and aimux_stream_free (release = 1): no error to report */
+static void _aimux_stream_ctl(uint64_t stream, int release)
 {
     aimux_error_t *err = _aimux_runtime();
     if (err != NULL) {
         aimux_error_free(err);
         return;
     }
-    (void)_aimux_py_stream_ctl(stream, 0);
+    (void)_aimux_py_stream_ctl(stream, release);
 }
 
-CFFI_DLLEXPORT void aimux_stream_free(uint64_t stream)
-{
-    aimux_error_t *err = _aimux_runtime();
-    if (err != NULL) {
-        aimux_error_free(err);
-        return;
-    }
-    (void)_aimux_py_stream_ctl(stream, 1);
-}
+CFFI_DLLEXPORT void aimux_stream_cancel(uint64_t stream) { _aimux_stream_ctl(stream, 0); }
+
+CFFI_DLLEXPORT void aimux_stream_free(uint64_t stream) { _aimux_stream_ctl(stream, 1); }
 
 /* --- event-driven streams ------------------------------------------------------------------ */
 CFFI_DLLEXPORT aimux_error_t *aimux_events_fd(int *out_fd)
@@ -826,19 +830,7 @@ CFFI_DLLEXPORT aimux_error_t *aimux_events_fd(int *out_fd)
 CFFI_DLLEXPORT aimux_error_t *aimux_stream_start(const char *op, const char *params_json,
                                                  uint64_t *out_stream)
 {
-    aimux_error_t *err;
-    uint64_t h = 0;
-    int rc;
-    if (out_stream == NULL) return _aimux_null_arg("out_stream");
-    *out_stream = 0;
-    if ((err = _aimux_runtime()) != NULL) return err;
-    rc = _aimux_py_stream_start(op, params_json, &h, &err);
-    if ((err = _aimux_after(rc, err)) != NULL) return err;
-    if (h == 0)
-        return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
-                                "the core returned neither a handle nor an error", NULL);
-    *out_stream = h;
-    return NULL;
+    return _aimux_open_stream(_aimux_py_stream_start, op, params_json, out_stream);
 }
 
 CFFI_DLLEXPORT aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity, size_t *out_count)
