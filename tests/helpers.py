@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -133,3 +135,25 @@ def provider_params(
     }
     p.update(extra)
     return p
+
+
+def run_node_json_lines(
+    work: Path, args: list[str], env: dict[str, str], *, timeout: float
+) -> list[dict[str, Any]]:
+    """Run ``node args`` in ``work`` (a driver script the test wrote); it must exit 0.
+
+    Returns the JSON object of each line it printed (the AI SDK side of a parity test).
+    """
+    node = shutil.which("node")
+    assert node is not None
+    proc = subprocess.run(
+        [node, *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads(line) for line in proc.stdout.splitlines()]

@@ -21,14 +21,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import pytest
-from helpers import CANARY, ROOT
+from helpers import CANARY, ROOT, run_node_json_lines
 from scenario_server import Reply, ScenarioServer, json_reply, serve_scenarios, sse_reply
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
@@ -1413,19 +1412,8 @@ def theirs(
     (work / "cases.json").write_text(json.dumps(cases))
     env = {**os.environ, "KEY": CANARY, "TOOLS": json.dumps(TOOL_NAMES)}
     assert NODE is not None
-    proc = subprocess.run(
-        [NODE, "diff.mjs", "cases.json"],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
     out = {}
-    for line in proc.stdout.splitlines():
-        item = json.loads(line)
+    for item in run_node_json_lines(work, ["diff.mjs", "cases.json"], env, timeout=120):
         name = item.pop("name")
         item["attempts"] = servers.main.count(f"ai-{name}")
         if servers.other.count(f"ai-{name}") or any(

@@ -14,14 +14,13 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
 from fault_server import FaultServer, serve
-from helpers import CANARY, ROOT
+from helpers import CANARY, ROOT, run_node_json_lines
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.envelope import native_chain
@@ -185,20 +184,8 @@ def ai_sdk(server: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> dic
         "SCENARIOS": json.dumps(scenarios),
     }
     assert NODE is not None
-    proc = subprocess.run(
-        [NODE, "parity.mjs"],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = {}
-    for line in proc.stdout.splitlines():
-        item = json.loads(line)
-        out[item["name"]] = item
+    items = run_node_json_lines(work, ["parity.mjs"], env, timeout=90)
+    out = {item["name"]: item for item in items}
     return out
 
 
