@@ -1,9 +1,14 @@
-"""Shared test helpers: schema validation of every envelope, the canary scan, the vectors."""
+"""Shared test helpers: schema validation of every envelope, the canary scan, the vectors, a
+closed port and the AI SDK driver run.
+
+No ``aimux_ops`` import here: ``fuzz/common.py`` imports this module before its harnesses import
+``aimux_ops`` under atheris instrumentation (the checked op calls are in ``op_calls``)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 from functools import cache, lru_cache
 from pathlib import Path
@@ -157,3 +162,25 @@ def run_node_json_lines(
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (bound, then closed)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = int(s.getsockname()[1])
+    s.close()
+    return port
+
+
+def demo_replay_params() -> dict[str, Any]:
+    """Fresh params that replay the shipped demo recording (the demo's call: no network)."""
+    return {
+        "model": {
+            "provider": "openai",
+            "modelId": "gpt-4o-mini",
+            "baseURL": "http://127.0.0.1:1/v1",
+        },
+        "prompt": "Say hello in one word.",
+        "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")},
+    }

@@ -271,17 +271,9 @@ def test_non_string_op_is_unknown() -> None:
 def test_python_stream_events_equal_the_wire_events() -> None:
     """The Python binding hands over the op's event dicts without a JSON round trip: they must be
     exactly what every other binding parses from the wire."""
-    from helpers import ROOT
+    from helpers import demo_replay_params
 
-    p = {
-        "model": {
-            "provider": "openai",
-            "modelId": "gpt-4o-mini",
-            "baseURL": "http://127.0.0.1:1/v1",
-        },
-        "prompt": "Say hello in one word.",
-        "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")},
-    }
+    p = demo_replay_params()
     in_process = list(aimux_ops.stream("stream_text", p))
     handle, err = stream_json("stream_text", orjson.dumps(p))
     assert err is None and handle is not None

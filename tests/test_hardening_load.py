@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from helpers import assert_valid_envelope
+from helpers import assert_valid_envelope, demo_replay_params
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from cabi import CError, Lib
@@ -77,17 +77,7 @@ class Mix:
                 "maxRetries": 0,
             }
         )
-        self.replay = orjson.dumps(
-            {
-                "model": {
-                    "provider": "openai",
-                    "modelId": "gpt-4o-mini",
-                    "baseURL": "http://127.0.0.1:1/v1",
-                },
-                "prompt": "Say hello in one word.",
-                "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")},
-            }
-        )
+        self.replay = orjson.dumps(demo_replay_params())
         self.refused = orjson.dumps(
             {
                 "model": {**model, "baseURL": "http://127.0.0.1:1/v1"},

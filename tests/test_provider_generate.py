@@ -3,7 +3,6 @@ chain, retry counts and timing, tools, and the canary key in every byte that lea
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from typing import Any
@@ -11,26 +10,13 @@ from typing import Any
 import orjson
 import pytest
 from fault_server import FaultServer
-from helpers import CANARY, assert_no_canary, validator
+from helpers import CANARY, closed_port
 from helpers import provider_params as params
+from op_calls import fail_op as fail
+from op_calls import run_op as run
 
 from aimux_ops.dispatch import call_json
 from aimux_ops.envelope import native_chain
-
-
-def run(op: str, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """(result, envelope); every byte returned is scanned for the canary key."""
-    result, envelope = call_json(op, orjson.dumps(p))
-    assert_no_canary(result or b"", envelope or b"")
-    if result is not None:  # every result is checked against its generated JSON Schema
-        validator(f"ops/{op}.result.schema.json").validate(orjson.loads(result))
-    return (orjson.loads(result) if result else None, orjson.loads(envelope) if envelope else None)
-
-
-def fail(op: str, p: dict[str, Any]) -> dict[str, Any]:
-    result, env = run(op, p)
-    assert result is None and env is not None, result
-    return env
 
 
 def links(env: dict[str, Any]) -> list[str]:
@@ -56,14 +42,6 @@ def all_messages(env: Any) -> list[str]:
 
     walk(env)
     return found
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 # -- happy path ----------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ type a mid-stream error frame carries), listed in ``WIRE``.
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,13 +17,20 @@ from typing import Any
 import orjson
 import pytest
 from fault_server import ANTHROPIC_MSG_ID, ANTHROPIC_REQUEST_ID, FaultServer
-from helpers import CANARY, assert_no_canary, provider_params, validator
+from helpers import (
+    CANARY,
+    assert_no_canary,
+    closed_port,
+    provider_params,
+)
+from op_calls import chain_names as names
+from op_calls import drain, open_stream
+from op_calls import fail_op as fail
+from op_calls import run_op as run
 
 from aimux_ops.dispatch import (
-    call_json,
     stream_cancel,
     stream_free,
-    stream_json,
     stream_next_json,
 )
 from aimux_ops.envelope import native_chain
@@ -90,50 +96,10 @@ def count(server: FaultServer, provider: str, scenario: str) -> int:
     return server.count(f"{provider}-{scenario}")
 
 
-def run(op: str, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    result, envelope = call_json(op, orjson.dumps(p))
-    assert_no_canary(result or b"", envelope or b"")
-    if result is not None:
-        validator(f"ops/{op}.result.schema.json").validate(orjson.loads(result))
-    return (orjson.loads(result) if result else None, orjson.loads(envelope) if envelope else None)
-
-
 def ok(op: str, p: dict[str, Any]) -> dict[str, Any]:
     result, env = run(op, p)
     assert env is None and result is not None, env
     return result
-
-
-def fail(op: str, p: dict[str, Any]) -> dict[str, Any]:
-    result, env = run(op, p)
-    assert result is None and env is not None, result
-    return env
-
-
-def names(env: dict[str, Any]) -> list[str]:
-    return [n["error"]["name"] if "kind" in n else str(n.get("type")) for n in native_chain(env)]
-
-
-def open_stream(p: dict[str, Any]) -> tuple[int | None, dict[str, Any] | None]:
-    handle, env = stream_json("stream_text", orjson.dumps(p))
-    assert_no_canary(env or b"")
-    return handle, (orjson.loads(env) if env else None)
-
-
-def drain(handle: int) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    try:
-        while True:
-            event, env = stream_next_json(handle)
-            assert env is None, env
-            if event is None:
-                return events
-            assert_no_canary(event)
-            decoded = orjson.loads(event)
-            validator("ops/stream_text.event.schema.json").validate(decoded)
-            events.append(decoded)
-    finally:
-        stream_free(handle)
 
 
 def events_of(p: dict[str, Any]) -> list[dict[str, Any]]:
@@ -146,14 +112,6 @@ def terminal_error(events: list[dict[str, Any]]) -> dict[str, Any]:
     kinds = [e["type"] for e in events]
     assert kinds.count("error") == 1 and kinds[-1] == "error" and "finish" not in kinds, events
     return events[-1]["error"]  # type: ignore[no-any-return]
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 # -- results -------------------------------------------------------------------------------------

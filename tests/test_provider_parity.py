@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
 from fault_server import FaultServer, serve
-from helpers import CANARY, ROOT, run_node_json_lines
+from helpers import CANARY, ROOT, closed_port, run_node_json_lines
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.envelope import native_chain
@@ -105,14 +104,6 @@ for (const s of scenarios) {
   console.log(JSON.stringify(out));
 }
 """
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 GEN: list[tuple[str, str | None, int, dict[str, Any]]] = [

@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
 from fault_server import ANTHROPIC_REQUEST_ID, FaultServer, serve
-from helpers import CANARY, ROOT, run_node_json_lines
+from helpers import CANARY, ROOT, closed_port, run_node_json_lines
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.envelope import native_chain
@@ -292,14 +291,6 @@ STREAM: list[tuple[str, str, dict[str, Any]]] = [
 
 #: scenario → "same" | "better: why" | "different: why" (filled by the tests)
 OUTCOMES: dict[str, str] = {}
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 @pytest.fixture(scope="module")

@@ -12,45 +12,19 @@ from typing import Any
 
 import orjson
 from fault_server import FaultServer
-from helpers import assert_no_canary, validator
 from helpers import provider_params as params
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from op_calls import chain_names as names
+from op_calls import drain, open_stream
 
-from aimux_ops.dispatch import stream_cancel, stream_free, stream_json, stream_next_json
-from aimux_ops.envelope import native_chain
-
-
-def open_stream(p: dict[str, Any]) -> tuple[int | None, dict[str, Any] | None]:
-    handle, env = stream_json("stream_text", orjson.dumps(p))
-    assert_no_canary(env or b"")
-    return handle, (orjson.loads(env) if env else None)
-
-
-def drain(handle: int) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    try:
-        while True:
-            event, env = stream_next_json(handle)
-            assert env is None, env
-            if event is None:
-                return events
-            assert_no_canary(event)
-            decoded = orjson.loads(event)
-            validator("ops/stream_text.event.schema.json").validate(decoded)
-            events.append(decoded)
-    finally:
-        stream_free(handle)
+from aimux_ops.dispatch import stream_cancel, stream_free, stream_next_json
 
 
 def run(p: dict[str, Any]) -> list[dict[str, Any]]:
     handle, env = open_stream(p)
     assert env is None and handle is not None, env
     return drain(handle)
-
-
-def names(env: dict[str, Any]) -> list[str]:
-    return [n["error"]["name"] if "kind" in n else str(n.get("type")) for n in native_chain(env)]
 
 
 def test_happy_stream(server: FaultServer) -> None:

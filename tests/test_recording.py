@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,25 +14,17 @@ from typing import Any
 import orjson
 import pytest
 from fault_server import FaultServer, serve
-from helpers import CANARY, ROOT, assert_no_canary
+from helpers import CANARY, ROOT, assert_no_canary, closed_port, demo_replay_params
+from op_calls import chain_names as names
 
 import aimux_ops
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
-from aimux_ops.envelope import native_chain
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FaultServer]:
     with serve() as srv:
         yield srv
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 def params(
@@ -97,10 +88,6 @@ def records(path: Path) -> list[dict[str, Any]]:
     assert_no_canary(data)
     assert b"Bearer" not in data
     return [orjson.loads(line) for line in data.splitlines() if line.strip()]
-
-
-def names(env: dict[str, Any]) -> list[str]:
-    return [n["error"]["name"] if "kind" in n else str(n.get("type")) for n in native_chain(env)]
 
 
 # -- round trips ---------------------------------------------------------------------------------
@@ -209,15 +196,7 @@ def test_error_outcome_is_the_envelope(server: FaultServer, tmp_path: Path) -> N
 
 
 def test_shipped_demo_recording_replays_as_promised() -> None:
-    base = {
-        "model": {
-            "provider": "openai",
-            "modelId": "gpt-4o-mini",
-            "baseURL": "http://127.0.0.1:1/v1",
-        },
-        "prompt": "Say hello in one word.",
-        "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")},
-    }
+    base = demo_replay_params()
     assert aimux_ops.call("generate_text", base) == {
         "text": "Hello!",
         "finishReason": "stop",

@@ -1,0 +1,57 @@
+"""The checked op and stream calls the provider suites share: every byte returned is scanned for
+the canary key and every result and event is validated against its generated schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from helpers import assert_no_canary, validator
+
+from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
+from aimux_ops.envelope import native_chain
+
+
+def run_op(op: str, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(result, envelope); every byte returned is scanned for the canary key."""
+    result, envelope = call_json(op, orjson.dumps(p))
+    assert_no_canary(result or b"", envelope or b"")
+    if result is not None:  # every result is checked against its generated JSON Schema
+        validator(f"ops/{op}.result.schema.json").validate(orjson.loads(result))
+    return (orjson.loads(result) if result else None, orjson.loads(envelope) if envelope else None)
+
+
+def fail_op(op: str, p: dict[str, Any]) -> dict[str, Any]:
+    """The envelope of a call that must fail."""
+    result, env = run_op(op, p)
+    assert result is None and env is not None, result
+    return env
+
+
+def chain_names(env: dict[str, Any]) -> list[str]:
+    """The error names (or ``type`` of a non-error link) along an envelope's native chain."""
+    return [n["error"]["name"] if "kind" in n else str(n.get("type")) for n in native_chain(env)]
+
+
+def open_stream(p: dict[str, Any]) -> tuple[int | None, dict[str, Any] | None]:
+    """(handle, envelope) of ``stream_text``; the envelope is scanned for the canary key."""
+    handle, env = stream_json("stream_text", orjson.dumps(p))
+    assert_no_canary(env or b"")
+    return handle, (orjson.loads(env) if env else None)
+
+
+def drain(handle: int) -> list[dict[str, Any]]:
+    """Every event of a stream (each scanned and schema-checked), then the handle freed."""
+    events: list[dict[str, Any]] = []
+    try:
+        while True:
+            event, env = stream_next_json(handle)
+            assert env is None, env
+            if event is None:
+                return events
+            assert_no_canary(event)
+            decoded = orjson.loads(event)
+            validator("ops/stream_text.event.schema.json").validate(decoded)
+            events.append(decoded)
+    finally:
+        stream_free(handle)
