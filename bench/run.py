@@ -358,6 +358,20 @@ def node_peer(mode: str, base: str, count: int, warmup: int) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def node_binding_stream(base: str, streams: int) -> dict[str, Any]:
+    """stream_text through the aimux Node binding (bench/peers/aimux_node_peer.mjs)."""
+    proc = subprocess.run(
+        ["node", str(HERE / "peers" / "aimux_node_peer.mjs"), "stream", base, str(streams), "1",
+         KEY],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"aimux Node binding peer failed: {proc.stderr[-2000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["events"] == 5000 * streams, out
+    return out
+
+
 def c_caller_latency(base: str, n: int) -> float:
     """µs per generate_text call from a C caller (bench/threads.c, one thread)."""
     params = orjson.dumps(generate_params(base)).decode()
@@ -422,6 +436,9 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
     }
     res: dict[str, list[float]] = {k: [] for k in fns}
     res["aimux C ABI (C caller)"] = []
+    binding_ok = node_ok and (ROOT / "bindings" / "node" / "node_modules" / "koffi").exists()
+    if binding_ok:
+        res["aimux Node binding"] = []
     if node_ok:
         res["Vercel AI SDK (node)"] = []
     for fn in fns.values():
@@ -432,6 +449,9 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
             events = fn()
             res[name].append(events / (time.perf_counter() - t0))
         res["aimux C ABI (C caller)"].append(c_caller_stream(peers.base, 2))
+        if binding_ok:
+            out = node_binding_stream(peers.base, 2)
+            res["aimux Node binding"].append(out["events"] / out["seconds"])
         if node_ok:
             out = node_peer("stream", peers.base, 1, 1)
             assert out["events"] == 5000, out
