@@ -211,8 +211,14 @@ class AimuxError(Exception):
         return None
 
     def payload_fields(self) -> dict[str, Any]:
-        """The payload as JSON-ready camelCase members (absent fields omitted)."""
-        return self.payload.model_dump(mode="json", by_alias=True, exclude_none=True)
+        """The payload as JSON-ready camelCase members (absent fields omitted): ``model_dump``'s
+        serializer called directly (the same dict, without its per-call Python wrapper; this is
+        on every projection's path)."""
+        payload = self.payload
+        dumped: dict[str, Any] = payload.__pydantic_serializer__.to_python(
+            payload, mode="json", by_alias=True, exclude_none=True
+        )
+        return dumped
 
     def cause_children(self) -> list[BaseException]:
         """Nested errors carried inside the payload (RetryError's attempts)."""
