@@ -76,10 +76,15 @@ _OPS: dict[str, OpSpec] = {}
 _LAZY: dict[str, str] = {}
 
 
+_all_loaded = False
+
+
 def declare_lazy(module: str, *names: str) -> None:
     """Declare that importing ``module`` registers ``names``."""
+    global _all_loaded
     for name in names:
         _LAZY[name] = module
+    _all_loaded = False
 
 
 def register_op(
@@ -110,7 +115,10 @@ def get_op(name: str) -> OpSpec | None:
 
 
 def all_ops() -> list[OpSpec]:
-    for module in dict.fromkeys(_LAZY.values()):
-        importlib.import_module(module)
+    global _all_loaded
+    if not _all_loaded:
+        for module in dict.fromkeys(_LAZY.values()):
+            importlib.import_module(module)
+        _all_loaded = True
     declared = [_OPS[n] for n in _LAZY if n in _OPS]
     return declared + [s for n, s in _OPS.items() if n not in _LAZY]
