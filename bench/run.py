@@ -783,64 +783,46 @@ def main() -> int:
 ANALYSIS = """## Where the time goes, and what would close each gap
 
 Read with the profiles below (cProfile own time by layer; pyinstrument trees in
-`bench/profile-*.txt`). These findings come from profiling this code; the fixes are in files
-the bench does not own, so they are described here rather than made.
+`bench/profile-*.txt`), `python -X importtime`, and the native table's own breakdown.
 
-**(2) Projection.** Before the fix, about half of `project()` at depth 4 was the regex engine inside
-`aimux_ops/redact.py`: every message and every string value goes through `scrub_text`
-(`_PATTERN_RE`, a case-insensitive alternation that starts with `\\b`, so `re` has no literal to
-skip to and tries all three branches at every word boundary) and every message through
-`_URL_RE` (`\\b[a-zA-Z][a-zA-Z0-9+.\\-]{1,15}://`, which runs up to 16 characters at every
-word start before failing on `://`). About 11 such `sub` calls per depth-4 envelope, several
-µs each. **Fix** (`aimux_ops/redact.py`): run each regex only when a cheap substring test says
-it can match: `_PATTERN_RE` only if `"sk-"`, `"key-"` or `"bearer"` occurs in `text.lower()`;
-`_URL_RE` only if `"://"` occurs. Same output (they are necessary conditions of the patterns).
-Experiment (a) measures exactly that change. Next is the Python walk of `causes.capture`, where
-`_bounded_value` builds a `_Budget` and runs `_sanitize` even for a `bool`: **fix**
-(`aimux_ops/causes.py`): return `None` / `bool` / numbers as they are, and a short ASCII string
-as `scrub_text(value)`, before the general path; experiment (b) measures (a) + that (same bytes,
-checked). The measured gain of (b) is small and within this machine's noise: (a) is the lever.
-Where (a) alone stays above 20 µs, what remains per node is: the remembered-secrets regex
-(`_secret_re`, run on every text once any key was used — fold it and the two patterns into one
-compiled alternation with one callback, one pass per text instead of three), two `clip_text`
-passes per message, a pydantic `model_dump` per aimux node in `payload_fields()` (~1.5 µs; a
-plain dict of the set fields would do), and the recursion of `capture` itself. Separately, a
-failed recorded call projects the same exception twice (the recorder's `finish_error` and the
-dispatch boundary); caching the envelope bytes on the exception (`exc.__dict__`) halves that
-path.
+**(0) Cold start.** A C host's first `aimux.version` now costs the interpreter start plus
+`import aimux_ops.dispatch` (orjson, the registry, `_version`; no pydantic, no error class, no
+provider, no httpx) and a precomputed answer, so it sits near the bare library's first call and
+its RSS near the bare runtime's. The first replayed `generate_text` pays, on top, for the op's
+module tree (`python -X importtime`, idle-ish machine): pydantic itself (~40 ms, a third of it
+`importlib.metadata` for pydantic's plugin scan), the error catalogue's payload models
+(`aimux_ops.errors`, ~45 ms: one pydantic model per error class built at import), the op models
+(`ops/models.py`, ~18 ms), the providers (Anthropic's model table and wire module are imported
+with OpenAI's) and httpx (~14 ms). Next levers: build each error's payload model on its first
+use, and import a provider's module on its first call.
 
-**(1) The C ABI error round trip** is the bare crossing plus the core's `call_json` for an
-unknown op, which is almost all `project()` of the UnknownOpError (the native table's own
-breakdown): the fixes of (2) are the fixes of this row; the shim's own part (`chain_links`, the
-accessors) is a few µs.
+**(2) The error path.** An unknown op through the C ABI costs: the `UnknownOpError` itself
+(~5–6 µs: pydantic validates its payload), the list of op names (~1.5 µs), `project()` (~12–20 µs
+at depth 1 with a 5-item list payload: `capture` → `_payload` → `payload_fields` (pydantic
+serializer) → `_bounded_value` / `_sanitize` of the list, `_message` → `scrub_message`), then
+the shim's `chain_links` (~3.5–5.5 µs: parse the envelope, pack every node). Against a ~0.8 µs
+bare crossing the aim of 5× leaves ~3 µs for all of it: out of reach for a Python projection of
+a fresh exception; what would reach it is an envelope built without pydantic (plain-dict payloads
+validated once at construction) and one scrub pass per text (the remembered secrets and the two
+token patterns folded into one compiled alternation). Projection at depth 4 (five nodes) is
+dominated by the per-node Python walk (`capture` own time ~20 %, `_message` ~25 %, `_payload` +
+`_sanitize` ~35 %); `orjson.dumps` of the finished envelope is one C call, so 10× it is ~1 µs a
+node. Done here: a short ASCII message is scrubbed once without the two clip passes, the payload
+dumps through its serializer directly, a failed recorded call is projected once.
 
-**(3) Latency.** Both aimux surfaces spend their time in httpx (request building, h11 state
-machine, pool bookkeeping), like the floor: the core's own layers (pydantic validation of params,
-body building, result building, `orjson`) are a small share. openai-python pays for its pydantic
-response models and its own retry/header machinery on top of the same httpx; the AI SDK pays for
-zod validation and its stream-capable fetch path.
+**(3) Streams.** Per event the Python API crosses: `stream_next_object` → registry lookup →
+`_Stream.pull` (a lock) → the op generator → `openai.stream_events` (`orjson.loads` of the chunk,
+the event dict); the floor does one `orjson.loads` per chunk, so the gap is the generator layers
+and the lock per event. The C caller pays one C→Python crossing, the GIL and a malloc'd copy per
+event; the Node binding one koffi async-worker hop per event. The batch / event-driven interface
+(branch `async-streams`: several events per crossing) is what closes the C and Node gaps; its
+rows are measured once it is on main.
 
-**(4) Streams.** Per event the Python API crosses: `stream_next_json` → registry lookup under a
-lock → `_Stream.next` (another lock) → the op generator → `openai.stream_events` (`orjson.loads`
-of the chunk, the event dict) → `_dump` (`orjson.dumps` to bytes) → `aimux_ops._events`
-(`orjson.loads` back to a dict). The floor does one `orjson.loads` per chunk. **Fixes:**
-(a) `aimux_ops.stream` (`aimux_ops/__init__.py` + `dispatch.py`, the lead) should iterate the
-op's event dicts directly (holding the `_Stream`, no per-event lookup) and serialize nothing —
-projection of an error event stays at the boundary — the *experiment* row of the table measures
-exactly that path (the op's generator iterated in-process); (b) for the C ABI, each event is one
-C→Python crossing (GIL acquire, cffi, a malloc'd copy); a batch call in the ABI —
-`aimux_stream_next_batch(stream, max, char **out_events_jsonl)` returning every event already
-parsed from the bytes in hand (the server sends 256 per HTTP chunk) — would amortize the
-crossing (native engineer + lead; an extension below the header's marker, so ABI-compatible).
-The ctypes row also pays ctypes' own ~2–4 µs per foreign call on the caller side.
-
-**(5) Threads.** The C threads overlap while they wait on the 20 ms server (the core releases the
-GIL in httpx's socket waits); what does not overlap is each call's Python CPU time (≈ the
-latency row minus the server), serialized by the GIL and shared with the other processes on
-this 2-core machine. Ideal scaling needs N × (CPU per call) ≪ 20 ms + CPU per call; at 16
-threads the GIL is saturated when the per-call CPU exceeds ~1.3 ms. Closing the gap at high
-counts means less Python per call (the fixes above, fewer httpx layers: a raw `httpcore`
-connection pool instead of `httpx.Client`) — or subinterpreters / free-threaded CPython later.
+**(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
+h11, pool bookkeeping), like the floor. The C threads overlap while they wait on the 20 ms
+server; what does not overlap is each call's Python CPU time, serialized by the GIL and shared
+with the other processes on this 2-core machine (at 16 threads the GIL saturates when the
+per-call CPU exceeds ~1.3 ms).
 """
 
 
