@@ -77,7 +77,7 @@ lint: setup lint-tools
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -I$(PY_INCLUDE) -Inative -Inative/src native/lint/shim_check.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
 	  --suppress=missingIncludeSystem -Inative -Inative/src -DAIMUX_BUILD_PATHS='""' -DAIMUX_PYTHON_HOME='""' -DAIMUX_REPO='""' -DAIMUX_LIB_PATH='""' \
-	  native/src/aimux_shim.c native/tests/test_native.c native/tests/test_dlopen.c native/examples/demo.c fuzz/fuzz_cabi.c
+	  native/src/aimux_shim.c native/tests/test_native.c native/tests/test_dlopen.c native/tests/test_guest.c native/examples/demo.c fuzz/fuzz_cabi.c
 	$(MAKE) -C bindings/node lint $(SUB_ENV)
 	$(MAKE) -C bindings/go lint $(SUB_ENV)
 	$(MAKE) -C bindings/java lint $(SUB_ENV)

@@ -1,6 +1,7 @@
 """The dispatch boundary: op name + params JSON in, result JSON or envelope JSON out.
 
-These are the entry points the shared library calls (DESIGN.md); none of them raises. Every
+These are the entry points the shared library calls (DESIGN.md); none of them raises, except
+``KeyboardInterrupt`` (a Python host's own SIGINT, which is not the call's error). Every
 failure — wire (201/202/204), protocol (300/301/302), an op's own error, or an unexpected
 exception (208) — is projected here, once, by ``envelope.project``.
 
@@ -13,12 +14,19 @@ the first event — where retries happen — fails the open); later failures bec
 Cold start: importing this module loads no pydantic model, no error class, no provider and no
 httpx; the errors, the projection and each op's module load the first time they are needed, and
 ``aimux.version``'s answer is precomputed (the result its op would serialize).
+
+Process-bound state (``guest``): in a forked child the registry starts empty (every handle of
+the parent is 203 there; handles keep counting, so none is reused) and a stream nobody has read
+for ``AIMUX_STREAM_IDLE_TIMEOUT_MS`` is closed by one reaper thread, started with the first
+stream (and again in a child), so a handle a binding dropped without freeing does not hold its
+connection until a garbage collector runs.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +34,7 @@ import orjson
 
 from . import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
 from ._version import ABI_VERSION, __version__
+from .guest import limits, on_fork_child
 from .ops.registry import OpSpec, StreamContext, all_ops, get_op
 
 if TYPE_CHECKING:
@@ -188,6 +197,8 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
             if len(params_json) <= _PURE_KEY_MAX and len(_pure_results) < 1024:
                 _pure_results[(op, params_json)] = result
         return result, None
+    except KeyboardInterrupt:
+        raise  # the host's, not the call's (see _Stream.pull)
     except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
         return None, project(exc)
 
@@ -205,6 +216,10 @@ class _Stream:
         self._lock = threading.Lock()
         self._pending: Any = None
         self._done = False
+        #: monotonic time of the last read's end (or of the open); None while a read runs
+        self.idle_since: float | None = time.monotonic()
+        #: the terminal event of a stream the reaper closed
+        self._reaped: bytes | None = None
 
     def prime(self) -> None:
         """Pull the first event; an exception here fails the open."""
@@ -217,22 +232,67 @@ class _Stream:
         """The next event as the op produced it (a JSON-ready dict, or bytes), the terminal
         ``error`` event as bytes, or None at the end (and after a cancel)."""
         with self._lock:
-            if self._pending is not None:
-                event, self._pending = self._pending, None
-                return event
-            if self._done or self.ctx.cancelled.is_set():
-                self._done = True
-                return None
+            self.idle_since = None
             try:
-                return next(self._events)
-            except StopIteration:
-                self._done = True
+                return self._pull_locked()
+            finally:
+                self.idle_since = time.monotonic()
+
+    def _pull_locked(self) -> Any:
+        if self._reaped is not None:
+            event, self._reaped = self._reaped, None
+            return event
+        if self._pending is not None:
+            event, self._pending = self._pending, None
+            return event
+        if self._done or self.ctx.cancelled.is_set():
+            self._done = True
+            return None
+        try:
+            return next(self._events)
+        except StopIteration:
+            self._done = True
+            return None
+        except KeyboardInterrupt:
+            # Only a Python host sharing the interpreter and handling SIGINT gets here: the
+            # interrupt is the host's (never a 208); the shim reports the call as aborted (13)
+            # and hands the interrupt back (DESIGN.md "Signals").
+            self._done = True
+            raise
+        except BaseException as exc:  # noqa: BLE001 - becomes the terminal error event
+            self._done = True
+            if self.ctx.cancelled.is_set():
                 return None
-            except BaseException as exc:  # noqa: BLE001 - becomes the terminal error event
-                self._done = True
-                if self.ctx.cancelled.is_set():
-                    return None
-                return b'{"type":"error","error":' + project(exc) + b"}"
+            return b'{"type":"error","error":' + project(exc) + b"}"
+
+    def reap(self, idle_ms: int) -> bool:
+        """Close the stream if nobody reads it (called by the reaper); True when closed."""
+        if not self._lock.acquire(blocking=False):
+            return False  # a read is running: not idle
+        try:
+            since = self.idle_since
+            if self._done or since is None or (time.monotonic() - since) * 1000 < idle_ms:
+                return False
+            self._done = True
+            self._pending = None
+            from .errors import TimeoutError as AITimeoutError
+
+            err = AITimeoutError(
+                f"The stream was closed by the core after {idle_ms} ms without a read "
+                f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
+                timeout_ms=idle_ms,
+            )
+            self._reaped = b'{"type":"error","error":' + project(err) + b"}"
+            self.ctx.cancel()
+            close = getattr(self._events, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+            return True
+        finally:
+            self._lock.release()
 
     def next(self) -> bytes | None:
         event = self.pull()
@@ -254,6 +314,44 @@ _streams: dict[int, _Stream] = {}
 _streams_lock = threading.Lock()
 _handles = itertools.count(1)
 
+#: the reaper thread of this process (None until the first stream; reset in a forked child)
+_reaper: threading.Thread | None = None
+#: a forked child's inherited streams, kept reachable so that nothing of theirs runs there
+_abandoned: list[dict[int, _Stream]] = []
+
+
+def _reap_loop(idle_ms: int) -> None:
+    period = min(max(idle_ms / 4000.0, 0.05), 5.0)
+    me = threading.current_thread()
+    while _reaper is me:
+        time.sleep(period)
+        for stream in list(_streams.values()):
+            stream.reap(idle_ms)
+
+
+def _start_reaper() -> None:
+    global _reaper
+    idle_ms = limits().stream_idle_timeout_ms
+    if _reaper is not None or idle_ms <= 0:
+        return
+    with _streams_lock:
+        if _reaper is None:
+            _reaper = threading.Thread(
+                target=_reap_loop, args=(idle_ms,), name="aimux-stream-reaper", daemon=True
+            )
+            _reaper.start()
+
+
+@on_fork_child
+def _reset_after_fork() -> None:
+    """In a forked child: no stream of the parent (their handles are 203 here), fresh lock, no
+    reaper yet. Handles keep counting up, so no parent handle is ever reused."""
+    global _streams, _streams_lock, _reaper
+    _abandoned.append(_streams)
+    _streams = {}
+    _streams_lock = threading.Lock()
+    _reaper = None
+
 
 def open_stream(op: str | bytes | None, params_json: bytes | str | None) -> int:
     """Open a stream op and return its handle; raises the op's ``AimuxError`` on failure."""
@@ -264,8 +362,10 @@ def open_stream(op: str | bytes | None, params_json: bytes | str | None) -> int:
         handle = next(_handles)
     stream = _Stream(handle, iter(spec.handler(params, ctx)), ctx)
     stream.prime()
+    stream.idle_since = time.monotonic()
     with _streams_lock:
         _streams[handle] = stream
+    _start_reaper()
     return handle
 
 
@@ -275,6 +375,8 @@ def stream_json(
     """Open a stream op: ``(handle, None)`` or ``(None, envelope JSON)``. Never raises."""
     try:
         return open_stream(op, params_json), None
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 
@@ -295,6 +397,8 @@ def stream_next_json(handle: int) -> Reply:
     an invalid handle. Never raises."""
     try:
         return _lookup(handle).next(), None
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 
@@ -304,6 +408,8 @@ def stream_next_object(handle: int) -> tuple[Any, bytes | None]:
     produced it — a dict not yet serialized, or bytes — so it is not dumped and parsed again."""
     try:
         return _lookup(handle).pull(), None
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 

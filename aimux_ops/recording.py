@@ -49,6 +49,7 @@ from .errors import (
     RecordingUnsupportedSchemaError,
     RecordingWriteError,
 )
+from .guest import on_fork_child
 from .redact import redact_headers, redact_url, scrub_json, scrub_text
 from .transport import Deadline, HTTPRequest, Response, Transport
 
@@ -279,6 +280,13 @@ class _Record:
 
 _cache: dict[str, tuple[tuple[int, int, int], list[_Record]]] = {}
 _cache_lock = threading.Lock()
+
+
+@on_fork_child
+def _reset_lock_after_fork() -> None:
+    """In a forked child: a fresh lock (another thread may have held this one at fork time)."""
+    global _write_lock, _cache_lock
+    _write_lock, _cache_lock = threading.Lock(), threading.Lock()
 
 
 def _corrupt(path: str, line: int, reason: str) -> RecordingCorruptError:

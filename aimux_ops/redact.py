@@ -23,6 +23,8 @@ from collections import OrderedDict
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .guest import on_fork_child
+
 __all__ = [
     "REDACTED",
     "guard_url",
@@ -40,6 +42,15 @@ REDACTED = "[REDACTED]"
 _MAX_SECRETS = 256
 _secrets: OrderedDict[str, None] = OrderedDict()
 _secrets_lock = threading.Lock()
+
+
+@on_fork_child
+def _reset_lock_after_fork() -> None:
+    """In a forked child: a fresh lock (another thread may have held this one at fork time)."""
+    global _secrets_lock
+    _secrets_lock = threading.Lock()
+
+
 _secret_re: re.Pattern[str] | None = None
 
 _URL_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s'\"<>()\[\]{}]+")

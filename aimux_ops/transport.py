@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import logging
+import os
 import re
 import socket
 import threading
@@ -38,6 +39,8 @@ import httpx
 
 from .errors import AimuxError, APICallError, InvalidArgumentError
 from .errors import TimeoutError as AITimeoutError
+from .guest import Limits, on_fork_child
+from .guest import limits as guest_limits
 from .redact import redact_headers, redact_url, scrub_message, scrub_text
 
 __all__ = [
@@ -335,35 +338,83 @@ def _same_origin_target(raw: httpx.Response) -> httpx.URL | None:
     return target if _origin(target) == _origin(raw.request.url) else None
 
 
+def _pool_limit_error(lim: Limits) -> APICallError:
+    """A full per-host pool: no connection became free in time, nothing was sent."""
+    return APICallError(
+        f"Cannot connect to API: the connection pool for this host is at its limit of "
+        f"{lim.pool_max_per_host} connections (AIMUX_POOL_MAX_PER_HOST) and none became free "
+        f"within {lim.pool_timeout_ms} ms (AIMUX_POOL_TIMEOUT_MS); the request was not sent",
+        is_retryable=True,
+    )
+
+
 class HttpTransport:
-    """A pooled sync httpx client (thread-safe; shared by every call of the process)."""
+    """Pooled sync httpx clients, one per host (thread-safe; shared by every call of the process).
+
+    Each host (scheme, host, port) has its own pool of at most ``AIMUX_POOL_MAX_PER_HOST``
+    connections, so streams held open to one server never starve calls to another; waiting for
+    a free connection is bounded by ``AIMUX_POOL_TIMEOUT_MS`` (``guest.Limits``). ``client``, when
+    given, serves every host (tests)."""
 
     def __init__(self, client: httpx.Client | None = None) -> None:
-        self.client = client or httpx.Client(
-            timeout=httpx.Timeout(None, connect=60.0),
-            limits=httpx.Limits(max_connections=128, max_keepalive_connections=32),
+        self.limits = guest_limits()
+        self._fixed = client
+        self._clients: dict[tuple[str, str, int | None], httpx.Client] = {}
+        self._lock = threading.Lock()
+
+    def _new_client(self) -> httpx.Client:
+        lim = self.limits
+        return httpx.Client(
+            timeout=httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
+            limits=httpx.Limits(
+                max_connections=lim.pool_max_per_host,
+                max_keepalive_connections=min(lim.pool_max_idle_per_host, lim.pool_max_per_host),
+            ),
             follow_redirects=False,
             cookies=_NoCookies(),
         )
+
+    def client_for(self, url: str) -> httpx.Client:
+        """The pooled client of ``url``'s host (created on first use)."""
+        if self._fixed is not None:
+            return self._fixed
+        try:
+            key = _origin(httpx.URL(url))
+        except (httpx.InvalidURL, TypeError, ValueError):
+            key = ("", "", None)  # the send fails with the URL's own error
+        client = self._clients.get(key)
+        if client is None:
+            with self._lock:
+                client = self._clients.get(key)
+                if client is None:
+                    client = self._clients[key] = self._new_client()
+        return client
 
     def send(self, request: HTTPRequest, deadline: Deadline) -> HttpResponse:
         rem = deadline.remaining()
         if rem is not None and rem <= 0:
             raise deadline.error()
+        pool_s = self.limits.pool_timeout_ms / 1000.0
         try:
-            req = self.client.build_request(
+            client = self.client_for(request.url)
+            req = client.build_request(
                 request.method,
                 request.url,
                 content=request.body,
                 headers=request.headers,
-                timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
+                timeout=(
+                    httpx.Timeout(rem, pool=min(rem, pool_s))
+                    if rem is not None
+                    else httpx.USE_CLIENT_DEFAULT
+                ),
             )
-            raw = self.client.send(req, stream=True)
+            raw = client.send(req, stream=True)
             hops = 0
             while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
                 # a same-origin 307/308 is followed with the same method, body and headers (as
                 # fetch does); any other redirect comes back as the answer: the request carries
-                # the API key, and another origin never gets it
+                # the API key, and another origin never gets it (and the same origin is the same
+                # pool)
                 target = _same_origin_target(raw)
                 if target is None:
                     break
@@ -372,14 +423,23 @@ class HttpTransport:
                 rem = deadline.remaining()
                 if rem is not None and rem <= 0:
                     raise deadline.error()
-                req = self.client.build_request(
+                req = client.build_request(
                     request.method,
                     target,
                     content=request.body,
                     headers=request.headers,
-                    timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
+                    timeout=(
+                        httpx.Timeout(rem, pool=min(rem, pool_s))
+                        if rem is not None
+                        else httpx.USE_CLIENT_DEFAULT
+                    ),
                 )
-                raw = self.client.send(req, stream=True)
+                raw = client.send(req, stream=True)
+        except httpx.PoolTimeout as exc:
+            if rem is not None and rem < pool_s:
+                # the call's own deadline ended the wait for a free connection
+                raise deadline.error() from _pool_limit_error(self.limits)
+            raise _pool_limit_error(self.limits) from exc
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             raise map_transport_error(exc, deadline) from exc
         return HttpResponse(raw, deadline)
@@ -444,3 +504,38 @@ def default_transport() -> HttpTransport:
             if _default is None:
                 _default = HttpTransport()
     return _default
+
+
+#: the parent's transports, kept reachable in a forked child so that nothing of theirs runs
+#: there (finalizers would close the parent's connections through pool locks another thread
+#: may have held at fork time)
+_abandoned: list[HttpTransport] = []
+
+
+@on_fork_child
+def _reset_after_fork() -> None:
+    """In a forked child: a fresh pool (the parent's connections are the parent's) and lock."""
+    global _default, _default_lock
+    if _default is not None:
+        _abandoned.append(_default)
+        _close_inherited_sockets(_default)
+    _default = None
+    _default_lock = threading.Lock()
+
+
+def _close_inherited_sockets(transport: HttpTransport) -> None:
+    """Close the child's copies of the parent's pooled sockets (the fd only: no shutdown, no
+    TLS close_notify, so the parent's connections are untouched). Best effort over httpcore's
+    internals; whatever is missed stays open, unused, until the child exits."""
+    clients = list(transport._clients.values())
+    for client in clients:
+        pool = getattr(getattr(client, "_transport", None), "_pool", None)
+        for conn in list(getattr(pool, "_connections", ()) or ()):
+            inner = getattr(conn, "_connection", None)
+            stream = getattr(inner, "_network_stream", None)
+            sock = getattr(stream, "_sock", None)
+            if isinstance(sock, socket.socket):
+                try:
+                    os.close(sock.detach())
+                except OSError:
+                    pass

@@ -43,6 +43,16 @@
  *            read once, on the first call. A process that runs another Python
  *            version gets a 207 naming both.
  *
+ * Guest      The library never changes a signal disposition or the signal mask
+ *            of the host. After fork(), each process that calls gets its own
+ *            connections and answers; a stream opened before the fork is a 203
+ *            in the child. Pools are bounded waits: a full per-host pool is a
+ *            retryable 11 (API_CALL) naming the limit, after
+ *            AIMUX_POOL_TIMEOUT_MS; a stream nobody reads for
+ *            AIMUX_STREAM_IDLE_TIMEOUT_MS is closed by the core (its next read
+ *            is a terminal error event). docs/DESIGN.md, "The library as a
+ *            guest", lists every limit and its variable.
+ *
  * Errors are JSON envelopes (CONTRACT §1): {kind, code, message, error,
  * cause?, retryable, retryAfterMs?}. The codes are stable and append-only:
  * 1-99 aimux, 100-199 recording, 200-299 binding, 300-399 protocol.

@@ -24,6 +24,7 @@ from ..errors import (
     NoSuchToolError,
     TypeValidationError,
 )
+from ..guest import on_fork_child
 from ..providers.base import json_parse_error
 from .models import ToolSpec
 
@@ -31,6 +32,13 @@ __all__ = ["check_schema", "parse_json", "tool_call", "validate_value"]
 
 _validators: OrderedDict[bytes, Any] = OrderedDict()
 _validators_lock = threading.Lock()
+
+
+@on_fork_child
+def _reset_lock_after_fork() -> None:
+    """In a forked child: a fresh lock (another thread may have held this one at fork time)."""
+    global _validators_lock
+    _validators_lock = threading.Lock()
 
 
 def check_schema(schema: dict[str, Any], argument: str = "schema") -> Any:

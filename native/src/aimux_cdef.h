@@ -8,6 +8,7 @@ aimux_error_t *_aimux_err_early(int which, const char *message, const char *argu
 #define _AIMUX_EARLY_RUNTIME_INIT ...
 #define _AIMUX_EARLY_INTERNAL ...
 const char *_aimux_paths(void);
+void _aimux_note_interrupt(void);
 
 extern "Python" int _aimux_py_call(const char *, const char *, char **, aimux_error_t **);
 extern "Python" int _aimux_py_stream(const char *, const char *, uint64_t *, aimux_error_t **);

@@ -84,6 +84,11 @@ def _core_error(exc):
 
 
 def _internal(where, exc):
+    if isinstance(exc, KeyboardInterrupt):
+        # A Python host sharing the interpreter handles SIGINT: the call ends as aborted (never
+        # a 208), and the shim hands the interrupt back to the host once the call has returned.
+        lib._aimux_note_interrupt()
+        return _core_error(_errors.AbortedError("The call was interrupted (SIGINT in the host)."))
     return _core_error(
         _errors.InternalError("libaimux: %s: %s: %s" % (where, type(exc).__name__, exc))
     )

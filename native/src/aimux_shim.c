@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -468,7 +469,113 @@ static const char *_aimux_find_home(void)
     return AIMUX_PYTHON_HOME;
 }
 
-static void _aimux_start(void)
+/* --- the library as a guest (DESIGN.md "The library as a guest") ------------------------- */
+
+/* 1. Signal neutrality: every disposition and the calling thread's mask, recorded before the
+      runtime starts and put back after it (and after `signal` is imported, whose module init
+      installs Python's SIGINT handler when SIGINT is at its default, even with
+      install_signal_handlers = 0). */
+#ifndef _AIMUX_NSIG
+#define _AIMUX_NSIG 65
+#endif
+static struct sigaction _aimux_sig_saved[_AIMUX_NSIG];
+static unsigned char _aimux_sig_valid[_AIMUX_NSIG];
+static sigset_t _aimux_mask_saved;
+
+static void _aimux_save_signals(void)
+{
+    int i;
+    for (i = 1; i < _AIMUX_NSIG; i++)
+        _aimux_sig_valid[i] = sigaction(i, NULL, &_aimux_sig_saved[i]) == 0;
+    pthread_sigmask(SIG_SETMASK, NULL, &_aimux_mask_saved);
+}
+
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000 /* added by the C library to every action it sets: not a choice */
+#endif
+static int _aimux_same_action(const struct sigaction *a, const struct sigaction *b)
+{
+    if ((a->sa_flags & ~SA_RESTORER) != (b->sa_flags & ~SA_RESTORER)) return 0;
+    if (a->sa_flags & SA_SIGINFO) return a->sa_sigaction == b->sa_sigaction;
+    return a->sa_handler == b->sa_handler;
+}
+
+static void _aimux_restore_signals(void)
+{
+    int i;
+    struct sigaction now;
+    for (i = 1; i < _AIMUX_NSIG; i++) {
+        if (!_aimux_sig_valid[i] || sigaction(i, NULL, &now) != 0) continue;
+        if (!_aimux_same_action(&now, &_aimux_sig_saved[i]))
+            sigaction(i, &_aimux_sig_saved[i], NULL);
+    }
+    pthread_sigmask(SIG_SETMASK, &_aimux_mask_saved, NULL);
+}
+
+/* 2. Fork: CPython's after-fork handling for a C-level fork() of the host, around the fork
+      with the interpreter lock taken (nothing half-done in the interpreter is copied), then the
+      reset hooks. Python's own os.fork() does this itself: it holds the lock when it forks, and
+      then the handlers stand aside. Hooks: Python's are aimux_ops.guest.on_fork_child (run by
+      PyOS_AfterFork_Child); C state registers here with _aimux_on_fork_child. */
+#define _AIMUX_FORK_HOOKS_MAX 16
+static void (*_aimux_fork_hooks[_AIMUX_FORK_HOOKS_MAX])(void);
+static int _aimux_fork_hook_count = 0;
+static __thread int _aimux_fork_held = 0;
+static __thread PyGILState_STATE _aimux_fork_gil;
+
+/* Registers a C function run in the child of every fork, after the Python hooks (GIL held).
+   Call it from _aimux_start (under its pthread_once). 0, or -1 when the table is full. */
+int _aimux_on_fork_child(void (*hook)(void))
+{
+    if (_aimux_fork_hook_count >= _AIMUX_FORK_HOOKS_MAX) return -1;
+    _aimux_fork_hooks[_aimux_fork_hook_count++] = hook;
+    return 0;
+}
+
+static void _aimux_fork_prepare(void)
+{
+    _aimux_fork_held = 0;
+    if (!_aimux_ready || !Py_IsInitialized() || PyGILState_Check()) return;
+    _aimux_fork_gil = PyGILState_Ensure();
+    PyOS_BeforeFork();
+    _aimux_fork_held = 1;
+}
+
+static void _aimux_fork_parent(void)
+{
+    if (!_aimux_fork_held) return;
+    _aimux_fork_held = 0;
+    PyOS_AfterFork_Parent();
+    PyGILState_Release(_aimux_fork_gil);
+}
+
+static void _aimux_fork_child(void)
+{
+    int i;
+    if (!_aimux_fork_held) return;
+    _aimux_fork_held = 0;
+    PyOS_AfterFork_Child(); /* runs os.register_at_fork(after_in_child=...) hooks */
+    for (i = 0; i < _aimux_fork_hook_count; i++) _aimux_fork_hooks[i]();
+    PyGILState_Release(_aimux_fork_gil);
+}
+
+static void _aimux_install_atfork(void)
+{
+    pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
+}
+
+/* Imports `signal` now (GIL not held), so no later lazy import can install a handler. */
+static void _aimux_import_signal(void)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *mod = PyImport_ImportModule("signal");
+    if (mod == NULL) PyErr_Clear();
+    Py_XDECREF(mod);
+    PyGILState_Release(gil);
+}
+
+/* Loads and starts the interpreter and the core (the body of _aimux_start). */
+static void _aimux_start_runtime(void)
 {
     Dl_info info;
     const char *home;
@@ -533,7 +640,9 @@ static void _aimux_start(void)
             _aimux_init_append(" (Python home ", home, ")");
             return;
         }
-        PyEval_SaveThread(); /* release the GIL: every call takes it with PyGILState_Ensure */
+        PyEval_SaveThread();      /* release the GIL: every call takes it with PyGILState_Ensure */
+        _aimux_import_signal();   /* at once: Python's SIGINT handler lives microseconds, */
+        _aimux_restore_signals(); /* not for the whole start-up */
     }
 
     /* 3. Put the recorded package paths first on sys.path (the init code then processes their
@@ -574,7 +683,17 @@ static void _aimux_start(void)
                          NULL);
         return;
     }
+    _aimux_import_signal(); /* in a shared interpreter too: no later import changes anything */
     _aimux_ready = 1;
+}
+
+/* Run once (pthread_once): the guest checks around the runtime's start-up. */
+static void _aimux_start(void)
+{
+    _aimux_save_signals();
+    _aimux_start_runtime();
+    _aimux_restore_signals();
+    if (_aimux_ready) _aimux_install_atfork();
 }
 
 static aimux_error_t *_aimux_runtime(void)
@@ -584,9 +703,19 @@ static aimux_error_t *_aimux_runtime(void)
     return _aimux_err_early(_AIMUX_EARLY_RUNTIME_INIT, _aimux_init_msg, NULL);
 }
 
+/* A KeyboardInterrupt ended the call (a Python host sharing the interpreter handles SIGINT):
+   noted by the Python side, handed back to the host by _aimux_after once the callback returned
+   (raising it inside the callback would only interrupt the callback itself). */
+static __thread int _aimux_interrupt_pending = 0;
+void _aimux_note_interrupt(void) { _aimux_interrupt_pending = 1; }
+
 /* rc != 0: the Python callback raised past its own handler (or ran out of memory). */
 static aimux_error_t *_aimux_after(int rc, aimux_error_t *err)
 {
+    if (_aimux_interrupt_pending) {
+        _aimux_interrupt_pending = 0;
+        PyErr_SetInterrupt(); /* no GIL needed; a no-op when Python does not handle SIGINT */
+    }
     if (err != NULL) return err;
     if (rc != 0)
         return _aimux_err_early(_AIMUX_EARLY_INTERNAL,

@@ -1,0 +1,103 @@
+"""The core as a guest in its host's process: what must be reset after a fork, and the limits.
+
+- **Fork reset hooks.** Everything process-bound (the HTTP pools, the stream-handle registry,
+  module locks another thread may have held at fork time, threads the core started) registers a
+  hook with ``on_fork_child``; the hooks run in the child of every fork, in registration order,
+  before the child's first call. One ``os.register_at_fork(after_in_child=...)`` runs them: for a
+  fork through ``os.fork()`` CPython calls it, for a C-level ``fork()`` of a host the shim's
+  ``pthread_atfork`` handlers run CPython's after-fork handling (``PyOS_AfterFork_Child``), which
+  calls it. A hook must not take a lock it did not create itself and must not do I/O: it abandons
+  the parent's objects (the parent still owns them) and makes fresh ones.
+- **Limits** (environment variables, read once per process and again after a fork): see
+  ``Limits``. Documented in DESIGN.md "The library as a guest".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = [
+    "Limits",
+    "fork_generation",
+    "limits",
+    "on_fork_child",
+]
+
+_hooks: list[Callable[[], None]] = []
+_generation = 0
+
+
+def on_fork_child(hook: Callable[[], None]) -> Callable[[], None]:
+    """Register ``hook`` to run in the child after a fork (usable as a decorator)."""
+    _hooks.append(hook)
+    return hook
+
+
+def fork_generation() -> int:
+    """How many forks this process descends from since the core loaded (0 in the original)."""
+    return _generation
+
+
+def _after_fork_child() -> None:
+    global _generation, _limits
+    _generation += 1
+    _limits = None
+    for hook in list(_hooks):
+        try:
+            hook()
+        except Exception:  # noqa: BLE001 - one broken hook must not stop the others
+            pass
+
+
+os.register_at_fork(after_in_child=_after_fork_child)
+
+
+def _env_int(name: str, default: int, minimum: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        return default
+    return max(value, minimum)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The core's resource limits (environment variables; defaults in brackets).
+
+    - ``AIMUX_POOL_MAX_PER_HOST`` [4096]: connections open at once to one host (scheme, host,
+      port), idle or in use. A call that needs one more waits for a free connection at most
+      ``AIMUX_POOL_TIMEOUT_MS`` [10000], then fails with a retryable ``AI_APICallError`` saying
+      the pool limit was reached and that nothing was sent.
+    - ``AIMUX_POOL_MAX_IDLE_PER_HOST`` [64]: idle keep-alive connections kept per host.
+    - ``AIMUX_STREAM_IDLE_TIMEOUT_MS`` [300000; 0 disables]: a stream nobody has read for this
+      long is closed by the core (its connection released); its next read answers a terminal
+      ``error`` event (``AI_TimeoutError``), and its handle stays valid until freed.
+    """
+
+    pool_max_per_host: int
+    pool_max_idle_per_host: int
+    pool_timeout_ms: int
+    stream_idle_timeout_ms: int
+
+
+_limits: Limits | None = None
+
+
+def limits() -> Limits:
+    """The limits of this process (read from the environment on first use)."""
+    global _limits
+    lim = _limits
+    if lim is None:
+        lim = Limits(
+            pool_max_per_host=_env_int("AIMUX_POOL_MAX_PER_HOST", 4096, 1),
+            pool_max_idle_per_host=_env_int("AIMUX_POOL_MAX_IDLE_PER_HOST", 64, 0),
+            pool_timeout_ms=_env_int("AIMUX_POOL_TIMEOUT_MS", 10_000, 1),
+            stream_idle_timeout_ms=_env_int("AIMUX_STREAM_IDLE_TIMEOUT_MS", 300_000, 0),
+        )
+        _limits = lim
+    return lim

@@ -1,0 +1,548 @@
+/*
+ * libaimux as a guest in a C host's process (DESIGN.md "The library as a guest"): fork, signals,
+ * pools and limits. Each scenario is one subcommand, run by `make -C native test` as its own
+ * process, against the real fault server (tests/fault_server.py on 127.0.0.1, an ephemeral port).
+ * Every wait is bounded: each call has timeoutMs, and alarm() ends a stuck process (SIGALRM).
+ *
+ *   test_guest fork-warm     a warm pool, then fork: 20 calls on each side, each its own answer;
+ *                            a stream opened before the fork is 203 in the child
+ *   test_guest fork-busy     another thread inside a call when the host forks: the child's calls
+ *                            complete, the parent's call gets its own answer
+ *   test_guest signals       every disposition and the mask are the same before and after calls
+ *   test_guest sigint        a real SIGINT to a host blocked in a slow call: it dies by SIGINT;
+ *                            with its own handler, the handler runs and the call completes
+ *   test_guest streams200    200 streams open and never freed: the next call completes
+ *   test_guest limits        a full per-host pool is a clear error (11, naming the limit), and
+ *                            streams nobody reads are released by the core's idle timeout
+ *
+ * Prints "N passed, N failed"; exits non-zero on any failure.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aimux.h"
+
+#ifndef AIMUX_REPO
+#error "compile with -DAIMUX_REPO=\"/path/to/repo\""
+#endif
+
+static atomic_int g_pass, g_fail;
+static int g_port;
+static pid_t g_server;
+
+static void check_(int ok, int line, const char *fmt, ...)
+{
+    va_list ap;
+    if (ok) {
+        atomic_fetch_add(&g_pass, 1);
+        return;
+    }
+    atomic_fetch_add(&g_fail, 1);
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL [pid %d] test_guest.c:%d: ", (int)getpid(), line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+#define CHECK(cond, ...) check_(!!(cond), __LINE__, __VA_ARGS__)
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* --- the fault server ---------------------------------------------------------------------- */
+static void stop_server(void)
+{
+    if (g_server > 0) {
+        kill(g_server, SIGKILL);
+        waitpid(g_server, NULL, 0);
+        g_server = 0;
+    }
+}
+
+static int start_server(const char *python)
+{
+    int fds[2];
+    char line[256];
+    size_t n = 0;
+    if (pipe(fds) != 0) return -1;
+    g_server = fork();
+    if (g_server < 0) return -1;
+    if (g_server == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl(python, python, AIMUX_REPO "/tests/fault_server.py", "--port", "0", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    while (n < sizeof line - 1) { /* "fault server on http://127.0.0.1:PORT/v1\n", within 30 s */
+        struct pollfd p = {fds[0], POLLIN, 0};
+        ssize_t r;
+        if (poll(&p, 1, 30000) <= 0) break;
+        r = read(fds[0], line + n, 1);
+        if (r <= 0 || line[n] == '\n') break;
+        n++;
+    }
+    line[n] = 0;
+    close(fds[0]);
+    {
+        const char *p = strstr(line, "127.0.0.1:");
+        g_port = p ? atoi(p + 10) : 0;
+    }
+    if (g_port <= 0) {
+        fprintf(stderr, "fault server did not start: '%s'\n", line);
+        stop_server();
+        return -1;
+    }
+    return 0;
+}
+
+/* --- calls --------------------------------------------------------------------------------- */
+static void params(char *buf, size_t n, const char *spec, int timeout_ms)
+{
+    snprintf(buf, n,
+             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"fault:%s\",\"baseURL\":"
+             "\"http://127.0.0.1:%d/v1\",\"apiKey\":\"sk-guest-test\"},\"prompt\":\"hi\","
+             "\"maxRetries\":0,\"timeoutMs\":%d}",
+             spec, g_port, timeout_ms);
+}
+
+/* generate_text with the server answering `text`; 1 when the result carries exactly it. */
+static int call_text(const char *text, const char *extra_spec, char *why, size_t why_n)
+{
+    char spec[256], p[1024], want[300], *res = NULL;
+    aimux_error_t *e;
+    int ok;
+    snprintf(spec, sizeof spec, "%s;text=%s", extra_spec ? extra_spec : "mode=ok", text);
+    params(p, sizeof p, spec, 20000);
+    e = aimux_call("generate_text", p, &res);
+    if (e) {
+        char *m = aimux_error_message(e);
+        snprintf(why, why_n, "error %d: %s", aimux_error_code(e), m ? m : "?");
+        aimux_string_free(m);
+        aimux_error_free(e);
+        return 0;
+    }
+    snprintf(want, sizeof want, "\"text\":\"%s\"", text);
+    ok = res && strstr(res, want) != NULL;
+    snprintf(why, why_n, "%.200s", res ? res : "NULL");
+    aimux_string_free(res);
+    return ok;
+}
+
+static uint64_t open_stream(const char *spec, int timeout_ms, int32_t *code)
+{
+    char p[1024];
+    uint64_t h = 0;
+    aimux_error_t *e;
+    params(p, sizeof p, spec, timeout_ms);
+    e = aimux_stream("stream_text", p, &h);
+    *code = e ? aimux_error_code(e) : 0;
+    aimux_error_free(e);
+    return h;
+}
+
+static int32_t next_code(uint64_t h, char **ev)
+{
+    aimux_error_t *e = aimux_stream_next(h, ev);
+    int32_t c = e ? aimux_error_code(e) : 0;
+    aimux_error_free(e);
+    return c;
+}
+
+/* --- fork ---------------------------------------------------------------------------------- */
+static int calls_in_process(const char *who, int count)
+{
+    int i, bad = 0;
+    char text[64], why[512];
+    for (i = 0; i < count; i++) {
+        snprintf(text, sizeof text, "%s-%d-%d", who, (int)getpid(), i);
+        if (!call_text(text, NULL, why, sizeof why)) {
+            fprintf(stderr, "[%s %d] call %d did not get its own answer: %s\n", who, (int)getpid(),
+                    i, why);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static void test_fork_warm(void)
+{
+    char why[512], *ev = NULL;
+    int round, status;
+    int32_t code;
+    uint64_t h;
+    CHECK(call_text("warm-up", NULL, why, sizeof why), "warm-up call: %s", why);
+    /* a stream opened before the fork, one event read */
+    h = open_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=50", 20000, &code);
+    CHECK(h != 0 && code == 0, "stream before the fork: code %d", code);
+    for (round = 0; round < 3; round++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int bad;
+            alarm(60);
+            g_pass = 0;
+            g_fail = 0;
+            code = next_code(h, &ev);
+            CHECK(code == 203 && ev == NULL, "child: the parent's stream is 203, got %d", code);
+            aimux_stream_free(h); /* a stale handle: no effect, no crash */
+            bad = calls_in_process("child", 20);
+            CHECK(bad == 0, "child round %d: %d of 20 calls without their own answer", round, bad);
+            _exit(g_fail ? 1 : 0);
+        }
+        CHECK(pid > 0, "fork");
+        CHECK(calls_in_process("parent", 20) == 0,
+              "parent round %d: calls without their own answer", round);
+        CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "child round %d exited with status %#x", round, status);
+    }
+    /* the parent's stream still works in the parent */
+    code = next_code(h, &ev);
+    CHECK(code == 0 && ev != NULL, "parent: its stream still reads after the forks (code %d)",
+          code);
+    aimux_string_free(ev);
+    aimux_stream_free(h);
+}
+
+static atomic_int g_in_call;
+static void *slow_call_thread(void *arg)
+{
+    char why[512];
+    int *ok = (int *)arg;
+    atomic_store(&g_in_call, 1);
+    *ok = call_text("slow-parent", "mode=delay;delay_ms=1500", why, sizeof why);
+    if (!*ok) fprintf(stderr, "slow call in the parent: %s\n", why);
+    return NULL;
+}
+
+/* back-to-back calls (the interpreter lock is taken and released all the time) until stopped */
+static atomic_int g_stop_busy;
+static void *busy_calls_thread(void *arg)
+{
+    char why[512], text[64];
+    int i = 0, *bad = (int *)arg;
+    while (!atomic_load(&g_stop_busy)) {
+        snprintf(text, sizeof text, "busy-%d", i++);
+        if (!call_text(text, NULL, why, sizeof why)) (*bad)++;
+    }
+    return NULL;
+}
+
+static void test_fork_busy(void)
+{
+    char why[512];
+    int round, busy_bad = 0;
+    pthread_t busy;
+    CHECK(call_text("warm-up", NULL, why, sizeof why), "warm-up call: %s", why);
+    pthread_create(&busy, NULL, busy_calls_thread, &busy_bad);
+    for (round = 0; round < 8; round++) {
+        pthread_t t;
+        int ok = 0, status = 0;
+        pid_t pid;
+        atomic_store(&g_in_call, 0);
+        pthread_create(&t, NULL, slow_call_thread, &ok);
+        while (!atomic_load(&g_in_call)) sleep_ms(5);
+        sleep_ms(300 + 37 * round); /* inside the call, waiting on the server */
+        pid = fork();
+        if (pid == 0) {
+            alarm(30); /* a child stuck on the interpreter lock dies by SIGALRM: a failure */
+            g_pass = 0;
+            g_fail = 0;
+            CHECK(call_text("child-first", NULL, why, sizeof why), "child's first call: %s", why);
+            CHECK(calls_in_process("child", 20) == 0, "child: calls without their own answer");
+            _exit(g_fail ? 1 : 0);
+        }
+        CHECK(pid > 0, "fork");
+        pthread_join(t, NULL);
+        CHECK(ok, "round %d: the parent's slow call got its own answer", round);
+        CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "round %d: child exited with status %#x", round, status);
+    }
+    atomic_store(&g_stop_busy, 1);
+    pthread_join(busy, NULL);
+    CHECK(busy_bad == 0, "the busy thread's calls each got their own answer (%d did not)",
+          busy_bad);
+}
+
+/* --- signals ------------------------------------------------------------------------------- */
+#define NSIGS        65
+#define SA_RESTORER_ 0x04000000 /* the C library adds it to every action it sets */
+static struct sigaction g_before[NSIGS];
+static int g_valid[NSIGS];
+static volatile sig_atomic_t g_host_sigint;
+static void host_handler(int sig)
+{
+    (void)sig;
+    g_host_sigint++;
+}
+
+static void record_signals(void)
+{
+    int i;
+    for (i = 1; i < NSIGS; i++) g_valid[i] = sigaction(i, NULL, &g_before[i]) == 0;
+}
+
+static void compare_signals(const char *when)
+{
+    int i;
+    struct sigaction now;
+    for (i = 1; i < NSIGS; i++) {
+        int same;
+        if (!g_valid[i] || sigaction(i, NULL, &now) != 0) continue;
+        same = (now.sa_flags & ~SA_RESTORER_) == (g_before[i].sa_flags & ~SA_RESTORER_) &&
+               ((now.sa_flags & SA_SIGINFO) ? now.sa_sigaction == g_before[i].sa_sigaction
+                                            : now.sa_handler == g_before[i].sa_handler);
+        CHECK(same, "%s: the disposition of signal %d (%s) changed", when, i, strsignal(i));
+    }
+}
+
+static void test_signals(void)
+{
+    struct sigaction sa;
+    sigset_t mask_before, mask_after;
+    char why[512], *ev = NULL, *res = NULL;
+    int32_t code;
+    uint64_t h;
+    static const int named[] = {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGHUP};
+    int i;
+    /* a host with its own choices: a handler on SIGHUP, SIGTERM ignored; SIGINT, SIGPIPE, SIGCHLD
+       left at their defaults; SIGUSR2 blocked */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = host_handler;
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGTERM, &sa, NULL);
+    sigemptyset(&mask_before);
+    sigaddset(&mask_before, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &mask_before, NULL);
+    pthread_sigmask(SIG_SETMASK, NULL, &mask_before);
+    record_signals();
+    for (i = 0; i < 5; i++) {
+        struct sigaction now;
+        sigaction(named[i], NULL, &now);
+        CHECK(named[i] == SIGHUP    ? now.sa_handler == host_handler
+              : named[i] == SIGTERM ? now.sa_handler == SIG_IGN
+                                    : now.sa_handler == SIG_DFL,
+              "host set-up of %s", strsignal(named[i]));
+    }
+    aimux_error_free(aimux_call("aimux.version", "{}", &res));
+    aimux_string_free(res);
+    compare_signals("after the first call (aimux.version)");
+    CHECK(call_text("sig-1", NULL, why, sizeof why), "provider call: %s", why);
+    compare_signals("after a provider call");
+    h = open_stream("mode=ok;text=abcdef;parts=3", 20000, &code);
+    CHECK(code == 0, "stream: %d", code);
+    while (next_code(h, &ev) == 0 && ev != NULL) {
+        aimux_string_free(ev);
+        ev = NULL;
+    }
+    aimux_stream_free(h);
+    CHECK(!call_text("sig-2", "mode=status;status=500", why, sizeof why), "a failing call fails");
+    compare_signals("after a stream and a failing call");
+    pthread_sigmask(SIG_SETMASK, NULL, &mask_after);
+    for (i = 1; i < NSIGS; i++)
+        CHECK(sigismember(&mask_before, i) == sigismember(&mask_after, i),
+              "the mask of signal %d changed", i);
+    for (i = 0; i < 5; i++) {
+        struct sigaction now;
+        sigaction(named[i], NULL, &now);
+        CHECK(now.sa_handler == g_before[named[i]].sa_handler, "%s is the host's",
+              strsignal(named[i]));
+    }
+    /* SIGHUP still reaches the host's handler */
+    raise(SIGHUP);
+    CHECK(g_host_sigint == 1, "the host's SIGHUP handler ran (%d)", (int)g_host_sigint);
+}
+
+/* The child of `sigint`: a slow call, with (own_handler) or without a SIGINT handler of its own.
+   It tells the parent through fd 3 when it is inside the call. */
+static int sigint_child(int own_handler)
+{
+    char why[512];
+    int ok;
+    alarm(60);
+    if (own_handler) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = host_handler;
+        sigaction(SIGINT, &sa, NULL);
+    }
+    if (!call_text("before", NULL, why, sizeof why)) {
+        fprintf(stderr, "warm-up: %s\n", why);
+        return 3;
+    }
+    if (write(3, "x", 1) != 1) return 4;
+    ok = call_text("slow-sigint", "mode=delay;delay_ms=2000", why, sizeof why);
+    if (!ok) {
+        fprintf(stderr, "the call interrupted by SIGINT: %s\n", why);
+        return 5;
+    }
+    if (g_host_sigint != 1) {
+        fprintf(stderr, "the host's handler ran %d times\n", (int)g_host_sigint);
+        return 6;
+    }
+    if (!call_text("after", NULL, why, sizeof why)) {
+        fprintf(stderr, "next call: %s\n", why);
+        return 7;
+    }
+    return 0;
+}
+
+static void sigint_case(int own_handler)
+{
+    int fds[2], status = 0;
+    char port[16], c;
+    pid_t pid;
+    struct pollfd p;
+    CHECK(pipe(fds) == 0, "pipe");
+    snprintf(port, sizeof port, "%d", g_port);
+    pid = fork();
+    if (pid == 0) { /* a fresh host: exec, so nothing of this process is inherited */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL; /* a shell may have started us with SIGINT ignored */
+        sigaction(SIGINT, &dfl, NULL);
+        dup2(fds[1], 3);
+        execl("/proc/self/exe", "test_guest", own_handler ? "sigint-child-handler" : "sigint-child",
+              port, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    p.fd = fds[0];
+    p.events = POLLIN;
+    p.revents = 0;
+    CHECK(poll(&p, 1, 30000) == 1 && read(fds[0], &c, 1) == 1,
+          "the child host reached its slow call");
+    close(fds[0]);
+    sleep_ms(500); /* inside the call, waiting on the server */
+    kill(pid, SIGINT);
+    waitpid(pid, &status, 0);
+    if (own_handler)
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "with its own handler: the handler ran and the call completed (status %#x)", status);
+    else
+        CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT,
+              "without a handler: the host died by SIGINT (status %#x)", status);
+}
+
+/* --- pools and limits ---------------------------------------------------------------------- */
+static void test_streams200(void)
+{
+    char why[512], *ev = NULL;
+    int i, opened = 0, first = 0;
+    int32_t code;
+    for (i = 0; i < 200; i++) {
+        uint64_t h =
+            open_stream("mode=stall;stall_ms=60000;after=1;text=abcdef;parts=3", 90000, &code);
+        if (h != 0) {
+            opened++;
+            if (next_code(h, &ev) == 0 && ev != NULL) first++;
+            aimux_string_free(ev);
+            ev = NULL;
+        } /* never freed */
+    }
+    CHECK(opened == 200, "200 streams open (%d)", opened);
+    CHECK(first == 200, "each delivered its first event (%d)", first);
+    CHECK(call_text("after-200", NULL, why, sizeof why), "the next call completes: %s", why);
+    stop_server(); /* the server's stalled handlers end with it */
+}
+
+static void test_limits(void)
+{
+    char p[1024], why[512], *res = NULL, *ev = NULL, *msg;
+    uint64_t h[4];
+    int i;
+    int32_t code;
+    aimux_error_t *e;
+    for (i = 0; i < 4; i++) {
+        h[i] = open_stream("mode=stall;stall_ms=60000;after=1;text=abcdef;parts=3", 90000, &code);
+        CHECK(h[i] != 0, "stream %d opened (code %d)", i, code);
+    }
+    /* the fifth connection to that host: the pool is full */
+    params(p, sizeof p, "mode=ok;text=fifth", 20000);
+    e = aimux_call("generate_text", p, &res);
+    CHECK(e != NULL && aimux_error_code(e) == 11, "a full pool is an API call error (11), got %d",
+          e ? aimux_error_code(e) : 0);
+    msg = e ? aimux_error_message(e) : NULL;
+    CHECK(msg && strstr(msg, "limit of 4 connections") && strstr(msg, "AIMUX_POOL_MAX_PER_HOST") &&
+              strstr(msg, "not sent"),
+          "the message names the pool and its limit: %s", msg ? msg : "NULL");
+    aimux_string_free(msg);
+    aimux_string_free(res);
+    aimux_error_free(e);
+    /* nobody reads the four streams: the core closes them after the idle timeout (3 s here);
+       until then each try fails fast (the 300 ms pool wait); bounded at 30 s */
+    for (i = 0; i < 60; i++) {
+        sleep_ms(500);
+        if (call_text("after-idle", NULL, why, sizeof why)) break;
+    }
+    CHECK(i < 60, "a call after the idle timeout: %s", why);
+    code = next_code(h[0], &ev);
+    CHECK(code == 0 && ev && strstr(ev, "\"type\":\"error\"") && strstr(ev, "\"code\":12") &&
+              strstr(ev, "without a read"),
+          "a reaped stream reads one terminal error event: %s", ev ? ev : "NULL");
+    aimux_string_free(ev);
+    ev = NULL;
+    code = next_code(h[0], &ev);
+    CHECK(code == 0 && ev == NULL, "then its end");
+    for (i = 0; i < 4; i++) aimux_stream_free(h[i]);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strncmp(mode, "sigint-child", 12) == 0) { /* internal: run by `sigint` */
+        g_port = argc > 2 ? atoi(argv[2]) : 0;
+        return sigint_child(strcmp(mode, "sigint-child-handler") == 0);
+    }
+    if (argc < 3) {
+        fprintf(stderr,
+                "usage: test_guest fork-warm|fork-busy|signals|sigint|streams200|limits PYTHON\n");
+        return 2;
+    }
+    alarm(180);
+    if (strcmp(mode, "limits") == 0) {
+        setenv("AIMUX_POOL_MAX_PER_HOST", "4", 1);
+        setenv("AIMUX_POOL_TIMEOUT_MS", "300", 1);
+        setenv("AIMUX_STREAM_IDLE_TIMEOUT_MS", "3000", 1);
+    }
+    if (start_server(argv[2]) != 0) return 1;
+    if (strcmp(mode, "fork-warm") == 0)
+        test_fork_warm();
+    else if (strcmp(mode, "fork-busy") == 0)
+        test_fork_busy();
+    else if (strcmp(mode, "signals") == 0)
+        test_signals();
+    else if (strcmp(mode, "sigint") == 0) {
+        sigint_case(0);
+        sigint_case(1);
+    } else if (strcmp(mode, "streams200") == 0)
+        test_streams200();
+    else if (strcmp(mode, "limits") == 0)
+        test_limits();
+    else {
+        fprintf(stderr, "unknown mode %s\n", mode);
+        stop_server();
+        return 2;
+    }
+    stop_server();
+    printf("test_guest %s: %d passed, %d failed\n", mode, atomic_load(&g_pass),
+           atomic_load(&g_fail));
+    return atomic_load(&g_fail) ? 1 : 0;
+}

@@ -1,0 +1,161 @@
+"""The core as a guest in a Python host's process (DESIGN.md "The library as a guest"): a SIGINT
+the host handles, a full per-host pool, an os.fork() with a warm pool. Each case is a real Python
+host process (the limits are read once per process) against the fault server; the C hosts are
+in native/tests/test_guest.c."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import orjson
+from fault_server import FaultServer
+from helpers import ROOT
+
+
+def _host(script: str, server: FaultServer, env: dict[str, str] | None = None) -> dict:
+    prelude = textwrap.dedent(f"""
+        import os, sys, orjson
+        sys.path.insert(0, {str(ROOT)!r})
+        from aimux_ops import dispatch
+        BASE = {server.base_url!r}
+        def params(spec, timeout_ms=20000, **extra):
+            return orjson.dumps({{"model": {{"provider": "openai", "modelId": "fault:" + spec,
+                "baseURL": BASE, "apiKey": "sk-guest"}}, "prompt": "hi", "maxRetries": 0,
+                "timeoutMs": timeout_ms, **extra}})
+        """)
+    proc = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(script)],
+        capture_output=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", **(env or {})},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    return orjson.loads(proc.stdout.splitlines()[-1])
+
+
+def test_a_sigint_in_a_python_host_is_the_hosts_keyboard_interrupt(server: FaultServer) -> None:
+    """In-process (the Python binding's path): the interrupt propagates as in any library."""
+    out = _host(
+        """
+        import signal, threading
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            dispatch.call_json(b"generate_text", params("mode=delay;delay_ms=3000"))
+            print(orjson.dumps({"raised": None}).decode())
+        except KeyboardInterrupt:
+            res, _ = dispatch.call_json(b"generate_text", params("mode=ok;text=next"))
+            print(orjson.dumps({"raised": "KeyboardInterrupt", "next": orjson.loads(res)}).decode())
+        """,
+        server,
+    )
+    assert out["raised"] == "KeyboardInterrupt", out
+    assert out["next"]["text"] == "next"
+
+
+def test_a_sigint_in_a_python_host_calling_the_c_abi_is_aborted_then_handed_back(
+    server: FaultServer,
+) -> None:
+    """The same interpreter through ctypes: a KeyboardInterrupt raised inside the core ends the
+    call as 13 (never 208), and the host's handler sees the interrupt again once the foreign call
+    has returned."""
+    lib = ROOT / "native" / "build" / "libaimux.so"
+    out = _host(
+        f"""
+        import ctypes, signal, threading
+        lib = ctypes.CDLL({str(lib)!r})
+        lib.aimux_call.restype = ctypes.c_void_p
+        lib.aimux_call.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                   ctypes.POINTER(ctypes.c_void_p)]
+        lib.aimux_error_code.argtypes = [ctypes.c_void_p]
+        lib.aimux_error_free.argtypes = [ctypes.c_void_p]
+        out = ctypes.c_void_p()
+        calls = []
+        def on_sigint(signum, frame):   # raises the first time (inside the core), then counts
+            calls.append(signum)
+            if len(calls) == 1:
+                raise KeyboardInterrupt
+        signal.signal(signal.SIGINT, on_sigint)
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        err = lib.aimux_call(b"generate_text", params("mode=delay;delay_ms=3000"),
+                             ctypes.byref(out))
+        code = lib.aimux_error_code(err) if err else 0
+        lib.aimux_error_free(err)
+        for _ in range(1000):
+            pass
+        print(orjson.dumps({{"code": code, "handler_calls": len(calls)}}).decode())
+        """,
+        server,
+    )
+    assert out == {"code": 13, "handler_calls": 2}
+
+
+def test_a_full_pool_is_a_clear_error_and_a_deadline_wait_is_a_timeout_caused_by_it(
+    server: FaultServer,
+) -> None:
+    out = _host(
+        """
+        handles = [dispatch.stream_json(b"stream_text",
+                   params("mode=stall;stall_ms=30000;after=1;text=abcd;parts=2", 60000))[0]
+                   for _ in range(2)]
+        _, full = dispatch.call_json(b"generate_text", params("mode=ok;text=x"))
+        _, short = dispatch.call_json(b"generate_text", params("mode=ok;text=x", 100))
+        for h in handles:
+            dispatch.stream_free(h)
+        res, _ = dispatch.call_json(b"generate_text", params("mode=ok;text=after"))
+        print(orjson.dumps({"full": orjson.loads(full), "short": orjson.loads(short),
+                            "after": orjson.loads(res)}).decode())
+        """,
+        server,
+        {"AIMUX_POOL_MAX_PER_HOST": "2", "AIMUX_POOL_TIMEOUT_MS": "1500"},
+    )
+    full, short = out["full"], out["short"]
+    assert full["code"] == 11 and full["retryable"] is True, full
+    assert "statusCode" not in full["error"]
+    assert "limit of 2 connections (AIMUX_POOL_MAX_PER_HOST)" in full["message"]
+    assert "within 1500 ms (AIMUX_POOL_TIMEOUT_MS)" in full["message"]
+    assert "not sent" in full["message"]
+    assert short["code"] == 12, short
+    assert short["cause"]["code"] == 11 and "limit of 2" in short["cause"]["message"]
+    assert out["after"]["text"] == "after"
+
+
+def test_after_os_fork_each_process_gets_its_own_answers_and_no_parent_stream(
+    server: FaultServer,
+) -> None:
+    out = _host(
+        """
+        def text(t):
+            res, env = dispatch.call_json(b"generate_text", params("mode=ok;text=" + t))
+            return orjson.loads(res)["text"] if res else orjson.loads(env)["code"]
+        assert text("warm") == "warm"
+        h, _ = dispatch.stream_json(b"stream_text", params("mode=ok;text=abcdef;parts=3"))
+        from aimux_ops import transport
+        pool = next(iter(transport.default_transport()._clients.values()))._transport._pool
+        fds = [c._connection._network_stream._sock.fileno() for c in pool._connections]
+        assert fds and all(fd >= 0 for fd in fds)
+        pid = os.fork()
+        if pid == 0:
+            def is_open(fd):
+                try:
+                    os.fstat(fd)
+                    return True
+                except OSError:
+                    return False
+            if any(is_open(fd) for fd in fds):  # the child's copies of the parent's pool
+                os._exit(2)
+            ok = all(text(f"c{i}") == f"c{i}" for i in range(20))
+            _, env = dispatch.stream_next_json(h)
+            stale = env is not None and orjson.loads(env)["code"] == 203
+            os._exit(0 if ok and stale else 1)
+        mine = all(text(f"p{i}") == f"p{i}" for i in range(20))
+        ev, _ = dispatch.stream_next_json(h)
+        _, status = os.waitpid(pid, 0)
+        print(orjson.dumps({"parent": mine, "stream": ev is not None,
+                            "child": os.waitstatus_to_exitcode(status)}).decode())
+        """,
+        server,
+    )
+    assert out == {"parent": True, "stream": True, "child": 0}
