@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aimux_ops.codegen import OWNED_DIRS, generate
+from aimux_ops.codegen import INPUTS, OWNED_DIRS, generate
 from aimux_ops.codegen.go import go_name
 from aimux_ops.errors import catalogue
 
@@ -52,7 +52,7 @@ def test_a_new_error_is_one_python_change_and_everything_else_regenerates(tmp_pa
     shutil.copytree(
         REPO / "aimux_ops", root / "aimux_ops", ignore=shutil.ignore_patterns("__pycache__")
     )
-    for rel in generated:
+    for rel in [*generated, *INPUTS]:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / rel, root / rel)
     assert _codegen(root, "--check").returncode == 0
@@ -74,6 +74,7 @@ def test_a_new_error_is_one_python_change_and_everything_else_regenerates(tmp_pa
         "schema/manifest.json",
         "schema/errors/binding/ThrowawayBindingError.schema.json",
         "native/aimux_codes.h",
+        "bindings/go/aimux_codes.h",
         "bindings/go/zz_generated.go",
         "bindings/node/src/generated/variants.js",
         "bindings/node/src/generated/variants.d.ts",

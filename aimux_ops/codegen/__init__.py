@@ -5,7 +5,9 @@ error catalogue in ``aimux_ops/errors/`` and the op registry):
 
 - ``schema/`` (JSON Schema of the envelope, every payload, every op; the manifest);
 - C / C++: ``native/aimux_codes.h`` and the shim's ``native/src/aimux_early.h`` (``c.py``);
-- Go: ``bindings/go/zz_generated.go`` (``go.py``);
+- Go: ``bindings/go/zz_generated.go`` (``go.py``), and the module's copies of ``native/aimux.h``
+  and ``native/aimux_codes.h`` (cgo includes them from the package directory, so the module builds
+  from a module cache, a vendor directory and with ``-trimpath``);
 - Node: ``bindings/node/src/generated/`` (error classes and op types, ``node.py``);
 - Java: ``bindings/java/src/generated/java/`` (``java.py``);
 - the catalogue table of ``docs/DESIGN.md`` (``docs.py``).
@@ -27,7 +29,11 @@ from ..ops.meta import build_manifest
 from . import c, docs, go, java, node
 from ._model import Manifest
 
-__all__ = ["generate"]
+__all__ = ["INPUTS", "OWNED_DIRS", "generate"]
+
+#: Hand-written files (besides ``aimux_ops/``) that ``generate`` reads: the Go module's copy of the
+#: C header is one of them.
+INPUTS = ("native/aimux.h",)
 
 #: Directories whose every file is generated (a stale file there is drift too).
 OWNED_DIRS = ("schema", node.OUT, java.OUT)
@@ -52,4 +58,6 @@ def generate(root: Path) -> dict[str, bytes]:
     ):
         texts.update(rendered)
     files.update({rel: text.encode("utf-8") for rel, text in texts.items()})
+    files[go.MODULE_CODES_H] = files[c.CODES]
+    files[go.MODULE_AIMUX_H] = (root / "native" / "aimux.h").read_bytes()
     return files

@@ -9,6 +9,10 @@ from typing import Any
 from ._model import Manifest, words
 
 OUT = "bindings/go/zz_generated.go"
+#: Copies of the C headers inside the Go module (written by ``generate``): cgo includes them from
+#: the package directory, so the module builds on its own (module cache, vendor/, -trimpath).
+MODULE_AIMUX_H = "bindings/go/aimux.h"
+MODULE_CODES_H = "bindings/go/aimux_codes.h"
 RESERVED_TYPES = {"Error", "SourceError", "Stream", "EventStream", "Call", "Variant", "Sentinel"}
 RESERVED_MEMBERS = {
     "Kind", "Code", "Name", "Message", "Payload", "Retryable", "RetryAfter", "Raw", "Truncated",

@@ -1,15 +1,19 @@
 package aimux
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../native -O2
+#cgo CFLAGS: -O2
 #cgo LDFLAGS: -ldl
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "aimux.h"
 
-// The library is dlopen()ed (RTLD_LOCAL) from $AIMUX_LIB at run time, so nothing links against
+// aimux.h and aimux_codes.h are copies of native/'s inside this module (so the package builds from
+// a module cache, a vendor directory and with -trimpath), written by `make schema`;
+// `make check-schema` fails when they drift.
+// The library is dlopen()ed (RTLD_LOCAL) at run time (see loadLibrary), so nothing links against
 // it; each function is reached through a pointer whose type comes from aimux.h.
 static __typeof__(aimux_abi_version)   *p_abi_version;
 static __typeof__(aimux_call)          *p_call;
@@ -63,6 +67,13 @@ static char *aimuxgo_load(const char *path) {
 }
 
 static uint32_t aimuxgo_abi_version(void) { return p_abi_version(); }
+
+// The file the loaded library came from (malloc'ed), or NULL.
+static char *aimuxgo_loaded_path(void) {
+	Dl_info info;
+	if (!p_abi_version || !dladdr(*(void **)(&p_abi_version), &info) || !info.dli_fname) return NULL;
+	return aimuxgo_dup(info.dli_fname, NULL);
+}
 
 static void aimuxgo_count(aimux_error_t *err, char *out) {
 	if (err) __sync_fetch_and_add(&n_err_out, 1);
@@ -128,11 +139,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
 )
+
+// Soname is the name the system loader knows the library by.
+const Soname = "libaimux.so.1"
+
+// buildLibDir is a directory holding libaimux.so.1, set at build time, typically from pkg-config:
+//
+//	go build -ldflags "-X 'github.com/aimux-ops/aimux-ops/bindings/go.buildLibDir=$(pkg-config --variable=libdir aimux)'"
+var buildLibDir string
 
 var (
 	loadOnce sync.Once
@@ -140,34 +158,86 @@ var (
 	libPath  string
 )
 
-// LibraryPath returns the path of the shared library this package loads: $AIMUX_LIB, else
-// <repo>/native/build/libaimux.so (found relative to this source file).
+// LibraryPath returns the file the library was loaded from (loading it on first use), or "" when
+// it cannot be loaded (Call and Stream then return the 207 error saying why).
 func LibraryPath() string {
+	_ = load()
+	return libPath
+}
+
+const loadFix = "Fix: install the library (`make install PREFIX=<dir>` in an aimux-ops checkout) and put " +
+	"<dir>/lib on LD_LIBRARY_PATH (or register it with ldconfig), or set AIMUX_LIB to the path of libaimux.so.1"
+
+// tryLoad dlopen()s path and binds every symbol; "" on success, else why not.
+func tryLoad(path string) string {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	if msg := C.aimuxgo_load(cpath); msg != nil {
+		defer C.free(unsafe.Pointer(msg))
+		return C.GoString(msg)
+	}
+	return ""
+}
+
+func loadedPath(fallback string) string {
+	p := C.aimuxgo_loaded_path()
+	if p == nil {
+		return fallback
+	}
+	defer C.free(unsafe.Pointer(p))
+	return C.GoString(p)
+}
+
+// loadLibrary finds the library the one way every binding does (CONTRACT §3): $AIMUX_LIB; else
+// libaimux.so.1 through the system loader (LD_LIBRARY_PATH, the loader cache, the default
+// directories); else the directory recorded at build time (buildLibDir, from pkg-config). In the
+// checkout, the tests point AIMUX_LIB at the in-repo build (a Go binary cannot know where its
+// source was without embedding build paths, which -trimpath forbids).
+func loadLibrary() (string, error) {
 	if p := os.Getenv("AIMUX_LIB"); p != "" {
-		return p
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if msg := tryLoad(p); msg != "" {
+			return "", loadError(fmt.Sprintf("aimux: cannot load libaimux from AIMUX_LIB=%s: %s. Fix: point AIMUX_LIB "+
+				"at an installed libaimux.so.1 (<prefix>/lib after `make install PREFIX=<prefix>`), or unset it to use "+
+				"the system loader", p, msg))
+		}
+		return p, nil
 	}
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "libaimux.so"
+	tried := []string{"AIMUX_LIB (not set)"}
+	msg := tryLoad(Soname)
+	if msg == "" {
+		return loadedPath(Soname), nil
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "native", "build", "libaimux.so")
+	tried = append(tried, fmt.Sprintf("%s through the system loader (LD_LIBRARY_PATH=%s, the loader cache, the "+
+		"default directories): %s", Soname, os.Getenv("LD_LIBRARY_PATH"), msg))
+	if buildLibDir != "" {
+		p := filepath.Join(buildLibDir, Soname)
+		msg := tryLoad(p)
+		if msg == "" {
+			return p, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s (the build-time directory): %s", p, msg))
+	}
+	return "", loadError(fmt.Sprintf("aimux: cannot load libaimux. Tried: %s. %s", strings.Join(tried, "; "), loadFix))
 }
 
 // load dlopen()s the library once; a failure is remembered and returned by every call as a
 // binding-domain RUNTIME_INIT error.
 func load() error {
 	loadOnce.Do(func() {
-		libPath = LibraryPath()
-		cpath := C.CString(libPath)
-		defer C.free(unsafe.Pointer(cpath))
-		if msg := C.aimuxgo_load(cpath); msg != nil {
-			defer C.free(unsafe.Pointer(msg))
-			loadErr = loadError(fmt.Sprintf("aimux: cannot load %s: %s", libPath, C.GoString(msg)))
+		path, err := loadLibrary()
+		if err != nil {
+			loadErr = err
 			return
 		}
 		if v := uint32(C.aimuxgo_abi_version()); v != ABIVersion {
-			loadErr = loadError(fmt.Sprintf("aimux: %s has ABI version %d, this binding needs %d", libPath, v, ABIVersion))
+			loadErr = loadError(fmt.Sprintf("aimux: %s has ABI version %d, this binding needs %d. Fix: install the "+
+				"libaimux that matches this module version, or set AIMUX_LIB to it", path, v, ABIVersion))
+			return
 		}
+		libPath = path
 	})
 	return loadErr
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// These tests call the real libaimux ($AIMUX_LIB, else native/build/libaimux.so).
+// These tests call the real libaimux ($AIMUX_LIB; TestMain sets it to native/build/libaimux.so).
 
 func decodeJSON(t *testing.T, raw json.RawMessage) map[string]any {
 	t.Helper()

@@ -72,5 +72,9 @@ export declare function stream<Op extends string>(op: Op, params: StreamParams<O
 export declare function abiVersion(): number;
 /** Library-owned strings/errors received and not yet released (0 between operations). */
 export declare function ownedPointers(): number;
-/** Where the library is loaded from: `$AIMUX_LIB`, else `<repo>/native/build/libaimux.so`. */
+/**
+ * The file libaimux was loaded from, loading it on first use: `$AIMUX_LIB`, else `libaimux.so.1`
+ * through the system loader, else the in-repo build (development). Throws a 207 `RuntimeInitError`
+ * when none loads.
+ */
 export declare function libraryPath(): string;

@@ -8,32 +8,92 @@
 // never leaks) a returned string on its own. Everything above this module gets
 // plain JS strings.
 import koffi from 'koffi';
-import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { decodeEnvelope } from './decode.js';
 import { kindOfCode } from './generated/variants.js';
 
 export const EXPECTED_ABI_VERSION = 1;
 
+/** The name the system loader knows the library by (its SONAME). */
+export const SONAME = 'libaimux.so.1';
+
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** `$AIMUX_LIB`, else `<repo>/native/build/libaimux.so` relative to this package. */
-export function libraryPath() {
+/**
+ * The in-repo build, for development: `<repo>/native/build/libaimux.so` when this package is
+ * `<repo>/bindings/node` of a checkout; null for an installed copy.
+ */
+function inRepoBuild() {
+  const repo = resolve(pkgDir, '..', '..');
+  return existsSync(join(repo, 'native', 'aimux.h')) ? join(repo, 'native', 'build', 'libaimux.so') : null;
+}
+
+const FIX = 'Fix: install the library (`make install PREFIX=<dir>` in an aimux-ops checkout) and put <dir>/lib on '
+  + 'LD_LIBRARY_PATH (or register it with ldconfig), or set AIMUX_LIB to the path of libaimux.so.1.';
+
+/** A 207 RuntimeInitError (CONTRACT §3): the library cannot be found or loaded. */
+function runtimeInitError(message) {
+  return decodeEnvelope({ kind: 'binding', code: 207, message, error: { name: 'RuntimeInitError' }, retryable: false });
+}
+
+/** The file the system loader mapped for `libaimux.so.1` (from /proc/self/maps), else the SONAME. */
+function mappedPath() {
+  try {
+    for (const line of readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+      const i = line.indexOf('/');
+      if (i > 0 && basename(line.slice(i)).startsWith('libaimux.so')) return line.slice(i).trim();
+    }
+  } catch {
+    // not Linux, or /proc not mounted: the SONAME is all we know
+  }
+  return SONAME;
+}
+
+/**
+ * Loads the library the one way every binding does (CONTRACT §3): `$AIMUX_LIB`; else `libaimux.so.1`
+ * through the system loader (LD_LIBRARY_PATH, the loader cache, the default directories); else the
+ * in-repo build (development only). Throws a 207 RuntimeInitError naming what was tried.
+ */
+function loadLibrary() {
   const fromEnv = process.env.AIMUX_LIB;
-  if (fromEnv) return resolve(fromEnv);
-  return resolve(pkgDir, '..', '..', 'native', 'build', 'libaimux.so');
+  if (fromEnv) {
+    const path = resolve(fromEnv);
+    try {
+      return { handle: koffi.load(path), path };
+    } catch (err) {
+      const why = existsSync(path) ? err.message : 'no such file';
+      throw runtimeInitError(`aimux: cannot load libaimux from AIMUX_LIB=${path}: ${why}. `
+        + 'Fix: point AIMUX_LIB at an installed libaimux.so.1 (<prefix>/lib after `make install PREFIX=<prefix>`), '
+        + 'or unset it to use the system loader.');
+    }
+  }
+  const tried = ['AIMUX_LIB (not set)'];
+  try {
+    const handle = koffi.load(SONAME);
+    return { handle, path: mappedPath() };
+  } catch (err) {
+    tried.push(`${SONAME} through the system loader (LD_LIBRARY_PATH=${process.env.LD_LIBRARY_PATH ?? ''}, `
+      + `the loader cache, the default directories): ${err.message}`);
+  }
+  const dev = inRepoBuild();
+  if (dev !== null && existsSync(dev)) {
+    try {
+      return { handle: koffi.load(dev), path: dev };
+    } catch (err) {
+      throw runtimeInitError(`aimux: cannot load libaimux. Tried: ${tried.join('; ')}; the in-repo build ${dev}: `
+        + `${err.message}. ${FIX}`);
+    }
+  }
+  if (dev !== null) tried.push(`the in-repo build ${dev} (not built: \`make native\` at the repo root)`);
+  throw runtimeInitError(`aimux: cannot load libaimux. Tried: ${tried.join('; ')}. ${FIX}`);
 }
 
 let lib = null;
 
-function bind(path) {
-  let handle;
-  try {
-    handle = koffi.load(path);
-  } catch (err) {
-    const hint = existsSync(path) ? '' : ' (file not found: build it with `make native` at the repo root, or set AIMUX_LIB)';
-    throw new Error(`aimux: cannot load libaimux from ${path}${hint}: ${err.message}`, { cause: err });
-  }
+function bind() {
+  const { handle, path } = loadLibrary();
   const fns = {
     path,
     abiVersion: handle.func('uint32_t aimux_abi_version(void)'),
@@ -50,15 +110,21 @@ function bind(path) {
   };
   const abi = fns.abiVersion();
   if (abi !== EXPECTED_ABI_VERSION) {
-    throw new Error(`aimux: ${path} has ABI version ${abi}, this binding needs ${EXPECTED_ABI_VERSION}`);
+    throw runtimeInitError(`aimux: ${path} has ABI version ${abi}, this binding needs ${EXPECTED_ABI_VERSION}. `
+      + 'Fix: install the libaimux that matches this package version, or set AIMUX_LIB to it.');
   }
   return fns;
 }
 
 /** The bound library, loaded on first use. */
 function native() {
-  if (lib === null) lib = bind(libraryPath());
+  if (lib === null) lib = bind();
   return lib;
+}
+
+/** The path the library was loaded from (loading it on first use; a 207 RuntimeInitError when it cannot). */
+export function libraryPath() {
+  return native().path;
 }
 
 // --- ownership ------------------------------------------------------------------

@@ -8,7 +8,7 @@ import {
 } from '../src/index.js';
 
 test('loads libaimux (default koffi load, RTLD_LOCAL) with the expected ABI', () => {
-  assert.match(libraryPath(), /libaimux\.so$/);
+  assert.match(libraryPath(), /libaimux\.so(\.1)?$/);
   assert.equal(abiVersion(), 1);
 });
 
@@ -110,10 +110,22 @@ test('a runtime that cannot start: every call rejects with a 207 RuntimeInitErro
   assert.ok(r.message.length > 0);
 });
 
-test('a missing library: a plain Error naming the path', async () => {
+test('AIMUX_LIB naming a missing file: a 207 RuntimeInitError naming the path and the fix', async () => {
   const r = await inChild({ AIMUX_LIB: '/nonexistent-aimux/libaimux.so' }, PROBE);
-  assert.equal(r.ctor, 'Error');
-  assert.match(r.message, /cannot load libaimux from \/nonexistent-aimux\/libaimux\.so/);
+  assert.equal(r.isRuntimeInit, true, JSON.stringify(r));
+  assert.equal(r.code, 207);
+  assert.match(r.message, /cannot load libaimux from AIMUX_LIB=\/nonexistent-aimux\/libaimux\.so: no such file/);
+  assert.match(r.message, /Fix: /);
+});
+
+test('AIMUX_LIB naming a file that is not a library: a 207 RuntimeInitError', async () => {
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const bad = `${mkdtempSync(`${tmpdir()}/aimux-node-`)}/libaimux.so.1`;
+  writeFileSync(bad, 'not an ELF file');
+  const r = await inChild({ AIMUX_LIB: bad }, PROBE);
+  assert.equal(r.isRuntimeInit, true, JSON.stringify(r));
+  assert.ok(r.message.includes(bad), r.message);
 });
 
 test('every string and error the library handed over was released exactly once', () => {

@@ -3,7 +3,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, execFile } from 'node:child_process';
-import { readFileSync, rmSync, mkdirSync, writeFileSync, copyFileSync, existsSync } from 'node:fs';
+import { readFileSync, rmSync, mkdirSync, writeFileSync, copyFileSync, existsSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PKG_DIR } from './helpers.js';
@@ -44,10 +44,15 @@ test('installed from the packed tarball, a user catches APICallError.isInstance(
   const installed = join(CONSUMER, 'node_modules', pkg.name);
   assert.ok(existsSync(join(installed, 'src', 'generated', 'variants.js')));
   copyFileSync(EXAMPLE, join(CONSUMER, 'catch-cause.mjs'));
-  // An installed copy is outside the repo: it finds the library through AIMUX_LIB.
-  const { stdout } = await run(process.execPath, ['catch-cause.mjs'], {
-    cwd: CONSUMER, env: { ...process.env, AIMUX_LIB: libraryPath() }, timeout: 60000,
-  });
+  // An installed copy finds the library the way an installed libaimux is found: `libaimux.so.1`
+  // through the system loader (here LD_LIBRARY_PATH), with no AIMUX_LIB.
+  const libDir = join(BUILD, 'loader-lib');
+  rmSync(libDir, { recursive: true, force: true });
+  mkdirSync(libDir);
+  symlinkSync(libraryPath(), join(libDir, 'libaimux.so.1'));
+  const env = { ...process.env, LD_LIBRARY_PATH: libDir };
+  delete env.AIMUX_LIB;
+  const { stdout } = await run(process.execPath, ['catch-cause.mjs'], { cwd: CONSUMER, env, timeout: 60000 });
   const lines = stdout.trim().split('\n');
   assert.match(lines[0], /^AI_RetryError after 2 attempts; last: Cannot connect to API: .*Connection refused \(isRetryable=true\)$/);
   assert.match(lines[1], /^ {2}aimux 14 AI_RetryError: /);
@@ -69,4 +74,20 @@ test('the installed decode-chain runs as an executable', async () => {
     { kind: 'aimux', code: 11, name: 'AI_APICallError', message: 'm' },
     { kind: 'source', code: 0, name: 'OSError', message: 'refused' },
   ]);
+});
+
+test('the installed copy with no library findable: a 207 RuntimeInitError naming what was tried and the fix', async () => {
+  const probe = `import { call, RuntimeInitError } from 'aimux-ops';
+try { await call('aimux.version', {}); console.log('{"ok":true}'); }
+catch (e) { console.log(JSON.stringify({ runtimeInit: RuntimeInitError.isInstance(e), code: e.code, message: e.message })); }`;
+  writeFileSync(join(CONSUMER, 'probe.mjs'), probe);
+  const env = { ...process.env, LD_LIBRARY_PATH: '' };
+  delete env.AIMUX_LIB;
+  const { stdout } = await run(process.execPath, ['probe.mjs'], { cwd: CONSUMER, env, timeout: 60000 });
+  const r = JSON.parse(stdout);
+  assert.equal(r.runtimeInit, true, stdout);
+  assert.equal(r.code, 207);
+  assert.match(r.message, /Tried: AIMUX_LIB \(not set\); libaimux\.so\.1 through the system loader/);
+  assert.doesNotMatch(r.message, /in-repo build/, 'an installed copy is not a checkout');
+  assert.match(r.message, /Fix: .*LD_LIBRARY_PATH.*AIMUX_LIB/);
 });

@@ -35,6 +35,17 @@ final class Envelopes {
         return AimuxDecoder.decode(env, env.toString());
     }
 
+    /** 207 RuntimeInitError: the library cannot be found or loaded (CONTRACT §3). */
+    static AimuxException runtimeInit(String message) {
+        ObjectNode env = ErrorNode.MAPPER.createObjectNode();
+        env.put("kind", "binding");
+        env.put("code", 207);
+        env.put("message", message);
+        env.putObject("error").put("name", "RuntimeInitError");
+        env.put("retryable", false);
+        return AimuxDecoder.decode(env, env.toString());
+    }
+
     /** An op name the library could never have registered (it contains a NUL character). */
     static AimuxException unknownOp(String op) {
         ObjectNode env = ErrorNode.MAPPER.createObjectNode();

@@ -26,22 +26,42 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 final class Native {
     private Native() {}
 
+    /** The name the system loader knows the library by (its SONAME). */
+    static final String SONAME = "libaimux.so.1";
+
+    static final String FIX = "Fix: install the library (`make install PREFIX=<dir>` in an aimux-ops checkout) and run "
+            + "with -Djava.library.path=<dir>/lib or LD_LIBRARY_PATH=<dir>/lib (or register it with ldconfig), "
+            + "or set AIMUX_LIB (or -Daimux.lib) to the path of libaimux.so.1";
+
+    /** Why the library cannot be used: reported as a 207 RuntimeInitError on every use. */
+    static final class LoadFailure extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        LoadFailure(String message) {
+            super(message);
+        }
+    }
+
+    /** A library that was found: where, and its symbols. */
+    record Found(Path path, SymbolLookup lookup) {}
+
     /** Loaded on first use; the decoder alone never touches the library. */
     static final class Lib {
         static final Path PATH;
         static final MethodHandle ABI_VERSION, CALL, STREAM, STREAM_NEXT, STREAM_CANCEL, STREAM_FREE,
                 ERROR_CODE, ERROR_MESSAGE, ERROR_JSON, ERROR_FREE, STRING_FREE;
         /** Why loading failed (reported on every use, not only the first), or null. */
-        private static final Throwable FAILURE;
+        private static final String FAILURE;
 
         static {
             Path path = null;
             MethodHandle[] hs = new MethodHandle[11];
-            Throwable failure = null;
+            String failure = null;
             try {
-                path = locate();
+                Found found = locate();
+                path = found.path();
                 Linker linker = Linker.nativeLinker();
-                SymbolLookup lib = SymbolLookup.libraryLookup(path, Arena.global());
+                SymbolLookup lib = found.lookup();
                 String[] names = {"aimux_abi_version", "aimux_call", "aimux_stream", "aimux_stream_next",
                     "aimux_stream_cancel", "aimux_stream_free", "aimux_error_code", "aimux_error_message",
                     "aimux_error_json", "aimux_error_free", "aimux_string_free"};
@@ -62,16 +82,21 @@ final class Native {
                     final String name = names[i];
                     final Path p = path;
                     MemorySegment sym = lib.find(name)
-                            .orElseThrow(() -> new UnsatisfiedLinkError(p + ": symbol " + name + " not found"));
+                            .orElseThrow(() -> new LoadFailure("aimux: " + p + " has no symbol " + name + ". " + FIX));
                     hs[i] = linker.downcallHandle(sym, fds[i]);
                 }
                 int abi = (int) hs[0].invokeExact();
                 if (abi != AimuxManifest.ABI_VERSION) {
-                    throw new UnsatisfiedLinkError(path + " has ABI version " + abi
-                            + "; this binding was generated for " + AimuxManifest.ABI_VERSION);
+                    throw new LoadFailure("aimux: " + path + " has ABI version " + abi + "; this binding was generated for "
+                            + AimuxManifest.ABI_VERSION + ". Fix: install the libaimux that matches this jar, or set AIMUX_LIB to it");
                 }
+            } catch (LoadFailure f) {
+                failure = f.getMessage();
+            } catch (IllegalCallerException t) {
+                failure = "aimux: the JVM refused native access to libaimux: " + t.getMessage() + ". Fix: run it with "
+                        + "--enable-native-access=ALL-UNNAMED (class path) or --enable-native-access=dev.aimux (module path)";
             } catch (Throwable t) {
-                failure = t;
+                failure = "aimux: cannot use libaimux" + (path == null ? "" : " from " + path) + ": " + t + ". " + FIX;
             }
             PATH = path;
             FAILURE = failure;
@@ -88,53 +113,107 @@ final class Native {
             STRING_FREE = hs[10];
         }
 
-        /** Throws a fresh UnsatisfiedLinkError (with the original failure as cause) if loading failed. */
+        /** Throws a fresh 207 RuntimeInitError (an AimuxException) if loading failed. */
         static void check() {
             if (FAILURE != null) {
-                UnsatisfiedLinkError e = new UnsatisfiedLinkError("libaimux could not be loaded: " + FAILURE.getMessage());
-                e.initCause(FAILURE);
-                throw e;
+                throw Envelopes.runtimeInit(FAILURE);
             }
         }
     }
 
     /**
-     * {@code -Daimux.lib}, else {@code $AIMUX_LIB}, else {@code <repo>/native/build/libaimux.so} found by
-     * walking up from where this class was loaded, then from the working directory.
+     * Finds the library the one way every binding does (CONTRACT §3): {@code -Daimux.lib}, else
+     * {@code $AIMUX_LIB}; else {@code libaimux.so.1} in a {@code java.library.path} directory, then through
+     * the system loader ({@code LD_LIBRARY_PATH}, the loader cache, the default directories); else the
+     * in-repo build {@code <repo>/native/build/libaimux.so}, found by walking up from where this class was
+     * loaded (development only).
      */
-    static Path locate() {
+    static Found locate() throws LoadFailure {
         String p = System.getProperty("aimux.lib");
+        String from = "-Daimux.lib";
         if (p == null || p.isEmpty()) {
             p = System.getenv("AIMUX_LIB");
+            from = "AIMUX_LIB";
         }
         if (p != null && !p.isEmpty()) {
             Path path = Path.of(p).toAbsolutePath();
-            if (!Files.isRegularFile(path)) {
-                throw new UnsatisfiedLinkError("libaimux not found at " + path + " (from AIMUX_LIB / -Daimux.lib)");
+            String why = Files.isRegularFile(path) ? null : "no such file";
+            if (why == null) {
+                try {
+                    return new Found(path, SymbolLookup.libraryLookup(path, Arena.global()));
+                } catch (IllegalArgumentException e) {
+                    why = e.getMessage();
+                }
             }
-            return path;
+            throw new LoadFailure("aimux: cannot load libaimux from " + from + "=" + path + ": " + why + ". Fix: point "
+                    + from + " at an installed libaimux.so.1 (<prefix>/lib after `make install PREFIX=<prefix>`), "
+                    + "or unset it to use the system loader");
         }
-        List<Path> starts = new ArrayList<>();
-        try {
-            var src = Native.class.getProtectionDomain().getCodeSource();
-            if (src != null) {
-                starts.add(Path.of(src.getLocation().toURI()).toAbsolutePath());
+        List<String> tried = new ArrayList<>();
+        tried.add("AIMUX_LIB and -Daimux.lib (not set)");
+        String jlp = System.getProperty("java.library.path", "");
+        List<String> jlpTried = new ArrayList<>();
+        for (String dir : jlp.split(java.io.File.pathSeparator)) {
+            if (dir.isEmpty()) {
+                continue;
             }
-        } catch (URISyntaxException | SecurityException | IllegalArgumentException ignored) {
-            // fall back to the working directory
-        }
-        starts.add(Path.of("").toAbsolutePath());
-        List<Path> tried = new ArrayList<>();
-        for (Path start : starts) {
-            for (Path d = start; d != null; d = d.getParent()) {
-                Path cand = d.resolve("native/build/libaimux.so");
-                tried.add(cand);
-                if (Files.isRegularFile(cand)) {
-                    return cand;
+            Path cand = Path.of(dir, SONAME).toAbsolutePath();
+            if (Files.isRegularFile(cand)) {
+                try {
+                    return new Found(cand, SymbolLookup.libraryLookup(cand, Arena.global()));
+                } catch (IllegalArgumentException e) {
+                    jlpTried.add(cand + ": " + e.getMessage());
                 }
             }
         }
-        throw new UnsatisfiedLinkError("libaimux.so not found; set AIMUX_LIB. Tried: " + tried);
+        tried.add(SONAME + " in java.library.path=" + jlp + (jlpTried.isEmpty() ? " (not there)" : ": " + jlpTried));
+        try {
+            SymbolLookup lookup = SymbolLookup.libraryLookup(SONAME, Arena.global());
+            return new Found(mappedPath(), lookup);
+        } catch (IllegalArgumentException e) {
+            String ld = System.getenv("LD_LIBRARY_PATH");
+            tried.add(SONAME + " through the system loader (LD_LIBRARY_PATH=" + (ld == null ? "" : ld)
+                    + ", the loader cache, the default directories): " + e.getMessage());
+        }
+        Path dev = inRepoBuild();
+        if (dev != null) {
+            try {
+                return new Found(dev, SymbolLookup.libraryLookup(dev, Arena.global()));
+            } catch (IllegalArgumentException e) {
+                tried.add("the in-repo build " + dev + ": " + e.getMessage());
+            }
+        }
+        throw new LoadFailure("aimux: cannot load libaimux. Tried: " + String.join("; ", tried) + ". " + FIX);
+    }
+
+    /** {@code <repo>/native/build/libaimux.so} above where this class was loaded from, or null. */
+    private static Path inRepoBuild() {
+        try {
+            var src = Native.class.getProtectionDomain().getCodeSource();
+            if (src == null) {
+                return null;
+            }
+            for (Path d = Path.of(src.getLocation().toURI()).toAbsolutePath(); d != null; d = d.getParent()) {
+                Path cand = d.resolve("native/build/libaimux.so");
+                if (Files.isRegularFile(cand) && Files.isRegularFile(d.resolve("native/aimux.h"))) {
+                    return cand;
+                }
+            }
+        } catch (URISyntaxException | SecurityException | IllegalArgumentException ignored) {
+            // no code source to start from
+        }
+        return null;
+    }
+
+    /** The file the system loader mapped for {@code libaimux.so.1} (from /proc/self/maps), else the SONAME. */
+    private static Path mappedPath() {
+        try (var lines = Files.lines(Path.of("/proc/self/maps"))) {
+            return lines.map(l -> l.indexOf('/') >= 0 ? l.substring(l.indexOf('/')).trim() : "")
+                    .filter(f -> !f.isEmpty() && Path.of(f).getFileName().toString().startsWith("libaimux.so"))
+                    .findFirst().map(Path::of).orElse(Path.of(SONAME));
+        } catch (java.io.IOException | RuntimeException e) {
+            return Path.of(SONAME);
+        }
     }
 
     // ---- strings and errors ------------------------------------------------------------------------

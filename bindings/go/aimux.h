@@ -1,0 +1,257 @@
+/*
+ * aimux.h — the C ABI of aimux-ops (libaimux.so).
+ *
+ * This header is the whole public C surface (CONTRACT §3). Everything below
+ * the "Extensions" marker is an addition beyond the contract; the contract
+ * functions above it never change meaning within one AIMUX_ABI_VERSION.
+ *
+ * Conventions (they apply to every function unless its comment says otherwise)
+ * ---------------------------------------------------------------------------
+ * Errors     A function returning `aimux_error_t *` returns NULL on success and
+ *            a newly allocated error on failure. The caller owns that error and
+ *            must release it with aimux_error_free(). An error is never
+ *            reported as NULL: if the embedded runtime cannot start, every call
+ *            returns a 207 (RUNTIME_INIT) error whose message says why.
+ *
+ * Out-params Every out-parameter is set to NULL / 0 on entry, before anything
+ *            else happens, and written with a value only on success. A NULL
+ *            out-pointer is itself an error (204 NULL_ARGUMENT), never a crash.
+ *
+ * Strings    Every `const char *` argument is a NUL-terminated byte string,
+ *            borrowed for the duration of the call only. Bytes that are not
+ *            valid UTF-8 are reported as a 201 (INVALID_UTF8) error, text that
+ *            is not JSON or too large as a binding/protocol error, NULL as a
+ *            204 (NULL_ARGUMENT) error.
+ *            Every `char *` returned is a NUL-terminated UTF-8 string owned by
+ *            the caller, released with aimux_string_free() (not free(): the
+ *            library may use a different allocator).
+ *
+ * Threads    Every function may be called from any thread, concurrently. The
+ *            core releases the interpreter lock while it waits on the network,
+ *            so concurrent calls overlap. The aimux_error_* accessors are plain
+ *            C: they never take the interpreter lock. An aimux_error_t itself is
+ *            not synchronised: do not free it while another thread reads it.
+ *
+ * Loading    The library may be loaded with RTLD_LOCAL (the dlopen default,
+ *            ctypes, koffi, Go and Java loaders). It needs the shared CPython
+ *            runtime of the minor version it was built with (libpythonX.Y.so.1.0)
+ *            and finds its own Python packages: an installed libaimux.so.1 in
+ *            the payload relative to its own file (<libdir>/aimux/pythonX.Y/,
+ *            or the site-packages of the wheel it came in), a development build
+ *            from paths recorded when it was built. The environment variable
+ *            AIMUX_PYTHONPATH (entries separated by ':') replaces either; it is
+ *            read once, on the first call. A process that runs another Python
+ *            version gets a 207 naming both.
+ *
+ * Guest      The library never changes a signal disposition or the signal mask
+ *            of the host. After fork(), each process that calls gets its own
+ *            connections and answers; a stream opened before the fork is a 203
+ *            in the child. Pools are bounded waits: a full per-host pool is a
+ *            retryable 11 (API_CALL) naming the limit, after
+ *            AIMUX_POOL_TIMEOUT_MS; a stream nobody reads for
+ *            AIMUX_STREAM_IDLE_TIMEOUT_MS is closed by the core (its next read
+ *            is a terminal error event). docs/DESIGN.md, "The library as a
+ *            guest", lists every limit and its variable.
+ *
+ * Errors are JSON envelopes (CONTRACT §1): {kind, code, message, error,
+ * cause?, retryable, retryAfterMs?}. The codes are stable and append-only:
+ * 1-99 aimux, 100-199 recording, 200-299 binding, 300-399 protocol.
+ */
+#ifndef AIMUX_H
+#define AIMUX_H
+
+#include <stdint.h>
+
+#include "aimux_codes.h" /* AIMUX_CODE_<CONSTANT>, aimux_code_kind(): generated */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The ABI version of this header; equal to aimux_abi_version() of a
+ *  library it is compatible with. */
+#define AIMUX_ABI_VERSION 1
+
+/**
+ * An error: one node of an error chain.
+ *
+ * Opaque. An error returned by a function is owned by the caller and released
+ * with aimux_error_free(), which releases its whole chain. The nodes reached
+ * through aimux_error_cause() are borrowed from the root: they stay valid
+ * until the root is freed and must never be freed on their own.
+ */
+typedef struct aimux_error aimux_error_t;
+
+/**
+ * Returns the ABI version of the loaded library (AIMUX_ABI_VERSION of the
+ * header it was built with). Never fails, never starts the runtime.
+ * Thread-safe.
+ */
+uint32_t aimux_abi_version(void);
+
+/**
+ * Calls a request/response op (e.g. "aimux.version", "aimux.manifest",
+ * "generate_text").
+ *
+ * `op`              the op name; borrowed. NULL → 204 error.
+ * `params_json`     the params as one JSON object; borrowed. NULL → 204.
+ * `out_result_json` receives the result JSON on success; set to NULL on
+ *                   entry. The string is owned by the caller: release it with
+ *                   aimux_string_free(). NULL → 204 error.
+ *
+ * Returns NULL on success, or an error owned by the caller. A stream op called
+ * here is a 302 (WRONG_MODE) error; an unknown op is 300; invalid params 301.
+ * Blocks until the op completes. Thread-safe; concurrent calls overlap.
+ */
+aimux_error_t *aimux_call(const char *op, const char *params_json, char **out_result_json);
+
+/**
+ * Starts a streaming op (e.g. "stream_text").
+ *
+ * `op`, `params_json` as for aimux_call(). A call op here is a 302 error.
+ * `out_stream`        receives the stream handle on success; set to 0 on
+ *                     entry. NULL → 204 error. Handles are never 0 and never
+ *                     reused within a process. The handle must be released
+ *                     with aimux_stream_free().
+ *
+ * Returns NULL on success, or an error owned by the caller. Failures before
+ * the first event (after the retries) are returned here. Thread-safe.
+ */
+aimux_error_t *aimux_stream(const char *op, const char *params_json, uint64_t *out_stream);
+
+/**
+ * Waits for the next event of a stream.
+ *
+ * `stream`         a handle from aimux_stream().
+ * `out_event_json` receives the next event JSON ({"type": "text-delta", ...},
+ *                  {"type": "finish", ...}, {"type": "error", "error":
+ *                  <envelope>}); set to NULL on entry. On success it is either
+ *                  an event owned by the caller (release with
+ *                  aimux_string_free()), or stays NULL: the stream has ended
+ *                  (after its last event, or after aimux_stream_cancel()).
+ *                  NULL pointer → 204 error.
+ *
+ * Returns NULL on success, or an error owned by the caller: a stale, freed or
+ * unknown handle is a 203 (INVALID_HANDLE) error. Failures inside the stream
+ * arrive as `error` events, not as a returned error.
+ * Blocks until an event arrives; a concurrent aimux_stream_cancel() from
+ * another thread wakes it (it then reports the end). Thread-safe.
+ */
+aimux_error_t *aimux_stream_next(uint64_t stream, char **out_event_json);
+
+/**
+ * Cancels a stream: a blocked aimux_stream_next() wakes and reports the end,
+ * later ones report the end too. The handle stays allocated until
+ * aimux_stream_free(). An unknown or freed handle is ignored.
+ * May be called from any thread, including while another thread is blocked
+ * in aimux_stream_next() on the same handle.
+ */
+void aimux_stream_cancel(uint64_t stream);
+
+/**
+ * Releases a stream (cancelling it first if it is still running). Afterwards
+ * the handle is stale: aimux_stream_next() on it returns a 203 error. An
+ * unknown or already freed handle is ignored. Thread-safe.
+ */
+void aimux_stream_free(uint64_t stream);
+
+/**
+ * Returns the error's code (CONTRACT §1): never 0 on a root; 0 on a source
+ * node (a snapshot of an external exception, reached through
+ * aimux_error_cause()). Returns 0 for NULL. Plain C, thread-safe.
+ */
+int32_t aimux_error_code(const aimux_error_t *err);
+
+/**
+ * Returns a copy of the error's display message (UTF-8), owned by the caller:
+ * release it with aimux_string_free(). Returns NULL for NULL or when out of
+ * memory. Plain C, thread-safe.
+ */
+char *aimux_error_message(const aimux_error_t *err);
+
+/**
+ * Returns a copy of the error's JSON, owned by the caller: release it with
+ * aimux_string_free(). For a root this is the whole envelope (the same bytes
+ * every binding and recording sees); for a node reached through
+ * aimux_error_cause() it is that node's JSON (an aimux node or a source node).
+ * Returns NULL for NULL or when out of memory. Plain C, thread-safe.
+ */
+char *aimux_error_json(const aimux_error_t *err);
+
+/**
+ * Returns the next link of the native cause chain, or NULL at its end (or for
+ * NULL): a node's `cause`, or for an AI_RetryError the last of its
+ * `error.errors`. The result is borrowed from the root error: it is valid
+ * until the root is freed and must not be freed itself. Plain C (no JSON
+ * parsing), thread-safe.
+ */
+const aimux_error_t *aimux_error_cause(const aimux_error_t *err);
+
+/**
+ * Releases an error returned by any function, with its whole chain. Accepts
+ * NULL. Must only be called on a root (never on a node from
+ * aimux_error_cause()), and only once.
+ */
+void aimux_error_free(aimux_error_t *err);
+
+/**
+ * Releases a string returned by any function. Accepts NULL.
+ */
+void aimux_string_free(char *s);
+
+/* ---------------------------------------------------------------------------
+ * Extensions beyond CONTRACT §3 (same conventions).
+ * ------------------------------------------------------------------------- */
+
+/**
+ * Decodes an envelope given as JSON text (e.g. read from a recording or a log)
+ * into an error chain, exactly as if a call had returned it.
+ *
+ * `envelope_json` a JSON object; borrowed. NULL → 204 error.
+ * `out_error`     receives the decoded error (owned by the caller, release
+ *                 with aimux_error_free()); set to NULL on entry. NULL → 204.
+ *
+ * Returns NULL on success, or an error owned by the caller (202
+ * INVALID_WIRE_JSON when the text is not an envelope, or its root `code` is
+ * not an integer from 1 to 2147483647; 201 for invalid UTF-8). A decoded root
+ * never has code 0.
+ * Thread-safe.
+ */
+aimux_error_t *aimux_error_from_json(const char *envelope_json, aimux_error_t **out_error);
+
+/**
+ * Returns a copy of the node's `kind` ("aimux", "recording", "binding",
+ * "protocol", or any kind a newer core sends), or "source" for a source node.
+ * Decided when the error was built (by the same JSON parser every other
+ * decoder agrees with), never re-read from the JSON text.
+ * Owned by the caller (aimux_string_free()). NULL for NULL. Plain C.
+ */
+char *aimux_error_kind(const aimux_error_t *err);
+
+/**
+ * Returns a copy of the node's error name: `error.name` of an aimux node
+ * (e.g. "AI_APICallError"), the `type` of a source node (e.g.
+ * "ConnectionRefusedError"). NULL when the node has none, or for NULL.
+ * Owned by the caller (aimux_string_free()). Plain C.
+ */
+char *aimux_error_name(const aimux_error_t *err);
+
+/**
+ * Returns the decoded root's own `retryable` (1 when the envelope says true,
+ * else 0), as the envelope gives it, never recomputed (CONTRACT §4). 0 for a
+ * cause node (the member is root-only) and for NULL. Plain C.
+ */
+int aimux_error_retryable(const aimux_error_t *err);
+
+/**
+ * Returns the decoded root's own `retryAfterMs` (an integer >= 0) as the
+ * envelope gives it, or -1 when it has none, for a cause node and for NULL.
+ * Plain C.
+ */
+int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AIMUX_H */
