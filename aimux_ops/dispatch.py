@@ -6,10 +6,13 @@ failure — wire (201/202/204), protocol (300/301/302), an op's own error, or an
 exception (208) — is projected here, once, by ``envelope.project``.
 
 Streams live in a handle registry: handles count up from 1 and are never reused; a stale, freed or
-unknown handle answers 203. ``stream_json`` runs the op until its first event (so a failure before
-the first event — where retries happen — fails the open); later failures become one terminal
-``error`` event. ``stream_cancel`` may be called from any thread: it wakes a blocked
-``stream_next_json``, which then reports the end.
+unknown handle answers 203. Every stream's op runs on the stream loop (``aio``: one thread for all
+streams) and fills a per-stream queue. ``stream_json`` waits until the first event (so a failure
+before the first event — where retries happen — fails the open); later failures become one
+terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained without
+blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the pipe of
+``events_fd`` telling the host when to look. ``stream_cancel`` may be called from any thread: it
+wakes a blocked ``stream_next_json``, which then reports the end.
 
 Cold start: importing this module loads no pydantic model, no error class, no provider and no
 httpx; the errors, the projection and each op's module load the first time they are needed, and
@@ -25,9 +28,11 @@ connection until a garbage collector runs.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -38,16 +43,39 @@ from .guest import limits, on_fork_child
 from .ops.registry import OpSpec, StreamContext, all_ops, get_op
 
 if TYPE_CHECKING:
+    import asyncio
+    import concurrent.futures
+
     from pydantic import BaseModel
+
+    from . import aio
+else:
+
+    class _LazyAio:
+        """``aio`` (asyncio, greenlet, the stream loop) imported on the first stream: a call op
+        never pays for it. The first attribute read puts the module itself in its place."""
+
+        def __getattr__(self, name: str) -> Any:
+            from . import aio as module
+
+            globals()["aio"] = module
+            return getattr(module, name)
+
+    aio = _LazyAio()
 
 __all__ = [
     "call_json",
+    "events_fd",
     "open_stream",
+    "poll_ready_json",
+    "ready_handles",
     "stream_cancel",
     "stream_free",
     "stream_json",
     "stream_next_json",
     "stream_next_object",
+    "stream_poll_json",
+    "stream_start_json",
 ]
 
 Reply = tuple[bytes | None, bytes | None]
@@ -206,75 +234,227 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
 # -- streams ------------------------------------------------------------------------------------
 
 
-class _Stream:
-    """One open stream: the op's event iterator, pulled by ``next`` under a lock."""
+class _OpenFailed(Exception):
+    """The open of an event-driven stream failed: reported by its first poll / next."""
 
-    def __init__(self, handle: int, events: Iterator[Any], ctx: StreamContext) -> None:
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__("the stream could not be opened")
+        self.cause = cause
+
+
+#: A producer with this many events not yet taken waits (on the loop) until they drop to
+#: _LOW_WATER: a slow consumer bounds the memory a fast provider can fill.
+_HIGH_WATER = 1024
+_LOW_WATER = 256
+
+
+class _Stream:
+    """One open stream. Its op runs on the stream loop (``aio``), pushing events into a queue;
+    consumers take them from any thread: blocking (``pull``) or not (``poll``)."""
+
+    def __init__(self, handle: int, ctx: StreamContext, notify: bool) -> None:
         self.handle = handle
-        self._events = events
         self.ctx = ctx
-        self._lock = threading.Lock()
-        self._pending: Any = None
-        self._done = False
-        #: monotonic time of the last read's end (or of the open); None while a read runs
-        self.idle_since: float | None = time.monotonic()
+        self._events: deque[Any] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._opened = False  # the first event arrived, or the op ended without one
+        self._open_exc: BaseException | None = None  # the op failed before its first event
+        self._ended = False  # the producer is done (everything it made is queued)
+        self._done = False  # a consumer saw the end
+        self._notifier = aio.notifier() if notify else None
+        self._future: concurrent.futures.Future[None] | None = None
+        self._space: asyncio.Future[None] | None = None  # the producer waits for room
+        self._stopped_flag = False  # the producer's task is over (ran to its end or cancelled)
+        self._greenlet: Any = None  # the producer's greenlet once it runs
+        self._interrupt_pending = False
+        #: monotonic time of the last read's end (or of the open); the reaper's clock
+        self.idle_since = time.monotonic()
+        self._readers = 0  # consumers blocked in pull right now (never idle meanwhile)
         #: the terminal event of a stream the reaper closed
         self._reaped: bytes | None = None
 
-    def prime(self) -> None:
-        """Pull the first event; an exception here fails the open."""
+    # -- the producer (a greenlet on the loop thread) --------------------------------------
+
+    def start(self, events: Callable[[], Iterator[Any]]) -> None:
+        self._future = aio.spawn(lambda: self._produce(events))
+        self._future.add_done_callback(self._stopped)
+        self.ctx.on_cancel(self._on_cancel)
+
+    def _stopped(self, _future: object) -> None:
+        # also when the producer was cancelled before it ever ran
+        with self._cond:
+            self._stopped_flag = True
+            self._cond.notify_all()
+
+    def _produce(self, events: Callable[[], Iterator[Any]]) -> None:
+        cancelled = self.ctx.cancelled
+        self._greenlet = g = aio.current()
+        if cancelled.is_set():
+            return  # cancelled before it ran: nothing was opened
+        if self._interrupt_pending:
+            aio.interrupt(g)
+        # Events are appended without a lock (deque appends are atomic) and consumers are woken
+        # once per suspension of this greenlet (aio.await_only calls on_suspend): one wake-up for
+        # every event parsed from one network read, not one per event.
+        g.on_suspend = self._flush
+        queue = self._events
+        produced = False
         try:
-            self._pending = next(self._events)
-        except StopIteration:
+            for event in events():
+                queue.append(event)
+                produced = True
+                if len(queue) >= _HIGH_WATER and not cancelled.is_set():
+                    self._wait_room()
+        except BaseException as exc:  # noqa: BLE001 - becomes the open failure or an event
+            if not cancelled.is_set():
+                if produced:
+                    queue.append(b'{"type":"error","error":' + project(exc) + b"}")
+                else:
+                    self._open_exc = exc
+        finally:
+            g.on_suspend = None
+            with self._cond:
+                self._ended = True
+                self._opened = True
+                self._cond.notify_all()
+            if self._notifier is not None:
+                self._notifier.mark(self.handle)
+
+    def _flush(self) -> None:
+        """Wake the consumers of what was appended since the last suspension (loop thread)."""
+        if not self._events:
+            return
+        with self._cond:
+            self._opened = True
+            self._cond.notify_all()
+        if self._notifier is not None:
+            self._notifier.mark(self.handle)
+
+    def _wait_room(self) -> None:
+        import asyncio
+
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with self._cond:
+            if len(self._events) < _HIGH_WATER:
+                return
+            self._space = fut
+        aio.wait(fut)  # False: cancelled (the loop then sees it)
+
+    def _took(self) -> None:
+        """After a consumer took events (lock held): let a waiting producer go on."""
+        fut = self._space
+        if fut is not None and len(self._events) <= _LOW_WATER:
+            self._space = None
+            fut.get_loop().call_soon_threadsafe(_resolve_future, fut)
+
+    def _on_cancel(self) -> None:
+        # ends a retry backoff or a wait for room (the op's own cancel hook shuts its socket)
+        if self._greenlet is None:
+            self._interrupt_pending = True
+        aio.interrupt(self._greenlet)
+        with self._cond:
+            self._cond.notify_all()
+        if self._notifier is not None:
+            self._notifier.mark(self.handle)
+
+    # -- consumers (any thread) ---------------------------------------------------------------
+
+    def wait_open(self) -> None:
+        """Block until the first event (or the end); raise the op's failure before it."""
+        with self._cond:
+            while not self._opened and not self.ctx.cancelled.is_set():
+                self._cond.wait()
+            exc, self._open_exc = self._open_exc, None
+        if exc is not None:
+            raise exc
+
+    def _take_locked(self) -> tuple[Any, bool]:
+        """(event, False), (None, True) at the end, or (None, False) when nothing is there yet.
+        Raises ``_OpenFailed`` once for an open that failed."""
+        if self._reaped is not None:
+            event, self._reaped = self._reaped, None
             self._done = True
+            return event, False
+        if self._done:
+            return None, True
+        if self.ctx.cancelled.is_set():
+            self._done = True
+            self._events.clear()
+            return None, True
+        if self._events:
+            event = self._events.popleft()
+            self._took()
+            return event, False
+        if self._open_exc is not None:
+            exc, self._open_exc = self._open_exc, None
+            self._done = True
+            raise _OpenFailed(exc)
+        if self._ended:
+            self._done = True
+            return None, True
+        return None, False
 
     def pull(self) -> Any:
         """The next event as the op produced it (a JSON-ready dict, or bytes), the terminal
-        ``error`` event as bytes, or None at the end (and after a cancel)."""
-        with self._lock:
-            self.idle_since = None
-            try:
-                return self._pull_locked()
-            finally:
+        ``error`` event as bytes, or None at the end (and after a cancel). Blocks until one."""
+        if self._events and not self._done and not self.ctx.cancelled.is_set():
+            try:  # the hot path: no lock (a deque's popleft is atomic)
+                event = self._events.popleft()
+            except IndexError:
+                pass
+            else:
+                if self._space is not None:
+                    with self._cond:
+                        self._took()
                 self.idle_since = time.monotonic()
+                return event
+        with self._cond:
+            self._readers += 1
+            try:
+                while True:
+                    event, ended = self._take_locked()
+                    if event is not None or ended:
+                        break
+                    self._cond.wait()
+            finally:
+                self._readers -= 1
+                self.idle_since = time.monotonic()
+            if event is None and self.ctx.cancelled.is_set():
+                # a cancelled op has finished its cleanup (a recording says "cancelled") by the
+                # time a blocked reader hears the end, as when it ran on the reader's thread
+                while not self._stopped_flag:
+                    self._cond.wait()
+            return event
 
-    def _pull_locked(self) -> Any:
-        if self._reaped is not None:
-            event, self._reaped = self._reaped, None
-            return event
-        if self._pending is not None:
-            event, self._pending = self._pending, None
-            return event
-        if self._done or self.ctx.cancelled.is_set():
-            self._done = True
-            return None
-        try:
-            return next(self._events)
-        except StopIteration:
-            self._done = True
-            return None
-        except KeyboardInterrupt:
-            # Only a Python host sharing the interpreter and handling SIGINT gets here: the
-            # interrupt is the host's (never a 208); the shim reports the call as aborted (13)
-            # and hands the interrupt back (DESIGN.md "Signals").
-            self._done = True
-            raise
-        except BaseException as exc:  # noqa: BLE001 - becomes the terminal error event
-            self._done = True
-            if self.ctx.cancelled.is_set():
-                return None
-            return b'{"type":"error","error":' + project(exc) + b"}"
+    def next(self) -> bytes | None:
+        event = self.pull()
+        return None if event is None else _dump(event)
+
+    def poll(self, max_events: int) -> tuple[bytes | None, bool]:
+        """Never blocks: (a JSON array of up to ``max_events`` events or None, ended)."""
+        out: list[bytes] = []
+        ended = False
+        self.idle_since = time.monotonic()
+        with self._cond:
+            while len(out) < max_events:
+                event, ended = self._take_locked()
+                if event is None:
+                    break
+                out.append(event if type(event) is bytes else _dump(event))
+            if not ended and not self._events and self._ended and self._open_exc is None:
+                self._done = ended = True  # the end is known now: say so with the last batch
+        if not out:
+            return None, ended
+        return b"[" + b",".join(out) + b"]", ended
 
     def reap(self, idle_ms: int) -> bool:
-        """Close the stream if nobody reads it (called by the reaper); True when closed."""
-        if not self._lock.acquire(blocking=False):
-            return False  # a read is running: not idle
-        try:
-            since = self.idle_since
-            if self._done or since is None or (time.monotonic() - since) * 1000 < idle_ms:
+        """Close the stream if nobody read it for ``idle_ms`` (the reaper); True when closed.
+        Its reader then gets one terminal ``error`` event (a timeout naming the setting)."""
+        with self._cond:
+            if self._done or self._readers or self._reaped is not None:
                 return False
-            self._done = True
-            self._pending = None
+            if (time.monotonic() - self.idle_since) * 1000 < idle_ms:
+                return False
             from .errors import TimeoutError as AITimeoutError
 
             err = AITimeoutError(
@@ -283,31 +463,17 @@ class _Stream:
                 timeout_ms=idle_ms,
             )
             self._reaped = b'{"type":"error","error":' + project(err) + b"}"
-            self.ctx.cancel()
-            close = getattr(self._events, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - best effort
-                    pass
-            return True
-        finally:
-            self._lock.release()
-
-    def next(self) -> bytes | None:
-        event = self.pull()
-        return None if event is None else _dump(event)
+            self._events.clear()
+        self.ctx.cancel()  # outside the lock: its callbacks take it
+        return True
 
     def close(self) -> None:
         self.ctx.cancel()
-        close = getattr(self._events, "close", None)
-        if close is not None and self._lock.acquire(blocking=False):
-            try:
-                close()
-            except Exception:  # noqa: BLE001 - best effort
-                pass
-            finally:
-                self._lock.release()
+
+
+def _resolve_future(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 _streams: dict[int, _Stream] = {}
@@ -342,31 +508,29 @@ def _start_reaper() -> None:
             _reaper.start()
 
 
-@on_fork_child
-def _reset_after_fork() -> None:
-    """In a forked child: no stream of the parent (their handles are 203 here), fresh lock, no
-    reaper yet. Handles keep counting up, so no parent handle is ever reused."""
-    global _streams, _streams_lock, _reaper
-    _abandoned.append(_streams)
-    _streams = {}
-    _streams_lock = threading.Lock()
-    _reaper = None
-
-
-def open_stream(op: str | bytes | None, params_json: bytes | str | None) -> int:
-    """Open a stream op and return its handle; raises the op's ``AimuxError`` on failure."""
+def _start(op: str | bytes | None, params_json: bytes | str | None, notify: bool) -> _Stream:
     spec = _resolve(op, "stream")
     params = _validate(spec, params_json)
     ctx = StreamContext()
     with _streams_lock:
         handle = next(_handles)
-    stream = _Stream(handle, iter(spec.handler(params, ctx)), ctx)
-    stream.prime()
-    stream.idle_since = time.monotonic()
-    with _streams_lock:
+        stream = _Stream(handle, ctx, notify)
         _streams[handle] = stream
+    stream.start(lambda: iter(spec.handler(params, ctx)))
     _start_reaper()
-    return handle
+    return stream
+
+
+def open_stream(op: str | bytes | None, params_json: bytes | str | None) -> int:
+    """Open a stream op and return its handle once its first event is in; raises the op's
+    ``AimuxError`` on failure (a failure before the first event fails the open)."""
+    stream = _start(op, params_json, notify=False)
+    try:
+        stream.wait_open()
+    except BaseException:
+        stream_free(stream.handle)
+        raise
+    return stream.handle
 
 
 def stream_json(
@@ -379,6 +543,79 @@ def stream_json(
         raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
+
+
+def stream_start_json(
+    op: str | bytes | None, params_json: bytes | str | None
+) -> tuple[int | None, bytes | None]:
+    """Start a stream op without waiting (``aimux_stream_start``): ``(handle, None)``, or
+    ``(None, envelope)`` for a failure found before any I/O (op, params). A failure of the open
+    itself is reported by the stream's first ``stream_poll_json`` / ``stream_next_json``; the
+    handle is listed by ``ready_handles`` whenever it has something to poll. Never raises."""
+    try:
+        return _start(op, params_json, notify=True).handle, None
+    except BaseException as exc:  # noqa: BLE001
+        return None, project(exc)
+
+
+def stream_poll_json(handle: int, max_events: int) -> tuple[bytes | None, bool, bytes | None]:
+    """Never blocks: ``(JSON array of events or None, ended, None)``, or ``(None, True,
+    envelope)`` for an invalid handle or a failed open. Never raises."""
+    try:
+        batch, ended = _lookup(handle).poll(max(1, max_events))
+        return batch, ended, None
+    except _OpenFailed as exc:
+        return None, True, project(exc.cause)
+    except BaseException as exc:  # noqa: BLE001
+        return None, True, project(exc)
+
+
+def ready_handles(capacity: int) -> list[int]:
+    """Up to ``capacity`` handles of event-driven streams with something to poll."""
+    return aio.notifier().take(capacity)
+
+
+def poll_ready_json(max_events: int) -> bytes | None:
+    """``ready_handles`` and ``stream_poll_json`` of each in one step (``aimux_poll_ready``): a
+    JSON array of ``[handle, ended, events or null, open-failure envelope or null]``, one entry
+    per listed stream that still exists, or None when none is listed. Never raises."""
+    entries: list[bytes] = []
+    for handle in aio.notifier().take(1 << 30):
+        stream = _streams.get(handle)
+        if stream is None:
+            continue  # freed since it was listed
+        try:
+            batch, ended = stream.poll(max(1, max_events))
+            env = None
+        except _OpenFailed as exc:
+            batch, ended, env = None, True, project(exc.cause)
+        except BaseException as exc:  # noqa: BLE001
+            batch, ended, env = None, True, project(exc)
+        entries.append(
+            b"[%d,%d,%s,%s]" % (handle, 1 if ended else 0, batch or b"null", env or b"null")
+        )
+    if not entries:
+        return None
+    return b"[" + b",".join(entries) + b"]"
+
+
+def events_fd() -> int:
+    """The read end of the process's notification pipe (``aimux_events_fd``)."""
+    return aio.notifier().rfd
+
+
+@on_fork_child
+def reset_after_fork() -> None:
+    """In a forked child: no stream of the parent (their handles are 203 here), fresh lock, no
+    reaper yet, and a new stream loop and pipe on first use (``aio.reset_after_fork``). Handles
+    keep counting up, so no parent handle is ever reused."""
+    global _streams, _streams_lock, _reaper
+    _abandoned.append(_streams)
+    _streams = {}
+    _streams_lock = threading.Lock()
+    _reaper = None
+    if "aimux_ops.aio" in sys.modules:  # else there is no loop or pipe to reset
+        aio.reset_after_fork()
 
 
 def _lookup(handle: int) -> _Stream:
@@ -394,9 +631,11 @@ def _lookup(handle: int) -> _Stream:
 
 def stream_next_json(handle: int) -> Reply:
     """The next event: ``(event, None)``; ``(None, None)`` at the end; ``(None, envelope)`` for
-    an invalid handle. Never raises."""
+    an invalid handle (or the failed open of an event-driven stream). Never raises."""
     try:
         return _lookup(handle).next(), None
+    except _OpenFailed as exc:
+        return None, project(exc.cause)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001
@@ -408,6 +647,8 @@ def stream_next_object(handle: int) -> tuple[Any, bytes | None]:
     produced it — a dict not yet serialized, or bytes — so it is not dumped and parsed again."""
     try:
         return _lookup(handle).pull(), None
+    except _OpenFailed as exc:
+        return None, project(exc.cause)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001

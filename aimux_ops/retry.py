@@ -18,10 +18,10 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from . import aio
 from .errors import AbortedError, APICallError, RetryError
 from .errors import TimeoutError as AITimeoutError
 from .errors.aimux import _parse_retry_after_ms
@@ -84,11 +84,9 @@ def retry_with_exponential_backoff(
                     rem = deadline_remaining()
                     if rem is not None:
                         wait_s = min(wait_s, max(rem, 0.0))
-                if cancelled is not None:
-                    if cancelled.wait(wait_s):
-                        raise AbortedError("The call was cancelled.") from error
-                elif wait_s > 0:
-                    time.sleep(wait_s)
+                # on the stream loop the wait suspends this stream only (aio.sleep)
+                if aio.sleep(wait_s, cancelled):
+                    raise AbortedError("The call was cancelled.") from error
                 delay_ms *= backoff_factor
                 continue
             if tries == 1:

@@ -20,23 +20,31 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
 
 httpx releases the interpreter lock while it waits on the socket; nothing here holds a lock across
 a network wait.
+
+Inside a stream (``aio.in_stream()``: the op runs in a greenlet on the core's stream loop) the same
+classes use the loop's ``httpx.AsyncClient`` through ``aio.await_only``: the providers keep their
+synchronous iterators, and no thread waits per stream. The deadline watchdog is then a loop timer.
 """
 
 from __future__ import annotations
 
 import http.cookiejar
+import itertools
 import logging
 import os
 import re
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
+import certifi
 import httpx
 
+from . import aio
 from .errors import AimuxError, APICallError, InvalidArgumentError
 from .errors import TimeoutError as AITimeoutError
 from .guest import Limits, on_fork_child
@@ -241,12 +249,18 @@ class HttpResponse:
         self._deadline = deadline
         self._closed = False
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        self._timer: Any = None  # a threading.Timer, or an asyncio.TimerHandle on the loop
+        #: the body is read on the stream loop (``aio``), through the async client
+        self._async = aio.in_stream()
         rem = deadline.remaining()
         if rem is not None:
-            self._timer = threading.Timer(max(rem, 0.0), self._on_deadline)
-            self._timer.daemon = True
-            self._timer.start()
+            if self._async:
+                loop = aio.loop_state().loop
+                self._timer = loop.call_later(max(rem, 0.0), self._on_deadline)
+            else:
+                self._timer = threading.Timer(max(rem, 0.0), self._on_deadline)
+                self._timer.daemon = True
+                self._timer.start()
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -263,7 +277,8 @@ class HttpResponse:
                 return
             stream = self._raw.extensions.get("network_stream")
             sock = stream.get_extra_info("socket") if stream is not None else None
-            if isinstance(sock, socket.socket):
+            # a socket.socket, or asyncio's TransportSocket on the stream loop
+            if sock is not None and hasattr(sock, "shutdown"):
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
@@ -279,6 +294,8 @@ class HttpResponse:
 
     def read(self) -> bytes:
         try:
+            if self._async:
+                return aio.await_only(self._raw.aread())
             return self._raw.read()
         except httpx.HTTPError as exc:
             self._raise(exc)
@@ -287,7 +304,16 @@ class HttpResponse:
 
     def iter_bytes(self) -> Iterator[bytes]:
         try:
-            yield from self._raw.iter_raw()
+            if self._async:
+                chunks = self._raw.aiter_raw()
+                step = chunks.__anext__
+                while True:
+                    try:
+                        yield aio.await_only(step())
+                    except StopAsyncIteration:
+                        return
+            else:
+                yield from self._raw.iter_raw()
         except httpx.HTTPError as exc:
             self._raise(exc)
 
@@ -301,7 +327,11 @@ class HttpResponse:
         if timer is not None:
             timer.cancel()
         try:
-            self._raw.close()
+            if self._async:
+                if aio.in_stream():
+                    aio.await_only(self._raw.aclose())
+            else:
+                self._raw.close()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
 
@@ -336,6 +366,10 @@ def _same_origin_target(raw: httpx.Response) -> httpx.URL | None:
     except (httpx.InvalidURL, ValueError):
         return None
     return target if _origin(target) == _origin(raw.request.url) else None
+
+
+#: async clients of the stream loop (see ``HttpTransport.async_client``)
+_SHARDS = 16
 
 
 def _pool_limit_error(lim: Limits) -> APICallError:
@@ -374,6 +408,31 @@ class HttpTransport:
             cookies=_NoCookies(),
         )
 
+    def async_client(self) -> httpx.AsyncClient:
+        """A client of the stream loop (made on the loop thread, bound to that loop). The pools
+        have no connection limit: a stream never waits for another one's connection. They are
+        ``_SHARDS`` clients taken in turn: httpcore scans every connection of a pool for each
+        request, so one pool holding n open streams costs O(n) per request and O(n²) to open n.
+        Each shard is made on first use, all sharing one TLS context (making a context loads the
+        CA bundle: tens of ms, inside the first call's deadline)."""
+        state = aio.loop_state()
+        if state.client is None:
+            state.client = (itertools.count(), [None] * _SHARDS, [])
+        turn, clients, tls = state.client
+        i = next(turn) % _SHARDS
+        client: httpx.AsyncClient | None = clients[i]
+        if client is None:
+            if not tls:
+                tls.append(ssl.create_default_context(cafile=certifi.where()))
+            client = clients[i] = httpx.AsyncClient(
+                timeout=httpx.Timeout(None, connect=60.0),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
+                follow_redirects=False,
+                cookies=_NoCookies(),
+                verify=tls[0],
+            )
+        return client
+
     def client_for(self, url: str) -> httpx.Client:
         """The pooled client of ``url``'s host (created on first use)."""
         if self._fixed is not None:
@@ -394,6 +453,8 @@ class HttpTransport:
         rem = deadline.remaining()
         if rem is not None and rem <= 0:
             raise deadline.error()
+        if aio.in_stream():
+            return self._send_async(request, deadline, rem)
         pool_s = self.limits.pool_timeout_ms / 1000.0
         try:
             client = self.client_for(request.url)
@@ -440,6 +501,42 @@ class HttpTransport:
                 # the call's own deadline ended the wait for a free connection
                 raise deadline.error() from _pool_limit_error(self.limits)
             raise _pool_limit_error(self.limits) from exc
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
+            raise map_transport_error(exc, deadline) from exc
+        return HttpResponse(raw, deadline)
+
+    def _send_async(
+        self, request: HTTPRequest, deadline: Deadline, rem: float | None
+    ) -> HttpResponse:
+        client = self.async_client()
+        try:
+            req = client.build_request(
+                request.method,
+                request.url,
+                content=request.body,
+                headers=request.headers,
+                timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+            raw = aio.await_only(client.send(req, stream=True))
+            hops = 0
+            while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
+                # the same-origin 307/308 rule of ``send``, on the stream loop
+                target = _same_origin_target(raw)
+                if target is None:
+                    break
+                aio.await_only(raw.aclose())
+                hops += 1
+                rem = deadline.remaining()
+                if rem is not None and rem <= 0:
+                    raise deadline.error()
+                req = client.build_request(
+                    request.method,
+                    target,
+                    content=request.body,
+                    headers=request.headers,
+                    timeout=httpx.Timeout(rem) if rem is not None else httpx.USE_CLIENT_DEFAULT,
+                )
+                raw = aio.await_only(client.send(req, stream=True))
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             raise map_transport_error(exc, deadline) from exc
         return HttpResponse(raw, deadline)

@@ -9,6 +9,11 @@ Sections (issue 8):
   3. generate_text latency per call vs the transport floor (bare httpx POST + orjson parse)
   4. stream_text events/s on a 5,000-chunk stream vs the parse floor (httpx lines + orjson)
   5. 1-16 C threads calling generate_text on a server answering after 20 ms (bench/threads.c)
+  6. concurrent streams held per process (issue 12): 1,000 slow streams in one Node process
+     (aimux binding / the AI SDK) and one C thread (bench/held_streams.c): threads, RSS per
+     stream, and aggregate events/s at 1,000 streams on a fast server
+``--only concurrency`` (comma-separated: projection, latency, stream, threads, concurrency) runs
+those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
 The server is bench/server.py in its own process (prebuilt responses, TCP_NODELAY); a bare-socket
 client measures what the server and the loopback cost alone, to show it is not the bottleneck.
 """
@@ -461,6 +466,89 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
     return res
 
 
+@contextlib.contextmanager
+def trickle_server(events: int, interval_ms: float) -> Iterator[str]:
+    """tests/trickle_server.py (one asyncio thread, 127.0.0.1): its base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "trickle_server.py"), "--events", str(events),
+         "--interval-ms", str(interval_ms)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()
+        if not line.startswith("port "):
+            raise RuntimeError(f"trickle server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.kill()
+        proc.wait()
+
+
+def held_streams(who: str, base: str, streams: int, events: int) -> dict[str, Any]:
+    """One run of bench/peers/held_streams.mjs (aimux | aisdk) or bench/build/held_streams (c)."""
+    if who == "c":
+        params = orjson.dumps({
+            "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": base,
+                      "apiKey": KEY}, "prompt": "hi", "maxRetries": 0, "timeoutMs": 600_000,
+        }).decode()
+        cmd = [str(BUILD / "held_streams"), params, str(streams), str(events)]
+    else:
+        cmd = ["node", str(HERE / "peers" / "held_streams.mjs"), who, base, str(streams),
+               str(events)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{who} held streams failed: {proc.stderr[-2000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+CONCURRENT = 1000
+SLOW = (20, 250.0)  # events per stream, ms apart: every stream open for ~5 s
+FAST = (200, 0.0)  # events per stream, all at once: the aggregate rate
+
+
+def bench_concurrency(node_ok: bool) -> dict[str, Any]:
+    who = ["aimux", "c"] + (["aisdk"] if node_ok else [])
+    res: dict[str, Any] = {"streams": CONCURRENT, "slow": {}, "fast": {}}
+    for kind, (events, interval) in (("slow", SLOW), ("fast", FAST)):
+        with trickle_server(events, interval) as base:
+            for w in who:
+                res[kind][w] = held_streams(w, base, CONCURRENT, events)
+                r = res[kind][w]
+                log(f"  {kind} {w}: all open {r['openSeconds']:.2f} s, done {r['seconds']:.2f} s, "
+                    f"{r['eventsPerSecond']:,.0f} ev/s, threads {r['threadsBaseline']}→"
+                    f"{r['threadsMax']}, {r['rssPerStreamKiB']:.1f} KiB/stream")
+    return res
+
+
+def render_concurrency(c: dict[str, Any]) -> list[str]:
+    names = {"aimux": "aimux Node binding", "aisdk": "Vercel AI SDK (node)",
+             "c": "aimux C ABI (one C thread)"}
+    L = [f"## 6. Concurrent streams held per process ({c['streams']:,} streams)", ""]
+    L.append(f"Every peer opens {c['streams']:,} `stream_text` streams at once in one process and "
+             "drains them concurrently (`bench/peers/held_streams.mjs`, `bench/held_streams.c`; "
+             "default `UV_THREADPOOL_SIZE`). *Slow*: `tests/trickle_server.py` sends "
+             f"{SLOW[0]} deltas {SLOW[1]:.0f} ms apart (each stream open ≈ "
+             f"{SLOW[0] * SLOW[1] / 1000:.0f} s); threads and RSS are sampled while all are open "
+             f"(RSS per stream = peak − baseline after one warm-up stream, / streams). *Fast*: "
+             f"{FAST[0]} deltas per stream sent at once: the aggregate rate at "
+             f"{c['streams']:,} streams.")
+    L.append("")
+    L.append("| peer | all open after s | threads baseline → max | RSS per stream KiB | "
+             "slow: done after s | fast: text-delta events/s |")
+    L.append("|---|---:|---:|---:|---:|---:|")
+    for w, slow in c["slow"].items():
+        fast = c["fast"].get(w, {})
+        L.append(f"| {names[w]} | {slow['openSeconds']:.2f} | {slow['threadsBaseline']} → "
+                 f"{slow['threadsMax']} | {slow['rssPerStreamKiB']:.1f} | {slow['seconds']:.2f} | "
+                 f"{fast.get('eventsPerSecond', float('nan')):,.0f} |")
+    L.append("")
+    return L
+
+
 def raw_stream_rate(port: int, rounds: int) -> float:
     """Events/s of reading the whole stream off a bare socket (server + loopback alone)."""
     body = orjson.dumps({"model": "gpt-4o-mini", "stream": True,
@@ -581,11 +669,14 @@ def profile(fn: Callable[[], Any], n: int, label: str, top: int = 14) -> str:
 
 
 def versions() -> dict[str, str]:
-    import openai
-
     out = {"python": platform.python_version(), "httpx": httpx.__version__,
-           "orjson": orjson.__version__, "openai-python": openai.__version__,
-           "aimux-ops": aimux_ops.__version__}
+           "orjson": orjson.__version__, "aimux-ops": aimux_ops.__version__}
+    try:  # a peer of sections 3-4 (bench/requirements.txt); --only concurrency runs without it
+        import openai
+
+        out["openai-python"] = openai.__version__
+    except ImportError:
+        pass
     try:
         out["node"] = subprocess.run(["node", "--version"], capture_output=True, text=True,
                                      timeout=30).stdout.strip()
@@ -685,7 +776,7 @@ def write_png(path: Path, data: dict[str, Any]) -> None:
 
 #: The sections ``--only`` selects from (native = bench/native-results.md, included as written).
 SECTIONS = ("native", "coldstart", "projection", "latency", "stream", "parsers", "threads",
-            "profiles")
+            "profiles", "concurrency")
 
 
 def main() -> int:
@@ -697,12 +788,19 @@ def main() -> int:
     ap.add_argument("--png", default=str(HERE / "results.png"))
     ap.add_argument("--json", default=str(HERE / "results.json"))
     ap.add_argument("--only", default="",
-                    help="comma-separated sections to run (default all): " + ",".join(SECTIONS))
+                    help="comma-separated sections to run (default all): " + ",".join(SECTIONS)
+                    + "; a subset writes bench/build/only.{md,json} unless --out / --json say")
     args = ap.parse_args()
     only = {x.strip() for x in args.only.split(",") if x.strip()} or set(SECTIONS)
     unknown = only - set(SECTIONS)
     if unknown:
         ap.error(f"unknown sections {sorted(unknown)}; known: {', '.join(SECTIONS)}")
+    if args.only:  # a subset never overwrites the full run's results
+        BUILD.mkdir(parents=True, exist_ok=True)
+        if args.out == str(HERE / "results.md"):
+            args.out = str(BUILD / "only.md")
+        if args.json == str(HERE / "results.json"):
+            args.json = str(BUILD / "only.json")
     rounds, calls = (2, 50) if args.quick else (args.rounds, args.calls)
     global PROFILE_DIR
     PROFILE_DIR = Path(args.out).resolve().parent
@@ -757,6 +855,9 @@ def main() -> int:
                                               "generate_text")
             data["profileStream"] = profile(peers.stream_aimux_python, 1 if args.quick else 3,
                                             "stream_text")
+    if "concurrency" in only:
+        log("(6) concurrent streams")
+        data["concurrency"] = bench_concurrency(node_ok)
     wall = time.monotonic() - wall0
     busy, own = cpu_busy() - busy0, own_cpu() - own0
     data["cpu"] = {"wall": wall, "busyCores": busy / wall, "ownCores": own / wall,
@@ -1046,7 +1147,10 @@ def render_threads(th: dict[str, Any], L: list[str], aims: list[tuple[str, str, 
         aims.append(("4. 16 threads ≥ 12× one thread", f"{x16:.2f}×", x16 >= 12))
 
 
+
 def render_tail(d: dict[str, Any], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
+    if "concurrency" in d:
+        L += render_concurrency(d["concurrency"])
     L.append("Rows: *ctypes* is the C ABI called from this Python process through ctypes (what a "
              "Python user of the shared library pays, ctypes' own per-call cost included); "
              "*C caller* is `bench/threads.c` calling the same library from C in its own process "

@@ -31,6 +31,9 @@
  *            so concurrent calls overlap. The aimux_error_* accessors are plain
  *            C: they never take the interpreter lock. An aimux_error_t itself is
  *            not synchronised: do not free it while another thread reads it.
+ *            The library starts one thread of its own, on the first stream:
+ *            the loop every stream runs on (see "Event-driven streams"). It
+ *            never calls into the host from any thread.
  *
  * Loading    The library may be loaded with RTLD_LOCAL (the dlopen default,
  *            ctypes, koffi, Go and Java loaders). It needs the shared CPython
@@ -60,6 +63,7 @@
 #ifndef AIMUX_H
 #define AIMUX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "aimux_codes.h" /* AIMUX_CODE_<CONSTANT>, aimux_code_kind(): generated */
@@ -249,6 +253,131 @@ int aimux_error_retryable(const aimux_error_t *err);
  * Plain C.
  */
 int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
+
+/* ---------------------------------------------------------------------------
+ * Event-driven streams (extension; same conventions). Wait for many streams
+ * from one thread, with the host's own event loop, instead of one thread
+ * blocked in aimux_stream_next() per stream.
+ *
+ * Model. Every stream (whichever way it was opened) runs on one event loop
+ * thread inside the library: the core holds no thread per open stream. A
+ * stream opened with aimux_stream_start() is "event-driven": whenever it has
+ * something new for its consumer (events, its end, or the failure of its
+ * open) its handle is put on the process's ready list, and when that list goes
+ * from empty to non-empty one byte is written to the pipe whose read end is
+ * aimux_events_fd(). A host:
+ *
+ *   1. watches aimux_events_fd() for readability (poll/epoll/kqueue, libuv,
+ *      a Node net.Socket), and on wake-up reads and discards the bytes there
+ *      (the fd is non-blocking: read until EAGAIN);
+ *   2. calls aimux_ready() until it returns fewer handles than it has room
+ *      for (each call removes the handles it returns from the list);
+ *      aimux_poll_ready() does 2 and 3 in one call, as one JSON text;
+ *   3. for each handle, calls aimux_stream_poll() until it returns no batch or
+ *      `*out_ended` is 1. A handle is listed again only after something new
+ *      arrives once it was returned by aimux_ready() (edge-triggered, like
+ *      EPOLLET): a host that stops draining a stream early must poll it again
+ *      itself.
+ *
+ * Nothing is lost if the host is slow: events wait in the stream's queue (a
+ * producer with 1024 events not taken pauses until they drop to 256), and a
+ * byte stays in the pipe until read. Spurious wake-ups and empty polls are
+ * harmless. aimux_stream_next() also works on an event-driven stream (it
+ * blocks), and aimux_stream_poll() on one from aimux_stream() (it never does).
+ *
+ * Threads. No callback is ever made into the host: the library only writes
+ * to the pipe. Every function here may be called from any thread and never
+ * waits on the network (aimux_stream_start() may briefly wait for the
+ * interpreter lock, like every function). Poll one handle from one thread at
+ * a time if the order of its batches matters to you.
+ *
+ * After fork(). The child gets a new pipe (a new fd number) and a new loop on
+ * its first use; streams of the parent are stale (203) in the child.
+ * ------------------------------------------------------------------------- */
+
+/** `*out_ended` of aimux_stream_poll(): more may come / the stream is over. */
+#define AIMUX_STREAM_OPEN  0
+#define AIMUX_STREAM_ENDED 1
+
+/**
+ * Returns the read end of the process's notification pipe (see above).
+ *
+ * `out_fd` receives the fd; set to -1 on entry. NULL → 204 error.
+ * The fd is owned by the library and stays open for the life of the process
+ * (of the child, after a fork: a new one): never close it, never write to it.
+ * It is non-blocking and close-on-exec. Readable means "call aimux_ready()".
+ */
+aimux_error_t *aimux_events_fd(int *out_fd);
+
+/**
+ * Starts a streaming op without waiting for anything: returns as soon as the
+ * params are validated and the op is queued on the library's loop.
+ *
+ * `op`, `params_json`, `out_stream` as for aimux_stream(): the handle is the
+ * caller's, released with aimux_stream_free().
+ *
+ * Returns NULL on success, or an error owned by the caller for what can be
+ * known before any I/O (300, 301, 302, 201, 202, 204, 207). A failure of the
+ * open itself (connection, HTTP status, retries — what aimux_stream() would
+ * have returned) is returned, once, by the stream's first aimux_stream_poll()
+ * or aimux_stream_next(), which then report the end. Never blocks on the
+ * network. Thread-safe.
+ */
+aimux_error_t *aimux_stream_start(const char *op, const char *params_json, uint64_t *out_stream);
+
+/**
+ * Takes up to `capacity` handles off the ready list (oldest first) into
+ * `out_streams` (caller-owned, room for `capacity` handles) and writes their
+ * number to `*out_count` (set to 0 on entry). NULL `out_streams` with a
+ * non-zero capacity, or NULL `out_count` → 204 error. A listed handle may
+ * have been freed since (its poll then answers 203: ignore it). Never blocks.
+ * Thread-safe.
+ */
+aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity, size_t *out_count);
+
+/**
+ * Takes the events a stream has ready, without blocking.
+ *
+ * `stream`          a handle from aimux_stream_start() or aimux_stream().
+ * `max_events`      at most this many events in the batch (0 counts as 1).
+ * `out_events_json` receives a JSON array of 1..max_events events, in order
+ *                   (each the same JSON aimux_stream_next() returns), owned by
+ *                   the caller (aimux_string_free()); set to NULL on entry and
+ *                   left NULL when nothing is ready. NULL pointer → 204.
+ * `out_ended`       set to AIMUX_STREAM_OPEN on entry; AIMUX_STREAM_ENDED when
+ *                   the stream is over: no event follows the batch returned
+ *                   with it (or there is none). After a cancel the stream is
+ *                   over at once. NULL → 204.
+ *
+ * Returns NULL on success, or an error owned by the caller: 203 for a stale,
+ * freed or unknown handle, or the open failure of an event-driven stream
+ * (reported once). Either way the stream is over (the out-params keep their
+ * entry values, as on every error). Failures
+ * after the first event arrive as `error` events, as with
+ * aimux_stream_next(). Never blocks. Thread-safe.
+ */
+aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events, char **out_events_json,
+                                 int32_t *out_ended);
+
+/**
+ * aimux_ready() and aimux_stream_poll() of every listed stream in one call:
+ * the crossing a host's event loop makes per wake-up (CONTRACT-free
+ * convenience for bindings that pay per call, such as Node).
+ *
+ * `max_events` at most this many events per stream (0 counts as 1).
+ * `out_json`   receives, owned by the caller (aimux_string_free()), a JSON
+ *              array with one entry per listed stream that still exists:
+ *              [stream, ended, events, error] where `stream` is the handle (a
+ *              JSON integer), `ended` 0 or 1 (as `*out_ended` of
+ *              aimux_stream_poll()), `events` a JSON array of events or null,
+ *              `error` null or the envelope of the stream's open failure (the
+ *              stream is then over). Every listed handle leaves the list.
+ *              Stays NULL when no stream is listed. Set to NULL on entry;
+ *              NULL pointer → 204.
+ *
+ * Never blocks. Thread-safe.
+ */
+aimux_error_t *aimux_poll_ready(size_t max_events, char **out_json);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@ from helpers import assert_valid_envelope
 from pydantic import BaseModel, ConfigDict
 
 import aimux_ops
+from aimux_ops import aio
 from aimux_ops import errors as E
 from aimux_ops.dispatch import call_json, stream_cancel, stream_free, stream_json, stream_next_json
 from aimux_ops.ops import registry
@@ -45,10 +46,9 @@ def tick_op() -> Iterator[threading.Event]:
                 except ConnectionResetError as exc:
                     raise E.APICallError("stream cut", status_code=200, is_retryable=False) from exc
             if params.block and i == 1:
-                gate = threading.Event()
-                ctx.on_cancel(gate.set)
-                gate.wait(10)
-                woke.set()
+                # a stream op waits through aio (it runs on the stream loop): a cancel ends it
+                if aio.sleep(10, ctx.cancelled):
+                    woke.set()
                 return
             yield {"type": "text-delta", "text": str(i)}
         yield {"type": "finish", "finishReason": "stop"}

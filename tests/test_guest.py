@@ -97,13 +97,19 @@ def test_a_full_pool_is_a_clear_error_and_a_deadline_wait_is_a_timeout_caused_by
 ) -> None:
     out = _host(
         """
-        handles = [dispatch.stream_json(b"stream_text",
-                   params("mode=stall;stall_ms=30000;after=1;text=abcd;parts=2", 60000))[0]
-                   for _ in range(2)]
+        # two calls held by a stalling server fill the host's pool of 2 (streams do not: they
+        # run on the stream loop's own pool, so they never starve calls)
+        import threading
+        holders = [threading.Thread(target=dispatch.call_json, args=(b"generate_text",
+                   params("mode=stall;stall_ms=5000", 60000))) for _ in range(2)]
+        for t in holders:
+            t.start()
+        import time
+        time.sleep(0.5)
         _, full = dispatch.call_json(b"generate_text", params("mode=ok;text=x"))
         _, short = dispatch.call_json(b"generate_text", params("mode=ok;text=x", 100))
-        for h in handles:
-            dispatch.stream_free(h)
+        for t in holders:
+            t.join(30)
         res, _ = dispatch.call_json(b"generate_text", params("mode=ok;text=after"))
         print(orjson.dumps({"full": orjson.loads(full), "short": orjson.loads(short),
                             "after": orjson.loads(res)}).decode())

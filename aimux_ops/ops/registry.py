@@ -4,7 +4,8 @@ A ``call`` op's handler takes the validated params and returns the result (a pyd
 JSON-ready dict). A ``stream`` op's handler takes the params and a ``StreamContext`` and returns
 an iterator of events (JSON-ready dicts, or the bytes of one serialized event); an exception
 raised before the first event fails the open, one raised later becomes the terminal ``error``
-event.
+event. A stream handler runs on the core's stream loop (``aio``, shared by every stream): it must
+never block its thread; it waits through ``aio`` (the transport's reads, ``aio.sleep``).
 
 Op modules are imported when first needed (``declare_lazy``): ``get_op`` imports the module that
 registers a declared name on its first lookup, ``all_ops`` imports every declared module, so a

@@ -29,3 +29,30 @@ static int _aimux_py_decode(const char *text, aimux_error_t **out, aimux_error_t
     (void)text, (void)out, (void)err;
     return -1;
 }
+static int _aimux_py_stream_start(const char *op, const char *params, uint64_t *out,
+                                  aimux_error_t **err)
+{
+    (void)op, (void)params, (void)out, (void)err;
+    return -1;
+}
+static int _aimux_py_stream_poll(uint64_t h, size_t max, char **out, int32_t *ended,
+                                 aimux_error_t **err)
+{
+    (void)h, (void)max, (void)out, (void)ended, (void)err;
+    return -1;
+}
+static int _aimux_py_ready(uint64_t *out, size_t capacity, size_t *count)
+{
+    (void)out, (void)capacity, (void)count;
+    return -1;
+}
+static int _aimux_py_poll_ready(size_t max, char **out, aimux_error_t **err)
+{
+    (void)max, (void)out, (void)err;
+    return -1;
+}
+static int _aimux_py_events_fd(int *out, aimux_error_t **err)
+{
+    (void)out, (void)err;
+    return -1;
+}

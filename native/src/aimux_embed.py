@@ -31,6 +31,11 @@ try:
     _stream_next_json = _dispatch.stream_next_json
     _stream_cancel = _dispatch.stream_cancel
     _stream_free = _dispatch.stream_free
+    _stream_start = _dispatch.stream_start_json
+    _stream_poll = _dispatch.stream_poll_json
+    _ready = _dispatch.ready_handles
+    _poll_ready = _dispatch.poll_ready_json
+    _events_fd = _dispatch.events_fd
 except BaseException as _e:  # recorded, reported by every call as a 207
     _init_error = (
         "cannot load the aimux_ops core from %s: %s: %s"
@@ -155,6 +160,26 @@ if _init_error is not None:
     def _aimux_py_decode(text, out_decoded, out_err):
         return _fail(out_err)
 
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream_start(op, params, out_stream, out_err):
+        return _fail(out_err)
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream_poll(handle, max_events, out_batch, out_ended, out_err):
+        return _fail(out_err)
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_ready(out_streams, capacity, out_count):
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_poll_ready(max_events, out_json, out_err):
+        return _fail(out_err)
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_events_fd(out_fd, out_err):
+        return _fail(out_err)
+
 else:
     # The hot paths bind everything they use as default arguments (no global / attribute
     # lookups per call); a NULL `const char *` is falsy and becomes None (the core answers 204).
@@ -216,6 +241,82 @@ else:
             raise
         except BaseException as e:
             out_err[0] = _internal("stream_next_json", e)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream_start(op, params, out_stream, out_err, _s=ffi.string, _go=_stream_start):
+        try:
+            handle, env = _go(_s(op) if op else None, _s(params) if params else None)
+            if env is None:
+                out_stream[0] = handle
+            else:
+                out_err[0] = _chain(env)
+        except MemoryError:
+            raise
+        except BaseException as e:
+            out_err[0] = _internal("stream_start_json", e)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream_poll(
+        handle,
+        max_events,
+        out_batch,
+        out_ended,
+        out_err,
+        _poll=_stream_poll,
+        _dup=lib._aimux_strndup,
+    ):
+        try:
+            batch, ended, env = _poll(handle, max_events)
+            out_ended[0] = 1 if ended else 0
+            if env is not None:
+                out_err[0] = _chain(env)
+            elif batch is not None:
+                r = _dup(batch, len(batch))
+                if not r:
+                    raise MemoryError("cannot allocate the batch")
+                out_batch[0] = r
+        except MemoryError:
+            raise
+        except BaseException as e:
+            out_err[0] = _internal("stream_poll_json", e)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_ready(out_streams, capacity, out_count, _take=_ready):
+        try:
+            handles = _take(capacity)
+        except BaseException:
+            handles = []
+        for i, h in enumerate(handles):
+            out_streams[i] = h
+        out_count[0] = len(handles)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_poll_ready(
+        max_events, out_json, out_err, _take=_poll_ready, _dup=lib._aimux_strndup
+    ):
+        try:
+            text = _take(max_events)
+            if text is not None:
+                r = _dup(text, len(text))
+                if not r:
+                    raise MemoryError("cannot allocate the batch")
+                out_json[0] = r
+        except MemoryError:
+            raise
+        except BaseException as e:
+            out_err[0] = _internal("poll_ready_json", e)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_events_fd(out_fd, out_err):
+        try:
+            out_fd[0] = _events_fd()
+        except BaseException as e:
+            out_err[0] = _internal("events_fd", e)
         return 0
 
     @ffi.def_extern(error=-1)

@@ -25,6 +25,11 @@ static int _aimux_py_stream(const char *, const char *, uint64_t *, aimux_error_
 static int _aimux_py_stream_next(uint64_t, char **, aimux_error_t **);
 static int _aimux_py_stream_ctl(uint64_t, int);
 static int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);
+static int _aimux_py_stream_start(const char *, const char *, uint64_t *, aimux_error_t **);
+static int _aimux_py_stream_poll(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
+static int _aimux_py_ready(uint64_t *, size_t, size_t *);
+static int _aimux_py_poll_ready(size_t, char **, aimux_error_t **);
+static int _aimux_py_events_fd(int *, aimux_error_t **);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
    retryable / retry_after_ms are decided once, by the Python side (aimux_embed.py `_packed`) or
@@ -800,6 +805,95 @@ CFFI_DLLEXPORT void aimux_stream_free(uint64_t stream)
         return;
     }
     (void)_aimux_py_stream_ctl(stream, 1);
+}
+
+/* --- event-driven streams ------------------------------------------------------------------ */
+CFFI_DLLEXPORT aimux_error_t *aimux_events_fd(int *out_fd)
+{
+    aimux_error_t *err;
+    int fd = -1, rc;
+    if (out_fd == NULL) return _aimux_null_arg("out_fd");
+    *out_fd = -1;
+    if ((err = _aimux_runtime()) != NULL) return err;
+    rc = _aimux_py_events_fd(&fd, &err);
+    if ((err = _aimux_after(rc, err)) != NULL) return err;
+    if (fd < 0)
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL, "the core returned no events fd", NULL);
+    *out_fd = fd;
+    return NULL;
+}
+
+CFFI_DLLEXPORT aimux_error_t *aimux_stream_start(const char *op, const char *params_json,
+                                                 uint64_t *out_stream)
+{
+    aimux_error_t *err;
+    uint64_t h = 0;
+    int rc;
+    if (out_stream == NULL) return _aimux_null_arg("out_stream");
+    *out_stream = 0;
+    if ((err = _aimux_runtime()) != NULL) return err;
+    rc = _aimux_py_stream_start(op, params_json, &h, &err);
+    if ((err = _aimux_after(rc, err)) != NULL) return err;
+    if (h == 0)
+        return _aimux_err_early(_AIMUX_EARLY_INTERNAL,
+                                "the core returned neither a handle nor an error", NULL);
+    *out_stream = h;
+    return NULL;
+}
+
+CFFI_DLLEXPORT aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity, size_t *out_count)
+{
+    aimux_error_t *err;
+    size_t n = 0;
+    int rc;
+    if (out_count == NULL) return _aimux_null_arg("out_count");
+    *out_count = 0;
+    if (out_streams == NULL && capacity > 0) return _aimux_null_arg("out_streams");
+    if (capacity == 0) return NULL;
+    if ((err = _aimux_runtime()) != NULL) return err;
+    rc = _aimux_py_ready(out_streams, capacity, &n);
+    if ((err = _aimux_after(rc, NULL)) != NULL) return err;
+    *out_count = n > capacity ? capacity : n;
+    return NULL;
+}
+
+CFFI_DLLEXPORT aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events,
+                                                char **out_events_json, int32_t *out_ended)
+{
+    aimux_error_t *err;
+    char *batch = NULL;
+    int32_t ended = AIMUX_STREAM_OPEN;
+    int rc;
+    if (out_events_json == NULL) return _aimux_null_arg("out_events_json");
+    *out_events_json = NULL;
+    if (out_ended == NULL) return _aimux_null_arg("out_ended");
+    *out_ended = AIMUX_STREAM_OPEN;
+    if ((err = _aimux_runtime()) != NULL) return err;
+    rc = _aimux_py_stream_poll(stream, max_events, &batch, &ended, &err);
+    if ((err = _aimux_after(rc, err)) != NULL) {
+        free(batch);
+        return err; /* the stream is over either way (see aimux.h) */
+    }
+    *out_events_json = batch;
+    *out_ended = ended ? AIMUX_STREAM_ENDED : AIMUX_STREAM_OPEN;
+    return NULL;
+}
+
+CFFI_DLLEXPORT aimux_error_t *aimux_poll_ready(size_t max_events, char **out_json)
+{
+    aimux_error_t *err;
+    char *json = NULL;
+    int rc;
+    if (out_json == NULL) return _aimux_null_arg("out_json");
+    *out_json = NULL;
+    if ((err = _aimux_runtime()) != NULL) return err;
+    rc = _aimux_py_poll_ready(max_events, &json, &err);
+    if ((err = _aimux_after(rc, err)) != NULL) {
+        free(json);
+        return err;
+    }
+    *out_json = json;
+    return NULL;
 }
 
 CFFI_DLLEXPORT int32_t aimux_error_code(const aimux_error_t *err) { return err ? err->code : 0; }

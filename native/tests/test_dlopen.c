@@ -65,6 +65,28 @@ int main(int argc, char **argv)
             sfree(j);
             efree(e);
         }
+        { /* the event-driven functions answer the same 207 */
+            aimux_error_t *(*efd)(int *) = (aimux_error_t * (*)(int *)) dlsym(h, "aimux_events_fd");
+            aimux_error_t *(*start)(const char *, const char *, uint64_t *) =
+                (aimux_error_t * (*)(const char *, const char *, uint64_t *))
+                    dlsym(h, "aimux_stream_start");
+            aimux_error_t *(*pr)(size_t, char **) =
+                (aimux_error_t * (*)(size_t, char **)) dlsym(h, "aimux_poll_ready");
+            int fd = 5;
+            uint64_t sh = 5;
+            char *js = (char *)"x";
+            CHECK(efd && start && pr, "dlsym (event-driven streams)");
+            if (efd && start && pr) {
+                aimux_error_t *e1 = efd(&fd), *e2 = start("stream_text", "{}", &sh),
+                              *e3 = pr(8, &js);
+                CHECK(e1 && code(e1) == 207 && fd == -1, "events_fd: 207 from a broken runtime");
+                CHECK(e2 && code(e2) == 207 && sh == 0, "stream_start: 207 from a broken runtime");
+                CHECK(e3 && code(e3) == 207 && js == NULL, "poll_ready: 207 from a broken runtime");
+                efree(e1);
+                efree(e2);
+                efree(e3);
+            }
+        }
         printf("%d passed, %d failed\n", pass, fail);
         return fail ? 1 : 0;
     }

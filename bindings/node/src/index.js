@@ -1,7 +1,7 @@
 // aimux-ops for Node: `call` / `stream` over libaimux, errors as native Error
 // chains (see README.md).
 import {
-  nativeCall, nativeStream, nativeStreamNext, nativeStreamCancel, nativeStreamFree, nativeAbiVersion,
+  nativeCall, nativeStreamStart, nativeStreamTake, nativeStreamCancel, nativeStreamFree, nativeAbiVersion,
   libraryPath, ownedPointers,
 } from './native.js';
 import { decodeEnvelope } from './decode.js';
@@ -80,18 +80,6 @@ function abortReason(signal) {
   return new DOMException('This operation was aborted', 'AbortError');
 }
 
-/** Rejects with the signal's reason as soon as it aborts (never, without a signal). */
-function whenAborted(signal) {
-  if (!signal) return { promise: new Promise(() => {}), dispose() {} };
-  let onAbort;
-  const promise = new Promise((_, reject) => {
-    onAbort = () => reject(abortReason(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  promise.catch(() => {});
-  return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
-}
-
 // A stream whose iterator is dropped without being finished or returned is freed
 // when the iterator is garbage collected.
 const abandoned = new FinalizationRegistry((state) => {
@@ -106,11 +94,12 @@ const abandoned = new FinalizationRegistry((state) => {
 });
 
 /**
- * Streams the events of a stream op. Each `next` waits on libaimux's worker pool.
+ * Streams the events of a stream op. No thread waits for it: libaimux's stream
+ * loop signals this event loop (aimux_events_fd) and events arrive in batches.
  * An `error` event arrives as `{type: "error", error: AimuxError}` (decoded), as
  * does the `error` of an invalid `tool-call`.
- * Aborting `signal` cancels the stream (aimux_stream_cancel from the main thread
- * wakes the waiting worker) and the iteration throws the signal's reason.
+ * Aborting `signal` cancels the stream (aimux_stream_cancel) and the iteration
+ * throws the signal's reason.
  * Leaving the loop early (break / return / throw) cancels and frees the stream.
  */
 export function stream(op, params = {}, options = {}) {
@@ -133,23 +122,11 @@ function freeStream(state) {
 
 async function* streamEvents(op, json, signal, state) {
   if (signal?.aborted) throw abortReason(signal);
-  // aimux_stream waits for the first event: an abort meanwhile rejects at once,
-  // and the stream is released whenever the library returns it.
-  const started = nativeStream(op, json).then(({ error, handle }) => {
-    if (error !== null) throw decodeEnvelope(error);
-    state.handle = handle;
-    return handle;
-  });
-  const aborted = whenAborted(signal);
-  try {
-    await Promise.race([started, aborted.promise]);
-  } catch (e) {
-    if (signal?.aborted) started.then(() => freeStream(state), () => {});
-    throw e;
-  } finally {
-    aborted.dispose();
-  }
-  const handle = state.handle;
+  // aimux_stream_start returns at once; the open's outcome (first events, or its
+  // failure) arrives with the first batch. No thread waits for this stream.
+  const { error: startError, handle } = nativeStreamStart(op, json);
+  if (startError !== null) throw decodeEnvelope(startError);
+  state.handle = handle;
   const onAbort = () => {
     if (!state.freed) nativeStreamCancel(handle);
   };
@@ -157,16 +134,18 @@ async function* streamEvents(op, json, signal, state) {
   try {
     for (;;) {
       if (signal?.aborted) throw abortReason(signal);
-      const { error, text } = await nativeStreamNext(handle);
-      if (error !== null) throw decodeEnvelope(error);
+      const { error, events, ended } = await nativeStreamTake(handle);
       if (signal?.aborted) throw abortReason(signal);
-      if (text === null) return; // ended
-      yield decodeEmbeddedErrors(parseJson(text, 'an event'));
+      if (error !== null) throw decodeEnvelope(error);
+      for (const event of events) {
+        yield decodeEmbeddedErrors(event);
+        if (signal?.aborted) throw abortReason(signal);
+      }
+      if (ended) return;
     }
   } finally {
     signal?.removeEventListener('abort', onAbort);
-    // No aimux_stream_next is in flight here: the generator only gets here
-    // between awaits. Free cancels a stream that is still running.
+    // Free cancels a stream that is still running.
     freeStream(state);
   }
 }

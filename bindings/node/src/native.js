@@ -9,6 +9,7 @@
 // plain JS strings.
 import koffi from 'koffi';
 import { existsSync, readFileSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeEnvelope } from './decode.js';
@@ -98,8 +99,9 @@ function bind() {
     path,
     abiVersion: handle.func('uint32_t aimux_abi_version(void)'),
     call: handle.func('void *aimux_call(const char *op, const char *params_json, _Out_ void **out_result_json)'),
-    stream: handle.func('void *aimux_stream(const char *op, const char *params_json, _Out_ uint64_t *out_stream)'),
-    streamNext: handle.func('void *aimux_stream_next(uint64_t stream, _Out_ void **out_event_json)'),
+    streamStart: handle.func('void *aimux_stream_start(const char *op, const char *params_json, _Out_ uint64_t *out_stream)'),
+    eventsFd: handle.func('void *aimux_events_fd(_Out_ int *out_fd)'),
+    pollReady: handle.func('void *aimux_poll_ready(size_t max_events, _Out_ void **out_json)'),
     streamCancel: handle.func('void aimux_stream_cancel(uint64_t stream)'),
     streamFree: handle.func('void aimux_stream_free(uint64_t stream)'),
     errorCode: handle.func('int32_t aimux_error_code(void *err)'),
@@ -214,22 +216,120 @@ export async function nativeCall(op, paramsJson) {
   return settle(err, out[0]);
 }
 
-/** aimux_stream on the worker pool → {error: envelope text | null, handle}. */
-export async function nativeStream(op, paramsJson) {
+// --- streams: event-driven, on the main thread ------------------------------------
+//
+// No thread waits for a stream: libaimux runs every stream on its own loop thread
+// and writes a byte to a pipe (aimux_events_fd) when streams have something new.
+// The pipe is watched by this event loop as a net.Socket; on each wake-up one
+// synchronous aimux_poll_ready call returns every ready stream's batch of events
+// as one JSON text. The socket keeps the process alive only while some stream is
+// being waited for.
+
+/** At most this many events per stream per crossing. */
+const BATCH = 256;
+/** Crossings per wake-up before yielding to the event loop (then setImmediate). */
+const ROUNDS = 8;
+
+let hub = null;
+
+function eventsHub() {
+  if (hub !== null) return hub;
   const n = native();
-  const out = [0];
-  const err = await runAsync(n.stream, op, paramsJson, out);
-  own(err, ERROR);
-  if (!isNull(err)) return { error: takeError(err), handle: 0 };
-  return { error: null, handle: out[0] };
+  const out = [-1];
+  const err = own(n.eventsFd(out), ERROR);
+  if (!isNull(err)) throw new Error(`aimux: cannot watch the library's streams: ${JSON.parse(takeError(err)).message}`);
+  const socket = new Socket({ fd: out[0], readable: true, writable: false });
+  hub = { socket, streams: new Map(), waiting: 0, scheduled: false };
+  socket.on('data', () => pump());
+  socket.on('error', (e) => failAll(e));
+  socket.unref();
+  return hub;
 }
 
-/** aimux_stream_next on the worker pool → {error, text: event JSON | null (ended)}. */
-export async function nativeStreamNext(handle) {
+/** Drains every ready stream (one crossing per round) into its JS queue. */
+function pump() {
+  const h = hub;
+  h.scheduled = false;
   const n = native();
-  const out = [null];
-  const err = await runAsync(n.streamNext, handle, out);
-  return settle(err, out[0]);
+  for (let round = 0; round < ROUNDS; round++) {
+    const out = [null];
+    const { error, text } = settle(n.pollReady(BATCH, out), out[0]);
+    if (error !== null) {
+      failAll(new Error(`aimux: aimux_poll_ready failed: ${JSON.parse(error).message}`));
+      return;
+    }
+    if (text === null) return; // nothing listed: the next byte in the pipe wakes us
+    for (const [handle, ended, events, envelope] of JSON.parse(text)) {
+      const st = h.streams.get(handle);
+      if (st === undefined) continue;
+      if (events !== null) for (const ev of events) st.queue.push(ev);
+      if (envelope !== null) st.error = JSON.stringify(envelope);
+      if (ended) st.ended = true;
+      wake(st);
+    }
+  }
+  // still busy: the list is not known to be empty, so no byte will come; look again soon
+  if (!h.scheduled) {
+    h.scheduled = true;
+    setImmediate(pump);
+  }
+}
+
+function wake(st) {
+  const resolveTake = st.waiter;
+  if (resolveTake === null) return;
+  st.waiter = null;
+  hub.waiting -= 1;
+  if (hub.waiting === 0) hub.socket.unref();
+  resolveTake(takeBatch(st));
+}
+
+function takeBatch(st) {
+  const events = st.queue;
+  st.queue = [];
+  const error = st.error;
+  st.error = null;
+  return { error, events, ended: st.ended && st.queue.length === 0 };
+}
+
+function failAll(e) {
+  for (const st of hub.streams.values()) {
+    st.error = JSON.stringify({ kind: 'binding', code: 208, message: String(e?.message ?? e), error: { name: 'InternalError' }, retryable: false });
+    st.ended = true;
+    wake(st);
+  }
+}
+
+/**
+ * aimux_stream_start (synchronous: validates and queues, no I/O wait) →
+ * {error: envelope text | null, handle}.
+ */
+export function nativeStreamStart(op, paramsJson) {
+  const h = eventsHub();
+  const n = native();
+  const out = [0];
+  const err = own(n.streamStart(op, paramsJson, out), ERROR);
+  if (!isNull(err)) return { error: takeError(err), handle: 0 };
+  const handle = Number(out[0]);
+  h.streams.set(handle, { queue: [], error: null, ended: false, waiter: null });
+  return { error: null, handle };
+}
+
+/**
+ * The stream's next batch, once there is one: {error: the open failure's
+ * envelope text | null, events: [event objects], ended}. Never holds a thread.
+ */
+export function nativeStreamTake(handle) {
+  const h = hub;
+  const st = h?.streams.get(handle);
+  if (st === undefined) return Promise.resolve({ error: null, events: [], ended: true });
+  if (st.queue.length > 0 || st.error !== null || st.ended) return Promise.resolve(takeBatch(st));
+  if (st.waiter !== null) throw new Error('aimux: internal: two concurrent takes on one stream');
+  return new Promise((resolveTake) => {
+    st.waiter = resolveTake;
+    h.waiting += 1;
+    if (h.waiting === 1) h.socket.ref();
+  });
 }
 
 /** aimux_stream_cancel, on the calling (main) thread: wakes a blocked next. */
@@ -237,9 +337,15 @@ export function nativeStreamCancel(handle) {
   native().streamCancel(handle);
 }
 
-/** aimux_stream_free (cancels a running stream). */
+/** aimux_stream_free (cancels a running stream); a pending take resolves as ended. */
 export function nativeStreamFree(handle) {
   native().streamFree(handle);
+  const st = hub?.streams.get(handle);
+  if (st !== undefined) {
+    hub.streams.delete(handle);
+    st.ended = true;
+    wake(st);
+  }
 }
 
 /** aimux_abi_version of the loaded library. */

@@ -1,0 +1,255 @@
+"""The stream loop (aimux_ops.aio, issue 12 item 4): every stream runs on one loop thread, the
+event-driven API (start / ready / poll and the notification pipe) drains many streams from one
+thread, a slow consumer bounds the queue, cancel ends a retry backoff, and a forked child gets
+its own loop and pipe with the parent's handles stale."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from fault_server import FaultServer
+from helpers import provider_params as params
+
+from aimux_ops import dispatch
+from aimux_ops.dispatch import (
+    events_fd,
+    poll_ready_json,
+    ready_handles,
+    stream_cancel,
+    stream_free,
+    stream_json,
+    stream_next_json,
+    stream_poll_json,
+    stream_start_json,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def trickle() -> Iterator[int]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "trickle_server.py"),
+            "--events",
+            "10",
+            "--interval-ms",
+            "20",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    line = proc.stdout.readline().decode()
+    assert line.startswith("port "), line
+    yield int(line.split()[1])
+    proc.stdin.close()
+    proc.kill()
+    proc.wait()
+
+
+def trickle_params(port: int, **extra: Any) -> bytes:
+    p = {
+        "model": {
+            "provider": "openai",
+            "modelId": "m",
+            "baseURL": f"http://127.0.0.1:{port}/v1",
+            "apiKey": "sk-loop",
+        },
+        "prompt": "hi",
+        "maxRetries": 0,
+        "timeoutMs": 60_000,
+    }
+    p.update(extra)
+    return orjson.dumps(p)
+
+
+def threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def wait_ready(fd: int) -> None:
+    r, _, _ = select.select([fd], [], [], 30)
+    assert r, "no notification within 30 s"
+    try:
+        while os.read(fd, 256):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def test_many_streams_on_one_thread_through_the_pipe(trickle: int) -> None:
+    fd = events_fd()
+    before = threads()  # pytest's, the servers' and the core's own threads so far
+    handles = []
+    for _ in range(200):
+        h, env = stream_start_json("stream_text", trickle_params(trickle))
+        assert env is None and h is not None
+        handles.append(h)
+    events: dict[int, list[dict[str, Any]]] = {h: [] for h in handles}
+    ended: set[int] = set()
+    peak = threads()
+    rounds = 0
+    while len(ended) < len(handles):
+        rounds += 1
+        assert rounds < 10_000
+        wait_ready(fd)
+        peak = max(peak, threads())
+        while True:
+            ready = ready_handles(64)
+            for h in ready:
+                if h in ended:
+                    continue  # listed again by its last wake-up, freed since: ignored
+                while True:
+                    batch, over, env = stream_poll_json(h, 8)
+                    assert env is None, env
+                    if batch is not None:
+                        got = orjson.loads(batch)
+                        assert 1 <= len(got) <= 8
+                        events[h].extend(got)
+                    if over:
+                        ended.add(h)
+                        stream_free(h)
+                        break
+                    if batch is None:
+                        break
+            if len(ready) < 64:
+                break
+    want = [{"type": "text-delta", "text": f"e{i} "} for i in range(10)]
+    for h in handles:
+        assert events[h][:-1] == want
+        assert events[h][-1]["type"] == "finish" and events[h][-1]["finishReason"] == "stop"
+    # 200 streams open: at most the loop and the reaper started meanwhile, no thread per stream
+    assert peak - before <= 4, (before, peak)
+
+
+def test_poll_ready_answers_every_listed_stream_in_one_call(trickle: int) -> None:
+    fd = events_fd()
+    hs = [stream_start_json("stream_text", trickle_params(trickle))[0] for _ in range(20)]
+    bad, env = stream_start_json("stream_text", trickle_params(trickle, prompt="refuse"))
+    assert env is None and bad is not None
+    got: dict[int, list[Any]] = {}
+    failures: dict[int, dict[str, Any]] = {}
+    over: set[int] = set()
+    while len(over) < 21:
+        wait_ready(fd)
+        text = poll_ready_json(4)
+        if text is None:
+            continue
+        for handle, ended, batch, failure in orjson.loads(text):
+            assert batch is None or 1 <= len(batch) <= 4
+            got.setdefault(handle, []).extend(batch or [])
+            if failure is not None:
+                failures[handle] = failure
+            if ended:
+                over.add(handle)
+    assert set(failures) == {bad} and failures[bad]["code"] == 11
+    assert failures[bad]["error"]["statusCode"] == 400
+    for h in hs:
+        assert h is not None and len(got[h]) == 11 and got[h][-1]["type"] == "finish"
+        stream_free(h)
+    stream_free(bad)
+    assert stream_poll_json(bad, 1)[2] is not None  # freed: 203
+
+
+def test_a_slow_consumer_bounds_the_queue(server: FaultServer) -> None:
+    handle, env = stream_json("stream_text", orjson.dumps(params(server, "mode=chunks;n=5000")))
+    assert env is None and handle is not None
+    stream = dispatch._streams[handle]
+    # the producer stops at the high-water mark until the consumer takes events
+    for _ in range(200):
+        if len(stream._events) >= dispatch._HIGH_WATER:
+            break
+        threading.Event().wait(0.01)
+    assert len(stream._events) == dispatch._HIGH_WATER
+    n = 0
+    while True:
+        event, env = stream_next_json(handle)
+        assert env is None
+        if event is None:
+            break
+        n += 1
+        assert len(stream._events) <= dispatch._HIGH_WATER
+    stream_free(handle)
+    assert n == 5001  # every delta and the finish: nothing dropped
+
+
+def test_cancel_ends_a_retry_backoff_on_the_loop(server: FaultServer) -> None:
+    # a 500 with a 50 s backoff before the retry: cancel must end the wait, not the backoff
+    p = params(
+        server,
+        "mode=status;status=500",
+        scenario="loop-backoff",
+        maxRetries=2,
+        retry={"initialDelayMs": 50_000, "backoffFactor": 1},
+    )
+    handle, env = stream_start_json("stream_text", orjson.dumps(p))
+    assert env is None and handle is not None
+    for _ in range(3000):  # the first attempt failed: the stream is in its backoff now
+        if server.count("loop-backoff") >= 1:
+            break
+        threading.Event().wait(0.01)
+    assert server.count("loop-backoff") == 1
+    stream_cancel(handle)
+    done = threading.Event()
+
+    def blocked_next() -> None:
+        assert stream_next_json(handle) == (None, None)
+        done.set()
+
+    t = threading.Thread(target=blocked_next)
+    t.start()
+    t.join(30)
+    assert done.is_set(), "a cancelled stream's reader woke"
+    stream = dispatch._streams[handle]
+    assert stream._future is not None
+    stream._future.result(timeout=30)  # the producer finished: the backoff did not run out
+    stream_free(handle)
+
+
+def test_a_forked_child_gets_its_own_loop_and_pipe(trickle: int) -> None:
+    h, env = stream_json("stream_text", trickle_params(trickle))
+    assert env is None and h is not None
+    parent_fd = events_fd()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave without running pytest's teardown
+        try:
+            _, stale = stream_next_json(h)
+            child_fd = events_fd()
+            h2, env2 = stream_json("stream_text", trickle_params(trickle))
+            n = 0
+            while h2 is not None and stream_next_json(h2)[0] is not None:
+                n += 1
+            out = {
+                "stale": orjson.loads(stale)["code"] if stale else None,
+                "new_fd": child_fd != parent_fd or None,
+                "events": n,
+                "open": env2 is None,
+            }
+        except BaseException as exc:
+            out = {"error": repr(exc)}
+        os.write(w, orjson.dumps(out))
+        os._exit(0)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    report = orjson.loads(os.read(r, 4096))
+    os.close(r)
+    assert status == 0
+    assert report == {"stale": 203, "new_fd": True, "events": 11, "open": True}
+    # the parent's stream is untouched by the child
+    n = 0
+    while stream_next_json(h)[0] is not None:
+        n += 1
+    stream_free(h)
+    assert n == 11
