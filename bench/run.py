@@ -788,9 +788,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--calls", type=int, default=300, help="calls per round (latency)")
     ap.add_argument("--quick", action="store_true", help="fewer rounds and calls (a smoke run)")
-    ap.add_argument("--out", default=str(HERE / "results.md"))
-    ap.add_argument("--png", default=str(HERE / "results.png"))
-    ap.add_argument("--json", default=str(HERE / "results.json"))
+    ap.add_argument("--out", default=None, help="default bench/results.md")
+    ap.add_argument("--png", default=None, help="default bench/results.png")
+    ap.add_argument("--json", default=None, help="default bench/results.json")
     ap.add_argument("--only", default="",
                     help="comma-separated sections to run (default all): " + ",".join(SECTIONS)
                     + "; a subset writes bench/build/only.{md,json} unless --out / --json say")
@@ -799,12 +799,12 @@ def main() -> int:
     unknown = only - set(SECTIONS)
     if unknown:
         ap.error(f"unknown sections {sorted(unknown)}; known: {', '.join(SECTIONS)}")
-    if args.only:  # a subset never overwrites the full run's results
-        BUILD.mkdir(parents=True, exist_ok=True)
-        if args.out == str(HERE / "results.md"):
-            args.out = str(BUILD / "only.md")
-        if args.json == str(HERE / "results.json"):
-            args.json = str(BUILD / "only.json")
+    # a subset never overwrites the full run's results unless --out / --json / --png say so
+    where = BUILD / "only" if args.only else HERE / "results"
+    where.parent.mkdir(parents=True, exist_ok=True)
+    args.out = args.out or f"{where}.md"
+    args.json = args.json or f"{where}.json"
+    args.png = args.png or f"{where}.png"
     rounds, calls = (2, 50) if args.quick else (args.rounds, args.calls)
     global PROFILE_DIR
     PROFILE_DIR = Path(args.out).resolve().parent
