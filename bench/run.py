@@ -12,8 +12,10 @@ Sections (issue 8):
   6. concurrent streams held per process (issue 12): 1,000 slow streams in one Node process
      (aimux binding / the AI SDK) and one C thread (bench/held_streams.c): threads, RSS per
      stream, and aggregate events/s at 1,000 streams on a fast server
-``--only concurrency`` (comma-separated: projection, latency, stream, threads, concurrency) runs
-those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
+  0. cold start of a C host (issue 16): first call and RSS, one process each (bench/coldstart.py)
+  4b. the stream parsers in memory (bench/parsers.py, moved from the tests)
+``--only concurrency`` (comma-separated, from SECTIONS: native, coldstart, projection, latency,
+stream, parsers, threads, profiles, concurrency) runs those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
 The server is bench/server.py in its own process (prebuilt responses, TCP_NODELAY); a bare-socket
 client measures what the server and the loopback cost alone, to show it is not the bottleneck.
 """
