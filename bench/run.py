@@ -365,15 +365,21 @@ def node_peer(mode: str, base: str, count: int, warmup: int) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def node_binding_stream(base: str, streams: int) -> dict[str, Any]:
-    """stream_text through the aimux Node binding (bench/peers/aimux_node_peer.mjs)."""
-    proc = subprocess.run(
-        ["node", str(HERE / "peers" / "aimux_node_peer.mjs"), "stream", base, str(streams), "1",
-         KEY],
-        capture_output=True, text=True, timeout=300, check=False,
-    )
+def node_binding_stream(base: str, streams: int) -> dict[str, Any] | None:
+    """stream_text through the aimux Node binding (bench/peers/aimux_node_peer.mjs); None (the
+    row reported as not measured, with the reason logged) when it fails or takes over 60 s."""
+    try:
+        proc = subprocess.run(
+            ["node", str(HERE / "peers" / "aimux_node_peer.mjs"), "stream", base, str(streams),
+             "1", KEY],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        log("  aimux Node binding stream: no end within 60 s (not measured)")
+        return None
     if proc.returncode != 0:
-        raise RuntimeError(f"aimux Node binding peer failed: {proc.stderr[-2000:]}")
+        log(f"  aimux Node binding stream failed (not measured): {proc.stderr[-500:]}")
+        return None
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["events"] == 5000 * streams, out
     return out
@@ -461,8 +467,12 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
         res["aimux C ABI (C caller, batch poll)"].append(
             c_caller_stream(peers.base, 2, "stream-batch"))
         if binding_ok:
-            out = node_binding_stream(peers.base, 2)
-            res["aimux Node binding"].append(out["events"] / out["seconds"])
+            nb = node_binding_stream(peers.base, 2)
+            if nb is None:
+                binding_ok = False  # one failure: the row is not measured this run
+                res.pop("aimux Node binding", None)
+            else:
+                res["aimux Node binding"].append(nb["events"] / nb["seconds"])
         if node_ok:
             out = node_peer("stream", peers.base, 1, 1)
             assert out["events"] == 5000, out
