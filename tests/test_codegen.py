@@ -170,3 +170,121 @@ def test_a_c_program_uses_the_codes_from_aimux_h(tmp_path: Path) -> None:
 )
 def test_go_names(name: str, want: str) -> None:
     assert go_name(name) == want
+
+
+# --- No hand-written binding restates the catalogue (issue 14) ---------------------------------
+
+#: Hand-written binding sources: every generated file, test and node_modules is left out.
+_SOURCE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".go", ".java", ".hpp", ".h", ".cpp", ".c")
+_NOT_SOURCES = ("node_modules", "test", "tests", "target", "build")
+
+
+def _strip_comments(text: str) -> str:
+    """``text`` with its ``//`` and ``/* */`` comments blanked (string, char and template literals
+    kept whole, so a URL or ``//`` inside a string is not a comment)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'`":
+            j = i + 1
+            while j < n and text[j] != c and not (c != "`" and text[j] == "\n"):
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _catalogue_literals(text: str) -> list[str]:
+    """The places where ``text`` (a binding source) writes a catalogue code, kind or error name
+    as a literal in an envelope: ``code: 207``, ``"code":300``, ``put("code", 202)``,
+    ``kind: 'binding'``, ``"RuntimeInitError"``. Comments do not count."""
+    import re
+
+    codes = {e.code for e in catalogue()}
+    names = {e.error_name for e in catalogue()}
+    kinds = {e.kind for e in catalogue()}
+    q = r"""\\?["'`]"""  # a quote, or an escaped one inside a C/C++ string
+    found = []
+    code = re.compile(rf"\bcode(?:{q})?\s*[:,=]\s*(\d+)\b", re.IGNORECASE)
+    kind = re.compile(rf"\bkind(?:{q})?\s*[:,=]\s*{q}(\w+){q}", re.IGNORECASE)
+    name = re.compile(rf"{q}(\w+){q}")
+    code_text = _strip_comments(text)
+    for lineno, line in enumerate(code_text.splitlines(), 1):
+        found += [f"{lineno}: code {m[1]}" for m in code.finditer(line) if int(m[1]) in codes]
+        found += [f"{lineno}: kind {m[1]}" for m in kind.finditer(line) if m[1] in kinds]
+        found += [f"{lineno}: name {m[1]}" for m in name.finditer(line) if m[1] in names]
+    return found
+
+
+def _hand_written_binding_sources(root: Path) -> list[Path]:
+    generated = set(generate(REPO))
+    out = []
+    for p in sorted((root / "bindings").rglob("*")):
+        rel = p.relative_to(root)
+        if (
+            p.is_file()
+            and p.name.endswith(_SOURCE_SUFFIXES)
+            and rel.as_posix() not in generated
+            and not any(d in _NOT_SOURCES for d in rel.parts[:-1])
+            and "generated" not in rel.parts
+            and not p.name.endswith("_test.go")
+        ):
+            out.append(p)
+    return out
+
+
+def test_the_scanner_finds_envelope_literals_and_ignores_comments() -> None:
+    found = _catalogue_literals(
+        "// code: 202 in a comment, kind: 'binding', \"RuntimeInitError\"\n"
+        "/* put(\"code\", 207) */ const url = 'http://x'; // code: 300\n"
+        "const e = { kind: 'binding', code: 207, error: { name: 'RuntimeInitError' } };\n"
+        'env.put("code", 202); env.put("kind", "protocol");\n'
+        'throw decode("{\\"kind\\":\\"protocol\\",\\"code\\":300,\\"error\\":{\\"name\\":'
+        '\\"UnknownOpError\\"}}");\n'
+        "if (code >= 1 && exitCode == 3) { code = ErrorCode.INTERNAL; }\n"
+    )
+    assert found == [
+        "3: code 207",
+        "3: kind binding",
+        "3: name RuntimeInitError",
+        "4: code 202",
+        "4: kind protocol",
+        "5: code 300",
+        "5: kind protocol",
+        "5: name UnknownOpError",
+    ]
+
+
+def test_no_binding_writes_a_catalogue_code_kind_or_name_by_hand() -> None:
+    sources = _hand_written_binding_sources(REPO)
+    # The scan covers every binding's own sources (a renamed folder must not empty it).
+    for must in (
+        "bindings/node/src/index.js",
+        "bindings/node/src/native.js",
+        "bindings/go/native.go",
+        "bindings/java/src/main/java/dev/aimux/Envelopes.java",
+        "bindings/cpp/aimux.hpp",
+    ):
+        assert REPO / must in sources, must
+    offenders = {
+        p.relative_to(REPO).as_posix(): hits
+        for p in sources
+        if (hits := _catalogue_literals(p.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}, (
+        "use the generated constants (ErrorCode / kindOfCode / the variant classes in Node, "
+        "Code*/KindOfCode in Go, AimuxErrorType in Java, aimux::codes / aimux_code_kind / "
+        f"aimux::error_names in C++) instead of literals: {offenders}"
+    )

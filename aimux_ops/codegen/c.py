@@ -1,5 +1,6 @@
-"""C and C++: ``native/aimux_codes.h`` (``AIMUX_CODE_<CONSTANT>``, the code→kind rule, and the C++
-``aimux::codes`` constants from the same macros), included by ``aimux.h``; and
+"""C and C++: ``native/aimux_codes.h`` (``AIMUX_CODE_<CONSTANT>``, ``AIMUX_ERROR_NAME_<CONSTANT>``,
+the code→kind rule, and the C++ ``aimux::codes`` / ``aimux::error_names`` constants from the same
+macros), included by ``aimux.h``; and
 ``native/src/aimux_early.h``, the few envelopes the shim must build before Python runs."""
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ def _codes(m: Manifest) -> str:
     for e in m.errors:
         name = f"AIMUX_CODE_{e['constant']}".ljust(width)
         out += f"#define {name} {str(e['code']).rjust(3)} /* {e['kind']}: {e['name']} */\n"
+    out += "\n/* Every variant's error.name, as the envelope carries it. */\n"
+    width = max(len(e["constant"]) for e in m.errors) + len("AIMUX_ERROR_NAME_")
+    for e in m.errors:
+        name = f"AIMUX_ERROR_NAME_{e['constant']}".ljust(width)
+        out += f"#define {name} {_c(e['name'])}\n"
     out += "\n/* The domain of a code (the envelope's \"kind\"), or NULL outside every domain's range\n"
     out += " * (0: a source node). */\n"
     out += "static inline const char *aimux_code_kind(int32_t code)\n{\n"
@@ -43,7 +49,15 @@ def _codes(m: Manifest) -> str:
     out += "namespace codes {\n"
     for e in m.errors:
         out += f"inline constexpr int32_t {e['constant']} = AIMUX_CODE_{e['constant']};\n"
-    out += "}  // namespace codes\n}  // namespace aimux\n#endif\n\n#endif /* AIMUX_CODES_H */\n"
+    out += "}  // namespace codes\n"
+    out += "/// Every variant's error.name, from the AIMUX_ERROR_NAME_ macros.\n"
+    out += "namespace error_names {\n"
+    for e in m.errors:
+        c = e["constant"]
+        out += f"inline constexpr const char *{c} = AIMUX_ERROR_NAME_{c};\n"
+    out += (
+        "}  // namespace error_names\n}  // namespace aimux\n#endif\n\n#endif /* AIMUX_CODES_H */\n"
+    )
     return out
 
 

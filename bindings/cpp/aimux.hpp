@@ -148,20 +148,31 @@ inline NativeError decode(const std::string &envelope_json);
 
 namespace detail
 {
+/// The envelope JSON text of an error the binding raises itself: code, kind (the code→kind rule)
+/// and error.name from the generated catalogue (aimux_codes.h). message and extra_members are
+/// JSON-safe text written by this header (no quote or control character to escape).
+inline std::string local_envelope(int32_t code, const std::string &message, const char *name,
+                                  const std::string &extra_members)
+{
+    return std::string("{\"kind\":\"") + aimux_code_kind(code) +
+           "\",\"code\":" + std::to_string(code) + ",\"message\":\"" + message +
+           "\",\"error\":{\"name\":\"" + name + "\"" + extra_members + "},\"retryable\":false}";
+}
+
 /// A C string ends at the first NUL: text the library could not see whole is refused as every
 /// binding refuses it (CONTRACT §4), 300 for an op name and 202 for params / envelope JSON
 /// text, never a silently truncated call.
 inline void check_no_nul(const std::string &op, const std::string &json_text, const char *argument)
 {
     if (op.find('\0') != std::string::npos)
-        throw decode(
-            "{\"kind\":\"protocol\",\"code\":300,\"message\":\"unknown op (the name contains a NUL "
-            "character)\",\"error\":{\"name\":\"UnknownOpError\"},\"retryable\":false}");
+        throw decode(local_envelope(codes::UNKNOWN_OP,
+                                    "unknown op (the name contains a NUL character)",
+                                    error_names::UNKNOWN_OP, ""));
     if (json_text.find('\0') != std::string::npos)
-        throw decode(std::string("{\"kind\":\"binding\",\"code\":202,\"message\":\"") + argument +
-                     " is not valid JSON: it contains a NUL character\",\"error\":{\"name\":"
-                     "\"InvalidWireJSONError\",\"argument\":\"" +
-                     argument + "\"},\"retryable\":false}");
+        throw decode(local_envelope(
+            codes::INVALID_WIRE_JSON,
+            std::string(argument) + " is not valid JSON: it contains a NUL character",
+            error_names::INVALID_WIRE_JSON, std::string(",\"argument\":\"") + argument + "\""));
 }
 }  // namespace detail
 

@@ -42,6 +42,42 @@
 #define AIMUX_CODE_INVALID_PARAMS            301 /* protocol: InvalidParamsError */
 #define AIMUX_CODE_WRONG_MODE                302 /* protocol: WrongModeError */
 
+/* Every variant's error.name, as the envelope carries it. */
+#define AIMUX_ERROR_NAME_OTHER                     "AI_OtherError"
+#define AIMUX_ERROR_NAME_JSON_PARSE                "AI_JSONParseError"
+#define AIMUX_ERROR_NAME_INVALID_RESPONSE_DATA     "AI_InvalidResponseDataError"
+#define AIMUX_ERROR_NAME_TYPE_VALIDATION           "AI_TypeValidationError"
+#define AIMUX_ERROR_NAME_INVALID_ARGUMENT          "AI_InvalidArgumentError"
+#define AIMUX_ERROR_NAME_INVALID_PROMPT            "AI_InvalidPromptError"
+#define AIMUX_ERROR_NAME_UNSUPPORTED_FUNCTIONALITY "AI_UnsupportedFunctionalityError"
+#define AIMUX_ERROR_NAME_NO_SUCH_MODEL             "AI_NoSuchModelError"
+#define AIMUX_ERROR_NAME_NO_SUCH_PROVIDER          "AI_NoSuchProviderError"
+#define AIMUX_ERROR_NAME_API_CALL                  "AI_APICallError"
+#define AIMUX_ERROR_NAME_TIMEOUT                   "AI_TimeoutError"
+#define AIMUX_ERROR_NAME_ABORTED                   "AI_AbortedError"
+#define AIMUX_ERROR_NAME_RETRY                     "AI_RetryError"
+#define AIMUX_ERROR_NAME_NO_SUCH_TOOL              "AI_NoSuchToolError"
+#define AIMUX_ERROR_NAME_INVALID_TOOL_INPUT        "AI_InvalidToolInputError"
+#define AIMUX_ERROR_NAME_TOOL_CALL_REPAIR          "AI_ToolCallRepairError"
+#define AIMUX_ERROR_NAME_LOAD_API_KEY              "AI_LoadAPIKeyError"
+#define AIMUX_ERROR_NAME_NO_OUTPUT_GENERATED       "AI_NoOutputGeneratedError"
+#define AIMUX_ERROR_NAME_NO_OBJECT_GENERATED       "AI_NoObjectGeneratedError"
+#define AIMUX_ERROR_NAME_OPEN_FILE                 "RecordingOpenFileError"
+#define AIMUX_ERROR_NAME_NO_MATCH                  "RecordingNoMatchError"
+#define AIMUX_ERROR_NAME_CORRUPT                   "RecordingCorruptError"
+#define AIMUX_ERROR_NAME_UNSUPPORTED_SCHEMA        "RecordingUnsupportedSchemaError"
+#define AIMUX_ERROR_NAME_WRITE                     "RecordingWriteError"
+#define AIMUX_ERROR_NAME_INVALID_UTF8              "InvalidUTF8Error"
+#define AIMUX_ERROR_NAME_INVALID_WIRE_JSON         "InvalidWireJSONError"
+#define AIMUX_ERROR_NAME_INVALID_HANDLE            "InvalidHandleError"
+#define AIMUX_ERROR_NAME_NULL_ARGUMENT             "NullArgumentError"
+#define AIMUX_ERROR_NAME_RESULT_SERIALIZATION      "ResultSerializationError"
+#define AIMUX_ERROR_NAME_RUNTIME_INIT              "RuntimeInitError"
+#define AIMUX_ERROR_NAME_INTERNAL                  "InternalError"
+#define AIMUX_ERROR_NAME_UNKNOWN_OP                "UnknownOpError"
+#define AIMUX_ERROR_NAME_INVALID_PARAMS            "InvalidParamsError"
+#define AIMUX_ERROR_NAME_WRONG_MODE                "WrongModeError"
+
 /* The domain of a code (the envelope's "kind"), or NULL outside every domain's range
  * (0: a source node). */
 static inline const char *aimux_code_kind(int32_t code)
@@ -92,6 +128,43 @@ inline constexpr int32_t UNKNOWN_OP = AIMUX_CODE_UNKNOWN_OP;
 inline constexpr int32_t INVALID_PARAMS = AIMUX_CODE_INVALID_PARAMS;
 inline constexpr int32_t WRONG_MODE = AIMUX_CODE_WRONG_MODE;
 }  // namespace codes
+/// Every variant's error.name, from the AIMUX_ERROR_NAME_ macros.
+namespace error_names {
+inline constexpr const char *OTHER = AIMUX_ERROR_NAME_OTHER;
+inline constexpr const char *JSON_PARSE = AIMUX_ERROR_NAME_JSON_PARSE;
+inline constexpr const char *INVALID_RESPONSE_DATA = AIMUX_ERROR_NAME_INVALID_RESPONSE_DATA;
+inline constexpr const char *TYPE_VALIDATION = AIMUX_ERROR_NAME_TYPE_VALIDATION;
+inline constexpr const char *INVALID_ARGUMENT = AIMUX_ERROR_NAME_INVALID_ARGUMENT;
+inline constexpr const char *INVALID_PROMPT = AIMUX_ERROR_NAME_INVALID_PROMPT;
+inline constexpr const char *UNSUPPORTED_FUNCTIONALITY = AIMUX_ERROR_NAME_UNSUPPORTED_FUNCTIONALITY;
+inline constexpr const char *NO_SUCH_MODEL = AIMUX_ERROR_NAME_NO_SUCH_MODEL;
+inline constexpr const char *NO_SUCH_PROVIDER = AIMUX_ERROR_NAME_NO_SUCH_PROVIDER;
+inline constexpr const char *API_CALL = AIMUX_ERROR_NAME_API_CALL;
+inline constexpr const char *TIMEOUT = AIMUX_ERROR_NAME_TIMEOUT;
+inline constexpr const char *ABORTED = AIMUX_ERROR_NAME_ABORTED;
+inline constexpr const char *RETRY = AIMUX_ERROR_NAME_RETRY;
+inline constexpr const char *NO_SUCH_TOOL = AIMUX_ERROR_NAME_NO_SUCH_TOOL;
+inline constexpr const char *INVALID_TOOL_INPUT = AIMUX_ERROR_NAME_INVALID_TOOL_INPUT;
+inline constexpr const char *TOOL_CALL_REPAIR = AIMUX_ERROR_NAME_TOOL_CALL_REPAIR;
+inline constexpr const char *LOAD_API_KEY = AIMUX_ERROR_NAME_LOAD_API_KEY;
+inline constexpr const char *NO_OUTPUT_GENERATED = AIMUX_ERROR_NAME_NO_OUTPUT_GENERATED;
+inline constexpr const char *NO_OBJECT_GENERATED = AIMUX_ERROR_NAME_NO_OBJECT_GENERATED;
+inline constexpr const char *OPEN_FILE = AIMUX_ERROR_NAME_OPEN_FILE;
+inline constexpr const char *NO_MATCH = AIMUX_ERROR_NAME_NO_MATCH;
+inline constexpr const char *CORRUPT = AIMUX_ERROR_NAME_CORRUPT;
+inline constexpr const char *UNSUPPORTED_SCHEMA = AIMUX_ERROR_NAME_UNSUPPORTED_SCHEMA;
+inline constexpr const char *WRITE = AIMUX_ERROR_NAME_WRITE;
+inline constexpr const char *INVALID_UTF8 = AIMUX_ERROR_NAME_INVALID_UTF8;
+inline constexpr const char *INVALID_WIRE_JSON = AIMUX_ERROR_NAME_INVALID_WIRE_JSON;
+inline constexpr const char *INVALID_HANDLE = AIMUX_ERROR_NAME_INVALID_HANDLE;
+inline constexpr const char *NULL_ARGUMENT = AIMUX_ERROR_NAME_NULL_ARGUMENT;
+inline constexpr const char *RESULT_SERIALIZATION = AIMUX_ERROR_NAME_RESULT_SERIALIZATION;
+inline constexpr const char *RUNTIME_INIT = AIMUX_ERROR_NAME_RUNTIME_INIT;
+inline constexpr const char *INTERNAL = AIMUX_ERROR_NAME_INTERNAL;
+inline constexpr const char *UNKNOWN_OP = AIMUX_ERROR_NAME_UNKNOWN_OP;
+inline constexpr const char *INVALID_PARAMS = AIMUX_ERROR_NAME_INVALID_PARAMS;
+inline constexpr const char *WRONG_MODE = AIMUX_ERROR_NAME_WRONG_MODE;
+}  // namespace error_names
 }  // namespace aimux
 #endif
 

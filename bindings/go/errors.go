@@ -143,7 +143,15 @@ var (
 	byCode = map[string]int{}
 )
 
-const retryName = "AI_RetryError"
+// retryName is AI_RetryError's error.name, taken from the generated catalogue.
+var retryName = func() string {
+	for _, v := range variants {
+		if v.Kind == KindAimux && v.Code == CodeRetry {
+			return v.Name
+		}
+	}
+	panic("aimux: the generated catalogue has no RETRY variant")
+}()
 
 func init() {
 	for i, v := range variants {

@@ -312,14 +312,16 @@ func marshalParams(params any) (string, error) {
 // 300 UnknownOpError, as in every binding (CONTRACT §4), never a silently truncated call.
 func checkOp(op string) error {
 	if strings.IndexByte(op, 0) >= 0 {
+		kind := KindOfCode(CodeUnknownOp) // code, kind and error.name from the generated catalogue
+		name := variants[lookup(kind, "", false, CodeUnknownOp)].Name
 		env, _ := json.Marshal(struct {
 			Kind      string            `json:"kind"`
 			Code      int               `json:"code"`
 			Message   string            `json:"message"`
 			Error     map[string]string `json:"error"`
 			Retryable bool              `json:"retryable"`
-		}{KindProtocol, CodeUnknownOp, "unknown op (the name contains a NUL character)",
-			map[string]string{"name": "UnknownOpError", "op": op}, false})
+		}{kind, CodeUnknownOp, "unknown op (the name contains a NUL character)",
+			map[string]string{"name": name, "op": op}, false})
 		return DecodeError(env)
 	}
 	return nil

@@ -1,5 +1,5 @@
 import type { AimuxError, AimuxCauseError, AimuxSourceError, AimuxEnvelope, AimuxNodeJSON } from './base.js';
-import type { VariantInfo } from './generated/variants.js';
+import type { ErrorCode, VariantInfo } from './generated/variants.js';
 
 /** One link of the native chain as decode-chain prints it. */
 export interface ChainEntry {
@@ -21,5 +21,5 @@ export declare function decodeChain(envelope: string | Uint8Array | AimuxEnvelop
 /** The long-lived decode-chain answer for one envelope (DESIGN.md "decode-chain"). */
 export type DecodeAnswer =
   | { chain: ChainEntry[]; root: { retryable: boolean; retryAfterMs: number | null } }
-  | { rejected: { code: 202; message: string } };
+  | { rejected: { code: (typeof ErrorCode)['INVALID_WIRE_JSON']; message: string } };
 export declare function decodeAnswer(envelope: string | Uint8Array | AimuxEnvelope): DecodeAnswer;

@@ -6,7 +6,7 @@
 // `kind` is a source node (AimuxSourceError). The native chain is root → cause →
 // …; an AI_RetryError node's next link is the last of its `error.errors`.
 import { AimuxError, AimuxCauseError, AimuxSourceError, hasMarker, AIMUX_NODE_MARKER } from './base.js';
-import { VARIANTS } from './generated/variants.js';
+import { ErrorCode, RetryError, VARIANTS } from './generated/variants.js';
 
 const byName = new Map();
 const byCode = new Map();
@@ -38,7 +38,7 @@ export function lookupVariant(node) {
 }
 
 function isRetryNode(node) {
-  return isObject(node.error) && node.error.name === 'AI_RetryError';
+  return isObject(node.error) && node.error.name === RetryError.errorName;
 }
 
 function decodeNode(node, isRoot, depth, json) {
@@ -127,7 +127,7 @@ export function decodeAnswer(envelope) {
     root = decodeEnvelope(envelope);
   } catch (err) {
     if (err instanceof SyntaxError || err instanceof TypeError) {
-      return { rejected: { code: 202, message: err.message } };
+      return { rejected: { code: ErrorCode.INVALID_WIRE_JSON, message: err.message } };
     }
     throw err;
   }

@@ -5,6 +5,7 @@ import {
   libraryPath, ownedPointers,
 } from './native.js';
 import { decodeEnvelope } from './decode.js';
+import { ErrorCode, kindOfCode, UnknownOpError } from './generated/variants.js';
 
 export { AimuxError, AimuxCauseError, AimuxSourceError, isAimuxNode, markerFor, hasMarker, AIMUX_NODE_MARKER } from './base.js';
 export * from './generated/variants.js';
@@ -17,10 +18,10 @@ function checkOp(op) {
   // 300, never a silently truncated call). The same envelope as the Java and Go bindings.
   if (op.includes('\u0000')) {
     throw decodeEnvelope({
-      kind: 'protocol',
-      code: 300,
+      kind: kindOfCode(ErrorCode.UNKNOWN_OP),
+      code: ErrorCode.UNKNOWN_OP,
       message: 'unknown op (the name contains a NUL character)',
-      error: { name: 'UnknownOpError', op },
+      error: { name: UnknownOpError.errorName, op },
       retryable: false,
     });
   }

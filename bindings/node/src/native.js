@@ -13,7 +13,7 @@ import { Socket } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeEnvelope } from './decode.js';
-import { kindOfCode } from './generated/variants.js';
+import { ErrorCode, kindOfCode, InternalError, RuntimeInitError } from './generated/variants.js';
 
 export const EXPECTED_ABI_VERSION = 1;
 
@@ -36,7 +36,8 @@ const FIX = 'Fix: install the library (`make install PREFIX=<dir>` in an aimux-o
 
 /** A 207 RuntimeInitError (CONTRACT §3): the library cannot be found or loaded. */
 function runtimeInitError(message) {
-  return decodeEnvelope({ kind: 'binding', code: 207, message, error: { name: 'RuntimeInitError' }, retryable: false });
+  const code = ErrorCode.RUNTIME_INIT;
+  return decodeEnvelope({ kind: kindOfCode(code), code, message, error: { name: RuntimeInitError.errorName }, retryable: false });
 }
 
 /** The file the system loader mapped for `libaimux.so.1` (from /proc/self/maps), else the SONAME. */
@@ -294,7 +295,10 @@ function takeBatch(st) {
 
 function failAll(e) {
   for (const st of hub.streams.values()) {
-    st.error = JSON.stringify({ kind: 'binding', code: 208, message: String(e?.message ?? e), error: { name: 'InternalError' }, retryable: false });
+    const code = ErrorCode.INTERNAL;
+    st.error = JSON.stringify({
+      kind: kindOfCode(code), code, message: String(e?.message ?? e), error: { name: InternalError.errorName }, retryable: false,
+    });
     st.ended = true;
     wake(st);
   }

@@ -144,7 +144,7 @@ public final class AimuxDecoder {
         }
     }
 
-    static final String RETRY_NAME = "AI_RetryError";
+    static final String RETRY_NAME = AimuxErrorType.AIMUX_RETRY.errorName();
 
     static String errorName(JsonNode json) {
         JsonNode err = json.get("error");

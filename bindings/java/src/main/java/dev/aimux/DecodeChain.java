@@ -2,6 +2,7 @@ package dev.aimux;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.aimux.errors.AimuxErrorType;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -65,7 +66,7 @@ public final class DecodeChain {
             root = AimuxDecoder.decode(envelope);
         } catch (IllegalArgumentException e) {
             ObjectNode rejected = out.putObject("rejected");
-            rejected.put("code", 202);
+            rejected.put("code", AimuxErrorType.BINDING_INVALID_WIRE_JSON.code());
             rejected.put("message", e.getMessage());
             return out;
         }

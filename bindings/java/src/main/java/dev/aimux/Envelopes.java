@@ -38,10 +38,11 @@ final class Envelopes {
     /** 207 RuntimeInitError: the library cannot be found or loaded (CONTRACT §3). */
     static AimuxException runtimeInit(String message) {
         ObjectNode env = ErrorNode.MAPPER.createObjectNode();
-        env.put("kind", "binding");
-        env.put("code", 207);
+        AimuxErrorType type = AimuxErrorType.BINDING_RUNTIME_INIT;
+        env.put("kind", type.kind());
+        env.put("code", type.code());
         env.put("message", message);
-        env.putObject("error").put("name", "RuntimeInitError");
+        env.putObject("error").put("name", type.errorName());
         env.put("retryable", false);
         return AimuxDecoder.decode(env, env.toString());
     }
