@@ -443,6 +443,12 @@ class _Stream:
                 out.append(event if type(event) is bytes else _dump(event))
             if not ended and not self._events and self._ended and self._open_exc is None:
                 self._done = ended = True  # the end is known now: say so with the last batch
+            left = bool(self._events)
+        if left and self._notifier is not None:
+            # The ready list lost this handle when it was taken; a batch that left events behind
+            # must list it again, or a producer paused at the high-water mark (no new flush)
+            # would never be polled again.
+            self._notifier.mark(self.handle)
         if not out:
             return None, ended
         return b"[" + b",".join(out) + b"]", ended
