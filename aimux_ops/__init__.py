@@ -3,20 +3,36 @@
 ``call(op, params)`` and ``stream(op, params)`` run an op in-process through the same dispatch
 boundary the shared library uses, and raise the native exception ``decode_error`` rebuilds from
 the envelope (one projection: what a Python caller catches is what every other language decodes).
+The errors and ``decode_error`` load on first use (``__getattr__``): importing the package (as the
+shared library does) costs no pydantic model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ._version import __version__
-from .envelope import decode_error
-from .errors import AimuxError, SourceError
+
+if TYPE_CHECKING:
+    from .envelope import decode_error
+    from .errors import AimuxError, SourceError
 
 __all__ = ["AimuxError", "SourceError", "__version__", "call", "decode_error", "stream"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("AimuxError", "SourceError"):
+        from . import errors
+
+        return getattr(errors, name)
+    if name == "decode_error":
+        from .envelope import decode_error
+
+        return decode_error
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _params_json(params: Any) -> bytes:
@@ -24,7 +40,7 @@ def _params_json(params: Any) -> bytes:
     try:
         return orjson.dumps({} if params is None else params)
     except (TypeError, orjson.JSONEncodeError) as exc:
-        from .envelope import project
+        from .envelope import decode_error, project
         from .errors import InvalidWireJSONError
 
         wrapper = InvalidWireJSONError("params cannot be encoded as JSON", argument="params")
@@ -38,6 +54,8 @@ def call(op: str, params: Any = None) -> Any:
 
     result, envelope = call_json(op, _params_json(params))
     if envelope is not None:
+        from .envelope import decode_error
+
         raise decode_error(envelope)
     assert result is not None
     return orjson.loads(result)
@@ -50,6 +68,8 @@ def stream(op: str, params: Any = None) -> Iterator[dict[str, Any]]:
 
     handle, envelope = stream_json(op, _params_json(params))
     if envelope is not None:
+        from .envelope import decode_error
+
         raise decode_error(envelope)
     assert handle is not None
     return _events(handle, stream_next_object, stream_free)
@@ -60,6 +80,8 @@ def _events(handle: int, next_object: Any, free: Any) -> Iterator[dict[str, Any]
         while True:
             event, envelope = next_object(handle)
             if envelope is not None:
+                from .envelope import decode_error
+
                 raise decode_error(envelope)
             if event is None:
                 return

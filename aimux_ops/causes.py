@@ -185,6 +185,12 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
 
 def _message(exc: BaseException, limits: Limits, truncated: list[str]) -> str:
     raw = exc.message if isinstance(exc, (AimuxError, SourceError)) else _safe_str(exc)
+    limit = limits.message_bytes
+    if len(raw) <= limit and raw.isascii() and "\x00" not in raw:
+        # the common case: short ASCII, no cut before or after scrubbing (the same text as below)
+        text = scrub_message(raw)
+        if len(text) <= limit and text.isascii():
+            return text
     # NUL would cut the message short for every C reader (aimux_error_message): never emitted
     pre, pre_cut = clip_text(raw.replace("\x00", "\ufffd"), limits.message_bytes + _SCRUB_MARGIN)
     text, cut = clip_text(scrub_message(pre), limits.message_bytes)

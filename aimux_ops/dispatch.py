@@ -14,6 +14,10 @@ blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists
 ``events_fd`` telling the host when to look. ``stream_cancel`` may be called from any thread: it
 wakes a blocked ``stream_next_json``, which then reports the end.
 
+Cold start: importing this module loads no pydantic model, no error class, no provider and no
+httpx; the errors, the projection and each op's module load the first time they are needed, and
+``aimux.version``'s answer is precomputed (the result its op would serialize).
+
 Process-bound state (``guest``): in a forked child the registry starts empty (every handle of
 the parent is 203 there; handles keep counting, so none is reused) and a stream nobody has read
 for ``AIMUX_STREAM_IDLE_TIMEOUT_MS`` is closed by one reaper thread, started with the first
@@ -23,36 +27,41 @@ connection until a garbage collector runs.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import itertools
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import BaseModel, ValidationError
 
-from . import aio
-from . import ops as _ops  # noqa: F401 - registers every op
-from .envelope import project
-from .errors import (
-    InvalidHandleError,
-    InvalidParamsError,
-    InvalidUTF8Error,
-    InvalidWireJSONError,
-    NullArgumentError,
-    ResultSerializationError,
-    SourceError,
-    UnknownOpError,
-    Violation,
-    WrongModeError,
-)
-from .errors import TimeoutError as AITimeoutError
+from . import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
+from ._version import ABI_VERSION, __version__
 from .guest import limits, on_fork_child
 from .ops.registry import OpSpec, StreamContext, all_ops, get_op
+
+if TYPE_CHECKING:
+    import asyncio
+    import concurrent.futures
+
+    from pydantic import BaseModel
+
+    from . import aio
+else:
+
+    class _LazyAio:
+        """``aio`` (asyncio, greenlet, the stream loop) imported on the first stream: a call op
+        never pays for it. The first attribute read puts the module itself in its place."""
+
+        def __getattr__(self, name: str) -> Any:
+            from . import aio as module
+
+            globals()["aio"] = module
+            return getattr(module, name)
+
+    aio = _LazyAio()
 
 __all__ = [
     "call_json",
@@ -72,14 +81,25 @@ __all__ = [
 Reply = tuple[bytes | None, bytes | None]
 
 
+def project(exc: BaseException) -> bytes:
+    """``envelope.project``, imported on the first failure."""
+    from .envelope import project as _project
+
+    return _project(exc)
+
+
 def _op_name(op: str | bytes | None) -> str:
-    if op is None:
-        raise NullArgumentError("op is NULL", argument="op")
     if isinstance(op, bytes):
         try:
             return op.decode("utf-8")
         except UnicodeDecodeError as exc:
+            from .errors import InvalidUTF8Error
+
             raise InvalidUTF8Error("op is not valid UTF-8", argument="op") from exc
+    from .errors import NullArgumentError, UnknownOpError
+
+    if op is None:
+        raise NullArgumentError("op is NULL", argument="op")
     if not isinstance(op, str):
         raise UnknownOpError(f"op must be a string, not {type(op).__name__}")
     return op
@@ -97,10 +117,14 @@ def _violation_path(loc: tuple[int | str, ...]) -> str:
 
 def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
     if params_json is None:
+        from .errors import NullArgumentError
+
         raise NullArgumentError("params_json is NULL", argument="params_json")
     try:
         data = orjson.loads(params_json)
     except orjson.JSONDecodeError as exc:
+        from .errors import InvalidUTF8Error, InvalidWireJSONError
+
         if isinstance(params_json, bytes):
             try:
                 params_json.decode("utf-8")
@@ -111,7 +135,13 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
         raise InvalidWireJSONError("params_json is not valid JSON", argument="params_json") from exc
     try:
         return spec.params.model_validate(data)
-    except ValidationError as exc:
+    except Exception as exc:
+        from pydantic import ValidationError
+
+        from .errors import InvalidParamsError, SourceError, Violation
+
+        if not isinstance(exc, ValidationError):
+            raise
         violations = [
             Violation(path=_violation_path(tuple(e["loc"])), reason=e["msg"]) for e in exc.errors()
         ]
@@ -136,8 +166,12 @@ def _op_names() -> list[str]:
 
 
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
-    name = _op_name(op)
+    name = op if type(op) is str else _op_name(op)
     spec = get_op(name)
+    if spec is not None and spec.mode == mode:
+        return spec
+    from .errors import UnknownOpError, WrongModeError
+
     if spec is None:
         raise UnknownOpError(f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names())
     if spec.mode != mode:
@@ -153,10 +187,15 @@ def _dump(value: Any) -> bytes:
     if type(value) is bytes:  # an op may hand over an event already serialized
         return value
     try:
-        if isinstance(value, BaseModel):
-            value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if type(value) is not dict:
+            from pydantic import BaseModel
+
+            if isinstance(value, BaseModel):
+                value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
         return orjson.dumps(value)
     except Exception as exc:
+        from .errors import ResultSerializationError
+
         raise ResultSerializationError("the result could not be serialized to JSON") from exc
 
 
@@ -164,6 +203,12 @@ def _dump(value: Any) -> bytes:
 #: hottest calls across the C ABI answer without validation or serialization.
 _pure_results: dict[tuple[str | bytes, bytes | str], bytes] = {}
 _PURE_KEY_MAX = 256
+# aimux.version with the empty object, precomputed: the answer ops/meta.py's handler gives (a
+# test checks they agree), without importing the op's models on the first call.
+_VERSION = orjson.dumps({"name": "aimux-ops", "version": __version__, "abiVersion": ABI_VERSION})
+for _key in (b"aimux.version", "aimux.version"):
+    for _params in (b"{}", "{}"):
+        _pure_results[(_key, _params)] = _VERSION
 
 
 def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
@@ -286,6 +331,8 @@ class _Stream:
             self._notifier.mark(self.handle)
 
     def _wait_room(self) -> None:
+        import asyncio
+
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         with self._cond:
             if len(self._events) < _HIGH_WATER:
@@ -396,6 +443,12 @@ class _Stream:
                 out.append(event if type(event) is bytes else _dump(event))
             if not ended and not self._events and self._ended and self._open_exc is None:
                 self._done = ended = True  # the end is known now: say so with the last batch
+            left = bool(self._events)
+        if left and self._notifier is not None:
+            # The ready list lost this handle when it was taken; a batch that left events behind
+            # must list it again, or a producer paused at the high-water mark (no new flush)
+            # would never be polled again.
+            self._notifier.mark(self.handle)
         if not out:
             return None, ended
         return b"[" + b",".join(out) + b"]", ended
@@ -408,6 +461,8 @@ class _Stream:
                 return False
             if (time.monotonic() - self.idle_since) * 1000 < idle_ms:
                 return False
+            from .errors import TimeoutError as AITimeoutError
+
             err = AITimeoutError(
                 f"The stream was closed by the core after {idle_ms} ms without a read "
                 f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
@@ -565,12 +620,15 @@ def reset_after_fork() -> None:
     _streams = {}
     _streams_lock = threading.Lock()
     _reaper = None
-    aio.reset_after_fork()
+    if "aimux_ops.aio" in sys.modules:  # else there is no loop or pipe to reset
+        aio.reset_after_fork()
 
 
 def _lookup(handle: int) -> _Stream:
     stream = _streams.get(handle)  # a single dict read is atomic: no lock on the hot path
     if stream is None:
+        from .errors import InvalidHandleError
+
         raise InvalidHandleError(
             f"stream handle {handle} is unknown, stale or freed", handle=handle
         )

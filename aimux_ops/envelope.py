@@ -77,13 +77,36 @@ def _root(err: AimuxError, limits: Limits) -> dict[str, Any]:
     return node
 
 
-def to_envelope(exc: BaseException) -> dict[str, Any]:
-    """The envelope of ``exc`` as a dict (what ``project`` serializes)."""
-    return orjson.loads(project(exc))  # type: ignore[no-any-return]
+def to_envelope(exc: BaseException, *, remember: bool = False) -> dict[str, Any]:
+    """The envelope of ``exc`` as a dict (what ``project`` serializes); ``remember`` as in
+    ``project``."""
+    return orjson.loads(project(exc, remember=remember))  # type: ignore[no-any-return]
 
 
-def project(exc: BaseException) -> bytes:
-    """The envelope JSON of ``exc``. Never raises."""
+#: Where ``project(..., remember=True)`` keeps the envelope on the exception (with the cause it
+#: was projected with: a changed ``__cause__`` projects again).
+_REMEMBERED = "_aimux_envelope"
+
+
+def project(exc: BaseException, *, remember: bool = False) -> bytes:
+    """The envelope JSON of ``exc``. Never raises.
+
+    ``remember=True`` keeps the bytes on the exception, and any later ``project`` of the same
+    exception (with the same ``__cause__``) answers them: a failed recorded call is projected
+    once, by the recorder, and the dispatch boundary reuses it."""
+    held = getattr(exc, "__dict__", {}).get(_REMEMBERED)
+    if held is not None and held[0] is exc.__cause__:
+        return held[1]  # type: ignore[no-any-return]
+    data = _project(exc)
+    if remember:
+        try:
+            exc.__dict__[_REMEMBERED] = (exc.__cause__, data)
+        except Exception:  # noqa: BLE001 - an exception without a __dict__ is projected again
+            pass
+    return data
+
+
+def _project(exc: BaseException) -> bytes:
     try:
         err = _as_aimux(exc)
         data = orjson.dumps(_root(err, DEFAULT_LIMITS))

@@ -70,7 +70,9 @@ _write_lock = threading.Lock()
 def _envelope(exc: BaseException) -> dict[str, Any]:
     from .envelope import to_envelope
 
-    return to_envelope(exc)
+    # remembered on the exception: the dispatch boundary answers the same bytes without a
+    # second projection
+    return to_envelope(exc, remember=True)
 
 
 def _decode(envelope: dict[str, Any]) -> AimuxError:

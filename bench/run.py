@@ -12,8 +12,10 @@ Sections (issue 8):
   6. concurrent streams held per process (issue 12): 1,000 slow streams in one Node process
      (aimux binding / the AI SDK) and one C thread (bench/held_streams.c): threads, RSS per
      stream, and aggregate events/s at 1,000 streams on a fast server
-``--only concurrency`` (comma-separated: projection, latency, stream, threads, concurrency) runs
-those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
+  0. cold start of a C host (issue 16): first call and RSS, one process each (bench/coldstart.py)
+  4b. the stream parsers in memory (bench/parsers.py, moved from the tests)
+``--only concurrency`` (comma-separated, from SECTIONS: native, coldstart, projection, latency,
+stream, parsers, threads, profiles, concurrency) runs those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
 The server is bench/server.py in its own process (prebuilt responses, TCP_NODELAY); a bare-socket
 client measures what the server and the loopback cost alone, to show it is not the bottleneck.
 """
@@ -363,6 +365,26 @@ def node_peer(mode: str, base: str, count: int, warmup: int) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def node_binding_stream(base: str, streams: int) -> dict[str, Any] | None:
+    """stream_text through the aimux Node binding (bench/peers/aimux_node_peer.mjs); None (the
+    row reported as not measured, with the reason logged) when it fails or takes over 60 s."""
+    try:
+        proc = subprocess.run(
+            ["node", str(HERE / "peers" / "aimux_node_peer.mjs"), "stream", base, str(streams),
+             "1", KEY],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        log("  aimux Node binding stream: no end within 60 s (not measured)")
+        return None
+    if proc.returncode != 0:
+        log(f"  aimux Node binding stream failed (not measured): {proc.stderr[-500:]}")
+        return None
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["events"] == 5000 * streams, out
+    return out
+
+
 def c_caller_latency(base: str, n: int) -> float:
     """µs per generate_text call from a C caller (bench/threads.c, one thread)."""
     params = orjson.dumps(generate_params(base)).decode()
@@ -373,10 +395,11 @@ def c_caller_latency(base: str, n: int) -> float:
     return 1e6 / json.loads(proc.stdout)["callsPerSecond"]
 
 
-def c_caller_stream(base: str, streams: int) -> float:
-    """text-delta events/s of stream_text from a C caller (bench/threads.c stream)."""
+def c_caller_stream(base: str, streams: int, mode: str = "stream") -> float:
+    """text-delta events/s of stream_text from a C caller (bench/threads.c stream: one
+    aimux_stream_next per event; stream-batch: aimux_stream_start + poll + aimux_stream_poll)."""
     params = orjson.dumps(generate_params(base)).decode()
-    proc = subprocess.run([str(BUILD / "threads"), "stream", str(streams), params],
+    proc = subprocess.run([str(BUILD / "threads"), mode, str(streams), params],
                           capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"threads stream: {proc.stderr[-2000:]}")
@@ -427,6 +450,10 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
     }
     res: dict[str, list[float]] = {k: [] for k in fns}
     res["aimux C ABI (C caller)"] = []
+    res["aimux C ABI (C caller, batch poll)"] = []
+    binding_ok = node_ok and (ROOT / "bindings" / "node" / "node_modules" / "koffi").exists()
+    if binding_ok:
+        res["aimux Node binding"] = []
     if node_ok:
         res["Vercel AI SDK (node)"] = []
     for fn in fns.values():
@@ -437,6 +464,15 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
             events = fn()
             res[name].append(events / (time.perf_counter() - t0))
         res["aimux C ABI (C caller)"].append(c_caller_stream(peers.base, 2))
+        res["aimux C ABI (C caller, batch poll)"].append(
+            c_caller_stream(peers.base, 2, "stream-batch"))
+        if binding_ok:
+            nb = node_binding_stream(peers.base, 2)
+            if nb is None:
+                binding_ok = False  # one failure: the row is not measured this run
+                res.pop("aimux Node binding", None)
+            else:
+                res["aimux Node binding"].append(nb["events"] / nb["seconds"])
         if node_ok:
             out = node_peer("stream", peers.base, 1, 1)
             assert out["events"] == 5000, out
@@ -754,48 +790,9 @@ def write_png(path: Path, data: dict[str, Any]) -> None:
     fig.savefig(path, dpi=110)
 
 
-def run_only(args: argparse.Namespace) -> int:
-    """The sections named by --only; a short report of them alone (results.md is untouched)."""
-    from cabi import Lib
-
-    only = {x.strip() for x in args.only.split(",") if x.strip()}
-    known = {"projection", "latency", "stream", "threads", "concurrency"}
-    if not only <= known:
-        log(f"bench: unknown section(s) {sorted(only - known)}; known: {sorted(known)}")
-        return 2
-    rounds, calls = (2, 50) if args.quick else (args.rounds, args.calls)
-    out = Path(args.out) if args.out != str(HERE / "results.md") else BUILD / "only.md"
-    out_json = Path(args.json) if args.json != str(HERE / "results.json") else BUILD / "only.json"
-    node_ok = shutil.which("node") is not None and (HERE / "peers" / "node_modules" / "ai").exists()
-    data: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                            "loadBefore": loadavg(), "versions": versions()}
-    if "projection" in only:
-        data["projection"] = bench_projection(rounds, 2000 if not args.quick else 200)
-    if only & {"latency", "stream", "threads"}:
-        with bench_server() as port:
-            peers = Peers(port, Lib())
-            if "latency" in only:
-                lat = bench_latency(peers, rounds, calls, node_ok)
-                data["latency"] = {k: median(v) for k, v in lat.items()}
-            if "stream" in only:
-                st = bench_stream(peers, rounds, node_ok)
-                data["stream"] = {k: median(v) for k, v in st.items()}
-            if "threads" in only:
-                data["threads"] = bench_threads(port, max(1, rounds - 2), 25)
-    lines = [f"# bench --only {args.only} ({data['started']}, load {data['loadBefore']})", ""]
-    if "concurrency" in only:
-        data["concurrency"] = bench_concurrency(node_ok)
-        lines += render_concurrency(data["concurrency"])
-    data["loadAfter"] = loadavg()
-    lines.append(f"Load average after: {data['loadAfter']}.")
-    for k in ("projection", "latency", "stream", "threads"):
-        if k in data:
-            lines += [f"## {k}", "", "```json", json.dumps(data[k], indent=1), "```", ""]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(data, indent=1, ensure_ascii=False))
-    out.write_text("\n".join(lines) + "\n")
-    print(out.read_text())
-    return 0
+#: The sections ``--only`` selects from (native = bench/native-results.md, included as written).
+SECTIONS = ("native", "coldstart", "projection", "latency", "stream", "parsers", "threads",
+            "profiles", "concurrency")
 
 
 def main() -> int:
@@ -803,13 +800,23 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--calls", type=int, default=300, help="calls per round (latency)")
     ap.add_argument("--quick", action="store_true", help="fewer rounds and calls (a smoke run)")
-    ap.add_argument("--out", default=str(HERE / "results.md"))
-    ap.add_argument("--png", default=str(HERE / "results.png"))
-    ap.add_argument("--json", default=str(HERE / "results.json"))
-    ap.add_argument("--only", default="", help="comma-separated sections (see the docstring)")
+    ap.add_argument("--out", default=None, help="default bench/results.md")
+    ap.add_argument("--png", default=None, help="default bench/results.png")
+    ap.add_argument("--json", default=None, help="default bench/results.json")
+    ap.add_argument("--only", default="",
+                    help="comma-separated sections to run (default all): " + ",".join(SECTIONS)
+                    + "; a subset writes bench/build/only.{md,json} unless --out / --json say")
     args = ap.parse_args()
-    if args.only:
-        return run_only(args)
+    only = {x.strip() for x in args.only.split(",") if x.strip()} or set(SECTIONS)
+    unknown = only - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown sections {sorted(unknown)}; known: {', '.join(SECTIONS)}")
+    # a subset never overwrites the full run's results unless --out / --json / --png say so
+    where = BUILD / "only" if args.only else HERE / "results"
+    where.parent.mkdir(parents=True, exist_ok=True)
+    args.out = args.out or f"{where}.md"
+    args.json = args.json or f"{where}.json"
+    args.png = args.png or f"{where}.png"
     rounds, calls = (2, 50) if args.quick else (args.rounds, args.calls)
     global PROFILE_DIR
     PROFILE_DIR = Path(args.out).resolve().parent
@@ -826,29 +833,47 @@ def main() -> int:
     log(f"bench: started {started}, load average {load_before}")
     data: dict[str, Any] = {"started": started, "versions": versions(), "rounds": rounds}
 
-    log("(2) projection")
-    data["projection"] = bench_projection(rounds, 2000 if not args.quick else 200)
+    data["sections"] = sorted(only)
+
+    if "coldstart" in only:
+        from coldstart import bench_coldstart
+
+        log("(0) cold start")
+        data["coldstart"] = bench_coldstart(Path(os.environ["AIMUX_LIB"]), max(3, rounds))
+    if "projection" in only:
+        log("(2) projection")
+        data["projection"] = bench_projection(rounds, 2000 if not args.quick else 200)
+    if "parsers" in only:
+        from parsers import bench_parsers
+
+        log("(4b) stream parsers")
+        data["parsers"] = {k: median(v) for k, v in bench_parsers(max(5, rounds)).items()}
 
     with bench_server() as port:
         peers = Peers(port, lib)
-        log("(3) generate_text latency")
-        lat = bench_latency(peers, rounds, calls, node_ok)
-        data["latencyRounds"] = lat
-        data["latency"] = {k: median(v) for k, v in lat.items()}
-        log("(4) stream_text events/s")
-        st = bench_stream(peers, rounds, node_ok)
-        data["streamRounds"] = st
-        data["stream"] = {k: median(v) for k, v in st.items()}
-        data["rawStream"] = raw_stream_rate(port, rounds)
-        log("(5) threads")
-        data["threads"] = bench_threads(port, max(1, rounds - 2), 10 if args.quick else 25)
-        log("profiles")
-        data["profileGenerate"] = profile(peers.aimux_python, 100 if args.quick else 300,
-                                          "generate_text")
-        data["profileStream"] = profile(peers.stream_aimux_python, 1 if args.quick else 3,
-                                        "stream_text")
-    log("(6) concurrent streams")
-    data["concurrency"] = bench_concurrency(node_ok)
+        if "latency" in only:
+            log("(3) generate_text latency")
+            lat = bench_latency(peers, rounds, calls, node_ok)
+            data["latencyRounds"] = lat
+            data["latency"] = {k: median(v) for k, v in lat.items()}
+        if "stream" in only:
+            log("(4) stream_text events/s")
+            st = bench_stream(peers, rounds, node_ok)
+            data["streamRounds"] = st
+            data["stream"] = {k: median(v) for k, v in st.items()}
+            data["rawStream"] = raw_stream_rate(port, rounds)
+        if "threads" in only:
+            log("(5) threads")
+            data["threads"] = bench_threads(port, max(1, rounds - 2), 10 if args.quick else 25)
+        if "profiles" in only:
+            log("profiles")
+            data["profileGenerate"] = profile(peers.aimux_python, 100 if args.quick else 300,
+                                              "generate_text")
+            data["profileStream"] = profile(peers.stream_aimux_python, 1 if args.quick else 3,
+                                            "stream_text")
+    if "concurrency" in only:
+        log("(6) concurrent streams")
+        data["concurrency"] = bench_concurrency(node_ok)
     wall = time.monotonic() - wall0
     busy, own = cpu_busy() - busy0, own_cpu() - own0
     data["cpu"] = {"wall": wall, "busyCores": busy / wall, "ownCores": own / wall,
@@ -858,13 +883,14 @@ def main() -> int:
     data["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
 
     native = ROOT / "bench" / "native-results.md"
-    data["native"] = native.read_text() if native.exists() else None
+    data["native"] = native.read_text() if native.exists() and "native" in only else None
 
     Path(args.json).write_text(json.dumps(data, indent=1, ensure_ascii=False))
     report = render(data)
     Path(args.out).write_text(report)
     try:
-        write_png(Path(args.png), data)
+        if {"latency", "stream", "projection", "threads"} <= only:
+            write_png(Path(args.png), data)
     except ImportError as exc:
         log(f"bench: no PNG ({exc})")
     print(report)
@@ -874,64 +900,46 @@ def main() -> int:
 ANALYSIS = """## Where the time goes, and what would close each gap
 
 Read with the profiles below (cProfile own time by layer; pyinstrument trees in
-`bench/profile-*.txt`). These findings come from profiling this code; the fixes are in files
-the bench does not own, so they are described here rather than made.
+`bench/profile-*.txt`), `python -X importtime`, and the native table's own breakdown.
 
-**(2) Projection.** Before the fix, about half of `project()` at depth 4 was the regex engine inside
-`aimux_ops/redact.py`: every message and every string value goes through `scrub_text`
-(`_PATTERN_RE`, a case-insensitive alternation that starts with `\\b`, so `re` has no literal to
-skip to and tries all three branches at every word boundary) and every message through
-`_URL_RE` (`\\b[a-zA-Z][a-zA-Z0-9+.\\-]{1,15}://`, which runs up to 16 characters at every
-word start before failing on `://`). About 11 such `sub` calls per depth-4 envelope, several
-µs each. **Fix** (`aimux_ops/redact.py`): run each regex only when a cheap substring test says
-it can match: `_PATTERN_RE` only if `"sk-"`, `"key-"` or `"bearer"` occurs in `text.lower()`;
-`_URL_RE` only if `"://"` occurs. Same output (they are necessary conditions of the patterns).
-Experiment (a) measures exactly that change. Next is the Python walk of `causes.capture`, where
-`_bounded_value` builds a `_Budget` and runs `_sanitize` even for a `bool`: **fix**
-(`aimux_ops/causes.py`): return `None` / `bool` / numbers as they are, and a short ASCII string
-as `scrub_text(value)`, before the general path; experiment (b) measures (a) + that (same bytes,
-checked). The measured gain of (b) is small and within this machine's noise: (a) is the lever.
-Where (a) alone stays above 20 µs, what remains per node is: the remembered-secrets regex
-(`_secret_re`, run on every text once any key was used — fold it and the two patterns into one
-compiled alternation with one callback, one pass per text instead of three), two `clip_text`
-passes per message, a pydantic `model_dump` per aimux node in `payload_fields()` (~1.5 µs; a
-plain dict of the set fields would do), and the recursion of `capture` itself. Separately, a
-failed recorded call projects the same exception twice (the recorder's `finish_error` and the
-dispatch boundary); caching the envelope bytes on the exception (`exc.__dict__`) halves that
-path.
+**(0) Cold start.** A C host's first `aimux.version` now costs the interpreter start plus
+`import aimux_ops.dispatch` (orjson, the registry, `_version`; no pydantic, no error class, no
+provider, no httpx) and a precomputed answer, so it sits near the bare library's first call and
+its RSS near the bare runtime's. The first replayed `generate_text` pays, on top, for the op's
+module tree (`python -X importtime`, idle-ish machine): pydantic itself (~40 ms, a third of it
+`importlib.metadata` for pydantic's plugin scan), the error catalogue's payload models
+(`aimux_ops.errors`, ~45 ms: one pydantic model per error class built at import), the op models
+(`ops/models.py`, ~18 ms), the providers (Anthropic's model table and wire module are imported
+with OpenAI's) and httpx (~14 ms). Next levers: build each error's payload model on its first
+use, and import a provider's module on its first call.
 
-**(1) The C ABI error round trip** is the bare crossing plus the core's `call_json` for an
-unknown op, which is almost all `project()` of the UnknownOpError (the native table's own
-breakdown): the fixes of (2) are the fixes of this row; the shim's own part (`chain_links`, the
-accessors) is a few µs.
+**(2) The error path.** An unknown op through the C ABI costs: the `UnknownOpError` itself
+(~5–6 µs: pydantic validates its payload), the list of op names (~1.5 µs), `project()` (~12–20 µs
+at depth 1 with a 5-item list payload: `capture` → `_payload` → `payload_fields` (pydantic
+serializer) → `_bounded_value` / `_sanitize` of the list, `_message` → `scrub_message`), then
+the shim's `chain_links` (~3.5–5.5 µs: parse the envelope, pack every node). Against a ~0.8 µs
+bare crossing the aim of 5× leaves ~3 µs for all of it: out of reach for a Python projection of
+a fresh exception; what would reach it is an envelope built without pydantic (plain-dict payloads
+validated once at construction) and one scrub pass per text (the remembered secrets and the two
+token patterns folded into one compiled alternation). Projection at depth 4 (five nodes) is
+dominated by the per-node Python walk (`capture` own time ~20 %, `_message` ~25 %, `_payload` +
+`_sanitize` ~35 %); `orjson.dumps` of the finished envelope is one C call, so 10× it is ~1 µs a
+node. Done here: a short ASCII message is scrubbed once without the two clip passes, the payload
+dumps through its serializer directly, a failed recorded call is projected once.
 
-**(3) Latency.** Both aimux surfaces spend their time in httpx (request building, h11 state
-machine, pool bookkeeping), like the floor: the core's own layers (pydantic validation of params,
-body building, result building, `orjson`) are a small share. openai-python pays for its pydantic
-response models and its own retry/header machinery on top of the same httpx; the AI SDK pays for
-zod validation and its stream-capable fetch path.
+**(3) Streams.** Per event the Python API crosses: `stream_next_object` → registry lookup →
+`_Stream.pull` (a lock) → the op generator → `openai.stream_events` (`orjson.loads` of the chunk,
+the event dict); the floor does one `orjson.loads` per chunk, so the gap is the generator layers
+and the lock per event. The C caller pays one C→Python crossing, the GIL and a malloc'd copy per
+event; the Node binding one koffi async-worker hop per event. The batch / event-driven interface
+(branch `async-streams`: several events per crossing) is what closes the C and Node gaps; its
+rows are measured once it is on main.
 
-**(4) Streams.** Per event the Python API crosses: `stream_next_json` → registry lookup under a
-lock → `_Stream.next` (another lock) → the op generator → `openai.stream_events` (`orjson.loads`
-of the chunk, the event dict) → `_dump` (`orjson.dumps` to bytes) → `aimux_ops._events`
-(`orjson.loads` back to a dict). The floor does one `orjson.loads` per chunk. **Fixes:**
-(a) `aimux_ops.stream` (`aimux_ops/__init__.py` + `dispatch.py`, the lead) should iterate the
-op's event dicts directly (holding the `_Stream`, no per-event lookup) and serialize nothing —
-projection of an error event stays at the boundary — the *experiment* row of the table measures
-exactly that path (the op's generator iterated in-process); (b) for the C ABI, each event is one
-C→Python crossing (GIL acquire, cffi, a malloc'd copy); a batch call in the ABI —
-`aimux_stream_next_batch(stream, max, char **out_events_jsonl)` returning every event already
-parsed from the bytes in hand (the server sends 256 per HTTP chunk) — would amortize the
-crossing (native engineer + lead; an extension below the header's marker, so ABI-compatible).
-The ctypes row also pays ctypes' own ~2–4 µs per foreign call on the caller side.
-
-**(5) Threads.** The C threads overlap while they wait on the 20 ms server (the core releases the
-GIL in httpx's socket waits); what does not overlap is each call's Python CPU time (≈ the
-latency row minus the server), serialized by the GIL and shared with the other processes on
-this 2-core machine. Ideal scaling needs N × (CPU per call) ≪ 20 ms + CPU per call; at 16
-threads the GIL is saturated when the per-call CPU exceeds ~1.3 ms. Closing the gap at high
-counts means less Python per call (the fixes above, fewer httpx layers: a raw `httpcore`
-connection pool instead of `httpx.Client`) — or subinterpreters / free-threaded CPython later.
+**(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
+h11, pool bookkeeping), like the floor. The C threads overlap while they wait on the 20 ms
+server; what does not overlap is each call's Python CPU time, serialized by the GIL and shared
+with the other processes on this 2-core machine (at 16 threads the GIL saturates when the
+per-call CPU exceeds ~1.3 ms).
 """
 
 
@@ -954,6 +962,12 @@ def render(d: dict[str, Any]) -> str:
     L.append("Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".")
     L.append("")
     aims: list[tuple[str, str, bool]] = []
+    L.append(f"Sections in this run: {', '.join(d.get('sections', SECTIONS))}.")
+    L.append("")
+
+    # 0
+    if "coldstart" in d:
+        render_coldstart(d["coldstart"], L, aims)
 
     # 1
     L.append("## 1. The C ABI call vs a bare cffi-embedded call")
@@ -983,11 +997,70 @@ def render(d: dict[str, Any]) -> str:
             aims.append(("1. C ABI `aimux.version` ≤ 2× the bare cffi call", f"{ratio:.2f}×",
                          ratio <= 2))
         elif cells[0].startswith("error round trip"):
-            aims.append(("1. C ABI error round trip ≤ 2× the bare cffi call", f"{ratio:.2f}×",
-                         ratio <= 2))
+            aims.append(("2. C ABI error round trip ≤ 5× the bare cffi call", f"{ratio:.2f}×",
+                         ratio <= 5))
 
-    # 2
-    pr = d["projection"]
+    if "projection" in d:
+        render_projection(d["projection"], L, aims)
+    if "latency" in d:
+        render_latency(d, L, aims)
+    if "stream" in d:
+        render_stream(d, L, aims)
+    if "parsers" in d:
+        render_parsers(d["parsers"], L, aims)
+    if "threads" in d:
+        render_threads(d["threads"], L, aims)
+    render_tail(d, L, aims)
+    return "\n".join(L) + "\n"
+
+
+def render_coldstart(cs: dict[str, Any], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
+    floor_k = "floor: bare cffi-embedded library (libaimux_noop)"
+    fms, frss = cs["ms"][floor_k], cs["rssMB"][floor_k]
+    L.append("## 0. Cold start: a C host's first call (one process per figure)")
+    L.append("")
+    L.append("`bench/native/cold_start.c` (via `bench/coldstart.py`): a fresh process dlopens "
+             "one library and times its first call (the embedded interpreter starts there); "
+             "VmRSS read right after. The processes are interleaved round by round.")
+    L.append("")
+    L.append("| first call | ms (median) | × floor | best ms | RSS after, MB | × floor RSS |")
+    L.append("|---|---:|---:|---:|---:|---:|")
+    for k, ms in cs["ms"].items():
+        L.append(f"| {k} | {ms:.1f} | {ms / fms:.2f}× | {cs['msBest'][k]:.1f} | "
+                 f"{cs['rssMB'][k]:.1f} | {cs['rssMB'][k] / frss:.2f}× |")
+    L.append("")
+    v = cs["ms"]['aimux_call("aimux.version")'] / fms
+    g = cs["ms"]["replayed generate_text"] / fms
+    r = cs["rssMB"]['aimux_call("aimux.version")'] / frss
+    aims.append(("0. first `aimux.version` from a C host ≤ 2× the bare library's first call",
+                 f"{v:.2f}×", v <= 2))
+    aims.append(("0. first replayed `generate_text` ≤ 8× the bare first call", f"{g:.2f}×",
+                 g <= 8))
+    aims.append(("0. RSS after the first call (`aimux.version`) ≤ 2× the bare runtime",
+                 f"{r:.2f}×", r <= 2))
+
+
+def render_parsers(pa: dict[str, float], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
+    from parsers import CHUNKS
+
+    floor = pa["floor: lines + orjson"]
+    L.append("## 4b. Stream parsers in memory (5,000 chunks; `bench/parsers.py`)")
+    L.append("")
+    L.append("Moved from the test suite (no timed assertions in tests). Rates are chunks/s; the "
+             "floor is line iteration + `orjson.loads` over the same bytes.")
+    L.append("")
+    L.append("| parser | chunks/s (median) | × floor |")
+    L.append("|---|---:|---:|")
+    for k, sec in pa.items():
+        L.append(f"| {k} | {CHUNKS / sec:,.0f} | {floor / sec:.2f}× |")
+    L.append("")
+    se = floor / pa["openai.stream_events"]
+    own = pa["httpx-sse decoders"] / pa["transport.iter_sse"]
+    aims.append(("4b. openai.stream_events ≥ 0.5× the line-parse floor", f"{se:.2f}×", se >= 0.5))
+    aims.append(("4b. transport.iter_sse faster than httpx-sse (≥ 1×)", f"{own:.2f}×", own >= 1))
+
+
+def render_projection(pr: dict[str, Any], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
     L.append("## 2. Envelope projection (`aimux_ops.envelope.project`)")
     L.append("")
     L.append("A cause chain of aimux nodes and source nodes alternating, rooted in an "
@@ -1010,10 +1083,12 @@ def render(d: dict[str, Any]) -> str:
              "bytes (see *Where the time goes* below); the shipped code is the `project µs` "
              "column.")
     L.append("")
-    ok2 = pr["4"]["us"] <= 20
-    aims.append(("2. projection at depth 4 ≤ 20 µs", f"{pr['4']['us']:.1f} µs", ok2))
+    x4 = pr["4"]["us"] / pr["4"]["floorUs"]
+    aims.append(("2. projection at depth 4 ≤ 10× orjson.dumps of the envelope",
+                 f"{x4:.1f}× ({pr['4']['us']:.1f} µs)", x4 <= 10))
 
-    # 3
+
+def render_latency(d: dict[str, Any], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
     lat = d["latency"]
     floor = lat["floor: httpx POST + orjson"]
     L.append("## 3. generate_text latency per call (one local server)")
@@ -1036,9 +1111,11 @@ def render(d: dict[str, Any]) -> str:
              "on.")
     L.append("")
     for k in ("aimux Python API", "aimux C ABI (ctypes)", "aimux C ABI (C caller)"):
-        aims.append((f"3. {k} ≤ 1.2× floor", f"{lat[k] / floor:.3f}×", lat[k] / floor <= 1.2))
+        aims.append((f"4. generate_text {k} ≤ 1.2× floor", f"{lat[k] / floor:.3f}×",
+                     lat[k] / floor <= 1.2))
 
-    # 4
+
+def render_stream(d: dict[str, Any], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
     st = d["stream"]
     sfloor = st["floor: httpx lines + orjson"]
     L.append("## 4. stream_text events per second (5,000-chunk stream)")
@@ -1055,11 +1132,16 @@ def render(d: dict[str, Any]) -> str:
              f"{d['rawStream']:,.0f} chunks/s, {d['rawStream'] / sfloor:.0f}× the floor: the "
              "server is not the bottleneck.")
     L.append("")
-    for k in ("aimux Python API", "aimux C ABI (ctypes)", "aimux C ABI (C caller)"):
-        aims.append((f"4. {k} ≥ 0.5× floor", f"{st[k] / sfloor:.3f}×", st[k] / sfloor >= 0.5))
+    for k, aim in (("aimux Python API", 0.9), ("aimux C ABI (C caller)", 0.8),
+                   ("aimux C ABI (C caller, batch poll)", 0.8), ("aimux Node binding", 0.5)):
+        if k in st:
+            aims.append((f"3. stream {k} ≥ {aim}× floor", f"{st[k] / sfloor:.3f}×",
+                         st[k] / sfloor >= aim))
+        else:
+            aims.append((f"3. stream {k} ≥ {aim}× floor", "not measured", False))
 
-    # 5
-    th = d["threads"]
+
+def render_threads(th: dict[str, Any], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
     one = th["aimux"]["1"]
     raw_one = th["raw"]["1"]
     L.append("## 5. C threads calling generate_text, server answering after 20 ms")
@@ -1075,8 +1157,14 @@ def render(d: dict[str, Any]) -> str:
                  f"{th['raw'][n] / raw_one:.2f}× |")
     L.append("")
     ok5 = th["aimux"]["8"] / one >= 6
-    aims.append(("5. 8 threads ≥ 6× one thread", f"{th['aimux']['8'] / one:.2f}×", ok5))
+    aims.append(("4. 8 threads ≥ 6× one thread", f"{th['aimux']['8'] / one:.2f}×", ok5))
+    if "16" in th["aimux"]:
+        x16 = th["aimux"]["16"] / one
+        aims.append(("4. 16 threads ≥ 12× one thread", f"{x16:.2f}×", x16 >= 12))
 
+
+
+def render_tail(d: dict[str, Any], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
     if "concurrency" in d:
         L += render_concurrency(d["concurrency"])
     L.append("Rows: *ctypes* is the C ABI called from this Python process through ctypes (what a "
@@ -1093,13 +1181,13 @@ def render(d: dict[str, Any]) -> str:
     L.append("")
     L.append(ANALYSIS)
     L.append("")
-    L.append("## Profiles (aimux Python API)")
-    L.append("")
-    L.append(d["profileGenerate"])
-    L.append("")
-    L.append(d["profileStream"])
-    L.append("")
-    return "\n".join(L) + "\n"
+    if "profileGenerate" in d:
+        L.append("## Profiles (aimux Python API)")
+        L.append("")
+        L.append(d["profileGenerate"])
+        L.append("")
+        L.append(d["profileStream"])
+        L.append("")
 
 
 if __name__ == "__main__":

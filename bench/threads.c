@@ -6,6 +6,9 @@
  *   threads stream <streams> <params-json>
  *       <streams> sequential stream_text streams from C: aimux_stream + aimux_stream_next until
  *       the end; prints {"streams", "events", "seconds", "eventsPerSecond"}
+ *   threads stream-batch <streams> <params-json>
+ *       the same through the event-driven interface: aimux_stream_start, then poll() on
+ *       aimux_events_fd, aimux_ready and aimux_stream_poll batches (up to 1024 events each)
  *   threads raw <threads> <calls-per-thread> <port> <model>
  *       the same requests as bare HTTP/1.1 over keep-alive sockets (no aimux, no Python):
  *       shows what the server and the loopback alone can do at that concurrency
@@ -17,6 +20,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -175,9 +179,77 @@ static int stream_mode(int streams, const char *params)
     return 0;
 }
 
+/* text-delta events in one JSON array batch (each event starts with {"type":"text-delta") */
+static long count_deltas(const char *batch)
+{
+    long n = 0;
+    for (const char *p = batch; (p = strstr(p, "{\"type\":\"text-delta\"")) != NULL; p += 20) n++;
+    return n;
+}
+
+static int stream_batch_mode(int streams, const char *params)
+{
+    long events = 0;
+    double t0 = 0;
+    int fd = -1;
+    aimux_error_t *err = aimux_events_fd(&fd);
+    if (err) {
+        aimux_error_free(err);
+        return 1;
+    }
+    for (int s = -1; s < streams; s++) { /* stream -1 is the warm-up, outside the timing */
+        if (s == 0) t0 = now();
+        uint64_t h = 0;
+        err = aimux_stream_start("stream_text", params, &h);
+        if (err) {
+            fprintf(stderr, "stream_start failed: [%d]\n", aimux_error_code(err));
+            aimux_error_free(err);
+            return 1;
+        }
+        int ended = 0;
+        while (!ended) {
+            struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
+            poll(&pfd, 1, 1000);
+            char drain[256];
+            while (read(fd, drain, sizeof drain) > 0) {}
+            uint64_t ready[64];
+            size_t n = 0;
+            aimux_error_free(aimux_ready(ready, 64, &n));
+            for (size_t i = 0; i < n && !ended; i++) {
+                if (ready[i] != h) continue;
+                for (;;) {
+                    char *batch = NULL;
+                    int32_t over = AIMUX_STREAM_OPEN;
+                    err = aimux_stream_poll(h, 1024, &batch, &over);
+                    if (err) {
+                        fprintf(stderr, "stream_poll failed: [%d]\n", aimux_error_code(err));
+                        aimux_error_free(err);
+                        aimux_stream_free(h);
+                        return 1;
+                    }
+                    if (batch && s >= 0) events += count_deltas(batch);
+                    aimux_string_free(batch);
+                    if (over == AIMUX_STREAM_ENDED) {
+                        ended = 1;
+                        break;
+                    }
+                    if (!batch) break;
+                }
+            }
+        }
+        aimux_stream_free(h);
+    }
+    double seconds = now() - t0;
+    printf("{\"streams\":%d,\"events\":%ld,\"seconds\":%.6f,\"eventsPerSecond\":%.1f}\n", streams,
+           events, seconds, events / seconds);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "stream") == 0) return stream_mode(atoi(argv[2]), argv[3]);
+    if (argc == 4 && strcmp(argv[1], "stream-batch") == 0)
+        return stream_batch_mode(atoi(argv[2]), argv[3]);
     if (argc < 5) {
         fprintf(stderr,
                 "usage: %s aimux <threads> <calls> <params-json>\n"

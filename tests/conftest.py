@@ -16,8 +16,8 @@ _problems: list[str] = []
 _original: Callable[[BaseException], bytes] = aimux_ops.envelope.project
 
 
-def _validating_project(exc: BaseException) -> bytes:
-    data = _original(exc)
+def _validating_project(exc: BaseException, *, remember: bool = False) -> bytes:
+    data = _original(exc, remember=remember)
     try:
         assert_valid_envelope(data)
     except Exception as problem:

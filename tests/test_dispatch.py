@@ -283,3 +283,37 @@ def test_python_stream_events_equal_the_wire_events() -> None:
     stream_free(handle)
     assert in_process == wire
     assert [e["type"] for e in wire] == ["text-delta", "text-delta", "finish"]
+
+
+def test_precomputed_version_is_what_the_op_answers() -> None:
+    """dispatch answers aimux.version {} without loading the op: the bytes must be the op's."""
+    from aimux_ops import dispatch
+    from aimux_ops.ops import meta
+
+    spec = registry.get_op("aimux.version")
+    assert spec is not None and spec.handler is meta.version
+    assert dispatch._VERSION == orjson.dumps(spec.handler(spec.params()))
+    assert dispatch.call_json(b"aimux.version", b"{}") == (dispatch._VERSION, None)
+
+
+def test_ops_load_lazily_in_the_declared_order() -> None:
+    """A fresh interpreter: importing dispatch loads no op module, pydantic or httpx; aimux.version
+    answers without them; all_ops lists the ops in the declared order whatever loaded first."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from aimux_ops import dispatch\n"
+        "assert dispatch.call_json(b'aimux.version', b'{}')[1] is None\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('pydantic', 'httpx', 'jsonschema')"
+        " or m.startswith(('aimux_ops.ops.generate', 'aimux_ops.ops.meta', 'aimux_ops.errors'))]\n"
+        "assert not heavy, heavy\n"
+        "assert dispatch.call_json(b'aimux.version', b'{ }')[1] is None\n"
+        "from aimux_ops.ops import all_ops\n"
+        "print(','.join(s.name for s in all_ops()))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        "generate_text,generate_object,stream_text,aimux.version,aimux.manifest"
+    )

@@ -249,3 +249,24 @@ def test_messages_never_carry_nul() -> None:
         project(raised(E.OtherError("before\x00after"), ValueError("a\x00b")))
     )
     assert env["message"] == "before\ufffdafter" and env["cause"]["message"] == "a\ufffdb"
+
+
+def test_a_remembered_projection_is_not_projected_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """project(remember=True) (the recorder's) keeps the bytes: the dispatch boundary's project
+    of the same exception answers them without projecting; a changed cause projects again."""
+    from aimux_ops import envelope
+
+    exc = E.APICallError("Cannot connect to API", is_retryable=True)
+    exc.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    plain = E.APICallError("Cannot connect to API", is_retryable=True)
+    first = envelope.to_envelope(exc, remember=True)
+    calls: list[BaseException] = []
+    real = envelope._project
+    monkeypatch.setattr(envelope, "_project", lambda e: calls.append(e) or real(e))
+    assert orjson.loads(envelope.project(exc)) == first and calls == []
+    envelope.project(plain)
+    envelope.project(plain)
+    assert calls == [plain, plain], "without remember every project projects"
+    exc.__cause__ = OSError("another cause")
+    again = orjson.loads(envelope.project(exc))
+    assert calls[-1] is exc and again["cause"]["message"] == "another cause"

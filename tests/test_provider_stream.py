@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -257,92 +256,6 @@ def test_streamed_tool_call_without_a_name(server: FaultServer) -> None:
     assert env["error"]["statusCode"] == 200
     assert names(env)[:2] == ["AI_APICallError", "AI_InvalidResponseDataError"]
     assert env["cause"]["error"]["data"]["index"] == 0
-
-
-# -- parse speed (the decision to keep our own SSE parser, and the ≥50 % floor) ------------------
-
-
-def _sse_payload(n: int) -> list[bytes]:
-    from fault_server import _chunk, _sse
-
-    data = b"".join(_sse(_chunk("gpt-4o-mini", {"content": f"w{i} "})) for i in range(n))
-    data += b"data: [DONE]\n\n"
-    return [data[i : i + 65536] for i in range(0, len(data), 65536)]
-
-
-class _BytesResponse:
-    """A 200 SSE response served from memory (the Response protocol of aimux_ops.transport)."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-        self.status = 200
-        self.reason = "OK"
-        self.headers: dict[str, str] = {}
-
-    def read(self) -> bytes:
-        return b"".join(self.chunks)
-
-    def iter_events(self) -> Iterator[tuple[str | None, bytes]]:
-        from aimux_ops.transport import iter_sse
-
-        return iter_sse(iter(self.chunks))
-
-    def close(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
-
-
-def _best(fn: Any, rounds: int = 9) -> float:
-    import time as _t
-
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = _t.perf_counter()
-        fn()
-        best = min(best, _t.perf_counter() - t0)
-    return best
-
-
-def test_stream_parsing_reaches_half_the_floor() -> None:
-    """stream_events (SSE split + orjson + event dicts) vs the floor: line iteration + orjson."""
-    from aimux_ops.providers import openai
-
-    chunks = _sse_payload(5000)
-
-    def floor() -> None:
-        for line in b"".join(chunks).decode().splitlines():
-            if line.startswith("data: ") and line != "data: [DONE]":
-                orjson.loads(line[6:])
-
-    def ours() -> None:
-        state = openai.StreamState()
-        n = sum(1 for _ in openai.stream_events(_BytesResponse(chunks), state))
-        assert n == 5000 and state.done
-
-    floor_s, ours_s = _best(floor), _best(ours)
-    assert ours_s <= floor_s * 2.0, f"{5000 / ours_s:,.0f} ev/s vs floor {5000 / floor_s:,.0f}"
-
-
-def test_own_sse_parser_is_faster_than_httpx_sse() -> None:
-    from httpx_sse._decoders import SSEDecoder, SSELineDecoder
-
-    from aimux_ops.transport import iter_sse
-
-    chunks = _sse_payload(5000)
-
-    def theirs() -> None:
-        lines, events = SSELineDecoder(), SSEDecoder()
-        for chunk in chunks:
-            for line in lines.decode(chunk.decode()):
-                events.decode(line)
-
-    def ours() -> None:
-        for _ in iter_sse(iter(chunks)):
-            pass
-
-    assert _best(ours) < _best(theirs)
 
 
 def test_chunk_of_the_wrong_shape(server: FaultServer) -> None:

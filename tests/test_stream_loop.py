@@ -184,6 +184,37 @@ def test_a_slow_consumer_bounds_the_queue(server: FaultServer) -> None:
     assert n == 5001  # every delta and the finish: nothing dropped
 
 
+def test_a_burst_over_the_high_water_mark_drains_through_the_pipe(server: FaultServer) -> None:
+    """Event-driven consumer, batches smaller than the queue: a stream the producer paused at the
+    high-water mark stays listed while events remain, so the pipe-driven drain never stalls (it
+    did: a batch left 768 events queued, the handle unlisted and no byte in the pipe)."""
+    handle, env = stream_start_json(
+        "stream_text", orjson.dumps(params(server, "mode=chunks;n=5000"))
+    )
+    assert env is None and handle is not None
+    fd = events_fd()
+    n, ended, idle_waits = 0, False, 0
+    try:
+        while not ended:
+            listed = ready_handles(16)
+            if not listed:
+                readable, _, _ = select.select([fd], [], [], 5.0)
+                assert readable, f"stalled after {n} events: not listed and no byte in the pipe"
+                os.read(fd, 4096)
+                idle_waits += 1
+                assert idle_waits < 10_000
+                continue
+            if handle not in listed:
+                continue  # handles of earlier tests' freed streams may still be listed
+            batch, ended, env = stream_poll_json(handle, 200)
+            assert env is None
+            if batch is not None:
+                n += len(orjson.loads(batch))
+    finally:
+        stream_free(handle)
+    assert n == 5001  # every delta and the finish
+
+
 def test_cancel_ends_a_retry_backoff_on_the_loop(server: FaultServer) -> None:
     # a 500 with a 50 s backoff before the retry: cancel must end the wait, not the backoff
     p = params(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import threading
 import typing
 from typing import Any, ClassVar
 
@@ -89,6 +90,30 @@ def _own_fields(cls: type) -> dict[str, tuple[Any, Any]]:
     return fields
 
 
+_payload_lock = threading.RLock()
+
+
+class _LazyPayload:
+    """An error class's ``Payload`` model, created (``create_model`` over the parent's
+    ``Payload``) the first time the class attribute is read, then put in its place."""
+
+    def __init__(self, cls: type, fields: dict[str, tuple[Any, Any]]) -> None:
+        self.cls = cls
+        self.fields = fields
+
+    def __get__(self, obj: object, owner: type | None = None) -> type[ErrorPayload]:
+        with _payload_lock:
+            built: Any = self.cls.__dict__.get("Payload")
+            if isinstance(built, type):
+                return built
+            base: Any = getattr(super(self.cls, self.cls), "Payload")  # noqa: B009
+            model: Any = create_model(  # type: ignore[call-overload]
+                f"{self.cls.__name__}Payload", __base__=base, **self.fields
+            )
+            type.__setattr__(self.cls, "Payload", model)
+            return typing.cast("type[ErrorPayload]", model)
+
+
 class AimuxError(Exception):
     """Root of every error that crosses the aimux boundary, in all four domains.
 
@@ -120,10 +145,10 @@ class AimuxError(Exception):
         for field in fields:  # read and written through the payload: one state
             setattr(cls, field, _payload_property(field))
         if fields:
-            cls.Payload = create_model(  # type: ignore[call-overload]
-                f"{cls.__name__}Payload", __base__=cls.Payload, **fields
-            )
-        cls._field_names = tuple(cls.Payload.model_fields)
+            # built on first use (cold start: no pydantic model per error class at import)
+            cls.Payload = _LazyPayload(cls, fields)  # type: ignore[assignment]
+        inherited = cls._field_names  # the nearest ancestor's (pydantic's order: theirs, then new)
+        cls._field_names = inherited + tuple(f for f in fields if f not in inherited)
         for hook in ("retryable", "retry_after_ms"):
             if hook in cls.__dict__:  # pragma: no cover - a programming error caught at import
                 raise TypeError(
@@ -211,8 +236,14 @@ class AimuxError(Exception):
         return None
 
     def payload_fields(self) -> dict[str, Any]:
-        """The payload as JSON-ready camelCase members (absent fields omitted)."""
-        return self.payload.model_dump(mode="json", by_alias=True, exclude_none=True)
+        """The payload as JSON-ready camelCase members (absent fields omitted): ``model_dump``'s
+        serializer called directly (the same dict, without its per-call Python wrapper; this is
+        on every projection's path)."""
+        payload = self.payload
+        dumped: dict[str, Any] = payload.__pydantic_serializer__.to_python(
+            payload, mode="json", by_alias=True, exclude_none=True
+        )
+        return dumped
 
     def cause_children(self) -> list[BaseException]:
         """Nested errors carried inside the payload (RetryError's attempts)."""

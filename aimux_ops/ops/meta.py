@@ -8,11 +8,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
-from .._version import __version__
+from .._version import ABI_VERSION, __version__
 from ..errors import KINDS, RETIRED_CODES, catalogue
 from .registry import all_ops, register_op
-
-ABI_VERSION = 1
 
 __all__ = ["ABI_VERSION", "ManifestResult", "VersionResult", "build_manifest"]
 

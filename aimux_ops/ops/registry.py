@@ -6,18 +6,24 @@ an iterator of events (JSON-ready dicts, or the bytes of one serialized event); 
 raised before the first event fails the open, one raised later becomes the terminal ``error``
 event. A stream handler runs on the core's stream loop (``aio``, shared by every stream): it must
 never block its thread; it waits through ``aio`` (the transport's reads, ``aio.sleep``).
+
+Op modules are imported when first needed (``declare_lazy``): ``get_op`` imports the module that
+registers a declared name on its first lookup, ``all_ops`` imports every declared module, so a
+caller of ``aimux.version`` never pays for the provider ops' models, httpx or jsonschema.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-__all__ = ["OpSpec", "StreamContext", "all_ops", "get_op", "register_op"]
+__all__ = ["OpSpec", "StreamContext", "all_ops", "declare_lazy", "get_op", "register_op"]
 
 Mode = Literal["call", "stream"]
 
@@ -66,6 +72,20 @@ class OpSpec:
 
 
 _OPS: dict[str, OpSpec] = {}
+#: Declared op name -> the module whose import registers it, in the declared order (the order
+#: ``all_ops`` answers in, whatever order the modules happen to be imported in).
+_LAZY: dict[str, str] = {}
+
+
+_all_loaded = False
+
+
+def declare_lazy(module: str, *names: str) -> None:
+    """Declare that importing ``module`` registers ``names``."""
+    global _all_loaded
+    for name in names:
+        _LAZY[name] = module
+    _all_loaded = False
 
 
 def register_op(
@@ -88,8 +108,18 @@ def register_op(
 
 
 def get_op(name: str) -> OpSpec | None:
-    return _OPS.get(name)
+    spec = _OPS.get(name)
+    if spec is None and name in _LAZY:
+        importlib.import_module(_LAZY[name])  # the import system's own locks make this safe
+        spec = _OPS.get(name)
+    return spec
 
 
 def all_ops() -> list[OpSpec]:
-    return list(_OPS.values())
+    global _all_loaded
+    if not _all_loaded:
+        for module in dict.fromkeys(_LAZY.values()):
+            importlib.import_module(module)
+        _all_loaded = True
+    declared = [_OPS[n] for n in _LAZY if n in _OPS]
+    return declared + [s for n, s in _OPS.items() if n not in _LAZY]

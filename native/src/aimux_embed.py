@@ -25,9 +25,6 @@ try:
     for _p in _paths:
         site.addsitedir(_p)
     from aimux_ops import dispatch as _dispatch
-    from aimux_ops import errors as _errors
-    from aimux_ops.envelope import chain_links as _chain_links
-    from aimux_ops.envelope import project as _project
 
     _call_json = _dispatch.call_json
     _stream_json = _dispatch.stream_json
@@ -44,6 +41,33 @@ except BaseException as _e:  # recorded, reported by every call as a 207
         "cannot load the aimux_ops core from %s: %s: %s"
         % (":".join(_paths) or "?", type(_e).__name__, _e)
     ).encode("utf-8", "replace")
+
+
+# The errors and the envelope walk load on the first failure (cold start: a first successful call
+# imports neither).
+# Each replaces itself with the core's function on its first call.
+def _project(exc):
+    global _project
+    from aimux_ops.envelope import project as _project
+
+    return _project(exc)
+
+
+def _chain_links(env):
+    global _chain_links
+    from aimux_ops.envelope import chain_links as _chain_links
+
+    return _chain_links(env)
+
+
+class _ErrorsModule:
+    def __getattr__(self, name):
+        from aimux_ops import errors
+
+        return getattr(errors, name)
+
+
+_errors = _ErrorsModule()
 
 
 def _early(which, message, argument=NULL):

@@ -66,6 +66,22 @@ test('a live stream: deltas then finish', async () => {
   assert.equal(events.at(-1).type, 'finish');
 });
 
+test('a burst larger than the core queue (5,000 deltas at once) arrives whole, in order', { timeout: 60_000 }, async () => {
+  // the core pauses a producer at 1,024 queued events; the event-driven drain must keep
+  // polling the stream while events remain (it stalled forever before)
+  let n = 0;
+  let last = null;
+  for await (const ev of stream('stream_text', params('mode=chunks;n=5000'))) {
+    if (ev.type === 'text-delta') {
+      assert.equal(ev.text, `w${n} `);
+      n += 1;
+    }
+    last = ev;
+  }
+  assert.equal(n, 5000);
+  assert.equal(last.type, 'finish');
+});
+
 test('an error inside a stream arrives as an error event with a decoded AimuxError', async () => {
   const events = [];
   for await (const ev of stream('stream_text', params('mode=errframe;after=1'))) events.push(ev);
