@@ -47,6 +47,7 @@ __all__ = [
     "loop_state",
     "notifier",
     "reset_after_fork",
+    "set_none",
     "sleep",
     "spawn",
     "wait",
@@ -178,7 +179,7 @@ def sleep(seconds: float, cancelled: threading.Event | None = None) -> bool:
     if in_stream():
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
-        timer = loop.call_later(max(seconds, 0.0), _set_none, fut)
+        timer = loop.call_later(max(seconds, 0.0), set_none, fut)
         try:
             if not wait(fut):
                 return True
@@ -192,7 +193,8 @@ def sleep(seconds: float, cancelled: threading.Event | None = None) -> bool:
     return False
 
 
-def _set_none(fut: asyncio.Future[None]) -> None:
+def set_none(fut: asyncio.Future[None]) -> None:
+    """Complete ``fut`` with None unless it is done already (a loop callback)."""
     if not fut.done():
         fut.set_result(None)
 

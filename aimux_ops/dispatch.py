@@ -345,7 +345,7 @@ class _Stream:
         fut = self._space
         if fut is not None and len(self._events) <= _LOW_WATER:
             self._space = None
-            fut.get_loop().call_soon_threadsafe(_resolve_future, fut)
+            fut.get_loop().call_soon_threadsafe(aio.set_none, fut)
 
     def _on_cancel(self) -> None:
         # ends a retry backoff or a wait for room (the op's own cancel hook shuts its socket)
@@ -475,11 +475,6 @@ class _Stream:
 
     def close(self) -> None:
         self.ctx.cancel()
-
-
-def _resolve_future(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 _streams: dict[int, _Stream] = {}
