@@ -37,7 +37,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
@@ -395,6 +395,35 @@ def _same_origin_target(raw: httpx.Response) -> httpx.URL | None:
     return target if _origin(target) == _origin(raw.request.url) else None
 
 
+def _send_following(
+    client: httpx.Client | httpx.AsyncClient,
+    request: HTTPRequest,
+    deadline: Deadline,
+    rem: float | None,
+    pool_s: float | None,
+    send: Callable[[httpx.Request, float | None], httpx.Response],
+    close: Callable[[httpx.Response], object],
+) -> httpx.Response:
+    """Send ``request`` through ``send(req, rem)`` (blocking, or ``aio.await_only`` on the stream
+    loop; ``rem`` is the deadline left for that hop), following redirects: a same-origin 307/308
+    is followed with the same method, body and headers (as fetch does), up to ``MAX_REDIRECTS``
+    hops; any other redirect comes back as the answer: the request carries the API key, and
+    another origin never gets it (and the same origin is the same pool)."""
+    raw = send(_build_request(client, request, request.url, rem, pool_s), rem)
+    hops = 0
+    while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
+        target = _same_origin_target(raw)
+        if target is None:
+            break
+        close(raw)
+        hops += 1
+        rem = deadline.remaining()
+        if rem is not None and rem <= 0:
+            raise deadline.error()
+        raw = send(_build_request(client, request, target, rem, pool_s), rem)
+    return raw
+
+
 #: async clients of the stream loop (see ``HttpTransport.async_client``)
 _SHARDS = 16
 
@@ -483,28 +512,20 @@ class HttpTransport:
         if aio.in_stream():
             return self._send_async(request, deadline, rem)
         pool_s = self.limits.pool_timeout_ms / 1000.0
+        hop_rem = rem  # the deadline left when the last hop was sent
+
+        def send_hop(req: httpx.Request, rem: float | None) -> httpx.Response:
+            nonlocal hop_rem
+            hop_rem = rem
+            return client.send(req, stream=True)
+
         try:
             client = self.client_for(request.url)
-            req = _build_request(client, request, request.url, rem, pool_s)
-            raw = client.send(req, stream=True)
-            hops = 0
-            while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
-                # a same-origin 307/308 is followed with the same method, body and headers (as
-                # fetch does); any other redirect comes back as the answer: the request carries
-                # the API key, and another origin never gets it (and the same origin is the same
-                # pool)
-                target = _same_origin_target(raw)
-                if target is None:
-                    break
-                raw.close()
-                hops += 1
-                rem = deadline.remaining()
-                if rem is not None and rem <= 0:
-                    raise deadline.error()
-                req = _build_request(client, request, target, rem, pool_s)
-                raw = client.send(req, stream=True)
+            raw = _send_following(
+                client, request, deadline, rem, pool_s, send_hop, lambda raw: raw.close()
+            )
         except httpx.PoolTimeout as exc:
-            if rem is not None and rem < pool_s:
+            if hop_rem is not None and hop_rem < pool_s:
                 # the call's own deadline ended the wait for a free connection
                 raise deadline.error() from _pool_limit_error(self.limits)
             raise _pool_limit_error(self.limits) from exc
@@ -517,21 +538,15 @@ class HttpTransport:
     ) -> HttpResponse:
         client = self.async_client()
         try:
-            req = _build_request(client, request, request.url, rem)
-            raw = aio.await_only(client.send(req, stream=True))
-            hops = 0
-            while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
-                # the same-origin 307/308 rule of ``send``, on the stream loop
-                target = _same_origin_target(raw)
-                if target is None:
-                    break
-                aio.await_only(raw.aclose())
-                hops += 1
-                rem = deadline.remaining()
-                if rem is not None and rem <= 0:
-                    raise deadline.error()
-                req = _build_request(client, request, target, rem)
-                raw = aio.await_only(client.send(req, stream=True))
+            raw = _send_following(
+                client,
+                request,
+                deadline,
+                rem,
+                None,
+                lambda req, _rem: aio.await_only(client.send(req, stream=True)),
+                lambda raw: aio.await_only(raw.aclose()),
+            )
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             raise map_transport_error(exc, deadline) from exc
         return HttpResponse(raw, deadline)
