@@ -563,7 +563,16 @@ def stream_poll_json(handle: int, max_events: int) -> tuple[bytes | None, bool, 
     """Never blocks: ``(JSON array of events or None, ended, None)``, or ``(None, True,
     envelope)`` for an invalid handle or a failed open. Never raises."""
     try:
-        batch, ended = _lookup(handle).poll(max(1, max_events))
+        stream = _lookup(handle)
+    except BaseException as exc:  # noqa: BLE001
+        return None, True, project(exc)
+    return _poll(stream, max_events)
+
+
+def _poll(stream: _Stream, max_events: int) -> tuple[bytes | None, bool, bytes | None]:
+    """``stream.poll`` with its failures projected: ``(batch, ended, envelope or None)``."""
+    try:
+        batch, ended = stream.poll(max(1, max_events))
         return batch, ended, None
     except _OpenFailed as exc:
         return None, True, project(exc.cause)
@@ -585,13 +594,7 @@ def poll_ready_json(max_events: int) -> bytes | None:
         stream = _streams.get(handle)
         if stream is None:
             continue  # freed since it was listed
-        try:
-            batch, ended = stream.poll(max(1, max_events))
-            env = None
-        except _OpenFailed as exc:
-            batch, ended, env = None, True, project(exc.cause)
-        except BaseException as exc:  # noqa: BLE001
-            batch, ended, env = None, True, project(exc)
+        batch, ended, env = _poll(stream, max_events)
         entries.append(
             b"[%d,%d,%s,%s]" % (handle, 1 if ended else 0, batch or b"null", env or b"null")
         )
