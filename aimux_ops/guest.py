@@ -20,13 +20,11 @@ from dataclasses import dataclass
 
 __all__ = [
     "Limits",
-    "fork_generation",
     "limits",
     "on_fork_child",
 ]
 
 _hooks: list[Callable[[], None]] = []
-_generation = 0
 
 
 def on_fork_child(hook: Callable[[], None]) -> Callable[[], None]:
@@ -35,14 +33,8 @@ def on_fork_child(hook: Callable[[], None]) -> Callable[[], None]:
     return hook
 
 
-def fork_generation() -> int:
-    """How many forks this process descends from since the core loaded (0 in the original)."""
-    return _generation
-
-
 def _after_fork_child() -> None:
-    global _generation, _limits
-    _generation += 1
+    global _limits
     _limits = None
     for hook in list(_hooks):
         try:
