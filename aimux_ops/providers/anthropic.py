@@ -33,7 +33,6 @@ import orjson
 
 from .._version import __version__
 from ..errors import APICallError, InvalidResponseDataError
-from ..redact import redact_headers
 from ..transport import HTTPRequest, Response
 from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
 from .base import (
@@ -44,6 +43,7 @@ from .base import (
     error_body_response,
     invalid_response,
     json_parse_error,
+    stream_error,
     type_validation_error,
 )
 
@@ -260,18 +260,6 @@ _ERROR_TYPES: dict[str, tuple[int, bool]] = {
 }
 
 
-def _stream_error(
-    resp: Response, message: str, *, retryable: bool, data: Any = None, status: int | None = None
-) -> APICallError:
-    return APICallError(
-        message,
-        status_code=status if status is not None else resp.status,
-        is_retryable=retryable,
-        response_headers=redact_headers(resp.headers),
-        data=data,
-    )
-
-
 def _error_event(resp: Response, frame: Any) -> APICallError:
     err = frame.get("error") if isinstance(frame, dict) else None
     message = "The provider sent an error in the stream"
@@ -282,7 +270,7 @@ def _error_event(resp: Response, frame: Any) -> APICallError:
         if isinstance(err.get("type"), str):
             kind = err["type"]
     status, retryable = _ERROR_TYPES.get(kind or "", (None, False))
-    return _stream_error(resp, message, retryable=retryable, data=frame, status=status)
+    return stream_error(resp, message, retryable=retryable, data=frame, status=status)
 
 
 # -- non-streaming ---------------------------------------------------------------------------------
@@ -404,7 +392,7 @@ class AnthropicStreamState:
 
 
 def _invalid_tool_block(resp: Response, block: Any) -> APICallError:
-    err = _stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
+    err = stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
     err.__cause__ = InvalidResponseDataError("Expected 'name' to be a string.", data=block)
     return err
 
@@ -424,7 +412,7 @@ def stream_events(
             frame = loads(data)
         except orjson.JSONDecodeError as exc:
             text = data.decode("utf-8", "replace")
-            err = _stream_error(resp, "Invalid JSON in stream chunk", retryable=False)
+            err = stream_error(resp, "Invalid JSON in stream chunk", retryable=False)
             err.__cause__ = json_parse_error(text, exc)
             raise err  # noqa: B904 - __cause__ set above
         try:
@@ -491,10 +479,10 @@ def stream_events(
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             text = data.decode("utf-8", "replace")
             reason = f"stream chunk of an unexpected shape ({type(exc).__name__}: {exc})"
-            err = _stream_error(resp, "Invalid stream chunk", retryable=False)
+            err = stream_error(resp, "Invalid stream chunk", retryable=False)
             err.__cause__ = type_validation_error(text, reason)
             raise err  # noqa: B904 - __cause__ set above
-    raise _stream_error(
+    raise stream_error(
         resp,
         "The stream ended before the provider's terminal event (message_stop)",
         retryable=True,

@@ -41,6 +41,7 @@ __all__ = [
     "is_retryable_status",
     "json_parse_error",
     "load_api_key",
+    "stream_error",
     "type_validation_error",
 ]
 
@@ -239,6 +240,20 @@ def invalid_response(resp: Response, text: str, cause: BaseException) -> APICall
     )
     err.__cause__ = cause
     return err
+
+
+def stream_error(
+    resp: Response, message: str, *, retryable: bool, data: Any = None, status: int | None = None
+) -> APICallError:
+    """The ``APICallError`` of a stream that went wrong after its 2xx status (``status`` defaults
+    to the response's own)."""
+    return APICallError(
+        message,
+        status_code=status if status is not None else resp.status,
+        is_retryable=retryable,
+        response_headers=redact_headers(resp.headers),
+        data=data,
+    )
 
 
 def load_api_key(

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import orjson
 
 from ..errors import APICallError, InvalidResponseDataError, LoadAPIKeyError
-from ..redact import redact_headers, remember_secret
+from ..redact import remember_secret
 from ..transport import HTTPRequest, Response, iter_sse
 from .base import (
     GenerateResult,
@@ -43,6 +43,7 @@ from .base import (
     invalid_response,
     is_retryable_status,
     json_parse_error,
+    stream_error,
     type_validation_error,
 )
 
@@ -324,18 +325,6 @@ class StreamState:
         self.by_index: dict[int, list[list[Any]]] = {}
 
 
-def _stream_error(
-    resp: Response, message: str, *, retryable: bool, data: Any = None, status: int | None = None
-) -> APICallError:
-    return APICallError(
-        message,
-        status_code=status if status is not None else resp.status,
-        is_retryable=retryable,
-        response_headers=redact_headers(resp.headers),
-        data=data,
-    )
-
-
 #: error-frame ``type`` / ``code`` values that mean "the same call could succeed later"
 _RETRYABLE_FRAME_KINDS = ("server_error", "overload", "rate_limit", "timeout", "unavailable")
 
@@ -369,13 +358,13 @@ def _error_frame(resp: Response, frame: Any) -> APICallError:
             str(err.get(k)) for k in ("type", "code") if isinstance(err, dict) and err.get(k)
         ).lower()
         retryable = any(t in kinds for t in _RETRYABLE_FRAME_KINDS)
-    return _stream_error(resp, message, retryable=retryable, data=frame, status=status)
+    return stream_error(resp, message, retryable=retryable, data=frame, status=status)
 
 
 def _invalid_tool_delta(resp: Response, call: Any) -> APICallError:
     """The first delta of a tool call without its function name (the AI SDK's
     ``InvalidResponseDataError``), carried with the stream's status."""
-    err = _stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
+    err = stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
     err.__cause__ = InvalidResponseDataError("Expected 'function.name' to be a string.", data=call)
     return err
 
@@ -536,7 +525,7 @@ def _not_an_event_stream(
     else:
         what = _content_type(resp).split(";")[0].strip() or "no content type"
         snippet = " ".join(text[:200].split())
-        err = _stream_error(
+        err = stream_error(
             resp,
             f"Expected an event stream (text/event-stream), got {what}: {snippet!r}",
             retryable=False,
@@ -568,7 +557,7 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
             chunk = loads(data)
         except orjson.JSONDecodeError as exc:
             text = data.decode("utf-8", "replace")
-            err = _stream_error(resp, "Invalid JSON in stream chunk", retryable=False)
+            err = stream_error(resp, "Invalid JSON in stream chunk", retryable=False)
             err.__cause__ = json_parse_error(text, exc)
             raise err  # noqa: B904 - __cause__ set above
         try:
@@ -612,7 +601,7 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             text = data.decode("utf-8", "replace")
             reason = f"stream chunk of an unexpected shape ({type(exc).__name__}: {exc})"
-            err = _stream_error(resp, "Invalid stream chunk", retryable=False)
+            err = stream_error(resp, "Invalid stream chunk", retryable=False)
             err.__cause__ = type_validation_error(text, reason)
             raise err  # noqa: B904 - __cause__ set above
     if state.finish_reason != "unknown":
@@ -620,7 +609,7 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
         # [DONE] after it is not an error (OpenAI-compatible servers differ there)
         _finish(state)
         return
-    raise _stream_error(
+    raise stream_error(
         resp,
         "The stream ended before the provider's terminal event (a finish_reason chunk or [DONE])",
         retryable=True,
