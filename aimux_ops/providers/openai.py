@@ -26,19 +26,18 @@ Shape checks are hand-written (no per-chunk pydantic): this is the hot path.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any, Literal
 
 import orjson
 
-from ..errors import APICallError, InvalidResponseDataError, LoadAPIKeyError
-from ..redact import remember_secret
+from ..errors import APICallError, InvalidResponseDataError
 from ..transport import HTTPRequest, Response, iter_sse
 from .base import (
     GenerateResult,
     LanguageModelCall,
     Provider,
+    endpoint_url,
     error_body_response,
     invalid_response,
     is_retryable_status,
@@ -55,7 +54,6 @@ __all__ = [
     "chat_url",
     "failed_response_error",
     "is_retryable_status",
-    "load_api_key",
     "map_finish_reason",
     "parse_completion",
     "request_headers",
@@ -83,28 +81,9 @@ def map_finish_reason(reason: Any) -> str:
     return _FINISH_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
 
 
-def load_api_key(api_key: str | None, api_key_env: str | None, *, required: bool) -> str | None:
-    """``apiKey``, else the environment variable ``apiKeyEnv`` (default ``OPENAI_API_KEY``)."""
-    env_name = api_key_env or DEFAULT_API_KEY_ENV
-    key = api_key if api_key is not None else os.environ.get(env_name)
-    if not key:
-        if not required:
-            return None
-        raise LoadAPIKeyError(
-            "OpenAI API key is missing. Pass it using the 'apiKey' parameter or the "
-            f"{env_name} environment variable."
-        )
-    remember_secret(key)
-    return key
-
-
 def chat_url(base_url: str | None) -> str:
     """``{baseURL}/chat/completions``, keeping a query string (``?api-version=…``) at the end."""
-    base = base_url or DEFAULT_BASE_URL
-    if "?" not in base:
-        return base.rstrip("/") + "/chat/completions"
-    head, _, query = base.partition("?")
-    return head.rstrip("/") + "/chat/completions?" + query
+    return endpoint_url(base_url or DEFAULT_BASE_URL, "chat/completions")
 
 
 def request_headers(api_key: str | None, *extra: dict[str, str] | None) -> dict[str, str]:
@@ -683,11 +662,6 @@ class OpenAIChatProvider(Provider):
     default_base_url = DEFAULT_BASE_URL
     default_api_key_env = DEFAULT_API_KEY_ENV
     display_name = "OpenAI"
-
-    def load_api_key(
-        self, api_key: str | None, api_key_env: str | None, *, required: bool
-    ) -> str | None:
-        return load_api_key(api_key, api_key_env, required=required)
 
     def request(
         self,
