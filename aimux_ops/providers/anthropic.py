@@ -31,7 +31,6 @@ from typing import Any
 
 import orjson
 
-from .._version import __version__
 from ..errors import APICallError, InvalidResponseDataError
 from ..transport import HTTPRequest, Response
 from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
@@ -42,6 +41,7 @@ from .base import (
     endpoint_url,
     error_body_response,
     invalid_response,
+    json_headers,
     json_parse_error,
     stream_error,
     type_validation_error,
@@ -61,7 +61,6 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
 API_VERSION = "2023-06-01"
-USER_AGENT = f"aimux-ops/{__version__}"
 #: the forced tool of ``generate_object`` (the AI SDK's name and description)
 JSON_TOOL = "json"
 JSON_TOOL_DESCRIPTION = "Respond with a JSON object."
@@ -105,19 +104,10 @@ def messages_url(base_url: str | None) -> str:
 
 
 def request_headers(api_key: str | None, *extra: dict[str, str] | None) -> dict[str, str]:
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json",
-        "user-agent": USER_AGENT,
-        "anthropic-version": API_VERSION,
-    }
+    own = {"anthropic-version": API_VERSION}
     if api_key:
-        headers["x-api-key"] = api_key
-    for more in extra:
-        if more:
-            for k, v in more.items():
-                headers[k.lower()] = v
-    return headers
+        own["x-api-key"] = api_key
+    return json_headers(own, *extra)
 
 
 def _blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:

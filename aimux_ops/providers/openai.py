@@ -41,6 +41,7 @@ from .base import (
     error_body_response,
     invalid_response,
     is_retryable_status,
+    json_headers,
     json_parse_error,
     stream_error,
     type_validation_error,
@@ -62,7 +63,6 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-USER_AGENT = "aimux-ops/0.1.0"
 
 _FINISH_REASONS = {
     "stop": "stop",
@@ -87,18 +87,7 @@ def chat_url(base_url: str | None) -> str:
 
 
 def request_headers(api_key: str | None, *extra: dict[str, str] | None) -> dict[str, str]:
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json",
-        "user-agent": USER_AGENT,
-    }
-    if api_key:
-        headers["authorization"] = f"Bearer {api_key}"
-    for more in extra:
-        if more:
-            for k, v in more.items():
-                headers[k.lower()] = v
-    return headers
+    return json_headers({"authorization": f"Bearer {api_key}"} if api_key else {}, *extra)
 
 
 def build_body(
