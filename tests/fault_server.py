@@ -59,6 +59,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -488,23 +489,8 @@ class _AnthropicHandler:
                 },
             )
 
-        if mode == "chunks":
-            n = int(spec.get("n", "5000"))
-            words = [delta(f"w{i} ") for i in range(n)]
-            for start in range(0, n, 256):
-                write(b"".join(words[start : start + 256]))
-        else:
-            parts = int(spec.get("parts", "2"))
-            size = max(1, -(-len(text) // parts))
-            pieces = [text[i : i + size] for i in range(0, len(text), size)]
-            after = int(spec.get("after", "1"))
-            drip = float(spec.get("drip_ms", "0"))
-            for i, piece in enumerate(pieces):
-                if mode != "ok" and i == after:
-                    break
-                if drip and i:
-                    self._sleep(drip)
-                write(delta(piece))
+        self._text_deltas(mode, spec, text, delta)
+        if mode != "chunks":
             if mode == "errframe":
                 write(
                     _event(
@@ -620,6 +606,32 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
     def _end_stream(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _text_deltas(
+        self, mode: str, spec: dict[str, str], text: str, delta: Callable[[str], bytes]
+    ) -> None:
+        """Write a stream's text deltas (either wire format: ``delta`` frames one piece).
+
+        ``chunks``: ``n`` (5000) one-word deltas, 256 to a write. Otherwise ``text`` in ``parts``
+        (2) pieces, ``drip_ms`` apart; a mode other than ``ok`` stops before piece ``after`` (1).
+        """
+        if mode == "chunks":
+            n = int(spec.get("n", "5000"))
+            words = [delta(f"w{i} ") for i in range(n)]
+            for start in range(0, n, 256):
+                self._write_chunk(b"".join(words[start : start + 256]))
+            return
+        parts = int(spec.get("parts", "2"))
+        size = max(1, -(-len(text) // parts))
+        pieces = [text[i : i + size] for i in range(0, len(text), size)]
+        after = int(spec.get("after", "1"))
+        drip = float(spec.get("drip_ms", "0"))
+        for i, piece in enumerate(pieces):
+            if mode != "ok" and i == after:
+                break
+            if drip and i:
+                self._sleep(drip)
+            self._write_chunk(delta(piece))
 
     def _sleep(self, ms: float) -> None:
         end = time.monotonic() + ms / 1000.0
@@ -844,23 +856,8 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         self._start_stream()
         write = self._write_chunk
         write(_sse(_chunk(model, {"role": "assistant", "content": ""})))
-        if mode == "chunks":
-            n = int(spec.get("n", "5000"))
-            words = [_sse(_chunk(model, {"content": f"w{i} "})) for i in range(n)]
-            for start in range(0, n, 256):
-                write(b"".join(words[start : start + 256]))
-        else:
-            parts = int(spec.get("parts", "2"))
-            size = max(1, -(-len(text) // parts))
-            pieces = [text[i : i + size] for i in range(0, len(text), size)]
-            after = int(spec.get("after", "1"))
-            drip = float(spec.get("drip_ms", "0"))
-            for i, piece in enumerate(pieces):
-                if mode != "ok" and i == after:
-                    break
-                if drip and i:
-                    self._sleep(drip)
-                write(_sse(_chunk(model, {"content": piece})))
+        self._text_deltas(mode, spec, text, lambda piece: _sse(_chunk(model, {"content": piece})))
+        if mode != "chunks":
             if mode == "errframe":
                 err: dict[str, Any] = {
                     "message": spec.get(

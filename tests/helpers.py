@@ -142,6 +142,33 @@ def provider_params(
     return p
 
 
+#: The AI SDK side of a parity driver script: ``count(scenario)`` (the fault server's attempts),
+#: ``chain(e)`` (the error and its causes, each as the script's own ``node(e)``, a RetryError
+#: followed through ``lastError``) and ``leaks(e)`` (whether ``KEY`` shows in any message or
+#: response body). The script defines ``PORT``, ``KEY`` and ``node``.
+AI_SDK_JS_HELPERS = r"""
+async function count(s) {
+  const r = await fetch(`http://127.0.0.1:${PORT}/__counts`); return (await r.json())[s] ?? 0;
+}
+function chain(e) {
+  const out = []; let cur = e;
+  while (cur && out.length < 32) {
+    out.push(node(cur));
+    cur = cur.cause ?? (cur.name === 'AI_RetryError' ? cur.lastError : undefined);
+  }
+  return out;
+}
+function leaks(e) {
+  let text = '';
+  for (let cur = e, i = 0; cur && i < 32; i++) {
+    text += String(cur.message) + String(cur.responseBody ?? '');
+    cur = cur.cause ?? (cur.name === 'AI_RetryError' ? cur.lastError : undefined);
+  }
+  return text.includes(KEY);
+}
+"""
+
+
 def run_node_json_lines(
     work: Path, args: list[str], env: dict[str, str], *, timeout: float
 ) -> list[dict[str, Any]]:

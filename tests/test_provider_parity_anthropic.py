@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pytest
 from fault_server import ANTHROPIC_REQUEST_ID, FaultServer, serve
-from helpers import CANARY, ROOT, closed_port, run_node_json_lines
+from helpers import AI_SDK_JS_HELPERS, CANARY, ROOT, closed_port, run_node_json_lines
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.envelope import native_chain
@@ -39,7 +39,8 @@ def _peers_installed() -> None:
         pytest.fail("needs node and the AI SDK peers: run `make -C bench peers` (make test does)")
 
 
-SCRIPT = r"""
+SCRIPT = (
+    r"""
 import { generateText, generateObject, streamText, tool, jsonSchema } from 'ai';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { z } from 'zod';
@@ -47,29 +48,13 @@ const PORT = process.env.PORT;
 const KEY = process.env.KEY;
 const MODEL = process.env.MODEL;
 const scenarios = JSON.parse(process.env.SCENARIOS);
-async function count(s) {
-  const r = await fetch(`http://127.0.0.1:${PORT}/__counts`); return (await r.json())[s] ?? 0;
-}
 function node(e) {
   return { name: e?.name ?? null, statusCode: e?.statusCode ?? null,
            isRetryable: e?.isRetryable ?? null, type: e?.type ?? null };
 }
-function chain(e) {
-  const out = []; let cur = e;
-  while (cur && out.length < 32) {
-    out.push(node(cur));
-    cur = cur.cause ?? (cur.name === 'AI_RetryError' ? cur.lastError : undefined);
-  }
-  return out;
-}
-function leaks(e) {
-  let text = '';
-  for (let cur = e, i = 0; cur && i < 32; i++) {
-    text += String(cur.message) + String(cur.responseBody ?? '');
-    cur = cur.cause ?? (cur.name === 'AI_RetryError' ? cur.lastError : undefined);
-  }
-  return text.includes(KEY);
-}
+"""
+    + AI_SDK_JS_HELPERS
+    + r"""
 const tools = { weather: tool({ description: 'w', inputSchema: z.object({ city: z.string() }) }) };
 const objectSchema = z.object({ name: z.string(), age: z.number().int() });
 for (const s of scenarios) {
@@ -121,6 +106,7 @@ for (const s of scenarios) {
   console.log(JSON.stringify(out));
 }
 """
+)
 
 #: the JSON Schemas zod gives the AI SDK's side (so both sides send the same bytes)
 TOOL_SCHEMA = {

@@ -31,9 +31,7 @@ from typing import Any
 
 import orjson
 
-from .._version import __version__
 from ..errors import APICallError, InvalidResponseDataError
-from ..redact import redact_headers
 from ..transport import HTTPRequest, Response
 from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
 from .base import (
@@ -43,7 +41,9 @@ from .base import (
     endpoint_url,
     error_body_response,
     invalid_response,
+    json_headers,
     json_parse_error,
+    stream_error,
     type_validation_error,
 )
 
@@ -61,7 +61,6 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
 API_VERSION = "2023-06-01"
-USER_AGENT = f"aimux-ops/{__version__}"
 #: the forced tool of ``generate_object`` (the AI SDK's name and description)
 JSON_TOOL = "json"
 JSON_TOOL_DESCRIPTION = "Respond with a JSON object."
@@ -105,19 +104,10 @@ def messages_url(base_url: str | None) -> str:
 
 
 def request_headers(api_key: str | None, *extra: dict[str, str] | None) -> dict[str, str]:
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json",
-        "user-agent": USER_AGENT,
-        "anthropic-version": API_VERSION,
-    }
+    own = {"anthropic-version": API_VERSION}
     if api_key:
-        headers["x-api-key"] = api_key
-    for more in extra:
-        if more:
-            for k, v in more.items():
-                headers[k.lower()] = v
-    return headers
+        own["x-api-key"] = api_key
+    return json_headers(own, *extra)
 
 
 def _blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -260,18 +250,6 @@ _ERROR_TYPES: dict[str, tuple[int, bool]] = {
 }
 
 
-def _stream_error(
-    resp: Response, message: str, *, retryable: bool, data: Any = None, status: int | None = None
-) -> APICallError:
-    return APICallError(
-        message,
-        status_code=status if status is not None else resp.status,
-        is_retryable=retryable,
-        response_headers=redact_headers(resp.headers),
-        data=data,
-    )
-
-
 def _error_event(resp: Response, frame: Any) -> APICallError:
     err = frame.get("error") if isinstance(frame, dict) else None
     message = "The provider sent an error in the stream"
@@ -282,7 +260,7 @@ def _error_event(resp: Response, frame: Any) -> APICallError:
         if isinstance(err.get("type"), str):
             kind = err["type"]
     status, retryable = _ERROR_TYPES.get(kind or "", (None, False))
-    return _stream_error(resp, message, retryable=retryable, data=frame, status=status)
+    return stream_error(resp, message, retryable=retryable, data=frame, status=status)
 
 
 # -- non-streaming ---------------------------------------------------------------------------------
@@ -404,7 +382,7 @@ class AnthropicStreamState:
 
 
 def _invalid_tool_block(resp: Response, block: Any) -> APICallError:
-    err = _stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
+    err = stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
     err.__cause__ = InvalidResponseDataError("Expected 'name' to be a string.", data=block)
     return err
 
@@ -424,7 +402,7 @@ def stream_events(
             frame = loads(data)
         except orjson.JSONDecodeError as exc:
             text = data.decode("utf-8", "replace")
-            err = _stream_error(resp, "Invalid JSON in stream chunk", retryable=False)
+            err = stream_error(resp, "Invalid JSON in stream chunk", retryable=False)
             err.__cause__ = json_parse_error(text, exc)
             raise err  # noqa: B904 - __cause__ set above
         try:
@@ -491,10 +469,10 @@ def stream_events(
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             text = data.decode("utf-8", "replace")
             reason = f"stream chunk of an unexpected shape ({type(exc).__name__}: {exc})"
-            err = _stream_error(resp, "Invalid stream chunk", retryable=False)
+            err = stream_error(resp, "Invalid stream chunk", retryable=False)
             err.__cause__ = type_validation_error(text, reason)
             raise err  # noqa: B904 - __cause__ set above
-    raise _stream_error(
+    raise stream_error(
         resp,
         "The stream ended before the provider's terminal event (message_stop)",
         retryable=True,

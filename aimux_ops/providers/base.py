@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from .._version import __version__
 from ..errors import APICallError, JSONParseError, LoadAPIKeyError, TypeValidationError
 from ..redact import redact_headers, remember_secret
 from ..transport import HTTPRequest, Response
@@ -40,7 +41,9 @@ __all__ = [
     "invalid_response",
     "is_retryable_status",
     "json_parse_error",
+    "json_headers",
     "load_api_key",
+    "stream_error",
     "type_validation_error",
 ]
 
@@ -241,6 +244,20 @@ def invalid_response(resp: Response, text: str, cause: BaseException) -> APICall
     return err
 
 
+def stream_error(
+    resp: Response, message: str, *, retryable: bool, data: Any = None, status: int | None = None
+) -> APICallError:
+    """The ``APICallError`` of a stream that went wrong after its 2xx status (``status`` defaults
+    to the response's own)."""
+    return APICallError(
+        message,
+        status_code=status if status is not None else resp.status,
+        is_retryable=retryable,
+        response_headers=redact_headers(resp.headers),
+        data=data,
+    )
+
+
 def load_api_key(
     api_key: str | None, env_name: str, *, required: bool, display_name: str
 ) -> str | None:
@@ -267,6 +284,25 @@ def type_validation_error(value: Any, reason: str) -> TypeValidationError:
     err = TypeValidationError(f"Type validation failed: {reason}", value=value)
     err.__cause__ = ValueError(reason)
     return err
+
+
+USER_AGENT = f"aimux-ops/{__version__}"
+
+
+def json_headers(own: dict[str, str], *extra: dict[str, str] | None) -> dict[str, str]:
+    """A JSON request's headers: content type, accept and user agent, then the provider's ``own``
+    (version, credential), then each of ``extra`` in order with its names lower-cased."""
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json",
+        "user-agent": USER_AGENT,
+        **own,
+    }
+    for more in extra:
+        if more:
+            for k, v in more.items():
+                headers[k.lower()] = v
+    return headers
 
 
 def endpoint_url(base_url: str, path: str) -> str:

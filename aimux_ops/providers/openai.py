@@ -26,23 +26,24 @@ Shape checks are hand-written (no per-chunk pydantic): this is the hot path.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any, Literal
 
 import orjson
 
-from ..errors import APICallError, InvalidResponseDataError, LoadAPIKeyError
-from ..redact import redact_headers, remember_secret
+from ..errors import APICallError, InvalidResponseDataError
 from ..transport import HTTPRequest, Response, iter_sse
 from .base import (
     GenerateResult,
     LanguageModelCall,
     Provider,
+    endpoint_url,
     error_body_response,
     invalid_response,
     is_retryable_status,
+    json_headers,
     json_parse_error,
+    stream_error,
     type_validation_error,
 )
 
@@ -54,7 +55,6 @@ __all__ = [
     "chat_url",
     "failed_response_error",
     "is_retryable_status",
-    "load_api_key",
     "map_finish_reason",
     "parse_completion",
     "request_headers",
@@ -63,7 +63,6 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-USER_AGENT = "aimux-ops/0.1.0"
 
 _FINISH_REASONS = {
     "stop": "stop",
@@ -82,43 +81,13 @@ def map_finish_reason(reason: Any) -> str:
     return _FINISH_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
 
 
-def load_api_key(api_key: str | None, api_key_env: str | None, *, required: bool) -> str | None:
-    """``apiKey``, else the environment variable ``apiKeyEnv`` (default ``OPENAI_API_KEY``)."""
-    env_name = api_key_env or DEFAULT_API_KEY_ENV
-    key = api_key if api_key is not None else os.environ.get(env_name)
-    if not key:
-        if not required:
-            return None
-        raise LoadAPIKeyError(
-            "OpenAI API key is missing. Pass it using the 'apiKey' parameter or the "
-            f"{env_name} environment variable."
-        )
-    remember_secret(key)
-    return key
-
-
 def chat_url(base_url: str | None) -> str:
     """``{baseURL}/chat/completions``, keeping a query string (``?api-version=…``) at the end."""
-    base = base_url or DEFAULT_BASE_URL
-    if "?" not in base:
-        return base.rstrip("/") + "/chat/completions"
-    head, _, query = base.partition("?")
-    return head.rstrip("/") + "/chat/completions?" + query
+    return endpoint_url(base_url or DEFAULT_BASE_URL, "chat/completions")
 
 
 def request_headers(api_key: str | None, *extra: dict[str, str] | None) -> dict[str, str]:
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json",
-        "user-agent": USER_AGENT,
-    }
-    if api_key:
-        headers["authorization"] = f"Bearer {api_key}"
-    for more in extra:
-        if more:
-            for k, v in more.items():
-                headers[k.lower()] = v
-    return headers
+    return json_headers({"authorization": f"Bearer {api_key}"} if api_key else {}, *extra)
 
 
 def build_body(
@@ -324,18 +293,6 @@ class StreamState:
         self.by_index: dict[int, list[list[Any]]] = {}
 
 
-def _stream_error(
-    resp: Response, message: str, *, retryable: bool, data: Any = None, status: int | None = None
-) -> APICallError:
-    return APICallError(
-        message,
-        status_code=status if status is not None else resp.status,
-        is_retryable=retryable,
-        response_headers=redact_headers(resp.headers),
-        data=data,
-    )
-
-
 #: error-frame ``type`` / ``code`` values that mean "the same call could succeed later"
 _RETRYABLE_FRAME_KINDS = ("server_error", "overload", "rate_limit", "timeout", "unavailable")
 
@@ -369,13 +326,13 @@ def _error_frame(resp: Response, frame: Any) -> APICallError:
             str(err.get(k)) for k in ("type", "code") if isinstance(err, dict) and err.get(k)
         ).lower()
         retryable = any(t in kinds for t in _RETRYABLE_FRAME_KINDS)
-    return _stream_error(resp, message, retryable=retryable, data=frame, status=status)
+    return stream_error(resp, message, retryable=retryable, data=frame, status=status)
 
 
 def _invalid_tool_delta(resp: Response, call: Any) -> APICallError:
     """The first delta of a tool call without its function name (the AI SDK's
     ``InvalidResponseDataError``), carried with the stream's status."""
-    err = _stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
+    err = stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
     err.__cause__ = InvalidResponseDataError("Expected 'function.name' to be a string.", data=call)
     return err
 
@@ -536,7 +493,7 @@ def _not_an_event_stream(
     else:
         what = _content_type(resp).split(";")[0].strip() or "no content type"
         snippet = " ".join(text[:200].split())
-        err = _stream_error(
+        err = stream_error(
             resp,
             f"Expected an event stream (text/event-stream), got {what}: {snippet!r}",
             retryable=False,
@@ -568,7 +525,7 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
             chunk = loads(data)
         except orjson.JSONDecodeError as exc:
             text = data.decode("utf-8", "replace")
-            err = _stream_error(resp, "Invalid JSON in stream chunk", retryable=False)
+            err = stream_error(resp, "Invalid JSON in stream chunk", retryable=False)
             err.__cause__ = json_parse_error(text, exc)
             raise err  # noqa: B904 - __cause__ set above
         try:
@@ -612,7 +569,7 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             text = data.decode("utf-8", "replace")
             reason = f"stream chunk of an unexpected shape ({type(exc).__name__}: {exc})"
-            err = _stream_error(resp, "Invalid stream chunk", retryable=False)
+            err = stream_error(resp, "Invalid stream chunk", retryable=False)
             err.__cause__ = type_validation_error(text, reason)
             raise err  # noqa: B904 - __cause__ set above
     if state.finish_reason != "unknown":
@@ -620,7 +577,7 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
         # [DONE] after it is not an error (OpenAI-compatible servers differ there)
         _finish(state)
         return
-    raise _stream_error(
+    raise stream_error(
         resp,
         "The stream ended before the provider's terminal event (a finish_reason chunk or [DONE])",
         retryable=True,
@@ -694,11 +651,6 @@ class OpenAIChatProvider(Provider):
     default_base_url = DEFAULT_BASE_URL
     default_api_key_env = DEFAULT_API_KEY_ENV
     display_name = "OpenAI"
-
-    def load_api_key(
-        self, api_key: str | None, api_key_env: str | None, *, required: bool
-    ) -> str | None:
-        return load_api_key(api_key, api_key_env, required=required)
 
     def request(
         self,

@@ -13,7 +13,8 @@ import struct
 from _aimux_cffi import ffi, lib
 
 NULL = ffi.NULL
-_pack_root = struct.Struct("=Bq").pack
+_ROOT = struct.Struct("=Bq")  # the root's retryable and retryAfterMs, ahead of the links
+_pack_root = _ROOT.pack
 _pack = struct.Struct("=iIIII").pack
 _NO_NAME = 0xFFFFFFFF
 _init_error = None
@@ -210,19 +211,28 @@ else:
             out_err[0] = _internal("call_json", e)
         return 0
 
-    @ffi.def_extern(error=-1)
-    def _aimux_py_stream(op, params, out_stream, out_err, _s=ffi.string, _open=_stream_json):
-        try:
-            handle, env = _open(_s(op) if op else None, _s(params) if params else None)
-            if env is None:
-                out_stream[0] = handle
-            else:
-                out_err[0] = _chain(env)
-        except MemoryError:
-            raise
-        except BaseException as e:
-            out_err[0] = _internal("stream_json", e)
-        return 0
+    def _opener(where, _open):
+        # aimux_stream (waits for the first event) and aimux_stream_start (does not) differ only
+        # in the core function they call: one callback body, bound to each (no call per open).
+        def callback(op, params, out_stream, out_err, _s=ffi.string, _open=_open):
+            try:
+                handle, env = _open(_s(op) if op else None, _s(params) if params else None)
+                if env is None:
+                    out_stream[0] = handle
+                else:
+                    out_err[0] = _chain(env)
+            except MemoryError:
+                raise
+            except BaseException as e:
+                out_err[0] = _internal(where, e)
+            return 0
+
+        return callback
+
+    ffi.def_extern(name="_aimux_py_stream", error=-1)(_opener("stream_json", _stream_json))
+    ffi.def_extern(name="_aimux_py_stream_start", error=-1)(
+        _opener("stream_start_json", _stream_start)
+    )
 
     @ffi.def_extern(error=-1)
     def _aimux_py_stream_next(
@@ -241,20 +251,6 @@ else:
             raise
         except BaseException as e:
             out_err[0] = _internal("stream_next_json", e)
-        return 0
-
-    @ffi.def_extern(error=-1)
-    def _aimux_py_stream_start(op, params, out_stream, out_err, _s=ffi.string, _go=_stream_start):
-        try:
-            handle, env = _go(_s(op) if op else None, _s(params) if params else None)
-            if env is None:
-                out_stream[0] = handle
-            else:
-                out_err[0] = _chain(env)
-        except MemoryError:
-            raise
-        except BaseException as e:
-            out_err[0] = _internal("stream_start_json", e)
         return 0
 
     @ffi.def_extern(error=-1)
@@ -349,7 +345,7 @@ else:
                 )
             )
             return 0
-        if len(buf) <= 9:
+        if len(buf) <= _ROOT.size:  # no link: not a JSON object
             out_err[0] = _core_error(
                 _errors.InvalidWireJSONError(
                     "envelope_json is not an error envelope (not a JSON object)",

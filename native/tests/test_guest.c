@@ -463,11 +463,17 @@ static void test_streams200(void)
     stop_server(); /* the server's stalled handlers end with it */
 }
 
+struct held_call {
+    int ok;        /* the call "succeeded" (it never does: the server drops it) */
+    char why[512]; /* what it ended with */
+};
+
 static void *held_call_thread(void *arg)
 {
-    char why[512];
-    /* held by the server for 4 s before it answers: one pooled connection taken meanwhile */
-    *(int *)arg = call_text("held", "mode=stall;stall_ms=4000", why, sizeof why);
+    struct held_call *c = arg;
+    /* the server holds the request for 4 s, then drops the connection without an answer: one
+       pooled connection taken meanwhile */
+    c->ok = call_text("held", "mode=stall;stall_ms=4000", c->why, sizeof c->why);
     return NULL;
 }
 
@@ -476,12 +482,13 @@ static void test_limits(void)
     char p[1024], *res = NULL, *ev = NULL, *msg;
     uint64_t h[4];
     pthread_t held[4];
-    int i, held_ok[4] = {0}; /* written by the threads; the server answers after its stall */
+    struct held_call held_call[4];
+    int i;
     int32_t code;
     aimux_error_t *e;
     /* four calls held by the server fill the host's pool of 4 (streams run on the stream loop's
        own pool: they never take the calls' connections) */
-    for (i = 0; i < 4; i++) pthread_create(&held[i], NULL, held_call_thread, &held_ok[i]);
+    for (i = 0; i < 4; i++) pthread_create(&held[i], NULL, held_call_thread, &held_call[i]);
     sleep_ms(1000);
     /* the fifth connection to that host: the pool is full */
     params(p, sizeof p, "mode=ok;text=fifth", 20000);
@@ -495,7 +502,14 @@ static void test_limits(void)
     aimux_string_free(msg);
     aimux_string_free(res);
     aimux_error_free(e);
-    for (i = 0; i < 4; i++) pthread_join(held[i], NULL);
+    for (i = 0; i < 4; i++) {
+        pthread_join(held[i], NULL);
+        /* each held call had a connection (it reached the server, which dropped it), unlike the
+           fifth, which the full pool refused before sending */
+        CHECK(!held_call[i].ok && strstr(held_call[i].why, "error 11") &&
+                  strstr(held_call[i].why, "disconnected") && !strstr(held_call[i].why, "limit of"),
+              "held call %d was sent and ended by the server: %s", i, held_call[i].why);
+    }
     /* streams nobody reads: the core closes them after the idle timeout (3 s here) */
     for (i = 0; i < 4; i++) {
         h[i] = open_stream("mode=stall;stall_ms=60000;after=1;text=abcdef;parts=3", 90000, &code);

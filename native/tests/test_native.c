@@ -152,6 +152,24 @@ static void test_version_and_manifest(void)
     aimux_string_free(m);
 }
 
+/* expect_error takes the expected kind from aimux_code_kind (generated): pin that against
+ * CONTRACT §1's ranges here, so the kind checks are not the generator checking itself. */
+static void test_code_kind_ranges(void)
+{
+    static const struct {
+        int32_t code;
+        const char *kind;
+    } want[] = {{1, "aimux"},     {99, "aimux"},    {100, "recording"}, {199, "recording"},
+                {200, "binding"}, {299, "binding"}, {300, "protocol"},  {399, "protocol"},
+                {0, NULL},        {-1, NULL},       {400, NULL}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *got = aimux_code_kind(want[i].code);
+        CHECK(want[i].kind ? got && strcmp(got, want[i].kind) == 0 : got == NULL,
+              "aimux_code_kind(%d) = %s, expected %s", want[i].code, got ? got : "NULL",
+              want[i].kind ? want[i].kind : "NULL");
+    }
+}
+
 static void test_protocol_errors(void)
 {
     call_expect("no.such.op", "{}", 300, "UnknownOpError", "unknown op");
@@ -1157,6 +1175,7 @@ int main(int argc, char **argv)
         int heavy;
     } tests[] = {
         {"version_and_manifest", test_version_and_manifest, 0},
+        {"code_kind_ranges", test_code_kind_ranges, 0},
         {"protocol_errors", test_protocol_errors, 0},
         {"wire_errors", test_wire_errors, 0},
         {"accessors_and_chain", test_accessors_and_chain, 0},
