@@ -555,6 +555,8 @@ def stream_start_json(
     handle is listed by ``ready_handles`` whenever it has something to poll. Never raises."""
     try:
         return _start(op, params_json, notify=True).handle, None
+    except KeyboardInterrupt:
+        raise  # the host's, not the stream's (as in call_json)
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
 
@@ -564,6 +566,8 @@ def stream_poll_json(handle: int, max_events: int) -> tuple[bytes | None, bool, 
     envelope)`` for an invalid handle or a failed open. Never raises."""
     try:
         stream = _lookup(handle)
+    except KeyboardInterrupt:
+        raise  # the host's, not the stream's (as in call_json)
     except BaseException as exc:  # noqa: BLE001
         return None, True, project(exc)
     return _poll(stream, max_events)
@@ -576,6 +580,8 @@ def _poll(stream: _Stream, max_events: int) -> tuple[bytes | None, bool, bytes |
         return batch, ended, None
     except _OpenFailed as exc:
         return None, True, project(exc.cause)
+    except KeyboardInterrupt:
+        raise  # the host's, not the stream's (as in call_json)
     except BaseException as exc:  # noqa: BLE001
         return None, True, project(exc)
 

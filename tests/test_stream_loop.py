@@ -284,3 +284,25 @@ def test_a_forked_child_gets_its_own_loop_and_pipe(trickle: int) -> None:
         n += 1
     stream_free(h)
     assert n == 11
+
+
+def test_a_host_interrupt_passes_through_the_event_driven_functions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A KeyboardInterrupt is the host's (as in call_json): never projected into an envelope
+    (which would be a 208); the shim turns it into an abort and hands it back to the host."""
+
+    def interrupted(*_args: object, **_kwargs: object) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dispatch, "_start", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        stream_start_json("stream_text", b"{}")
+    monkeypatch.setattr(dispatch, "_lookup", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        stream_poll_json(1, 1)
+    handle = next(dispatch._handles)
+    stream = dispatch._Stream(handle, dispatch.StreamContext(), notify=False)
+    monkeypatch.setattr(stream, "poll", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        dispatch._poll(stream, 1)
