@@ -19,9 +19,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from . import aio
+from ._lazy import LazyModule
+
+if TYPE_CHECKING:
+    from . import aio
+else:
+    aio = LazyModule("aimux_ops.aio", globals(), "aio")  # the stream loop: only for a wait
+
 from .errors import AbortedError, APICallError, RetryError
 from .errors import TimeoutError as AITimeoutError
 from .errors.aimux import _parse_retry_after_ms

@@ -28,23 +28,30 @@ synchronous iterators, and no thread waits per stream. The deadline watchdog is 
 
 from __future__ import annotations
 
-import http.cookiejar
 import itertools
 import logging
 import os
 import re
-import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-import certifi
-import httpx
+from ._lazy import LazyModule
 
-from . import aio
+if TYPE_CHECKING:
+    import http.cookiejar
+
+    import httpx
+
+    from . import aio
+else:
+    # Cold start: a replayed call never touches the network, so httpx (and the stream loop,
+    # asyncio) load on the first live request, not with this module.
+    httpx = LazyModule("httpx", globals(), "httpx")
+    aio = LazyModule("aimux_ops.aio", globals(), "aio")
+
 from .errors import AimuxError, APICallError, InvalidArgumentError
 from .errors import TimeoutError as AITimeoutError
 from .guest import Limits, on_fork_child
@@ -279,6 +286,8 @@ class HttpResponse:
             sock = stream.get_extra_info("socket") if stream is not None else None
             # a socket.socket, or asyncio's TransportSocket on the stream loop
             if sock is not None and hasattr(sock, "shutdown"):
+                import socket
+
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
@@ -336,15 +345,26 @@ class HttpResponse:
             pass
 
 
-class _NoCookies(http.cookiejar.CookieJar):
+_no_cookies_class: type[http.cookiejar.CookieJar] | None = None
+
+
+def _no_cookies() -> http.cookiejar.CookieJar:
     """A jar that never stores: the shared client must not carry one call's cookies (say, a
-    provider's session cookie) into another call."""
+    provider's session cookie) into another call. (Its class is made with the first client:
+    ``http.cookiejar`` loads with httpx, not with this module.)"""
+    global _no_cookies_class
+    if _no_cookies_class is None:
+        import http.cookiejar
 
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        return None
+        class _NoCookies(http.cookiejar.CookieJar):
+            def extract_cookies(self, response: Any, request: Any) -> None:
+                return None
 
-    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
-        return None
+            def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+                return None
+
+        _no_cookies_class = _NoCookies
+    return _no_cookies_class()
 
 
 #: same-origin 307/308 hops followed per request (fetch's limit is 20)
@@ -461,7 +481,7 @@ class HttpTransport:
                 max_keepalive_connections=min(lim.pool_max_idle_per_host, lim.pool_max_per_host),
             ),
             follow_redirects=False,
-            cookies=_NoCookies(),
+            cookies=_no_cookies(),
         )
 
     def async_client(self) -> httpx.AsyncClient:
@@ -479,12 +499,16 @@ class HttpTransport:
         client: httpx.AsyncClient | None = clients[i]
         if client is None:
             if not tls:
+                import ssl
+
+                import certifi
+
                 tls.append(ssl.create_default_context(cafile=certifi.where()))
             client = clients[i] = httpx.AsyncClient(
                 timeout=httpx.Timeout(None, connect=60.0),
                 limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
                 follow_redirects=False,
-                cookies=_NoCookies(),
+                cookies=_no_cookies(),
                 verify=tls[0],
             )
         return client
@@ -634,6 +658,8 @@ def _close_inherited_sockets(transport: HttpTransport) -> None:
     """Close the child's copies of the parent's pooled sockets (the fd only: no shutdown, no
     TLS close_notify, so the parent's connections are untouched). Best effort over httpcore's
     internals; whatever is missed stays open, unused, until the child exits."""
+    import socket
+
     clients = list(transport._clients.values())
     for client in clients:
         pool = getattr(getattr(client, "_transport", None), "_pool", None)

@@ -46,8 +46,14 @@ _PROVIDER_SCHEMA = {
 
 
 class _Model(BaseModel):
+    # defer_build: each model's validator and serializer are built on its first use, not at
+    # import (cold start: a generate_text call never builds the other ops' models)
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=False
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=False,
+        defer_build=True,
     )
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import orjson
 
-from ..envelope import to_envelope
 from ..errors import (
     AimuxError,
     InvalidArgumentError,
@@ -122,6 +121,8 @@ def tool_call(
             error.__cause__ = cause
     out: dict[str, Any] = {"toolCallId": call_id, "toolName": name, "input": value}
     if error is not None:
+        from ..envelope import to_envelope  # the projection: loaded by the first invalid call
+
         out["invalid"] = True
         out["error"] = to_envelope(error)
     return out
