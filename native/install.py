@@ -9,7 +9,8 @@ installation):
     lib/pkgconfig/aimux.pc                  prefix=${pcfiledir}/../..
     lib/cmake/aimux/aimuxConfig.cmake       imported target aimux::aimux (both headers)
     lib/cmake/aimux/aimuxConfigVersion.cmake
-    lib/aimux/pythonX.Y/                    the Python payload: aimux_ops and its dependencies
+    lib/aimux/pythonX.Y/                    the Python payload: aimux_ops and its dependencies,
+                                            byte-compiled (__pycache__/*.cpython-XY.pyc)
 
     python native/install.py --stage native/build/dist/py3.11-<hash> --prefix /usr/local \
         [--destdir D]
@@ -18,6 +19,7 @@ installation):
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import sys
@@ -95,6 +97,17 @@ def _copy(src: Path, dst: Path) -> None:
     print(f"  {dst}")
 
 
+def _compile(payload: Path, shown: str) -> None:
+    """Byte-compile the payload with this interpreter (the one the library embeds), so that a
+    host's first call does not compile every module it imports (and, in a tree its user cannot
+    write, again in every process). The code objects name their files relative to the prefix
+    (``shown``): nothing installed names the build's paths, and the import system puts each
+    module's real path in its tracebacks when it loads the cached code."""
+    if not compileall.compile_dir(str(payload), ddir=shown, quiet=1, workers=1):
+        raise SystemExit(f"byte-compiling {payload} failed")
+    print(f"  {payload}/**/__pycache__/ (byte-compiled)")
+
+
 def install(stage: Path, prefix: str, destdir: str) -> None:
     if not os.path.isabs(prefix):
         raise SystemExit(f"PREFIX must be absolute (got {prefix!r})")
@@ -120,6 +133,7 @@ def install(stage: Path, prefix: str, destdir: str) -> None:
     shutil.rmtree(payload / "bin", ignore_errors=True)
     shutil.copytree(REPO / "aimux_ops", payload / "aimux_ops", ignore=skip)
     print(f"  {payload}/ (aimux_ops and its dependencies)")
+    _compile(payload, f"lib/aimux/python{pyver}")
     _write(lib / "pkgconfig" / "aimux.pc", PC.format(version=version, pyver=pyver))
     cmake = lib / "cmake" / "aimux"
     _write(cmake / "aimuxConfig.cmake", CONFIG.format(pyver=pyver))
