@@ -1,0 +1,170 @@
+"""Cold start: a call imports what it needs when it needs it (issue 16), and the installed payload
+is byte-compiled. Each laziness test runs in a fresh interpreter (the suite's own has loaded
+everything); the answers must be the ones the eager code gave."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fresh(code: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _replay_params(recording: str, provider: str, model_id: str) -> bytes:
+    return orjson.dumps(
+        {
+            "model": {
+                "provider": provider,
+                "modelId": model_id,
+                "baseURL": "http://127.0.0.1:1/v1",
+            },
+            "prompt": "Say hello in one word.",
+            "recording": {"mode": "replay", "path": str(ROOT / "recordings" / recording)},
+        }
+    )
+
+
+_LOADED = (
+    "import sys\n"
+    "def loaded(*names):\n"
+    "    return sorted(m for m in sys.modules if m in names or m.startswith(tuple(n + '.' for n in "
+    "names)))\n"
+)
+
+
+def test_a_replayed_generate_text_loads_no_network_stream_loop_or_other_provider() -> None:
+    """A replay never touches the network: httpx, the stream loop (asyncio, greenlet), the other
+    provider's wire module and model table, jsonschema and the projection stay unloaded, and
+    only the op's params model is built; the result is the recorded one."""
+    params = _replay_params("demo.jsonl", "openai", "gpt-4o-mini")
+    code = _LOADED + (
+        "import orjson\n"
+        "from aimux_ops import dispatch\n"
+        f"result, err = dispatch.call_json(b'generate_text', {params!r})\n"
+        "assert err is None, err\n"
+        "from aimux_ops.ops import models\n"
+        "print(orjson.dumps({'result': orjson.loads(result), 'loaded': loaded('httpx', "
+        "'httpcore', 'asyncio', 'greenlet', 'jsonschema', 'aimux_ops.aio', "
+        "'aimux_ops.providers.anthropic', 'aimux_ops.providers.anthropic_models', "
+        "'aimux_ops.envelope'), 'built': sorted(n for n in models.__all__ if getattr("
+        "getattr(models, n), '__pydantic_complete__', False))}).decode())\n"
+    )
+    out = json.loads(_fresh(code))
+    assert out["loaded"] == []
+    assert out["result"]["text"] == "Hello!"
+    assert out["result"]["response"] == {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"}
+    # GenerateTextParams and the models it nests; no result, event or other op's params model
+    assert "GenerateTextParams" in out["built"]
+    for unbuilt in ("GenerateObjectParams", "GenerateTextResult", "FinishEvent", "Usage"):
+        assert unbuilt not in out["built"]
+
+
+def test_a_provider_module_loads_on_its_first_call() -> None:
+    """An anthropic replay loads the anthropic module (and not the openai one); the answer is
+    the recorded exchange's."""
+    params = _replay_params("anthropic.jsonl", "anthropic", "claude-sonnet-4-5")
+    code = _LOADED + (
+        "from aimux_ops import dispatch\n"
+        f"result, err = dispatch.call_json(b'generate_text', {params!r})\n"
+        "assert err is None, err\n"
+        "print(loaded('aimux_ops.providers.openai', 'aimux_ops.providers.anthropic'))\n"
+    )
+    assert _fresh(code).strip() == "['aimux_ops.providers.anthropic']"
+
+
+def test_every_declared_provider_serves_its_own_id() -> None:
+    from aimux_ops.errors import NoSuchProviderError
+    from aimux_ops.providers import available_providers, get_provider
+
+    assert available_providers() == ["anthropic", "openai"]
+    for provider_id in available_providers():
+        provider = get_provider(provider_id)
+        assert provider.id == provider_id
+        assert get_provider(provider_id) is provider  # loaded once
+    try:
+        get_provider("nope", "m")
+    except NoSuchProviderError as exc:
+        assert exc.available_providers == ["anthropic", "openai"]
+    else:  # pragma: no cover - the assertion's failure
+        raise AssertionError("an unknown provider id was accepted")
+
+
+def test_a_live_call_still_loads_httpx_and_scrubs_its_loggers() -> None:
+    """The first live request loads httpx (and the log filters are on its loggers from the
+    transport's import, as before): a connection refused is an APICallError (code 11)."""
+    params = orjson.dumps(
+        {
+            "model": {
+                "provider": "openai",
+                "modelId": "m",
+                "baseURL": "http://127.0.0.1:1/v1",
+                "apiKey": "sk-test",
+            },
+            "prompt": "hi",
+            "maxRetries": 0,
+        }
+    )
+    code = _LOADED + (
+        "import logging, orjson\n"
+        "from aimux_ops import dispatch\n"
+        f"result, err = dispatch.call_json(b'generate_text', {params!r})\n"
+        "from aimux_ops import transport\n"
+        "print(orjson.loads(err)['code'], 'httpx' in sys.modules, "
+        "all(transport._LOG_FILTER in logging.getLogger(n).filters "
+        "for n in transport.HTTP_LOGGERS))\n"
+    )
+    assert _fresh(code).split() == ["11", "True", "True"]
+
+
+def test_install_byte_compiles_the_payload_without_naming_the_build(tmp_path: Path) -> None:
+    """native/install.py lays the payload out byte-compiled; no compiled file names the stage,
+    the destdir or the prefix (the tree is relocatable)."""
+    stage = tmp_path / "stage"
+    (stage / "deps" / "somedep").mkdir(parents=True)
+    (stage / "deps" / "somedep" / "__init__.py").write_text("VALUE = 42\n")
+    (stage / "libaimux.so.1").write_bytes(b"not a real library")
+    destdir = tmp_path / "dest"
+    prefix = "/opt/aimux-test-prefix"
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "native" / "install.py"),
+            "--stage",
+            str(stage),
+            "--prefix",
+            prefix,
+            "--destdir",
+            str(destdir),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    pyver = "{}.{}".format(*sys.version_info[:2])
+    payload = destdir / prefix.lstrip("/") / "lib" / "aimux" / f"python{pyver}"
+    tag = sys.implementation.cache_tag
+    for module in ("somedep/__init__", "aimux_ops/__init__", "aimux_ops/dispatch"):
+        parent, name = module.rsplit("/", 1)
+        pyc = payload / parent / "__pycache__" / f"{name}.{tag}.pyc"
+        assert pyc.is_file(), pyc
+    sources = {p.relative_to(payload) for p in payload.rglob("*.py")}
+    compiled = {
+        p.parent.parent.relative_to(payload) / (p.name.split(".")[0] + ".py")
+        for p in payload.rglob("*.pyc")
+    }
+    assert sources <= compiled
+    for pyc in payload.rglob("*.pyc"):
+        data = pyc.read_bytes()
+        for path in (str(tmp_path), prefix, str(ROOT)):
+            assert path.encode() not in data, (pyc, path)
