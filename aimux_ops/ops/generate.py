@@ -10,31 +10,38 @@ not JSON or fails its schema raises ``NoObjectGeneratedError`` caused by ``JSONP
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AimuxError, NoObjectGeneratedError
 from ..providers.base import GenerateResult, LanguageModelCall, ObjectFormat
 from .call import neutral_call, run_call, run_stream
 from .models import (
-    FinishEvent,
     GenerateObjectParams,
-    GenerateObjectResult,
     GenerateTextParams,
-    GenerateTextResult,
     Message,
     ModelSpec,
     RecordingSpec,
     RetrySpec,
-    StreamEvent,
     StreamTextParams,
-    TextDeltaEvent,
-    ToolCall,
-    ToolCallEvent,
     ToolSpec,
-    Usage,
 )
-from .registry import StreamContext, register_op
+from .registry import Deferred, StreamContext, register_op
 from .tools import check_schema, parse_json, tool_call, validate_value
+
+if TYPE_CHECKING:
+    from .outputs import (
+        FinishEvent,
+        GenerateObjectResult,
+        GenerateTextResult,
+        StreamEvent,
+        TextDeltaEvent,
+        ToolCall,
+        ToolCallEvent,
+        Usage,
+    )
+
+#: the results and events: read by the schemas and the manifest only (loaded on first use)
+_OUTPUTS = "aimux_ops.ops.outputs"
 
 __all__ = [
     "FinishEvent",
@@ -63,7 +70,7 @@ __all__ = [
     "generate_text",
     mode="call",
     params=GenerateTextParams,
-    result=GenerateTextResult,
+    result=Deferred(_OUTPUTS, "GenerateTextResult"),
     description="Generate text (and tool calls) with a language model.",
 )
 def generate_text(params: GenerateTextParams) -> dict[str, Any]:
@@ -83,7 +90,7 @@ def generate_text(params: GenerateTextParams) -> dict[str, Any]:
     "generate_object",
     mode="call",
     params=GenerateObjectParams,
-    result=GenerateObjectResult,
+    result=Deferred(_OUTPUTS, "GenerateObjectResult"),
     description="Generate a JSON object matching a JSON Schema.",
 )
 def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
@@ -126,8 +133,17 @@ def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
     mode="stream",
     params=StreamTextParams,
     result=None,
-    event=StreamEvent,
+    event=Deferred(_OUTPUTS, "StreamEvent"),
     description="Stream text deltas, tool calls and a finish event from a language model.",
 )
 def stream_text(params: StreamTextParams, ctx: StreamContext) -> Iterator[dict[str, Any]]:
     return run_stream("stream_text", params, lambda: neutral_call(params, stream=True), ctx)
+
+
+def __getattr__(name: str) -> Any:
+    """The results and events this module re-exports, loaded on the first read of one."""
+    if name in __all__:
+        from . import outputs
+
+        return getattr(outputs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,9 +1,14 @@
 """The params, results and events of the provider ops (pydantic, camelCase, ``extra="forbid"``):
-the one source of ``schema/ops/*`` and of the bindings' typed params."""
+the one source of ``schema/ops/*`` and of the bindings' typed params.
+
+The params are here; the results and events (``outputs``, which only the schemas, the manifest
+and the bindings' codegen read) are defined in ``outputs`` and loaded on their first use, read
+through this module like the params (cold start: a call never creates their classes).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
@@ -160,74 +165,42 @@ class GenerateObjectParams(CallParams):
     schema_description: str | None = None
 
 
-# -- results and events ----------------------------------------------------------------------------
-
-
-class Usage(_Model):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    total_tokens: int | None = None
-
-
-class ResponseInfo(_Model):
-    id: str | None = None
-    model_id: str | None = None
-
-
-class ToolCall(_Model):
-    tool_call_id: str
-    tool_name: str
-    input: Any = None
-    invalid: bool | None = Field(
-        default=None, description="The call is not usable: unknown tool or invalid input."
+if TYPE_CHECKING:
+    from .outputs import (
+        ErrorEvent,
+        FinishEvent,
+        FinishReason,
+        GenerateObjectResult,
+        GenerateTextResult,
+        ResponseInfo,
+        StreamEvent,
+        TextDeltaEvent,
+        ToolCall,
+        ToolCallEvent,
+        Usage,
     )
-    error: dict[str, Any] | None = Field(default=None, description="Its error envelope.")
 
-
-FinishReason = Literal[
-    "stop", "length", "content-filter", "tool-calls", "error", "other", "unknown"
-]
-
-
-class GenerateTextResult(_Model):
-    text: str
-    finish_reason: FinishReason
-    usage: Usage
-    tool_calls: list[ToolCall]
-    response: ResponseInfo
-
-
-class GenerateObjectResult(_Model):
-    object: Any
-    finish_reason: FinishReason
-    usage: Usage
-    tool_calls: list[ToolCall] = Field(
-        default_factory=list, description="Tool calls the model made beside the object (tools?)."
+_OUTPUTS = frozenset(
+    (
+        "ErrorEvent",
+        "FinishEvent",
+        "FinishReason",
+        "GenerateObjectResult",
+        "GenerateTextResult",
+        "ResponseInfo",
+        "StreamEvent",
+        "TextDeltaEvent",
+        "ToolCall",
+        "ToolCallEvent",
+        "Usage",
     )
-    response: ResponseInfo
+)
 
 
-class TextDeltaEvent(_Model):
-    type: Literal["text-delta"]
-    text: str
+def __getattr__(name: str) -> Any:
+    """The results and events, from ``outputs`` (imported on the first read of one)."""
+    if name in _OUTPUTS:
+        from . import outputs
 
-
-class ToolCallEvent(ToolCall):
-    type: Literal["tool-call"]
-
-
-class FinishEvent(_Model):
-    type: Literal["finish"]
-    finish_reason: FinishReason
-    usage: Usage
-    response: ResponseInfo | None = None
-
-
-class ErrorEvent(_Model):
-    type: Literal["error"]
-    error: dict[str, Any] = Field(description="The error envelope.")
-
-
-StreamEvent = Annotated[
-    TextDeltaEvent | ToolCallEvent | FinishEvent | ErrorEvent, Field(discriminator="type")
-]
+        return getattr(outputs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["OpSpec", "StreamContext", "all_ops", "declare_lazy", "get_op", "register_op"]
+__all__ = [
+    "Deferred",
+    "OpSpec",
+    "StreamContext",
+    "all_ops",
+    "declare_lazy",
+    "get_op",
+    "register_op",
+]
 
 Mode = Literal["call", "stream"]
 
@@ -57,18 +65,51 @@ class StreamContext:
                 pass
 
 
+class Deferred:
+    """A result or event model named by its module and name, imported on its first read: only
+    the schemas and the manifest read them, so a call never creates their classes."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = name
+
+    def resolve(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.module!r}, {self.name!r})"
+
+
 @dataclass(frozen=True)
 class OpSpec:
     name: str
     mode: Mode
     params: type[BaseModel]
-    result: type[BaseModel] | None
-    #: A model (or a union type) describing one event; stream ops only.
-    event: Any
+    #: ``result`` as declared (a model, None, or a ``Deferred`` one)
+    declared_result: type[BaseModel] | Deferred | None
+    #: ``event`` as declared (a model or union type, None, or a ``Deferred`` one)
+    declared_event: Any
     handler: Callable[..., Any]
     description: str = ""
     #: A pure op's result depends on its params only: the dispatcher may answer from a cache.
     pure: bool = False
+
+    @property
+    def result(self) -> type[BaseModel] | None:
+        """The result model (call ops; None for a stream op)."""
+        declared = self.declared_result
+        if isinstance(declared, Deferred):
+            resolved: type[BaseModel] = declared.resolve()
+            return resolved
+        return declared
+
+    @property
+    def event(self) -> Any:
+        """A model (or a union type) describing one event; stream ops only."""
+        declared = self.declared_event
+        return declared.resolve() if isinstance(declared, Deferred) else declared
 
 
 _OPS: dict[str, OpSpec] = {}
@@ -93,7 +134,7 @@ def register_op(
     *,
     mode: Mode,
     params: type[BaseModel],
-    result: type[BaseModel] | None = None,
+    result: type[BaseModel] | Deferred | None = None,
     event: Any = None,
     description: str = "",
     pure: bool = False,
