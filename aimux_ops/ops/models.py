@@ -6,7 +6,8 @@ and the bindings' codegen read) are defined in ``outputs`` and loaded on their f
 through this module like the params (cold start: a call never creates their classes).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: pydantic would evaluate every field's annotation
+# string when the class is created; written as objects they cost nothing more (cold start).
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
