@@ -902,16 +902,22 @@ ANALYSIS = """## Where the time goes, and what would close each gap
 Read with the profiles below (cProfile own time by layer; pyinstrument trees in
 `bench/profile-*.txt`), `python -X importtime`, and the native table's own breakdown.
 
-**(0) Cold start.** A C host's first `aimux.version` now costs the interpreter start plus
+**(0) Cold start.** A C host's first `aimux.version` costs the interpreter start plus
 `import aimux_ops.dispatch` (orjson, the registry, `_version`; no pydantic, no error class, no
 provider, no httpx) and a precomputed answer, so it sits near the bare library's first call and
-its RSS near the bare runtime's. The first replayed `generate_text` pays, on top, for the op's
-module tree (`python -X importtime`, idle-ish machine): pydantic itself (~40 ms, a third of it
-`importlib.metadata` for pydantic's plugin scan), the error catalogue's payload models
-(`aimux_ops.errors`, ~45 ms: one pydantic model per error class built at import), the op models
-(`ops/models.py`, ~18 ms), the providers (Anthropic's model table and wire module are imported
-with OpenAI's) and httpx (~14 ms). Next levers: build each error's payload model on its first
-use, and import a provider's module on its first call.
+its RSS near the bare runtime's. The first replayed `generate_text` now loads only what a replay
+uses (DESIGN.md "Cold start of a call"): no httpx, no stream loop (asyncio, greenlet), no other
+provider's module, no jsonschema, no projection, and of the op models only its params (pydantic
+`defer_build`; the results and events load with the schemas). What is left is pydantic itself
+(in-process, the embedded interpreter's path order): `from pydantic import BaseModel` ~60 ms, the
+first model built (the errors' `ErrorPayload`) ~45 ms more (pydantic's plugin discovery imports
+`importlib.metadata` and scans every distribution's entry points, and the first model imports
+the rest of pydantic), the error classes ~10 ms, the providers' base, transport and params
+models ~15 ms, the call itself ~4 ms. Next lever: a success path without pydantic (the errors
+importable without it; the params checked without it on the common shapes, pydantic kept for
+every other input so that the violations stay byte-identical). An installed library ships its
+payload byte-compiled (`native/install.py`): without it, a prefix its user cannot write compiled
+every module in every process (~560 ms vs ~250 ms for the replay, measured as `nobody`).
 
 **(2) The error path.** An unknown op through the C ABI costs: the `UnknownOpError` itself
 (~5–6 µs: pydantic validates its payload), the list of op names (~1.5 µs), `project()` (~12–20 µs
