@@ -103,9 +103,10 @@ def _compile(payload: Path, shown: str) -> None:
     write, again in every process). The code objects name their files relative to the prefix
     (``shown``): nothing installed names the build's paths, and the import system puts each
     module's real path in its tracebacks when it loads the cached code."""
-    if not compileall.compile_dir(str(payload), ddir=shown, quiet=1, workers=1):
-        raise SystemExit(f"byte-compiling {payload} failed")
-    print(f"  {payload}/**/__pycache__/ (byte-compiled)")
+    if compileall.compile_dir(str(payload), ddir=shown, quiet=1, workers=1):
+        print(f"  {payload}/**/__pycache__/ (byte-compiled)")
+    else:  # a file no import can load anyway (a dependency's template, say): not fatal
+        print(f"  {payload}/**/__pycache__/ (byte-compiled but for the files listed above)")
 
 
 def install(stage: Path, prefix: str, destdir: str) -> None:
