@@ -32,6 +32,7 @@ import itertools
 import logging
 import os
 import re
+import socket  # (loaded on a replay's path anyway: importlib.metadata, for pydantic's plugins)
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -286,8 +287,6 @@ class HttpResponse:
             sock = stream.get_extra_info("socket") if stream is not None else None
             # a socket.socket, or asyncio's TransportSocket on the stream loop
             if sock is not None and hasattr(sock, "shutdown"):
-                import socket
-
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
@@ -658,8 +657,6 @@ def _close_inherited_sockets(transport: HttpTransport) -> None:
     """Close the child's copies of the parent's pooled sockets (the fd only: no shutdown, no
     TLS close_notify, so the parent's connections are untouched). Best effort over httpcore's
     internals; whatever is missed stays open, unused, until the child exits."""
-    import socket
-
     clients = list(transport._clients.values())
     for client in clients:
         pool = getattr(getattr(client, "_transport", None), "_pool", None)
