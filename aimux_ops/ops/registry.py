@@ -23,15 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = [
-    "Deferred",
-    "OpSpec",
-    "StreamContext",
-    "all_ops",
-    "declare_lazy",
-    "get_op",
-    "register_op",
-]
+__all__ = ["OpSpec", "StreamContext", "all_ops", "declare_lazy", "get_op", "register_op"]
 
 Mode = Literal["call", "stream"]
 
