@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from .errors import AimuxError, OtherError, RetryError, SourceError
-from .redact import REDACTED, is_secret_header, scrub_message, scrub_text
+from .redact import REDACTED, has_anchor, is_secret_header, scrub_message, scrub_text
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "capture", "clip_text", "exception_type_name"]
 
@@ -163,12 +163,54 @@ def _shrink(container: dict[str, Any] | list[Any], limit: int) -> dict[str, Any]
     return members
 
 
+def _flat_bound(value: dict[str, Any]) -> int:
+    """An upper bound of the JSON size of a dict of ASCII str keys and ASCII str / int / bool /
+    float / None values (-1: not such a dict). A 64-bit integer or a float is at most 24
+    characters; an ASCII character at most 6 once escaped."""
+    total = 2
+    for k, v in value.items():
+        if type(k) is not str or not k.isascii():
+            return -1
+        kind = type(v)
+        if kind is str:
+            if not v.isascii():
+                return -1
+            total += 6 * (len(k) + len(v)) + 6
+        elif v is None or kind is int or kind is bool or kind is float:
+            total += 6 * len(k) + 28
+        else:
+            return -1
+    return total
+
+
 def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
     """``value`` sanitized and at most ``limit`` bytes of JSON. An over-limit string is cut; an
     over-limit ``value`` / ``data`` becomes the cut text of its JSON; any other over-limit object
     or array keeps its type and its leading members that fit."""
-    if isinstance(value, str) and len(value) <= limit and value.isascii():
+    kind = type(value)
+    if kind is str and len(value) <= limit and value.isascii():
         return scrub_text(value), False
+    # Two shapes a payload carries most (a list of names, a flat object) whose JSON surely fits:
+    # what _sanitize gives them without its per-member walk (nothing is cut, no budget is
+    # reached); the scrubbed JSON is measured again only when a scrub changed something.
+    if kind is list:
+        try:
+            joined = "\n".join(value)
+        except TypeError:  # not a list of strings
+            joined = None
+        if joined is not None and joined.isascii() and 6 * len(joined) + 3 * len(value) < limit:
+            texts = list(value) if not has_anchor(joined) else [scrub_text(t) for t in value]
+            if texts == value or len(orjson.dumps(texts)) <= limit:
+                return texts, False
+    elif kind is dict:
+        bound = _flat_bound(value)
+        if 0 < bound <= limit:
+            members = {
+                k: (REDACTED if is_secret_header(k) else scrub_text(v)) if type(v) is str else v
+                for k, v in value.items()
+            }
+            if members == value or len(orjson.dumps(members)) <= limit:
+                return members, False
     budget = _Budget(limit)
     clean = _sanitize(value, limit, budget)
     if isinstance(clean, str):
@@ -209,11 +251,15 @@ def _payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str,
     except Exception:  # noqa: BLE001 - a payload that cannot dump is reported, not fatal
         fields = {}
         truncated.append("error")
+    limit = limits.value_bytes
     for key, value in fields.items():
+        if type(value) is str and len(value) <= limit and value.isascii():
+            error[key] = scrub_text(value)  # what _bounded_value gives a short ASCII text
+            continue
         if value is None or isinstance(value, (bool, int, float)):
             error[key] = value  # scalars need no bound and no scrubbing
             continue
-        bounded, cut = _bounded_value(value, limits.value_bytes, key)
+        bounded, cut = _bounded_value(value, limit, key)
         if cut:
             truncated.append(f"error.{key}")
         error[key] = bounded

@@ -19,9 +19,12 @@ generated code read: one source of truth.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import threading
+import types
 import typing
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, create_model
@@ -63,16 +66,140 @@ def constant_of(stem: str) -> str:
 
 
 def _payload_property(name: str) -> property:
-    """A payload field as an attribute of the error: ``err.status_code`` reads and sets
-    ``err.payload.status_code`` (one state, whichever way it is used)."""
+    """A payload field as an attribute of the error: ``err.status_code`` reads and sets the
+    error's field values, the same dict ``err.payload`` (the pydantic view) reads and writes:
+    one state, whichever way it is used."""
 
     def get(self: AimuxError) -> Any:
-        return getattr(self.payload, name, None)
+        return self._values.get(name)
 
     def set_(self: AimuxError, value: Any) -> None:
-        setattr(self.payload, name, value)
+        view = self.__dict__.get("_payload_view")
+        if view is not None:
+            setattr(view, name, value)  # the view's own bookkeeping (fields set); same dict
+        else:
+            self._values[name] = value
 
     return property(get, set_, doc=f"The payload field ``{name}`` (None when absent).")
+
+
+# -- construction without pydantic on the hot path ------------------------------------------------
+#
+# The payload models stay the one source of truth for the schemas and the generated bindings; a
+# fresh error whose field values already have their declared types (a str for ``str | None``, a
+# list of str for ``list[str] | None``, ...) is built without them: each declared type gets a
+# cheap check below, derived from the same annotations. Anything else (a value pydantic would
+# coerce or reject, a camelCase or unknown keyword) goes through the payload model, as before.
+
+#: A check's answer when the value needs the payload model (coercion, a validation error).
+_SLOW: Any = object()
+
+Check = Callable[[Any], Any]
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _is_str(value: Any) -> Any:
+    return value if type(value) is str else _SLOW
+
+
+def _is_int(value: Any) -> Any:
+    return value if type(value) is int else _SLOW
+
+
+def _is_bool(value: Any) -> Any:
+    return value if type(value) is bool else _SLOW
+
+
+def _list_of(item: Check | None) -> Check:
+    def check(value: Any) -> Any:
+        if type(value) is not list:
+            return _SLOW
+        if item is _as_is:
+            return list(value)  # pydantic hands over a copy of a validated list
+        if item is _is_str:
+            for v in value:
+                if type(v) is not str:
+                    return _SLOW
+            return list(value)
+        return _SLOW
+
+    return check
+
+
+def _list_of_models(model: type) -> Check:
+    def check(value: Any) -> Any:
+        if type(value) is not list:
+            return _SLOW
+        for v in value:
+            if type(v) is not model:  # an instance is kept as it is (never revalidated)
+                return _SLOW
+        return list(value)
+
+    return check
+
+
+def _dict_of(values: Check) -> Check:
+    def check(value: Any) -> Any:
+        if type(value) is not dict:
+            return _SLOW
+        for k, v in value.items():
+            if type(k) is not str or (values is _is_str and type(v) is not str):
+                return _SLOW
+        return dict(value)
+
+    return check
+
+
+def _literal(options: tuple[Any, ...]) -> Check:
+    allowed = frozenset(o for o in options if type(o) is str)
+
+    def check(value: Any) -> Any:
+        return value if type(value) is str and value in allowed else _SLOW
+
+    return check
+
+
+def _check_of(hint: Any) -> Check | None:
+    """The cheap check of a declared type, or None (every value goes through the model)."""
+    if hint is Any:
+        return _as_is
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1 or len(args) != 2:
+            return None
+        inner = _check_of(rest[0])
+        if inner is None:
+            return None
+        if inner is _as_is:
+            return _as_is
+
+        def optional(value: Any, inner: Check = inner) -> Any:
+            return None if value is None else inner(value)
+
+        return optional
+    if hint is str:
+        return _is_str
+    if hint is bool:
+        return _is_bool
+    if hint is int:
+        return _is_int
+    if origin is typing.Literal:
+        return _literal(args) if all(type(a) is str for a in args) else None
+    if origin is list and len(args) == 1:
+        (item,) = args
+        if item is Any or item is str:
+            return _list_of(_check_of(item))
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return _list_of_models(item)
+        return None
+    if origin is dict and len(args) == 2 and args[0] is str and args[1] in (str, Any):
+        return _dict_of(_check_of(args[1]) or _as_is)
+    return None
 
 
 def _own_fields(cls: type) -> dict[str, tuple[Any, Any]]:
@@ -131,6 +258,19 @@ class AimuxError(Exception):
     #: Class-name prefix left out of the constant (recording: ``Recording``).
     constant_prefix: ClassVar[str] = ""
     _field_names: ClassVar[tuple[str, ...]] = ()
+    #: Per field: its cheap check (None: only the payload model validates it), its default, and
+    #: (field, wire name) in the payload model's order: derived from the same annotations.
+    _checks: ClassVar[dict[str, Check | None]] = {}
+    _defaults: ClassVar[dict[str, Any]] = {}
+    _wire: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: The field values (the dict ``payload``'s model view shares) and the members a newer core
+    #: sent that this version does not declare (None: none).
+    _values: dict[str, Any]
+    _extra: dict[str, Any] | None = None
+    #: The node this error was decoded from, when it came from JSON (else None).
+    raw: dict[str, Any] | None = None
+    #: A decoded root's own ``(retryable, retryAfterMs)`` as the envelope gave them (else None).
+    wire_root: tuple[bool, int | None] | None = None
 
     def __init_subclass__(
         cls,
@@ -149,6 +289,9 @@ class AimuxError(Exception):
             cls.Payload = _LazyPayload(cls, fields)  # type: ignore[assignment]
         inherited = cls._field_names  # the nearest ancestor's (pydantic's order: theirs, then new)
         cls._field_names = inherited + tuple(f for f in fields if f not in inherited)
+        cls._checks = {**cls._checks, **{f: _check_of(hint) for f, (hint, _) in fields.items()}}
+        cls._defaults = {**cls._defaults, **{f: default for f, (_, default) in fields.items()}}
+        cls._wire = tuple((f, to_camel(f)) for f in cls._field_names)
         for hook in ("retryable", "retry_after_ms"):
             if hook in cls.__dict__:  # pragma: no cover - a programming error caught at import
                 raise TypeError(
@@ -176,21 +319,57 @@ class AimuxError(Exception):
         """``fields`` are the payload fields (snake_case or camelCase), validated; ``payload``
         is an already-built payload (the decoder's path: what the wire carried, kept even when
         it does not validate)."""
-        self.payload: ErrorPayload = payload if payload is not None else self.Payload(**fields)
+        if payload is not None:
+            self.payload = payload
+        else:
+            values = dict(self._defaults)
+            checks = self._checks
+            for key, value in fields.items():
+                check = checks.get(key)
+                got = _SLOW if check is None else check(value)
+                if got is _SLOW:  # coercion, a camelCase or unknown name, or a validation error
+                    self.payload = self.Payload(**fields)
+                    break
+                values[key] = got
+            else:
+                self._values = values
         self.message: str = message if message is not None else self.default_message()
-        #: The node this error was decoded from, when it came from JSON (else None).
-        self.raw: dict[str, Any] | None = None
-        #: A decoded root's own ``(retryable, retryAfterMs)`` as the envelope gave them (else None).
-        self.wire_root: tuple[bool, int | None] | None = None
-        super().__init__(self.message)
+        BaseException.__init__(self, self.message)
 
     def __getattr__(self, name: str) -> Any:
         # Members a newer core sent that this version does not declare (kept when decoding).
-        extra = self.__dict__.get("payload")
-        extras = getattr(extra, "__pydantic_extra__", None) or {}
-        if name in extras:
+        extras = self.__dict__.get("_extra")
+        if extras and name in extras:
             return extras[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def payload(self) -> ErrorPayload:
+        """The payload as its pydantic model (kept for compatibility; camelCase aliases on the
+        wire): a view over the same field values as the attributes, built on first use."""
+        view: ErrorPayload | None = self.__dict__.get("_payload_view")
+        if view is None:
+            model = type(self).Payload
+            view = model.model_construct(
+                _fields_set={k for k, v in self._values.items() if v is not None}
+            )
+            if self._extra is None:
+                self._extra = {}
+            object.__setattr__(view, "__dict__", self._values)
+            object.__setattr__(view, "__pydantic_extra__", self._extra)
+            self._payload_view = view
+        return view
+
+    @payload.setter
+    def payload(self, model: ErrorPayload) -> None:
+        """Adopt a built payload (the decoder's path): its values become the error's."""
+        self._values = model.__dict__
+        extra = model.__pydantic_extra__
+        if extra is None:
+            extra = {}
+            object.__setattr__(model, "__pydantic_extra__", extra)
+        self._extra = extra
+        self._payload_view = model
 
     @classmethod
     def wire_payload(cls, members: dict[str, Any]) -> ErrorPayload:
@@ -218,14 +397,14 @@ class AimuxError(Exception):
     def retryable(self) -> bool:
         """Whether retrying the same call could succeed. A decoded root reports its envelope's
         ``retryable`` as given (CONTRACT §4), never recomputed from the payload."""
-        wire = getattr(self, "wire_root", None)
+        wire = self.wire_root
         return wire[0] if wire is not None else self._own_retryable()
 
     @property
     def retry_after_ms(self) -> int | None:
         """The server's retry hint in milliseconds, only when one was observed. A decoded root
         reports its envelope's ``retryAfterMs`` as given (CONTRACT §4)."""
-        wire = getattr(self, "wire_root", None)
+        wire = self.wire_root
         return wire[1] if wire is not None else self._own_retry_after_ms()
 
     # Subclasses override these two (never ``retryable`` / ``retry_after_ms`` themselves).
@@ -236,9 +415,25 @@ class AimuxError(Exception):
         return None
 
     def payload_fields(self) -> dict[str, Any]:
-        """The payload as JSON-ready camelCase members (absent fields omitted): ``model_dump``'s
-        serializer called directly (the same dict, without its per-call Python wrapper; this is
-        on every projection's path)."""
+        """The payload as JSON-ready camelCase members (absent fields omitted): what the payload
+        model's serializer gives (``model_dump(mode="json", by_alias=True, exclude_none=True)``).
+        When every value is already plain JSON (str, int, bool, finite float, lists and
+        str-keyed dicts of those) and no undeclared member is kept, the members are read
+        directly; otherwise the serializer runs (conversions, warnings, errors as before)."""
+        if not self._extra:
+            values = self._values
+            out: dict[str, Any] = {}
+            for name, wire in self._wire:
+                value = values.get(name)
+                if value is None:
+                    continue
+                kind = type(value)
+                if kind is str or kind is bool or kind is int or _plain(value, 0):
+                    out[wire] = value
+                else:
+                    break
+            else:
+                return out
         payload = self.payload
         dumped: dict[str, Any] = payload.__pydantic_serializer__.to_python(
             payload, mode="json", by_alias=True, exclude_none=True
@@ -261,6 +456,36 @@ class AimuxError(Exception):
             getattr(value, "kind", None) == cls.kind
             and getattr(value, "error_name", None) == cls.error_name
         ) or isinstance(value, cls)
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether ``value`` is JSON the payload serializer would hand back unchanged."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # the serializer writes NaN and infinities as null
+    if depth > 32:
+        return False
+    if kind is list:
+        for v in value:
+            kind = type(v)
+            if not (
+                kind is str or kind is int or kind is bool or v is None or _plain(v, depth + 1)
+            ):
+                return False
+        return True
+    if kind is dict:
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            kind = type(v)
+            if not (
+                kind is str or kind is int or kind is bool or v is None or _plain(v, depth + 1)
+            ):
+                return False
+        return True
+    return False
 
 
 class SourceError(Exception):
