@@ -227,6 +227,10 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
 
 def _message(exc: BaseException, limits: Limits, truncated: list[str]) -> str:
     raw = exc.message if isinstance(exc, (AimuxError, SourceError)) else _safe_str(exc)
+    return _message_text(raw, limits, truncated)
+
+
+def _message_text(raw: str, limits: Limits, truncated: list[str]) -> str:
     limit = limits.message_bytes
     if len(raw) <= limit and raw.isascii() and "\x00" not in raw:
         # the common case: short ASCII, no cut before or after scrubbing (the same text as below)
@@ -273,45 +277,78 @@ def capture(
     depth: int = 1,
     path: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
-    """The cause node for ``exc`` and its chain (``exc`` itself at ``depth``)."""
-    truncated: list[str] = []
-    path = path | {id(exc)}
-    node: dict[str, Any]
-    if isinstance(exc, AimuxError):
-        node = {
-            "kind": exc.kind,
-            "code": exc.code,
-            "message": _message(exc, limits, truncated),
-            "error": _payload(exc, limits, truncated),
-        }
-        children = exc.cause_children()
-        if children or isinstance(exc, RetryError):
-            kept = list(children)
-            if len(kept) > limits.attempts:
-                kept = kept[:1] + kept[len(kept) - (limits.attempts - 1) :]
-                truncated.append("error.errors")
-            attempts = []
-            for child in kept:
-                if not isinstance(child, AimuxError):
-                    wrapper = OtherError(_safe_str(child))
-                    wrapper.__cause__ = child
-                    child = wrapper
-                if depth >= limits.depth or id(child) in path:
-                    if "error.errors" not in truncated:
-                        truncated.append("error.errors")
-                    continue
-                attempts.append(capture(child, limits, depth=depth + 1, path=path))
-            node["error"]["errors"] = attempts
-        # A RetryError has no cause on the wire: its attempts are the chain (last = cause).
-        nxt = None if isinstance(exc, RetryError) else exc.__cause__
-    else:
-        node = {"message": _message(exc, limits, truncated), "type": exception_type_name(exc)}
-        nxt = _next_link(exc)
-    if nxt is not None:
-        if depth >= limits.depth or id(nxt) in path:
-            truncated.append("cause")
+    """The cause node for ``exc`` and its chain (``exc`` itself at ``depth``).
+
+    One loop along the chain (a recursion only into a RetryError's attempts): each node is
+    filled in place, its ``cause`` an empty dict the next turn fills, so every node's members
+    come in the same order as when each link was captured by its own call (``cause`` before
+    ``truncated``)."""
+    seen = set(path)  # the ids of exc's ancestors, then of every node along the chain
+    mlimit = limits.message_bytes
+    node: dict[str, Any] = {}
+    root = node
+    while True:
+        truncated: list[str] = []
+        seen.add(id(exc))
+        if isinstance(exc, AimuxError):
+            raw = exc.message
+            node["kind"] = exc.kind
+            node["code"] = exc.code
+            if (
+                len(raw) <= mlimit
+                and raw.isascii()
+                and "\x00" not in raw
+                and "://" not in raw
+                and not has_anchor(raw)
+            ):
+                node["message"] = raw  # what _message gives a short ASCII text with no anchor
+            else:
+                node["message"] = _message_text(raw, limits, truncated)
+            error = node["error"] = _payload(exc, limits, truncated)
+            children = exc.cause_children()
+            if children or isinstance(exc, RetryError):
+                kept = list(children)
+                if len(kept) > limits.attempts:
+                    kept = kept[:1] + kept[len(kept) - (limits.attempts - 1) :]
+                    truncated.append("error.errors")
+                attempts = []
+                ancestors = frozenset(seen)
+                for child in kept:
+                    if not isinstance(child, AimuxError):
+                        wrapper = OtherError(_safe_str(child))
+                        wrapper.__cause__ = child
+                        child = wrapper
+                    if depth >= limits.depth or id(child) in ancestors:
+                        if "error.errors" not in truncated:
+                            truncated.append("error.errors")
+                        continue
+                    attempts.append(capture(child, limits, depth=depth + 1, path=ancestors))
+                error["errors"] = attempts
+            # A RetryError has no cause on the wire: its attempts are the chain (last = cause).
+            nxt = None if isinstance(exc, RetryError) else exc.__cause__
         else:
-            node["cause"] = capture(nxt, limits, depth=depth + 1, path=path)
-    if truncated:
-        node["truncated"] = truncated
-    return node
+            node["message"] = _message(exc, limits, truncated)
+            if isinstance(exc, SourceError) and exc.type:
+                node["type"] = exc.type
+            else:
+                cls = type(exc)
+                module = cls.__module__
+                node["type"] = (
+                    cls.__qualname__
+                    if module == "builtins"
+                    else f"{module.partition('.')[0]}.{cls.__qualname__}"
+                )
+            nxt = _next_link(exc)
+        child_node = None
+        if nxt is not None:
+            if depth >= limits.depth or id(nxt) in seen:
+                truncated.append("cause")
+            else:
+                child_node = node["cause"] = {}
+        if truncated:
+            node["truncated"] = truncated
+        if child_node is None:
+            return root
+        node = child_node
+        exc = nxt  # type: ignore[assignment]
+        depth += 1

@@ -452,7 +452,9 @@ def outcome(build: Callable[[], BaseException]) -> dict[str, Any]:
     except Exception as caught:
         return {"raises": type(caught).__name__}
     env = project(exc)
-    (retryable, after), links = chain_links(env)
+    walk = chain_links(env)  # right after the projection: from its nodes
+    assert chain_links(bytes(bytearray(env))) == walk  # from the bytes alone: the same
+    (retryable, after), links = walk
     return {
         "envelope": _text(env),
         "root": [retryable, after],
