@@ -16,12 +16,14 @@ Every message is scrubbed of secrets and URLs, every payload string of secrets.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from .errors import AimuxError, OtherError, RetryError, SourceError
+from .errors._base import _plain, dump_models
 from .redact import REDACTED, has_anchor, is_secret_header, scrub_message, scrub_text
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "capture", "clip_text", "exception_type_name"]
@@ -183,6 +185,14 @@ def _flat_bound(value: dict[str, Any]) -> int:
     return total
 
 
+def _flat_members(value: dict[str, Any]) -> dict[str, Any]:
+    """What _sanitize gives a flat object that is not cut (``_flat_bound``)."""
+    return {
+        k: (REDACTED if is_secret_header(k) else scrub_text(v)) if type(v) is str else v
+        for k, v in value.items()
+    }
+
+
 def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
     """``value`` sanitized and at most ``limit`` bytes of JSON. An over-limit string is cut; an
     over-limit ``value`` / ``data`` becomes the cut text of its JSON; any other over-limit object
@@ -202,13 +212,16 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
             texts = list(value) if not has_anchor(joined) else [scrub_text(t) for t in value]
             if texts == value or len(orjson.dumps(texts)) <= limit:
                 return texts, False
+        if joined is None and all(type(v) is dict for v in value):
+            bounds = [_flat_bound(v) for v in value]
+            if min(bounds, default=1) > 0 and sum(bounds) + len(value) + 1 <= limit:
+                dicts = [_flat_members(v) for v in value]
+                if dicts == value or len(orjson.dumps(dicts)) <= limit:
+                    return dicts, False
     elif kind is dict:
         bound = _flat_bound(value)
         if 0 < bound <= limit:
-            members = {
-                k: (REDACTED if is_secret_header(k) else scrub_text(v)) if type(v) is str else v
-                for k, v in value.items()
-            }
+            members = _flat_members(value)
             if members == value or len(orjson.dumps(members)) <= limit:
                 return members, False
     budget = _Budget(limit)
@@ -248,7 +261,63 @@ def _message_text(raw: str, limits: Limits, truncated: list[str]) -> str:
     return text
 
 
+_BASE_PAYLOAD_FIELDS = AimuxError.payload_fields
+
+
 def _payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str, Any]:
+    if type(exc).payload_fields is _BASE_PAYLOAD_FIELDS:
+        # payload_fields and the loop below in one pass over the field values, while each is
+        # plain JSON (what payload_fields would hand over unchanged); else the two steps
+        mark = len(truncated)
+        try:
+            error = _plain_payload(exc, limits, truncated)
+        except Exception:  # noqa: BLE001 - the two steps report it as they always have
+            error = None
+        if error is not None:
+            return error
+        del truncated[mark:]
+    return _payload_fields(exc, limits, truncated)
+
+
+def _plain_payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str, Any] | None:
+    """``_payload_fields`` for a payload of plain values and no undeclared member (None: not
+    such a payload)."""
+    if exc._extra:
+        return None
+    values = exc._values
+    limit = limits.value_bytes
+    error: dict[str, Any] = {"name": exc.error_name}
+    for name, wire in exc._wire:
+        value = values.get(name)
+        if value is None:
+            continue
+        kind = type(value)
+        if kind is str:
+            if len(value) <= limit and value.isascii():
+                error[wire] = scrub_text(value)
+                continue
+        elif kind is bool or kind is int:
+            error[wire] = value
+            continue
+        elif kind is float:
+            if not math.isfinite(value):
+                return None
+            error[wire] = value
+            continue
+        elif kind is list and not _plain(value, 0):
+            value = dump_models(value)  # a list of simple models (violations), as dumped
+            if value is None:
+                return None
+        elif not _plain(value, 0):
+            return None
+        bounded, cut = _bounded_value(value, limit, wire)
+        if cut:
+            truncated.append(f"error.{wire}")
+        error[wire] = bounded
+    return error
+
+
+def _payload_fields(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str, Any]:
     error: dict[str, Any] = {"name": exc.error_name}
     try:
         fields = exc.payload_fields()

@@ -430,6 +430,8 @@ class AimuxError(Exception):
                 kind = type(value)
                 if kind is str or kind is bool or kind is int or _plain(value, 0):
                     out[wire] = value
+                elif kind is list and (models := dump_models(value)) is not None:
+                    out[wire] = models
                 else:
                     break
             else:
@@ -486,6 +488,69 @@ def _plain(value: Any, depth: int) -> bool:
                 return False
         return True
     return False
+
+
+#: Per pydantic model class: its field names when the serializer's JSON of an instance is
+#: simply its str / int / bool members (no alias, no custom serializer, no extra members kept),
+#: else None. Worked out from the class once (a property of the model, not of any value).
+_SIMPLE_MODELS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _simple_fields(model: type) -> tuple[str, ...] | None:
+    held = _SIMPLE_MODELS.get(model, ())
+    if held != ():
+        return held
+    fields: tuple[str, ...] | None = None
+    try:
+        config = model.model_config  # type: ignore[attr-defined]
+        decorators = model.__pydantic_decorators__  # type: ignore[attr-defined]
+        infos = model.model_fields  # type: ignore[attr-defined]
+        if (
+            config.get("alias_generator") is None
+            and config.get("extra") != "allow"
+            and not getattr(model, "__pydantic_root_model__", False)
+            and not decorators.field_serializers
+            and not decorators.model_serializers
+            and not decorators.computed_fields
+            and all(
+                info.alias is None
+                and info.serialization_alias is None
+                and not info.exclude
+                and info.annotation in (str, int, bool)
+                for info in infos.values()
+            )
+        ):
+            fields = tuple(infos)
+    except Exception:  # noqa: BLE001 - not a model this rule knows: the serializer's
+        fields = None
+    _SIMPLE_MODELS[model] = fields
+    return fields
+
+
+def dump_models(value: list[Any]) -> list[dict[str, Any]] | None:
+    """A list of pydantic model instances as the payload serializer dumps it (JSON mode, no
+    ``None`` member), when every instance is of a simple model (``_simple_fields``) whose
+    values have their declared types; else None (the serializer is needed)."""
+    out: list[dict[str, Any]] = []
+    for item in value:
+        model = type(item)
+        if not isinstance(item, BaseModel):
+            return None
+        names = _simple_fields(model)
+        if names is None:
+            return None
+        members = item.__dict__
+        dumped: dict[str, Any] = {}
+        for name in names:
+            v = members.get(name)
+            if v is None:
+                continue
+            kind = type(v)
+            if kind is not str and kind is not int and kind is not bool:
+                return None
+            dumped[name] = v
+        out.append(dumped)
+    return out
 
 
 class SourceError(Exception):
