@@ -165,32 +165,57 @@ def _shrink(container: dict[str, Any] | list[Any], limit: int) -> dict[str, Any]
     return members
 
 
-def _flat_bound(value: dict[str, Any]) -> int:
-    """An upper bound of the JSON size of a dict of ASCII str keys and ASCII str / int / bool /
-    float / None values (-1: not such a dict). A 64-bit integer or a float is at most 24
-    characters; an ASCII character at most 6 once escaped."""
+def _small_bound(value: Any, texts: list[str], depth: int) -> int:
+    """An upper bound of the JSON size of ``value`` when it is made of ASCII strings (str keys),
+    numbers, booleans, null, lists and objects, at most 16 levels deep; -1 otherwise. Its string
+    values are added to ``texts`` (one scrub probe for all of them). A 64-bit integer or a
+    float is at most 24 characters; an ASCII character at most 6 once escaped."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():
+            return -1
+        texts.append(value)
+        return 6 * len(value) + 2
+    if value is None or kind is int or kind is bool or kind is float:
+        return 24
+    if depth > 16:
+        return -1
     total = 2
-    for k, v in value.items():
-        if type(k) is not str or not k.isascii():
-            return -1
-        kind = type(v)
-        if kind is str:
-            if not v.isascii():
+    if kind is dict:
+        for k, v in value.items():
+            if type(k) is not str or not k.isascii():
                 return -1
-            total += 6 * (len(k) + len(v)) + 6
-        elif v is None or kind is int or kind is bool or kind is float:
-            total += 6 * len(k) + 28
-        else:
-            return -1
-    return total
+            bound = _small_bound(v, texts, depth + 1)
+            if bound < 0:
+                return -1
+            total += 6 * len(k) + 4 + bound
+        return total
+    if kind is list:
+        for v in value:
+            bound = _small_bound(v, texts, depth + 1)
+            if bound < 0:
+                return -1
+            total += bound + 1
+        return total
+    return -1
 
 
-def _flat_members(value: dict[str, Any]) -> dict[str, Any]:
-    """What _sanitize gives a flat object that is not cut (``_flat_bound``)."""
-    return {
-        k: (REDACTED if is_secret_header(k) else scrub_text(v)) if type(v) is str else v
-        for k, v in value.items()
-    }
+def _clean(value: Any, scrub: bool) -> Any:
+    """What _sanitize gives a value ``_small_bound`` accepted within the limit (nothing is cut,
+    no budget is reached): secret-named members redacted, strings scrubbed when ``scrub``."""
+    kind = type(value)
+    if kind is str:
+        return scrub_text(value) if scrub else value
+    if kind is dict:
+        return {
+            k: (REDACTED if is_secret_header(k) else (scrub_text(v) if scrub else v))
+            if type(v) is str
+            else _clean(v, scrub)
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [_clean(v, scrub) for v in value]
+    return value
 
 
 def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
@@ -200,30 +225,15 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
     kind = type(value)
     if kind is str and len(value) <= limit and value.isascii():
         return scrub_text(value), False
-    # Two shapes a payload carries most (a list of names, a flat object) whose JSON surely fits:
-    # what _sanitize gives them without its per-member walk (nothing is cut, no budget is
-    # reached); the scrubbed JSON is measured again only when a scrub changed something.
-    if kind is list:
-        try:
-            joined = "\n".join(value)
-        except TypeError:  # not a list of strings
-            joined = None
-        if joined is not None and joined.isascii() and 6 * len(joined) + 3 * len(value) < limit:
-            texts = list(value) if not has_anchor(joined) else [scrub_text(t) for t in value]
-            if texts == value or len(orjson.dumps(texts)) <= limit:
-                return texts, False
-        if joined is None and all(type(v) is dict for v in value):
-            bounds = [_flat_bound(v) for v in value]
-            if min(bounds, default=1) > 0 and sum(bounds) + len(value) + 1 <= limit:
-                dicts = [_flat_members(v) for v in value]
-                if dicts == value or len(orjson.dumps(dicts)) <= limit:
-                    return dicts, False
-    elif kind is dict:
-        bound = _flat_bound(value)
+    if kind is list or kind is dict:
+        # A value whose JSON surely fits: what _sanitize gives it, with one scrub probe for all
+        # its strings; measured again only when a scrub or a redaction changed it.
+        texts: list[str] = []
+        bound = _small_bound(value, texts, 0)
         if 0 < bound <= limit:
-            members = _flat_members(value)
-            if members == value or len(orjson.dumps(members)) <= limit:
-                return members, False
+            clean = _clean(value, has_anchor("\n".join(texts)))
+            if clean == value or len(orjson.dumps(clean)) <= limit:
+                return clean, False
     budget = _Budget(limit)
     clean = _sanitize(value, limit, budget)
     if isinstance(clean, str):
@@ -396,7 +406,17 @@ def capture(
             # A RetryError has no cause on the wire: its attempts are the chain (last = cause).
             nxt = None if isinstance(exc, RetryError) else exc.__cause__
         else:
-            node["message"] = _message(exc, limits, truncated)
+            raw = exc.message if isinstance(exc, SourceError) else _safe_str(exc)
+            if (
+                len(raw) <= mlimit
+                and raw.isascii()
+                and "\x00" not in raw
+                and "://" not in raw
+                and not has_anchor(raw)
+            ):
+                node["message"] = raw
+            else:
+                node["message"] = _message_text(raw, limits, truncated)
             if isinstance(exc, SourceError) and exc.type:
                 node["type"] = exc.type
             else:
