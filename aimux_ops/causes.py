@@ -225,6 +225,18 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
     kind = type(value)
     if kind is str and len(value) <= limit and value.isascii():
         return scrub_text(value), False
+    if kind is list:
+        # a list of short ASCII strings (op names, tool names): one join, one probe
+        try:
+            joined = "\n".join(value)
+        except TypeError:  # not only strings
+            joined = None
+        if joined is not None and joined.isascii() and 6 * len(joined) + 3 * len(value) < limit:
+            if not has_anchor(joined):
+                return list(value), False
+            scrubbed = [scrub_text(t) for t in value]
+            if len(orjson.dumps(scrubbed)) <= limit:
+                return scrubbed, False
     if kind is list or kind is dict:
         # A value whose JSON surely fits: what _sanitize gives it, with one scrub probe for all
         # its strings; measured again only when a scrub or a redaction changed it.

@@ -162,6 +162,18 @@ def _literal(options: tuple[Any, ...]) -> Check:
     return check
 
 
+def _exact_of(hint: Any) -> type | None:
+    """``str`` / ``int`` / ``bool`` when the field is declared that type (or that or None): a
+    value of exactly that type is stored as it is (what its check would answer)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        rest = [a for a in args if a is not type(None)]
+        if len(args) != 2 or len(rest) != 1:
+            return None
+        hint = rest[0]
+    return hint if hint in (str, int, bool) else None
+
+
 def _check_of(hint: Any) -> Check | None:
     """The cheap check of a declared type, or None (every value goes through the model)."""
     if hint is Any:
@@ -261,6 +273,9 @@ class AimuxError(Exception):
     #: Per field: its cheap check (None: only the payload model validates it), its default, and
     #: (field, wire name) in the payload model's order: derived from the same annotations.
     _checks: ClassVar[dict[str, Check | None]] = {}
+    #: Per field declared ``str`` / ``int`` / ``bool`` (or that or None): the type a value of
+    #: which is stored as it is without a call (what its check would answer).
+    _exact: ClassVar[dict[str, type]] = {}
     _defaults: ClassVar[dict[str, Any]] = {}
     _wire: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The field values (the dict ``payload``'s model view shares) and the members a newer core
@@ -290,6 +305,11 @@ class AimuxError(Exception):
         inherited = cls._field_names  # the nearest ancestor's (pydantic's order: theirs, then new)
         cls._field_names = inherited + tuple(f for f in fields if f not in inherited)
         cls._checks = {**cls._checks, **{f: _check_of(hint) for f, (hint, _) in fields.items()}}
+        own_exact = {f: _exact_of(hint) for f, (hint, _) in fields.items()}
+        cls._exact = {
+            **{f: t for f, t in cls._exact.items() if f not in fields},
+            **{f: t for f, t in own_exact.items() if t is not None},
+        }
         cls._defaults = {**cls._defaults, **{f: default for f, (_, default) in fields.items()}}
         cls._wire = tuple((f, to_camel(f)) for f in cls._field_names)
         for hook in ("retryable", "retry_after_ms"):
@@ -324,7 +344,11 @@ class AimuxError(Exception):
         else:
             values = dict(self._defaults)
             checks = self._checks
+            exact = self._exact
             for key, value in fields.items():
+                if type(value) is exact.get(key):
+                    values[key] = value
+                    continue
                 check = checks.get(key)
                 got = _SLOW if check is None else check(value)
                 if got is _SLOW:  # coercion, a camelCase or unknown name, or a validation error
