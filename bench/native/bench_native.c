@@ -147,13 +147,12 @@ int main(int argc, char **argv)
         {"floor: cffi C->Python->string (no-op lib)", run_floor, {0}, 0, 0, 0},
         {"aimux_call(\"aimux.version\")", run_version, {0}, 0, 0, 0},
         {"error round trip (unknown op + aimux_error_json + free)", run_error, {0}, 0, 0, 0},
-        {"varied error round trip: a different unknown op each call", run_error_varied, {0}, 0, 0,
-         0},
-        {"varied error round trip: invalid params (301 + cause), different each call",
-         run_error_params, {0}, 0, 0, 0},
+        {"varied error round trip: a new unknown op per call", run_error_varied, {0}, 0, 0, 0},
+        {"varied error round trip: new bad params (301 + cause)", run_error_params, {0}, 0, 0, 0},
         {"accessors on a held 301 (json + message + code + walk)", run_accessors, {0}, 0, 0, 0},
     };
-    for (int i = 0; i < VARIED_NAMES; i++) snprintf(g_names[i], sizeof g_names[i], "no.such.op.%d", i);
+    for (int i = 0; i < VARIED_NAMES; i++)
+        snprintf(g_names[i], sizeof g_names[i], "no.such.op.%d", i);
     const int ns = (int)(sizeof s / sizeof s[0]);
 
     /* warm up: starts the runtime (libaimux first: it sets up sys.path for both libraries) */
