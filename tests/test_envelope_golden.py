@@ -42,6 +42,7 @@ def test_the_golden_file_covers_every_case() -> None:
 
 @pytest.mark.parametrize("name", sorted(_CASES))
 @pytest.mark.usefixtures("off_schema")
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the off-schema cases' own
 def test_envelope_is_byte_identical_to_the_golden(name: str) -> None:
     remember()
     assert outcome(_CASES[name]) == _GOLDEN[name]
