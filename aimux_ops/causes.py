@@ -185,17 +185,35 @@ def _small_bound(value: Any, texts: list[str], depth: int) -> int:
         for k, v in value.items():
             if type(k) is not str or not k.isascii():
                 return -1
-            bound = _small_bound(v, texts, depth + 1)
-            if bound < 0:
-                return -1
-            total += 6 * len(k) + 4 + bound
+            kind = type(v)
+            if kind is str:  # the common members inline (no call per member)
+                if not v.isascii():
+                    return -1
+                texts.append(v)
+                total += 6 * (len(k) + len(v)) + 6
+            elif v is None or kind is int or kind is bool or kind is float:
+                total += 6 * len(k) + 28
+            else:
+                bound = _small_bound(v, texts, depth + 1)
+                if bound < 0:
+                    return -1
+                total += 6 * len(k) + 4 + bound
         return total
     if kind is list:
         for v in value:
-            bound = _small_bound(v, texts, depth + 1)
-            if bound < 0:
-                return -1
-            total += bound + 1
+            kind = type(v)
+            if kind is str:
+                if not v.isascii():
+                    return -1
+                texts.append(v)
+                total += 6 * len(v) + 3
+            elif v is None or kind is int or kind is bool or kind is float:
+                total += 25
+            else:
+                bound = _small_bound(v, texts, depth + 1)
+                if bound < 0:
+                    return -1
+                total += bound + 1
         return total
     return -1
 
@@ -207,14 +225,23 @@ def _clean(value: Any, scrub: bool) -> Any:
     if kind is str:
         return scrub_text(value) if scrub else value
     if kind is dict:
-        return {
-            k: (REDACTED if is_secret_header(k) else (scrub_text(v) if scrub else v))
-            if type(v) is str
-            else _clean(v, scrub)
-            for k, v in value.items()
-        }
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            kind = type(v)
+            if kind is str:
+                out[k] = REDACTED if is_secret_header(k) else (scrub_text(v) if scrub else v)
+            elif kind is dict or kind is list:
+                out[k] = _clean(v, scrub)
+            else:
+                out[k] = v
+        return out
     if kind is list:
-        return [_clean(v, scrub) for v in value]
+        return [
+            (scrub_text(v) if scrub else v)
+            if type(v) is str
+            else (_clean(v, scrub) if type(v) in (dict, list) else v)
+            for v in value
+        ]
     return value
 
 
