@@ -167,7 +167,8 @@ def _shrink(container: dict[str, Any] | list[Any], limit: int) -> dict[str, Any]
 
 def _small_bound(value: Any, texts: list[str], depth: int) -> int:
     """An upper bound of the JSON size of ``value`` when it is made of ASCII strings (str keys),
-    numbers, booleans, null, lists and objects, at most 16 levels deep; -1 otherwise. Its string
+    finite numbers, booleans, null, lists and objects, at most 16 levels deep; -1 otherwise
+    (such a value is also plain JSON, what the payload serializer hands back unchanged). Its string
     values are added to ``texts`` (one scrub probe for all of them). A 64-bit integer or a
     float is at most 24 characters; an ASCII character at most 6 once escaped."""
     kind = type(value)
@@ -176,8 +177,10 @@ def _small_bound(value: Any, texts: list[str], depth: int) -> int:
             return -1
         texts.append(value)
         return 6 * len(value) + 2
-    if value is None or kind is int or kind is bool or kind is float:
+    if value is None or kind is int or kind is bool:
         return 24
+    if kind is float:
+        return 24 if math.isfinite(value) else -1
     if depth > 16:
         return -1
     total = 2
@@ -191,7 +194,7 @@ def _small_bound(value: Any, texts: list[str], depth: int) -> int:
                     return -1
                 texts.append(v)
                 total += 6 * (len(k) + len(v)) + 6
-            elif v is None or kind is int or kind is bool or kind is float:
+            elif v is None or kind is int or kind is bool or (kind is float and math.isfinite(v)):
                 total += 6 * len(k) + 28
             else:
                 bound = _small_bound(v, texts, depth + 1)
@@ -207,7 +210,7 @@ def _small_bound(value: Any, texts: list[str], depth: int) -> int:
                     return -1
                 texts.append(v)
                 total += 6 * len(v) + 3
-            elif v is None or kind is int or kind is bool or kind is float:
+            elif v is None or kind is int or kind is bool or (kind is float and math.isfinite(v)):
                 total += 25
             else:
                 bound = _small_bound(v, texts, depth + 1)
@@ -245,6 +248,19 @@ def _clean(value: Any, scrub: bool) -> Any:
     return value
 
 
+def _small_clean(value: Any, limit: int) -> Any:
+    """What _sanitize gives a value whose JSON surely fits in ``limit`` (``_small_bound``), with
+    one scrub probe for all its strings, measured again only when a scrub or a redaction changed
+    it; None when it is not such a value."""
+    texts: list[str] = []
+    bound = _small_bound(value, texts, 0)
+    if 0 < bound <= limit:
+        clean = _clean(value, has_anchor("\n".join(texts)))
+        if clean == value or len(orjson.dumps(clean)) <= limit:
+            return clean
+    return None
+
+
 def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
     """``value`` sanitized and at most ``limit`` bytes of JSON. An over-limit string is cut; an
     over-limit ``value`` / ``data`` becomes the cut text of its JSON; any other over-limit object
@@ -265,14 +281,9 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
             if len(orjson.dumps(scrubbed)) <= limit:
                 return scrubbed, False
     if kind is list or kind is dict:
-        # A value whose JSON surely fits: what _sanitize gives it, with one scrub probe for all
-        # its strings; measured again only when a scrub or a redaction changed it.
-        texts: list[str] = []
-        bound = _small_bound(value, texts, 0)
-        if 0 < bound <= limit:
-            clean = _clean(value, has_anchor("\n".join(texts)))
-            if clean == value or len(orjson.dumps(clean)) <= limit:
-                return clean, False
+        clean = _small_clean(value, limit)
+        if clean is not None:
+            return clean, False
     budget = _Budget(limit)
     clean = _sanitize(value, limit, budget)
     if isinstance(clean, str):
@@ -353,9 +364,16 @@ def _plain_payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dic
                 return None
             error[wire] = value
             continue
-        elif kind is list and not _plain(value, 0):
-            value = dump_models(value)  # a list of simple models (violations), as dumped
-            if value is None:
+        elif kind is list or kind is dict:
+            clean = _small_clean(value, limit)  # a small plain value: one walk, no cut
+            if clean is not None:
+                error[wire] = clean
+                continue
+            if kind is list and not _plain(value, 0):
+                value = dump_models(value)  # a list of simple models (violations), as dumped
+                if value is None:
+                    return None
+            elif not _plain(value, 0):
                 return None
         elif not _plain(value, 0):
             return None
