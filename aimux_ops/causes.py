@@ -270,10 +270,12 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
         return scrub_text(value), False
     if kind is list:
         # a list of short ASCII strings (op names, tool names): one join, one probe
-        try:
-            joined = "\n".join(value)
-        except TypeError:  # not only strings
-            joined = None
+        joined = None
+        if value and type(value[0]) is str:
+            try:
+                joined = "\n".join(value)
+            except TypeError:  # not only strings
+                pass
         if joined is not None and joined.isascii() and 6 * len(joined) + 3 * len(value) < limit:
             if not has_anchor(joined):
                 return list(value), False

@@ -147,10 +147,14 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
     except Exception as exc:
         from pydantic import ValidationError
 
-        from .errors import InvalidParamsError, SourceError, Violation
-
         if not isinstance(exc, ValidationError):
             raise
+        errors = _errors or _load_errors()
+        InvalidParamsError, SourceError, Violation = (
+            errors.InvalidParamsError,
+            errors.SourceError,
+            errors.Violation,
+        )
         violations = [
             Violation(path=_violation_path(tuple(e["loc"])), reason=e["msg"]) for e in exc.errors()
         ]
