@@ -919,19 +919,23 @@ module tree (`python -X importtime`, idle-ish machine): pydantic itself (~40 ms,
 with OpenAI's) and httpx (~14 ms). Next levers: build each error's payload model on its first
 use, and import a provider's module on its first call.
 
-**(2) The error path.** An unknown op through the C ABI costs: the `UnknownOpError` itself
-(~5–6 µs: pydantic validates its payload), the list of op names (~1.5 µs), `project()` (~12–20 µs
-at depth 1 with a 5-item list payload: `capture` → `_payload` → `payload_fields` (pydantic
-serializer) → `_bounded_value` / `_sanitize` of the list, `_message` → `scrub_message`), then
-the shim's `chain_links` (~3.5–5.5 µs: parse the envelope, pack every node). Against a ~0.8 µs
-bare crossing the aim of 5× leaves ~3 µs for all of it: out of reach for a Python projection of
-a fresh exception; what would reach it is an envelope built without pydantic (plain-dict payloads
-validated once at construction) and one scrub pass per text (the remembered secrets and the two
-token patterns folded into one compiled alternation). Projection at depth 4 (five nodes) is
-dominated by the per-node Python walk (`capture` own time ~20 %, `_message` ~25 %, `_payload` +
-`_sanitize` ~35 %); `orjson.dumps` of the finished envelope is one C call, so 10× it is ~1 µs a
-node. Done here: a short ASCII message is scrubbed once without the two clip passes, the payload
-dumps through its serializer directly, a failed recorded call is projected once.
+**(2) The error path.** Since branch `errors` (DESIGN.md "The error path without pydantic"):
+no pydantic model is built or validated per error (field values of their declared types are
+stored as they are; projection reads them, the serializer only for values that need it), one
+substring probe replaces the scrub regexes on texts without an anchor, `capture` is one loop,
+small payload values skip the budgeted walk, and the shim's `chain_links` walks the nodes just
+projected instead of parsing them. What an unknown op still costs (in-process CPU time on this
+2-core machine, where the bare crossing is ~0.7 µs): raising it (~3 µs: `_resolve`, the
+`UnknownOpError` ~1.6 µs of which the Exception itself ~0.8 µs, the op-name list copied), `project`
+(~4.5 µs: `capture` ~3.3 µs for one node: the message probe, the payload's two fields, the
+list's join and probe; `retryable` / `retryAfterMs` ~0.4 µs; `orjson.dumps` ~0.25 µs),
+`chain_links` from the nodes (~1.5 µs), the packing, the C nodes and the embedded call (~3 µs
+more through the C ABI than in-process). Every piece is a few Python operations per node (~1.2
+µs a source node, 2–4 µs an aimux node with a payload); 5× the crossing (~3.5 µs for all of it)
+and 10× `orjson.dumps` at depth 4 (~1 µs a node) need the projection out of Python bytecode
+(a C or Rust walk of the chain, or envelopes of common errors assembled from pre-serialized
+pieces), not more trimming of this one. The invalid-params row also pays pydantic's params
+validation and its `ValidationError` (~40 % of that row).
 
 **(3) Streams.** Per event the Python API crosses: `stream_next_object` → registry lookup →
 `_Stream.pull` (a lock) → the op generator → `openai.stream_events` (`orjson.loads` of the chunk,
