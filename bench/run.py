@@ -915,11 +915,11 @@ its RSS near the bare runtime's. The first replayed `generate_text` now loads on
 uses (DESIGN.md "Cold start of a call"): no httpx, no stream loop (asyncio, greenlet), no other
 provider's module, no jsonschema, no projection, and of the op models only its params (pydantic
 `defer_build`; the results and events load with the schemas). What is left is pydantic itself
-(in-process, the embedded interpreter's path order): `from pydantic import BaseModel` ~60 ms, the
-first model built (the errors' `ErrorPayload`) ~45 ms more (pydantic's plugin discovery imports
+(in-process, the embedded interpreter's path order): `from pydantic import BaseModel` ~50 ms, the
+first model built (the errors' `ErrorPayload`) ~40 ms more (pydantic's plugin discovery imports
 `importlib.metadata` and scans every distribution's entry points, and the first model imports
-the rest of pydantic), the error classes ~10 ms, the providers' base, transport and params
-models ~15 ms, the call itself ~4 ms. Next lever: a success path without pydantic (the errors
+the rest of pydantic), the error classes ~14 ms, the providers' base, transport and params
+models ~17 ms, the call itself ~3 ms. Next lever: a success path without pydantic (the errors
 importable without it; the params checked without it on the common shapes, pydantic kept for
 every other input so that the violations stay byte-identical). An installed library ships its
 payload byte-compiled (`native/install.py`): without it, a prefix its user cannot write compiled
