@@ -397,7 +397,8 @@ def c_caller_latency(base: str, n: int) -> float:
 
 def c_caller_stream(base: str, streams: int, mode: str = "stream") -> float:
     """text-delta events/s of stream_text from a C caller (bench/threads.c stream: one
-    aimux_stream_next per event; stream-batch: aimux_stream_start + poll + aimux_stream_poll)."""
+    aimux_stream_next per event; stream-next-batch: aimux_stream_next_batch, every ready event per
+    call; stream-batch: aimux_stream_start + poll + aimux_stream_poll)."""
     params = orjson.dumps(generate_params(base)).decode()
     proc = subprocess.run([str(BUILD / "threads"), mode, str(streams), params],
                           capture_output=True, text=True, timeout=120, check=False)
@@ -451,6 +452,7 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
     res: dict[str, list[float]] = {k: [] for k in fns}
     res["aimux C ABI (C caller)"] = []
     res["aimux C ABI (C caller, batch poll)"] = []
+    res["aimux C ABI (C caller, next_batch)"] = []
     binding_ok = node_ok and (ROOT / "bindings" / "node" / "node_modules" / "koffi").exists()
     if binding_ok:
         res["aimux Node binding"] = []
@@ -466,6 +468,8 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
         res["aimux C ABI (C caller)"].append(c_caller_stream(peers.base, 2))
         res["aimux C ABI (C caller, batch poll)"].append(
             c_caller_stream(peers.base, 2, "stream-batch"))
+        res["aimux C ABI (C caller, next_batch)"].append(
+            c_caller_stream(peers.base, 2, "stream-next-batch"))
         if binding_ok:
             nb = node_binding_stream(peers.base, 2)
             if nb is None:
@@ -1133,7 +1137,8 @@ def render_stream(d: dict[str, Any], L: list[str], aims: list[tuple[str, str, bo
              "server is not the bottleneck.")
     L.append("")
     for k, aim in (("aimux Python API", 0.9), ("aimux C ABI (C caller)", 0.8),
-                   ("aimux C ABI (C caller, batch poll)", 0.8), ("aimux Node binding", 0.5)):
+                   ("aimux C ABI (C caller, batch poll)", 0.8),
+                   ("aimux C ABI (C caller, next_batch)", 0.8), ("aimux Node binding", 0.5)):
         if k in st:
             aims.append((f"3. stream {k} ≥ {aim}× floor", f"{st[k] / sfloor:.3f}×",
                          st[k] / sfloor >= aim))
