@@ -59,7 +59,9 @@ __all__ = [
     "Response",
     "Transport",
     "default_transport",
+    "event_batches",
     "iter_sse",
+    "iter_sse_batches",
 ]
 
 SSEEvent = tuple[str | None, bytes]
@@ -147,13 +149,20 @@ def _parse_event(block: bytes) -> SSEEvent | None:
     return event, data[0] if len(data) == 1 else b"\n".join(data)
 
 
-def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
-    """Server-sent events from raw byte chunks: ``(event name or None, data)`` per event.
+#: SSE events of one network read: ``(names, datas)``, the ``data`` of each event in order and
+#: ``names`` None when no event of the read is named, else each event's name (or None)
+SSEBatch = tuple[list[str | None] | None, list[bytes]]
+
+
+def iter_sse_batches(chunks: Iterator[bytes]) -> Iterator[SSEBatch]:
+    """Server-sent events from raw byte chunks, one batch per chunk that completed any (see
+    ``SSEBatch``; never an empty one): what ``iter_sse`` yields one by one.
 
     Lines end in LF, CRLF or CR (a CRLF split across chunks too); a leading UTF-8 BOM is
     dropped; ``data:`` lines of one event are joined by LF; comments, ``id:`` and
-    ``retry:`` are ignored; an event still pending at EOF is delivered too. The common case (one
-    ``data: …`` line per event) is split out by C-level ``bytes.split``, not a per-line loop."""
+    ``retry:`` are ignored; an event still pending at EOF is delivered too. The common case
+    (every event of the read one ``data: …`` line) is one C-level ``bytes.split``: no per-event
+    Python work at all."""
     buf = b""
     first = True
     cr_pending = False  # the buffer ends in CR: it may be the first half of a CRLF
@@ -175,18 +184,61 @@ def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
             continue
         block = buf[:end]
         buf = buf[end + 2 :]
-        for ev in block.split(b"\n\n"):
-            if ev[:6] == b"data: " and b"\n" not in ev:
-                yield None, ev[6:]
-            elif ev:
-                parsed = _parse_event(ev.lstrip(b"\n"))
-                if parsed is not None:
-                    yield parsed
+        if block[:6] == b"data: ":
+            datas = block.split(b"\n\ndata: ")
+            if b"\n" not in b"".join(datas):
+                # every event one "data: " line: the separators were the only newlines
+                datas[0] = datas[0][6:]
+                yield None, datas
+                continue
+        batch = _parse_block(block)
+        if batch is not None:
+            yield batch
     buf = buf.replace(b"\r", b"\n")
     if buf.strip():
         parsed = _parse_event(buf.strip(b"\n"))
         if parsed is not None:
-            yield parsed
+            name, data = parsed
+            yield (None if name is None else [name]), [data]
+
+
+def _parse_block(block: bytes) -> SSEBatch | None:
+    """The general path: the events of one block of ``\\n\\n``-separated events, or None."""
+    names: list[str | None] = []
+    datas: list[bytes] = []
+    for ev in block.split(b"\n\n"):
+        if ev[:6] == b"data: " and b"\n" not in ev:
+            names.append(None)
+            datas.append(ev[6:])
+        elif ev:
+            parsed = _parse_event(ev.lstrip(b"\n"))
+            if parsed is not None:
+                names.append(parsed[0])
+                datas.append(parsed[1])
+    if not datas:
+        return None
+    return (names if any(n is not None for n in names) else None), datas
+
+
+def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
+    """Server-sent events from raw byte chunks: ``(event name or None, data)`` per event (the
+    events of ``iter_sse_batches``, one by one)."""
+    for names, datas in iter_sse_batches(chunks):
+        if names is None:
+            for data in datas:
+                yield None, data
+        else:
+            yield from zip(names, datas, strict=True)
+
+
+def event_batches(resp: Response) -> Iterator[SSEBatch]:
+    """The SSE events of ``resp`` one network read at a time when it can tell them apart
+    (``HttpResponse``), else one event per batch (a recording or replay wraps ``iter_events``)."""
+    batches = getattr(resp, "iter_event_batches", None)
+    if batches is not None:
+        it: Iterator[SSEBatch] = batches()
+        return it
+    return ((None if name is None else [name], [data]) for name, data in resp.iter_events())
 
 
 # -- failure mapping -------------------------------------------------------------------------------
@@ -319,6 +371,10 @@ class HttpResponse:
 
     def iter_events(self) -> Iterator[SSEEvent]:
         return iter_sse(self.iter_bytes())
+
+    def iter_event_batches(self) -> Iterator[SSEBatch]:
+        """The events of each network read together (``iter_sse_batches``)."""
+        return iter_sse_batches(self.iter_bytes())
 
     def close(self) -> None:
         with self._lock:
