@@ -177,10 +177,11 @@ class Provider(ABC):
     @abstractmethod
     def open_stream(
         self, resp: Response, call: LanguageModelCall
-    ) -> tuple[StreamState, Iterator[dict[str, Any]]]:
-        """``text-delta`` events of a 2xx stream (lazily read) and the state they fill. The
-        iterator raises ``APICallError`` (with the stream's numeric status) for an error event,
-        a bad event or an end before the terminal event."""
+    ) -> tuple[StreamState, Iterator[list[dict[str, Any]]]]:
+        """``text-delta`` events of a 2xx stream (lazily read), one non-empty list per network
+        read, and the state they fill. The iterator raises ``APICallError`` (with the stream's
+        numeric status) for an error event, a bad event or an end before the terminal event;
+        the events a read completed before such a failure come first."""
 
 
 # -- helpers every provider shares -----------------------------------------------------------------
