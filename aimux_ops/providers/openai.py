@@ -563,6 +563,7 @@ def _read_events(
     """Append the events of one read's SSE data to ``out``; True at ``[DONE]`` (the rest of the
     read is not looked at). This is the per-chunk hot path: plain dict reads, one event dict."""
     append = out.append
+    seen = state.metadata_seen
     for event, data in zip(repeat(None) if names is None else names, datas, strict=False):
         if data == b"[DONE]":
             state.done = True
@@ -576,15 +577,15 @@ def _read_events(
             err.__cause__ = json_parse_error(text, exc)
             raise err  # noqa: B904 - __cause__ set above
         try:
-            if ("error" in chunk and chunk["error"] is not None) or event == "error":
+            if ("error" in chunk and chunk["error"] is not None) or (
+                event is not None and event == "error"
+            ):
                 # ("error": null is no error frame)
                 raise _error_frame(resp, chunk)
-            if not state.metadata_seen and (
-                chunk.get("id") or chunk.get("model") or chunk.get("created")
-            ):
+            if not seen and (chunk.get("id") or chunk.get("model") or chunk.get("created")):
                 # the first chunk that says something (Azure's leading prompt_filter_results
                 # chunk has an empty id and model)
-                state.metadata_seen = True
+                state.metadata_seen = seen = True
                 state.response_id = chunk.get("id") or None
                 state.model_id = chunk.get("model") or None
             choices = chunk.get("choices")
@@ -597,16 +598,17 @@ def _read_events(
                         if type(content) is not str:
                             raise TypeError("choices[0].delta.content: expected a string")
                         append({"type": "text-delta", "text": content})
-                    refusal = delta.get("refusal") if "refusal" in delta else None
-                    if refusal:
-                        if type(refusal) is not str:
-                            raise TypeError("choices[0].delta.refusal: expected a string")
-                        state.has_refusal = True
-                        append({"type": "text-delta", "text": refusal})
-                    calls = delta.get("tool_calls")
-                    if calls:
-                        for call in calls:
-                            _tool_delta(resp, state, call)
+                    if content is None or len(delta) > 1:  # else the delta is its text alone
+                        refusal = delta.get("refusal") if "refusal" in delta else None
+                        if refusal:
+                            if type(refusal) is not str:
+                                raise TypeError("choices[0].delta.refusal: expected a string")
+                            state.has_refusal = True
+                            append({"type": "text-delta", "text": refusal})
+                        calls = delta.get("tool_calls")
+                        if calls:
+                            for call in calls:
+                                _tool_delta(resp, state, call)
                 reason = choice.get("finish_reason")
                 if reason is not None:
                     state.finish_reason = map_finish_reason(reason)
