@@ -448,10 +448,11 @@ class _Stream:
 
     def take(self, max_events: int) -> Iterator[Any] | None:
         """``pull`` for an in-process consumer: an iterator over up to ``max_events`` queued
-        events (at least one: blocks until one), or None at the end. The stream keeps the
-        iterator: a cancel, a reap or a fork empties it, so the consumer's next event is what
-        its next ``pull`` would have answered (the end, the reaper's error, a stale handle), and
-        the reaper counts each event the consumer takes from it as a read."""
+        events (at least one: blocks until one), or None at the end. The stream keeps a batch
+        taken from the queue: a cancel, a reap or a fork empties it, so the consumer's next
+        event is what its next ``pull`` would have answered (the end, the reaper's error, a
+        stale handle), and the reaper counts each event the consumer takes from it as a read.
+        When the queue is empty this is ``pull`` (it blocks), one event."""
         queue = self._events
         if queue and not self._done and not self.ctx.cancelled.is_set():
             out: list[Any] = []
@@ -467,17 +468,16 @@ class _Stream:
             self.idle_since = time.monotonic()
             if not out:
                 return self.take(max_events)
-        else:
-            event = self.pull()
-            if event is None:
-                return None
-            out = [event]
-        it = iter(out)
-        self._held = (out, it)
-        self._held_left = len(out)
-        if self.ctx.cancelled.is_set():
-            self._drop_held()  # a cancel that came meanwhile: as if it came after the hand-off
-        return it
+            it = iter(out)
+            self._held = (out, it)
+            self._held_left = len(out)
+            if self.ctx.cancelled.is_set():
+                out.clear()  # a cancel that came meanwhile: as if it came after the hand-off
+            return it
+        # one event, answered by ``pull`` itself (after a cancel or a reap too): nothing held
+        self._held = None
+        event = self.pull()
+        return None if event is None else iter((event,))
 
     def _drop_held(self) -> None:
         """Empty the batch an in-process consumer holds (any thread)."""
