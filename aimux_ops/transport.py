@@ -304,6 +304,10 @@ class HttpResponse:
         self._timer: Any = None  # a threading.Timer, or an asyncio.TimerHandle on the loop
         #: the body is read on the stream loop (``aio``), through the async client
         self._async = aio.in_stream()
+        self._chunks: Any = None  # the async body iterator once reading began
+        self._eof = False  # the whole body was read
+        self._broken = False  # a read failed
+        self._aborted = False  # the socket was shut down (a cancel, the deadline)
         rem = deadline.remaining()
         if rem is not None:
             if self._async:
@@ -327,14 +331,8 @@ class HttpResponse:
         with self._lock:
             if self._closed or self._raw.is_closed:
                 return
-            stream = self._raw.extensions.get("network_stream")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            # a socket.socket, or asyncio's TransportSocket on the stream loop
-            if sock is not None and hasattr(sock, "shutdown"):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            self._aborted = True
+            _shutdown_socket(self._raw)
 
     def _raise(self, exc: BaseException) -> NoReturn:
         err = map_transport_error(exc, self._deadline, response=self)
@@ -357,16 +355,18 @@ class HttpResponse:
     def iter_bytes(self) -> Iterator[bytes]:
         try:
             if self._async:
-                chunks = self._raw.aiter_raw()
+                chunks = self._chunks = self._raw.aiter_raw()
                 step = chunks.__anext__
                 while True:
                     try:
                         yield aio.await_only(step())
                     except StopAsyncIteration:
+                        self._eof = True
                         return
             else:
                 yield from self._raw.iter_raw()
         except httpx.HTTPError as exc:
+            self._broken = True
             self._raise(exc)
 
     def iter_events(self) -> Iterator[SSEEvent]:
@@ -385,9 +385,68 @@ class HttpResponse:
         try:
             if self._async:
                 if aio.in_stream():
+                    chunks = self._chunks
+                    if chunks is not None and not (
+                        self._eof or self._broken or self._aborted or self._deadline.fired
+                    ):
+                        # the reader stopped at its terminal event with the body's end (a
+                        # chunked body's last chunk) not read yet: read it in the background
+                        # so the connection goes back to the pool instead of being closed
+                        _drain_later(self._raw, chunks)
+                        return
                     aio.await_only(self._raw.aclose())
             else:
                 self._raw.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection is best effort
+            pass
+
+
+def _shutdown_socket(raw: httpx.Response) -> None:
+    """Shut the socket of ``raw``'s connection down: a blocked read on it wakes with an error."""
+    stream = raw.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    # a socket.socket, or asyncio's TransportSocket on the stream loop
+    if sock is not None and hasattr(sock, "shutdown"):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+#: what is left of a stream's body after its terminal event is read for at most this long and
+#: this many bytes (then the connection is closed as before: its socket shut down)
+_DRAIN_S = 1.0
+_DRAIN_BYTES = 64 * 1024
+_draining: set[Any] = set()  # the drain tasks (the loop keeps only weak references)
+
+
+def _drain_later(raw: httpx.Response, chunks: Any) -> None:
+    """Finish reading ``raw``'s body on the stream loop without holding up the stream's end,
+    then close it: a body read to its end leaves a connection the next stream can reuse."""
+    import asyncio
+
+    task = asyncio.get_running_loop().create_task(_drain(raw, chunks))
+    _draining.add(task)
+    task.add_done_callback(_draining.discard)
+
+
+async def _drain(raw: httpx.Response, chunks: Any) -> None:
+    import asyncio
+
+    guard = asyncio.get_running_loop().call_later(_DRAIN_S, _shutdown_socket, raw)
+    try:
+        left = _DRAIN_BYTES
+        async for chunk in chunks:
+            left -= len(chunk)
+            if left < 0:
+                break  # more than a body's end: not worth keeping the connection for
+    except Exception:  # noqa: BLE001 - the connection is closed below either way
+        pass
+    finally:
+        guard.cancel()
+        try:
+            await chunks.aclose()
+            await raw.aclose()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
 

@@ -122,3 +122,34 @@ def test_sse_batches_are_the_events_one_by_one(raw: bytes) -> None:
         ]
         assert flat == one
         assert one == list(iter_sse(iter([raw])))
+
+
+def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
+    server: FaultServer,
+) -> None:
+    """The reader stops at the provider's terminal event ([DONE]); the body's end (the chunked
+    body's last chunk) is read in the background so the connection goes back to the pool: 32
+    streams in a row use at most one connection per client of the stream loop."""
+    import time
+
+    import httpcore
+
+    from aimux_ops import aio, transport
+
+    for _ in range(2 * transport._SHARDS):
+        events = list(aimux_ops.stream("stream_text", params(server, "mode=chunks;n=3")))
+        assert [e["type"] for e in events] == ["text-delta"] * 3 + ["finish"]
+    for _ in range(500):  # the drains run on the loop, after each stream's end
+        if not getattr(transport, "_draining", ()):
+            break
+        time.sleep(0.01)
+    origin = httpcore.Origin(b"http", b"127.0.0.1", server.port)
+    clients = [c for c in aio.loop_state().client[1] if c is not None]
+    pooled = [
+        conn
+        for client in clients
+        for conn in client._transport._pool.connections
+        if conn.can_handle_request(origin)
+    ]
+    assert 1 <= len(pooled) <= transport._SHARDS, pooled
+    assert all(conn.is_idle() for conn in pooled)
