@@ -1,199 +1,155 @@
-"""Stream events taken in batches (``stream_poll_json``, ``stream_next_batch_json`` — the
-``aimux_stream_poll`` / ``aimux_stream_next_batch`` of the C ABI): a batch is byte for byte the
-events ``stream_next_json`` gives, joined into one JSON array, whatever the events are (dicts,
-bytes, pydantic models, or one that cannot be serialized); the blocking variant waits for a batch,
-reports the end and wakes on a cancel from another thread."""
+"""The Python API takes every queued event of a stream in one step (``dispatch.stream_next_objects``)
+and holds that batch while its caller iterates: what a caller sees next must still be what one
+``pull`` per event would have given — after a cancel the end, after a reap the reaper's error, in
+a forked child the stale handle's 203, and events taken from a held batch count as reads for the
+reaper. The producer hands over one batch per network read and still stops exactly at the
+high-water mark (``test_stream_loop``); here: the batches themselves."""
 
 from __future__ import annotations
 
-import threading
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
-from helpers import assert_valid_envelope
-from pydantic import BaseModel, ConfigDict
+from fault_server import FaultServer
+from helpers import provider_params as params
 
-from aimux_ops import aio
-from aimux_ops import errors as E
-from aimux_ops.dispatch import (
-    ready_handles,
-    stream_cancel,
-    stream_free,
-    stream_json,
-    stream_next_batch_json,
-    stream_next_json,
-    stream_poll_json,
-    stream_start_json,
+import aimux_ops
+from aimux_ops import dispatch
+from aimux_ops.ops.registry import EventBatch, StreamContext, get_op
+from aimux_ops.transport import iter_sse, iter_sse_batches
+
+
+def _open(server: FaultServer, n: int = 5000) -> tuple[Iterator[dict[str, Any]], Any]:
+    """A Python API stream whose first event was taken (its consumer holds a batch now)."""
+    it = aimux_ops.stream("stream_text", params(server, f"mode=chunks;n={n}"))
+    first = next(it)
+    assert first["type"] == "text-delta"
+    handle = it.gi_frame.f_locals["handle"]  # type: ignore[attr-defined]
+    stream = dispatch._streams[handle]
+    assert stream._held is not None and len(stream._held[0]) > 1  # more than one was taken
+    return it, stream
+
+
+def test_a_cancel_ends_the_stream_at_once_though_a_batch_is_held(server: FaultServer) -> None:
+    it, stream = _open(server)
+    dispatch.stream_cancel(stream.handle)
+    assert list(it) == []  # the end, none of the held events
+
+
+def test_a_reap_gives_the_reapers_error_next_though_a_batch_is_held(server: FaultServer) -> None:
+    it, stream = _open(server)
+    stream.idle_since -= 1000.0
+    # the consumer took an event from its batch since the hand-off: a read, so not idle
+    assert stream.reap(1) is False
+    assert next(it)["type"] == "text-delta"
+    stream.idle_since -= 1000.0
+    assert stream.reap(1) is False  # another event taken meanwhile
+    stream.idle_since -= 1000.0
+    assert stream.reap(1) is True  # nothing taken since the last look: idle
+    rest = list(it)
+    assert [e["type"] for e in rest] == ["error"]
+    error = rest[0]["error"]
+    assert error["code"] == 12 and error["error"]["timeoutMs"] == 1
+
+
+def test_a_forked_child_gets_203_next_though_a_batch_is_held(server: FaultServer) -> None:
+    it, _ = _open(server)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave without running pytest's teardown
+        try:
+            try:
+                event: Any = next(it)
+                out: dict[str, Any] = {"event": event["type"]}
+            except aimux_ops.AimuxError as exc:
+                out = {"code": exc.code}
+        except BaseException as exc:
+            out = {"error": repr(exc)}
+        os.write(w, orjson.dumps(out))
+        os._exit(0)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    report = orjson.loads(os.read(r, 4096))
+    os.close(r)
+    assert status == 0 and report == {"code": 203}
+    # the parent's stream and its held batch are untouched by the child
+    rest = list(it)
+    assert len(rest) == 5000 and rest[-1]["type"] == "finish"
+
+
+def test_every_event_arrives_once_in_order_through_the_batches(server: FaultServer) -> None:
+    events = list(aimux_ops.stream("stream_text", params(server, "mode=chunks;n=5000")))
+    assert len(events) == 5001 and events[-1]["type"] == "finish"
+    texts = [e["text"] for e in events[:-1]]
+    direct = get_op("stream_text")
+    assert direct is not None
+    p = direct.params.model_validate(params(server, "mode=chunks;n=5000"))
+    one_by_one = list(direct.handler(p, StreamContext()))  # no batches unless asked for
+    assert not any(isinstance(e, EventBatch) for e in one_by_one)
+    assert [e["text"] for e in one_by_one[:-1]] == texts
+    batched = list(direct.handler(p, StreamContext(batches=True)))
+    assert all(type(b) is EventBatch and b for b in batched)
+    assert [e for b in batched for e in b] == one_by_one
+    assert len(batched) < len(one_by_one)  # several events per read
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"data: a\n\ndata: b\n\ndata: c\n\n",
+        b"data: a\n\ndata: \n\ndata: c\n\n",
+        b"data: a\n\n\n\ndata: b\n\n",
+        b"data: a\ndata: b\n\ndata: c\n\n",
+        b"event: x\ndata: a\n\ndata: b\n\n",
+        b": ping\n\ndata: a\n\n",
+        b"data:a\n\ndata: b\n\n",
+        b"data: a\r\n\r\ndata: b\r\rdata: c\n\n",
+        b"data: a\n\ndata: tail",
+    ],
 )
-from aimux_ops.ops import registry
+def test_sse_batches_are_the_events_one_by_one(raw: bytes) -> None:
+    """Every split of the bytes into reads gives the same events, batched or not."""
+    for cut in range(len(raw) + 1):
+        chunks = [raw[:cut], raw[cut:]]
+        one = list(iter_sse(iter(chunks)))
+        flat = [
+            (None if names is None else names[i], data)
+            for names, datas in iter_sse_batches(iter(chunks))
+            for i, data in enumerate(datas)
+        ]
+        assert flat == one
+        assert one == list(iter_sse(iter([raw])))
 
 
-class BatchParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    count: int = 3
-    mixed: bool = False  # events of every shape an op may yield
-    bad_at: int | None = None  # this event cannot be serialized
-    fail_at: int | None = None  # the op fails here (a terminal error event)
-    block: bool = False  # after the first event, wait until cancelled
-
-
-class Shaped(BaseModel):
-    type: str
-    n: int
-    note: str | None = None
-
-
-@pytest.fixture()
-def batch_op() -> Iterator[threading.Event]:
-    """A stream op registered for the test; its events are yielded without a suspension in
-    between, so once ``stream_json`` returns (the op ended or blocked) all of them are queued."""
-    woke = threading.Event()
-
-    def handler(params: BatchParams, ctx: registry.StreamContext) -> Iterator[Any]:
-        for i in range(params.count):
-            if params.fail_at == i:
-                raise E.APICallError("stream cut", status_code=200, is_retryable=False)
-            if params.bad_at == i:
-                yield {"type": "text-delta", "text": object()}
-            elif params.mixed and i % 3 == 1:
-                yield Shaped(type="text-delta", n=i)
-            elif params.mixed and i % 3 == 2:
-                yield orjson.dumps({"type": "text-delta", "text": f"raw {i}", "nested": [i, {}]})
-            else:
-                yield {"type": "text-delta", "text": f"é{i}\u2028", "n": i, "deep": {"a": [1.5]}}
-            if params.block and i == 0:
-                if aio.sleep(10, ctx.cancelled):
-                    woke.set()
-                return
-        yield {"type": "finish", "finishReason": "stop"}
-
-    registry.register_op("test.batch", mode="stream", params=BatchParams)(handler)
-    yield woke
-    registry._OPS.pop("test.batch", None)
-    # the event-driven streams of the test were freed, but their handles may still be listed:
-    # leave the process's ready list empty for the tests that read it
-    ready_handles(1 << 30)
-
-
-def one_by_one(params: bytes) -> list[bytes]:
-    handle, err = stream_json("test.batch", params)
-    assert err is None and handle is not None
-    events = []
-    while True:
-        event, err = stream_next_json(handle)
-        assert err is None
-        if event is None:
-            break
-        events.append(event)
-    stream_free(handle)
-    return events
-
-
-def split(batch: bytes) -> list[bytes]:
-    """The events of a batch, re-serialized one by one (orjson's output is canonical)."""
-    return [orjson.dumps(e) for e in orjson.loads(batch)]
-
-
-@pytest.mark.parametrize("mixed", [False, True])
-@pytest.mark.parametrize("blocking", [False, True])
-def test_batches_are_the_events_of_next(
-    batch_op: threading.Event, mixed: bool, blocking: bool
+def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
+    server: FaultServer,
 ) -> None:
-    params = orjson.dumps({"count": 40, "mixed": mixed})
-    expected = one_by_one(params)
-    assert len(expected) == 41
-    handle, err = stream_json("test.batch", params)
-    assert err is None and handle is not None
-    got: list[bytes] = []
-    sizes = []
-    ended = False
-    while not ended:
-        if blocking:
-            batch, ended, env = stream_next_batch_json(handle, 7)
-        else:
-            batch, ended, env = stream_poll_json(handle, 7)
-        assert env is None
-        if batch is not None:
-            sizes.append(len(orjson.loads(batch)))
-            got.extend(split(batch))
-    assert got == [orjson.dumps(orjson.loads(e)) for e in expected]
-    # and byte for byte: the batch is the events joined
-    assert b"".join(b for b in got) == b"".join(orjson.dumps(orjson.loads(e)) for e in expected)
-    assert max(sizes) == 7 and sum(sizes) == 41
-    assert stream_next_batch_json(handle, 7) == (None, True, None)
-    stream_free(handle)
+    """The reader stops at the provider's terminal event ([DONE]); the body's end (the chunked
+    body's last chunk) is read in the background so the connection goes back to the pool: 32
+    streams in a row use at most one connection per client of the stream loop."""
+    import time
 
+    import httpcore
 
-def test_one_batch_is_the_joined_events_byte_for_byte(batch_op: threading.Event) -> None:
-    params = orjson.dumps({"count": 12, "mixed": True})
-    expected = one_by_one(params)
-    handle, err = stream_json("test.batch", params)
-    assert err is None and handle is not None
-    batch, ended, env = stream_next_batch_json(handle, 1000)
-    assert env is None and ended is True
-    assert batch == b"[" + b",".join(expected) + b"]"
-    stream_free(handle)
+    from aimux_ops import aio, transport
 
-
-def test_unserializable_event_is_205_and_the_rest_follows(batch_op: threading.Event) -> None:
-    """As when events were taken and dumped one at a time: the events before the bad one are
-    lost with the 205, the ones after it are still there."""
-    for take in (stream_poll_json, stream_next_batch_json):
-        handle, err = stream_json("test.batch", orjson.dumps({"count": 6, "bad_at": 2}))
-        assert err is None and handle is not None
-        batch, ended, env = take(handle, 100)
-        assert batch is None and ended is True and env is not None
-        envelope = assert_valid_envelope(env)
-        assert envelope["code"] == 205 and envelope["cause"]["type"] == "TypeError"
-        batch, ended, env = take(handle, 100)
-        assert env is None and ended is True and batch is not None
-        assert [e["type"] for e in orjson.loads(batch)] == ["text-delta"] * 3 + ["finish"]
-        assert [e["n"] for e in orjson.loads(batch)[:3]] == [3, 4, 5]
-        stream_free(handle)
-
-
-def test_failure_mid_stream_is_the_last_event_of_a_batch(batch_op: threading.Event) -> None:
-    handle, err = stream_json("test.batch", orjson.dumps({"count": 5, "fail_at": 3}))
-    assert err is None and handle is not None
-    batch, ended, env = stream_next_batch_json(handle, 100)
-    assert env is None and ended is True and batch is not None
-    events = orjson.loads(batch)
-    assert [e["type"] for e in events] == ["text-delta"] * 3 + ["error"]
-    assert events[-1]["error"]["code"] == 11
-    stream_free(handle)
-
-
-def test_next_batch_waits_and_a_cancel_wakes_it(batch_op: threading.Event) -> None:
-    handle, err = stream_start_json("test.batch", orjson.dumps({"count": 5, "block": True}))
-    assert err is None and handle is not None
-    batch, ended, env = stream_next_batch_json(handle, 100)  # waits for the first event
-    assert env is None and not ended and batch is not None
-    assert [e["n"] for e in orjson.loads(batch)] == [0]
-    out: list[Any] = []
-    reader = threading.Thread(target=lambda: out.append(stream_next_batch_json(handle, 100)))
-    reader.start()
-    reader.join(0.2)
-    assert reader.is_alive()  # nothing more comes: it waits
-    stream_cancel(handle)
-    reader.join(30)
-    assert not reader.is_alive()
-    assert out == [(None, True, None)]
-    assert batch_op.is_set()  # the op's cleanup ran before the end was reported
-    stream_free(handle)
-
-
-def test_next_batch_errors(batch_op: threading.Event) -> None:
-    batch, ended, env = stream_next_batch_json(10**9, 4)
-    assert batch is None and ended is True and env is not None
-    assert assert_valid_envelope(env)["code"] == 203
-    # an event-driven stream whose open fails: the failure once, then the end
-    handle, err = stream_start_json("test.batch", orjson.dumps({"count": 2, "fail_at": 0}))
-    assert err is None and handle is not None
-    batch, ended, env = stream_next_batch_json(handle, 4)
-    assert batch is None and ended is True and env is not None
-    assert assert_valid_envelope(env)["code"] == 11
-    assert stream_next_batch_json(handle, 4) == (None, True, None)
-    stream_free(handle)
-    assert assert_valid_envelope(stream_next_batch_json(handle, 4)[2] or b"")["code"] == 203
+    for _ in range(2 * transport._SHARDS):
+        events = list(aimux_ops.stream("stream_text", params(server, "mode=chunks;n=3")))
+        assert [e["type"] for e in events] == ["text-delta"] * 3 + ["finish"]
+    for _ in range(500):  # the drains run on the loop, after each stream's end
+        if not getattr(transport, "_draining", ()):
+            break
+        time.sleep(0.01)
+    origin = httpcore.Origin(b"http", b"127.0.0.1", server.port)
+    clients = [c for c in aio.loop_state().client[1] if c is not None]
+    pooled = [
+        conn
+        for client in clients
+        for conn in client._transport._pool.connections
+        if conn.can_handle_request(origin)
+    ]
+    assert 1 <= len(pooled) <= transport._SHARDS, pooled
+    assert all(conn.is_idle() for conn in pooled)
