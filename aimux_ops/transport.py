@@ -202,6 +202,10 @@ def iter_sse_batches(chunks: Iterator[bytes]) -> Iterator[SSEBatch]:
             yield (None if name is None else [name]), [data]
 
 
+#: event names as their raw bytes were seen (a stream repeats a handful of names)
+_EVENT_NAMES: dict[bytes, str] = {}
+
+
 def _parse_block(block: bytes) -> SSEBatch | None:
     """The general path: the events of one block of ``\\n\\n``-separated events, or None."""
     names: list[str | None] = []
@@ -210,6 +214,21 @@ def _parse_block(block: bytes) -> SSEBatch | None:
         if ev[:6] == b"data: " and b"\n" not in ev:
             names.append(None)
             datas.append(ev[6:])
+        elif (
+            ev[:7] == b"event: "
+            and (nl := ev.find(b"\n")) > 0
+            and ev[nl + 1 : nl + 7] == b"data: "
+            and ev.find(b"\n", nl + 1) < 0
+        ):
+            # "event: NAME" then one "data: …" line (Anthropic's stream)
+            raw = ev[6:nl]
+            name = _EVENT_NAMES.get(raw)
+            if name is None:
+                name = raw.strip().decode("utf-8", "replace")
+                if len(_EVENT_NAMES) < 256:
+                    _EVENT_NAMES[raw] = name
+            names.append(name)
+            datas.append(ev[nl + 7 :])
         elif ev:
             parsed = _parse_event(ev.lstrip(b"\n"))
             if parsed is not None:

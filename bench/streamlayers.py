@@ -8,7 +8,8 @@ one more layer than the row before:
 - ``openai.stream_events`` (the provider's parser and its event dicts);
 - the ``stream_text`` op's generator (``ops.call.run_stream``) over an in-memory transport;
 - the Python API (``aimux_ops.stream``: the stream loop's greenlet, the queue, the consumer),
-  the in-memory body suspending the greenlet once per 64 KiB read as a network read does.
+  the in-memory body suspending the greenlet once per 64 KiB read as a network read does;
+- Anthropic's parser (``anthropic.stream_batches``, named events) against its own line floor.
 
 Run: ``python bench/streamlayers.py [rounds]``; prints chunks/s per row (median) and × floor.
 Not part of ``make bench``'s aims (those are measured over a real socket in ``run.py``).
@@ -96,6 +97,47 @@ class MemoryTransport:
         return MemoryResponse(self.chunks)
 
 
+def anthropic_payload(n: int = CHUNKS) -> list[bytes]:
+    """An Anthropic Messages stream of ``n`` text deltas (named events), in 64 KiB reads."""
+
+    def event(name: str, payload: dict[str, Any]) -> bytes:
+        return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+    body = event(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {"id": "msg_1", "model": "claude", "usage": {"input_tokens": 5}},
+        },
+    )
+    body += event(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
+    body += b"".join(
+        event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": f"w{i} "},
+            },
+        )
+        for i in range(n)
+    )
+    body += event("content_block_stop", {"type": "content_block_stop", "index": 0})
+    body += event(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": n},
+        },
+    )
+    body += event("message_stop", {"type": "message_stop"})
+    return [body[i : i + 65536] for i in range(0, len(body), 65536)]
+
+
 PARAMS = {
     "model": {
         "provider": "openai",
@@ -154,6 +196,24 @@ def rows(chunks: list[bytes]) -> dict[str, Callable[[], int]]:
         state = openai.StreamState()
         return sum(len(b) for b in openai.stream_batches(MemoryResponse(chunks), state))
 
+    from aimux_ops.providers import anthropic
+
+    anthropic_chunks = anthropic_payload()
+
+    def anthropic_floor() -> int:
+        n = 0
+        for line in b"".join(anthropic_chunks).decode().splitlines():
+            if line.startswith("data: "):
+                frame = orjson.loads(line[6:])
+                if frame["type"] == "content_block_delta" and frame["delta"].get("text"):
+                    n += 1
+        return n
+
+    def anthropic_events() -> int:
+        state = anthropic.AnthropicStreamState()
+        resp = MemoryResponse(anthropic_chunks)
+        return sum(len(b) for b in anthropic.stream_batches(resp, state))
+
     def op_generator() -> int:
         n = 0
         for event in spec.handler(params, StreamContext()):
@@ -179,6 +239,8 @@ def rows(chunks: list[bytes]) -> dict[str, Callable[[], int]]:
         "openai.stream_batches": batches,
         "op generator (run_stream)": op_generator,
         "Python API (aimux_ops.stream)": python_api,
+        "anthropic floor: lines + orjson": anthropic_floor,
+        "anthropic.stream_batches": anthropic_events,
     }
 
 
@@ -196,12 +258,17 @@ def main(rounds: int) -> None:
             times[name].append(time.perf_counter() - t0)
     floor = statistics.median(times["floor: lines + orjson"])
     best_floor = min(times["floor: lines + orjson"])
+    # the Anthropic rows are read against their own floor (its stream has other bytes)
+    own_floor = statistics.median(times["anthropic floor: lines + orjson"])
+    own_best = min(times["anthropic floor: lines + orjson"])
     print(
         f"{'row':32s} {'chunks/s (median)':>18s} {'× floor':>8s} {'µs/chunk':>9s}"
         f" {'best × best floor':>18s}"
     )
     for name, ts in times.items():
         med = statistics.median(ts)
+        if name.startswith("anthropic"):
+            floor, best_floor = own_floor, own_best
         print(
             f"{name:32s} {CHUNKS / med:18,.0f} {floor / med:7.2f}× {med / CHUNKS * 1e6:9.2f}"
             f" {best_floor / min(ts):17.2f}×"

@@ -104,6 +104,8 @@ def test_every_event_arrives_once_in_order_through_the_batches(server: FaultServ
         b"data: a\n\n\n\ndata: b\n\n",
         b"data: a\ndata: b\n\ndata: c\n\n",
         b"event: x\ndata: a\n\ndata: b\n\n",
+        b"event:  y \ndata: a\n\nevent: y\ndata: b\n\nevent: \ndata: c\n\n",
+        b"event: x\ndata: a\ndata: b\n\nevent: x\nid: 1\ndata: c\n\n",
         b": ping\n\ndata: a\n\n",
         b"data:a\n\ndata: b\n\n",
         b"data: a\r\n\r\ndata: b\r\rdata: c\n\n",
