@@ -214,8 +214,10 @@ static void *read_batches(void *arg)
             aimux_error_free(err);
             break;
         }
-        if (b) r->deltas += count_deltas_in(b);
-        else r->ended_empty = over == AIMUX_STREAM_ENDED;
+        if (b)
+            r->deltas += count_deltas_in(b);
+        else
+            r->ended_empty = over == AIMUX_STREAM_ENDED;
         aimux_string_free(b);
     }
     return NULL;
