@@ -41,11 +41,13 @@ import orjson
 from . import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
 from ._version import ABI_VERSION, __version__
 from .guest import limits, on_fork_child
+from .ops import registry
 from .ops.registry import EventBatch, OpSpec, StreamContext, all_ops, get_op
 
 if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
+    from types import ModuleType
 
     from pydantic import BaseModel
 
@@ -83,10 +85,17 @@ __all__ = [
 Reply = tuple[bytes | None, bytes | None]
 
 
-def project(exc: BaseException) -> bytes:
-    """``envelope.project``, imported on the first failure."""
-    from .envelope import project as _project
+_project: Callable[[BaseException], bytes] | None = None
 
+
+def project(exc: BaseException) -> bytes:
+    """``envelope.project``, imported on the first failure (then kept: no import statement on
+    every error)."""
+    global _project
+    if _project is None:
+        from .envelope import project as loaded
+
+        _project = loaded
     return _project(exc)
 
 
@@ -140,10 +149,14 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
     except Exception as exc:
         from pydantic import ValidationError
 
-        from .errors import InvalidParamsError, SourceError, Violation
-
         if not isinstance(exc, ValidationError):
             raise
+        errors = _errors or _load_errors()
+        InvalidParamsError, SourceError, Violation = (
+            errors.InvalidParamsError,
+            errors.SourceError,
+            errors.Violation,
+        )
         violations = [
             Violation(path=_violation_path(tuple(e["loc"])), reason=e["msg"]) for e in exc.errors()
         ]
@@ -163,8 +176,32 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
         ) from detail
 
 
+_errors: ModuleType | None = None
+
+
+def _load_errors() -> ModuleType:
+    """``aimux_ops.errors``, imported on the first failure (then kept)."""
+    global _errors
+    from . import errors
+
+    _errors = errors
+    return errors
+
+
+#: The sorted op names, for the registry's op names they were sorted from (an unknown op's
+#: ``availableOps``; the error copies the list).
+_names: tuple[tuple[str, ...], list[str]] = ((), [])
+
+
 def _op_names() -> list[str]:
-    return sorted(s.name for s in all_ops())
+    global _names
+    if not registry._all_loaded:
+        all_ops()  # imports every declared op module
+    registered = tuple(registry._OPS)
+    held = _names
+    if held[0] != registered:
+        held = _names = (registered, sorted(s.name for s in all_ops()))
+    return held[1]
 
 
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
@@ -172,12 +209,13 @@ def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
     spec = get_op(name)
     if spec is not None and spec.mode == mode:
         return spec
-    from .errors import UnknownOpError, WrongModeError
-
+    errors = _errors or _load_errors()
     if spec is None:
-        raise UnknownOpError(f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names())
+        raise errors.UnknownOpError(
+            f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names()
+        )
     if spec.mode != mode:
-        raise WrongModeError(
+        raise errors.WrongModeError(
             f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
             op=name,
             expected=spec.mode,
