@@ -29,7 +29,6 @@ synchronous iterators, and no thread waits per stream. The deadline watchdog is 
 from __future__ import annotations
 
 import http.cookiejar
-import itertools
 import logging
 import os
 import re
@@ -327,6 +326,7 @@ class HttpResponse:
         self._eof = False  # the whole body was read
         self._broken = False  # a read failed
         self._aborted = False  # the socket was shut down (a cancel, the deadline)
+        self._shard: _Shard | None = None  # the stream loop client's in-flight count
         rem = deadline.remaining()
         if rem is not None:
             if self._async:
@@ -411,13 +411,19 @@ class HttpResponse:
                         # the reader stopped at its terminal event with the body's end (a
                         # chunked body's last chunk) not read yet: read it in the background
                         # so the connection goes back to the pool instead of being closed
-                        _drain_later(self._raw, chunks)
+                        shard, self._shard = self._shard, None
+                        _drain_later(self._raw, chunks, shard)
                         return
                     aio.await_only(self._raw.aclose())
             else:
                 self._raw.close()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
+        finally:
+            shard = self._shard
+            if shard is not None:
+                self._shard = None
+                shard.done()
 
 
 def _shutdown_socket(raw: httpx.Response) -> None:
@@ -441,17 +447,17 @@ _DRAIN_BYTES = 64 * 1024
 _draining: set[Any] = set()  # the drain tasks (the loop keeps only weak references)
 
 
-def _drain_later(raw: httpx.Response, chunks: Any) -> None:
+def _drain_later(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None:
     """Finish reading ``raw``'s body on the stream loop without holding up the stream's end,
     then close it: a body read to its end leaves a connection the next stream can reuse."""
     import asyncio
 
-    task = asyncio.get_running_loop().create_task(_drain(raw, chunks))
+    task = asyncio.get_running_loop().create_task(_drain(raw, chunks, shard))
     _draining.add(task)
     task.add_done_callback(_draining.discard)
 
 
-async def _drain(raw: httpx.Response, chunks: Any) -> None:
+async def _drain(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None:
     import asyncio
 
     guard = asyncio.get_running_loop().call_later(_DRAIN_S, _shutdown_socket, raw)
@@ -470,6 +476,8 @@ async def _drain(raw: httpx.Response, chunks: Any) -> None:
             await raw.aclose()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
+        if shard is not None:
+            shard.done()
 
 
 class _NoCookies(http.cookiejar.CookieJar):
@@ -564,6 +572,22 @@ def _send_following(
 _SHARDS = 16
 
 
+class _Shard:
+    """One request's place in the in-flight counts of the stream loop's clients."""
+
+    __slots__ = ("counts", "index")
+
+    def __init__(self, counts: list[int], index: int) -> None:
+        self.counts = counts
+        self.index = index
+
+    def done(self) -> None:
+        """The request's response is closed (once; on the loop thread)."""
+        if self.index >= 0:
+            self.counts[self.index] -= 1
+            self.index = -1
+
+
 def _pool_limit_error(lim: Limits) -> APICallError:
     """A full per-host pool: no connection became free in time, nothing was sent."""
     return APICallError(
@@ -600,18 +624,24 @@ class HttpTransport:
             cookies=_NoCookies(),
         )
 
-    def async_client(self) -> httpx.AsyncClient:
-        """A client of the stream loop (made on the loop thread, bound to that loop). The pools
-        have no connection limit: a stream never waits for another one's connection. They are
-        ``_SHARDS`` clients taken in turn: httpcore scans every connection of a pool for each
-        request, so one pool holding n open streams costs O(n) per request and O(n²) to open n.
+    def async_client(self) -> tuple[httpx.AsyncClient, _Shard]:
+        """A client of the stream loop (made on the loop thread, bound to that loop) and the
+        shard's count of requests in flight (``_Shard.done`` when its response is closed). The
+        pools have no connection limit: a stream never waits for another one's connection. They
+        are ``_SHARDS`` clients: httpcore scans every connection of a pool for each request, so
+        one pool holding n open streams costs O(n) per request and O(n²) to open n. A request
+        takes the shard with the fewest in flight (the first of them on a tie): concurrent
+        streams spread over all of them, and streams one after another use one shard, so each
+        reuses the connection the last one left (in turn, the first 16 each opened their own).
         Each shard is made on first use, all sharing one TLS context (making a context loads the
         CA bundle: tens of ms, inside the first call's deadline)."""
         state = aio.loop_state()
         if state.client is None:
-            state.client = (itertools.count(), [None] * _SHARDS, [])
-        turn, clients, tls = state.client
-        i = next(turn) % _SHARDS
+            state.client = ([0] * _SHARDS, [None] * _SHARDS, [])
+        inflight, clients, tls = state.client
+        i = min(range(_SHARDS), key=inflight.__getitem__)
+        inflight[i] += 1
+        shard = _Shard(inflight, i)
         client: httpx.AsyncClient | None = clients[i]
         if client is None:
             if not tls:
@@ -623,7 +653,7 @@ class HttpTransport:
                 cookies=_NoCookies(),
                 verify=tls[0],
             )
-        return client
+        return client, shard
 
     def client_for(self, url: str) -> httpx.Client:
         """The pooled client of ``url``'s host (created on first use)."""
@@ -672,7 +702,7 @@ class HttpTransport:
     def _send_async(
         self, request: HTTPRequest, deadline: Deadline, rem: float | None
     ) -> HttpResponse:
-        client = self.async_client()
+        client, shard = self.async_client()
         try:
             raw = _send_following(
                 client,
@@ -684,8 +714,14 @@ class HttpTransport:
                 lambda raw: aio.await_only(raw.aclose()),
             )
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
+            shard.done()
             raise map_transport_error(exc, deadline) from exc
-        return HttpResponse(raw, deadline)
+        except BaseException:
+            shard.done()
+            raise
+        response = HttpResponse(raw, deadline)
+        response._shard = shard
+        return response
 
 
 # -- logs ------------------------------------------------------------------------------------------

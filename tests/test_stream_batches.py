@@ -130,8 +130,10 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
     server: FaultServer,
 ) -> None:
     """The reader stops at the provider's terminal event ([DONE]); the body's end (the chunked
-    body's last chunk) is read in the background so the connection goes back to the pool: 32
-    streams in a row use at most one connection per client of the stream loop."""
+    body's last chunk) is read in the background so the connection goes back to the pool, and a
+    stream takes the stream loop's client with the fewest requests in flight: 32 streams in a
+    row reuse one connection (a few at most, should a drain still run when the next starts),
+    not one per client of the loop."""
     import time
 
     import httpcore
@@ -153,5 +155,5 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
         for conn in client._transport._pool.connections
         if conn.can_handle_request(origin)
     ]
-    assert 1 <= len(pooled) <= transport._SHARDS, pooled
+    assert 1 <= len(pooled) <= 4, pooled
     assert all(conn.is_idle() for conn in pooled)
