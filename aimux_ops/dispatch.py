@@ -11,8 +11,10 @@ streams) and fills a per-stream queue. ``stream_json`` waits until the first eve
 before the first event — where retries happen — fails the open); later failures become one
 terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained without
 blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the pipe of
-``events_fd`` telling the host when to look. ``stream_cancel`` may be called from any thread: it
-wakes a blocked ``stream_next_json``, which then reports the end.
+``events_fd`` telling the host when to look. ``stream_next_batch_json`` blocks like
+``stream_next_json`` but takes every event ready (up to a maximum) as one JSON array: a C
+consumer crosses into Python once per batch, not once per event. ``stream_cancel`` may be
+called from any thread: it wakes a blocked ``stream_next_json``, which then reports the end.
 
 Cold start: importing this module loads no pydantic model, no error class, no provider and no
 httpx; the errors, the projection and each op's module load the first time they are needed, and
@@ -33,6 +35,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from operator import length_hint
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -41,7 +44,7 @@ from . import ops as _ops  # noqa: F401 - declares every op (each module loads o
 from ._version import ABI_VERSION, __version__
 from .guest import limits, on_fork_child
 from .ops import registry
-from .ops.registry import OpSpec, StreamContext, all_ops, get_op
+from .ops.registry import EventBatch, OpSpec, StreamContext, all_ops, get_op
 
 if TYPE_CHECKING:
     import asyncio
@@ -74,8 +77,10 @@ __all__ = [
     "stream_cancel",
     "stream_free",
     "stream_json",
+    "stream_next_batch_json",
     "stream_next_json",
     "stream_next_object",
+    "stream_next_objects",
     "stream_poll_json",
     "stream_start_json",
 ]
@@ -237,6 +242,36 @@ def _dump(value: Any) -> bytes:
         raise ResultSerializationError("the result could not be serialized to JSON") from exc
 
 
+def _dump_batch(items: list[Any], queue: deque[Any]) -> bytes:
+    """``items`` (events taken from ``queue``) as one JSON array: byte for byte the events'
+    ``_dump``s joined by commas. One ``orjson.dumps`` of the list when every event is a dict or
+    already bytes; otherwise (or when that fails) event by event, and a failure then puts the
+    events after the failing one back in front of ``queue`` and raises (as taking and dumping
+    them one at a time did)."""
+    fragment = orjson.Fragment
+    try:
+        return orjson.dumps(
+            [
+                e if type(e) is dict else fragment(e) if type(e) is bytes else _NOT_FAST
+                for e in items
+            ]
+        )
+    except Exception:  # noqa: BLE001 - the exact path below says what failed
+        pass
+    parts: list[bytes] = []
+    for i, event in enumerate(items):
+        try:
+            parts.append(_dump(event))
+        except BaseException:
+            queue.extendleft(reversed(items[i + 1 :]))
+            raise
+    return b"[" + b",".join(parts) + b"]"
+
+
+#: Not serializable by orjson: sends ``_dump_batch`` to the event-by-event path.
+_NOT_FAST = object()
+
+
 #: Results of pure ops (``aimux.version``, ``aimux.manifest``) by (op, params bytes): the
 #: hottest calls across the C ABI answer without validation or serialization.
 _pure_results: dict[tuple[str | bytes, bytes | str], bytes] = {}
@@ -310,6 +345,9 @@ class _Stream:
         self._readers = 0  # consumers blocked in pull right now (never idle meanwhile)
         #: the terminal event of a stream the reaper closed
         self._reaped: bytes | None = None
+        #: the last batch ``take`` handed out and its consumer's iterator over it
+        self._held: tuple[list[Any], Iterator[Any]] | None = None
+        self._held_left = 0  # events left in it when the reaper last looked
 
     # -- the producer (a greenlet on the loop thread) --------------------------------------
 
@@ -338,8 +376,22 @@ class _Stream:
         queue = self._events
         produced = False
         try:
-            for event in events():
-                queue.append(event)
+            for item in events():
+                if type(item) is EventBatch:
+                    # the events of one network read: one extend while they fit under the
+                    # high-water mark, else one by one (the producer stops exactly at it)
+                    if len(queue) + len(item) < _HIGH_WATER:
+                        if item:
+                            queue.extend(item)
+                            produced = True
+                        continue
+                    for event in item:
+                        queue.append(event)
+                        produced = True
+                        if len(queue) >= _HIGH_WATER and not cancelled.is_set():
+                            self._wait_room()
+                    continue
+                queue.append(item)
                 produced = True
                 if len(queue) >= _HIGH_WATER and not cancelled.is_set():
                     self._wait_room()
@@ -387,6 +439,7 @@ class _Stream:
 
     def _on_cancel(self) -> None:
         # ends a retry backoff or a wait for room (the op's own cancel hook shuts its socket)
+        self._drop_held()
         if self._greenlet is None:
             self._interrupt_pending = True
         aio.interrupt(self._greenlet)
@@ -464,32 +517,115 @@ class _Stream:
                     self._cond.wait()
             return event
 
+    def take(self, max_events: int) -> Iterator[Any] | None:
+        """``pull`` for an in-process consumer: an iterator over up to ``max_events`` queued
+        events (at least one: blocks until one), or None at the end. The stream keeps a batch
+        taken from the queue: a cancel, a reap or a fork empties it, so the consumer's next
+        event is what its next ``pull`` would have answered (the end, the reaper's error, a
+        stale handle), and the reaper counts each event the consumer takes from it as a read.
+        When the queue is empty this is ``pull`` (it blocks), one event."""
+        queue = self._events
+        if queue and not self._done and not self.ctx.cancelled.is_set():
+            out: list[Any] = []
+            pop = queue.popleft
+            try:  # no lock: a deque's popleft is atomic (the producer only appends)
+                for _ in range(min(len(queue), max_events)):
+                    out.append(pop())
+            except IndexError:
+                pass
+            if self._space is not None:
+                with self._cond:
+                    self._took()
+            self.idle_since = time.monotonic()
+            if not out:
+                return self.take(max_events)
+            it = iter(out)
+            self._held = (out, it)
+            self._held_left = len(out)
+            if self.ctx.cancelled.is_set():
+                out.clear()  # a cancel that came meanwhile: as if it came after the hand-off
+            return it
+        # one event, answered by ``pull`` itself (after a cancel or a reap too): nothing held
+        self._held = None
+        event = self.pull()
+        return None if event is None else iter((event,))
+
+    def _drop_held(self) -> None:
+        """Empty the batch an in-process consumer holds (any thread)."""
+        held = self._held
+        if held is not None:
+            held[0].clear()
+
     def next(self) -> bytes | None:
         event = self.pull()
         return None if event is None else _dump(event)
 
     def poll(self, max_events: int) -> tuple[bytes | None, bool]:
         """Never blocks: (a JSON array of up to ``max_events`` events or None, ended)."""
-        out: list[bytes] = []
-        ended = False
         self.idle_since = time.monotonic()
         with self._cond:
-            while len(out) < max_events:
-                event, ended = self._take_locked()
-                if event is None:
-                    break
-                out.append(event if type(event) is bytes else _dump(event))
-            if not ended and not self._events and self._ended and self._open_exc is None:
-                self._done = ended = True  # the end is known now: say so with the last batch
-            left = bool(self._events)
-        if left and self._notifier is not None:
+            batch, ended = self._batch_locked(max_events)
+        self._relist()
+        return batch, ended
+
+    def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
+        """``poll`` that blocks until there is a batch or the end (``aimux_stream_next_batch``):
+        (a JSON array of 1..``max_events`` events, ended) or (None, True) at the end (and after
+        a cancel, once the op has finished its cleanup, as ``pull``)."""
+        with self._cond:
+            self._readers += 1
+            try:
+                while True:
+                    batch, ended = self._batch_locked(max_events)
+                    if batch is not None or ended:
+                        break
+                    self._cond.wait()
+            finally:
+                self._readers -= 1
+                self.idle_since = time.monotonic()
+            if batch is None and self.ctx.cancelled.is_set():
+                while not self._stopped_flag:
+                    self._cond.wait()
+        self._relist()
+        return batch, ended
+
+    def _relist(self) -> None:
+        if self._events and self._notifier is not None:
             # The ready list lost this handle when it was taken; a batch that left events behind
             # must list it again, or a producer paused at the high-water mark (no new flush)
             # would never be polled again.
             self._notifier.mark(self.handle)
-        if not out:
-            return None, ended
-        return b"[" + b",".join(out) + b"]", ended
+
+    def _batch_locked(self, max_events: int) -> tuple[bytes | None, bool]:
+        """Up to ``max_events`` events taken and serialized as one JSON array (lock held)."""
+        queue = self._events
+        ended = False
+        items: list[Any] = []
+        if queue and self._reaped is None and not self._done and not self.ctx.cancelled.is_set():
+            # the common case in one step: what _take_locked does per event, for the run of
+            # queued events (the producer appends on the right; a lock-free pull of another
+            # thread may pop meanwhile: the run then ends early)
+            pop = queue.popleft
+            append = items.append
+            try:
+                for _ in range(min(max_events, len(queue))):
+                    append(pop())
+            except IndexError:
+                pass
+        if items:
+            self._took()
+            batch: bytes | None = _dump_batch(items, queue)
+        else:
+            out: list[bytes] = []
+            while len(out) < max_events:
+                event, ended = self._take_locked()
+                if event is None:
+                    break
+                out.append(_dump(event))
+            batch = b"[" + b",".join(out) + b"]" if out else None
+        if not ended and not queue and self._ended and self._open_exc is None:
+            self._done = ended = True  # the end is known now: say so with the last batch
+        return batch, ended
 
     def reap(self, idle_ms: int) -> bool:
         """Close the stream if nobody read it for ``idle_ms`` (the reaper); True when closed.
@@ -497,6 +633,14 @@ class _Stream:
         with self._cond:
             if self._done or self._readers or self._reaped is not None:
                 return False
+            held = self._held
+            if held is not None:
+                left = length_hint(held[1])
+                if left != self._held_left:
+                    # the in-process consumer took events from its batch since the last look:
+                    # reads (each would have been a pull)
+                    self._held_left = left
+                    self.idle_since = time.monotonic()
             if (time.monotonic() - self.idle_since) * 1000 < idle_ms:
                 return False
             from .errors import TimeoutError as AITimeoutError
@@ -508,6 +652,7 @@ class _Stream:
             )
             self._reaped = b'{"type":"error","error":' + project(err) + b"}"
             self._events.clear()
+            self._drop_held()
         self.ctx.cancel()  # outside the lock: its callbacks take it
         return True
 
@@ -555,6 +700,7 @@ def _start(op: str | bytes | None, params_json: bytes | str | None, notify: bool
         handle = next(_handles)
         stream = _Stream(handle, ctx, notify)
         _streams[handle] = stream
+    ctx.batches = True  # the producer takes an op's EventBatch as its events
     stream.start(lambda: iter(spec.handler(params, ctx)))
     _start_reaper()
     return stream
@@ -611,6 +757,21 @@ def stream_poll_json(handle: int, max_events: int) -> tuple[bytes | None, bool, 
     return _poll(stream, max_events)
 
 
+def stream_next_batch_json(handle: int, max_events: int) -> tuple[bytes | None, bool, bytes | None]:
+    """``stream_poll_json`` that waits for a batch (``aimux_stream_next_batch``): ``(JSON array
+    of events, ended, None)``, ``(None, True, None)`` at the end, or ``(None, True, envelope)``
+    for an invalid handle or a failed open. Never raises."""
+    try:
+        batch, ended = _lookup(handle).next_batch(max(1, max_events))
+        return batch, ended, None
+    except _OpenFailed as exc:
+        return None, True, project(exc.cause)
+    except KeyboardInterrupt:
+        raise  # the host's, not the stream's (as in call_json)
+    except BaseException as exc:  # noqa: BLE001
+        return None, True, project(exc)
+
+
 def _poll(stream: _Stream, max_events: int) -> tuple[bytes | None, bool, bytes | None]:
     """``stream.poll`` with its failures projected: ``(batch, ended, envelope or None)``."""
     try:
@@ -659,6 +820,8 @@ def reset_after_fork() -> None:
     keep counting up, so no parent handle is ever reused."""
     global _streams, _streams_lock, _reaper
     _abandoned.append(_streams)
+    for stream in _streams.values():
+        stream._drop_held()  # a consumer's next event here is the 203 of its handle
     _streams = {}
     _streams_lock = threading.Lock()
     _reaper = None
@@ -695,6 +858,19 @@ def stream_next_object(handle: int) -> tuple[Any, bytes | None]:
     produced it — a dict not yet serialized, or bytes — so it is not dumped and parsed again."""
     try:
         return _lookup(handle).pull(), None
+    except _OpenFailed as exc:
+        return None, project(exc.cause)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        return None, project(exc)
+
+
+def stream_next_objects(handle: int, max_events: int = 256) -> tuple[Any, bytes | None]:
+    """``stream_next_object`` for a batch (the Python binding): ``(iterator over up to
+    ``max_events`` events, None)``, ``(None, None)`` at the end, ``(None, envelope)``."""
+    try:
+        return _lookup(handle).take(max_events), None
     except _OpenFailed as exc:
         return None, project(exc.cause)
     except KeyboardInterrupt:
