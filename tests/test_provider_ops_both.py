@@ -432,13 +432,14 @@ def test_open_fails_unwrapped_when_not_retryable(server: FaultServer, provider: 
 
 def test_stall_mid_stream_is_a_timeout_event(server: FaultServer, provider: str) -> None:
     env = terminal_error(
-        events_of(params(server, provider, "mode=stall;stall_ms=5000", timeoutMs=300))
+        events_of(params(server, provider, "mode=stall;stall_ms=60000", timeoutMs=300))
     )
     assert (env["code"], env["error"]["statusCode"]) == (12, 200)
 
 
 def test_cancel_wakes_a_blocked_read(server: FaultServer, provider: str) -> None:
-    handle, env = open_stream(params(server, provider, "mode=stall;stall_ms=10000"))
+    # the server stalls a minute: only the cancel can end the blocked read early
+    handle, env = open_stream(params(server, provider, "mode=stall;stall_ms=60000"))
     assert handle is not None and env is None
     first, _ = stream_next_json(handle)
     assert first is not None and orjson.loads(first)["type"] == "text-delta"

@@ -371,7 +371,7 @@ def test_cancelled_stream_is_recorded_as_cancelled(server: FaultServer, tmp_path
     from aimux_ops.dispatch import stream_cancel
 
     path = tmp_path / "rec.jsonl"
-    p = params(server.base_url, path, "record", "mode=stall;stall_ms=10000")
+    p = params(server.base_url, path, "record", "mode=stall;stall_ms=60000")
     handle, env = stream_json("stream_text", orjson.dumps(p))
     assert handle is not None and env is None
     first, _ = stream_next_json(handle)
