@@ -119,6 +119,7 @@ class FaultServer(ThreadingHTTPServer):
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
         self.events: list[dict[str, Any]] = []
+        self.seen: collections.Counter[tuple[str, str | None]] = collections.Counter()
         self.changed = threading.Condition(self.lock)  # notified on every event and release
         self.released: set[str] = set()  # the hold names released (until a reset)
         self.barriers: dict[str, list[int]] = {}  # scenario → [waiting, generation]
@@ -144,14 +145,12 @@ class FaultServer(ThreadingHTTPServer):
     def event(self, event: str, scenario: str) -> None:
         with self.lock:
             self.events.append({"event": event, "scenario": scenario, "t": time.monotonic()})
+            self.seen[(event, scenario)] += 1
+            self.seen[(event, None)] += 1  # any scenario
             self.changed.notify_all()
 
     def _seen(self, event: str, scenario: str | None) -> int:
-        return sum(
-            1
-            for e in self.events
-            if e["event"] == event and (scenario is None or e["scenario"] == scenario)
-        )
+        return self.seen[(event, scenario)]
 
     def wait_for(
         self, event: str, scenario: str | None = None, n: int = 1, timeout: float = 60.0
@@ -821,6 +820,7 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
                 self.server.headers.clear()
                 self.server.paths.clear()
                 self.server.events.clear()
+                self.server.seen.clear()
                 self.server.released.clear()
             self._send(200, b"{}")
             return
