@@ -86,7 +86,7 @@ final class LocalServer implements AutoCloseable {
                         barrier.await(60, TimeUnit.SECONDS);
                     } catch (TimeoutException | BrokenBarrierException e) {
                         status = 409;
-                        body = ("{\"error\":{\"message\":\"barrier not reached: " + barrier.getNumberWaiting()
+                        body = ("{\"error\":{\"message\":\"barrier not reached: " + inFlight.get()
                                 + " of " + parties + " calls in flight together\",\"type\":\"invalid_request_error\"}}")
                                 .getBytes(StandardCharsets.UTF_8);
                     }
