@@ -279,7 +279,7 @@ def test_timeout_is_code_12_and_not_retried(server: FaultServer, provider: str) 
         params(
             server,
             provider,
-            "mode=stall;stall_ms=5000",
+            "mode=stall;stall_ms=60000",  # only the client's timeout can end it early
             scenario="stall",
             timeoutMs=300,
             maxRetries=2,
