@@ -24,7 +24,7 @@ from helpers import (
     provider_params,
 )
 from op_calls import chain_names as names
-from op_calls import drain, open_stream
+from op_calls import drain, open_stream, wait_blocked_reader
 from op_calls import fail_op as fail
 from op_calls import run_op as run
 
@@ -443,9 +443,13 @@ def test_cancel_wakes_a_blocked_read(server: FaultServer, provider: str) -> None
     assert handle is not None and env is None
     first, _ = stream_next_json(handle)
     assert first is not None and orjson.loads(first)["type"] == "text-delta"
-    timer = threading.Timer(0.2, stream_cancel, args=(handle,))
-    timer.start()
+    # the cancel comes once this read waits on the stalled stream
+    canceller = threading.Thread(
+        target=lambda: (wait_blocked_reader(handle), stream_cancel(handle))
+    )
+    canceller.start()
     assert stream_next_json(handle) == (None, None)
+    canceller.join()
     stream_free(handle)
 
 

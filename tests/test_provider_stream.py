@@ -17,7 +17,7 @@ from helpers import provider_params as params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from op_calls import chain_names as names
-from op_calls import drain, open_stream
+from op_calls import drain, open_stream, wait_blocked_reader
 
 from aimux_ops.dispatch import stream_cancel, stream_free, stream_next_json
 
@@ -161,17 +161,18 @@ def test_cancel_wakes_a_blocked_read(server: FaultServer) -> None:
     assert first is not None and orjson.loads(first)["type"] == "text-delta"
     cancelled = threading.Event()
 
-    def cancel() -> None:
+    def cancel() -> None:  # once this test's read waits on the stalled stream
+        wait_blocked_reader(handle)
         cancelled.set()
         stream_cancel(handle)
 
-    timer = threading.Timer(0.2, cancel)
-    timer.start()
+    canceller = threading.Thread(target=cancel)
+    canceller.start()
     event, raw_env = stream_next_json(handle)
     assert cancelled.is_set(), "the read ended before the cancel"
     assert (event, raw_env) == (None, None)  # the end, not the server's close after a minute
     assert server.wait_for("gone", "s-cancel") == 1, "the cancel closed the connection"
-    timer.join()
+    canceller.join()
     stream_free(handle)
     event, raw_env = stream_next_json(handle)
     assert event is None and raw_env is not None and orjson.loads(raw_env)["code"] == 203
