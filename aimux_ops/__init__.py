@@ -64,7 +64,7 @@ def call(op: str, params: Any = None) -> Any:
 def stream(op: str, params: Any = None) -> Iterator[dict[str, Any]]:
     """Run a stream op. A failure before the first event raises; a later one is yielded as an
     ``error`` event, after which the iteration ends. Closing the iterator cancels the stream."""
-    from .dispatch import stream_free, stream_json, stream_next_object
+    from .dispatch import stream_free, stream_json, stream_next_objects
 
     handle, envelope = stream_json(op, _params_json(params))
     if envelope is not None:
@@ -72,23 +72,27 @@ def stream(op: str, params: Any = None) -> Iterator[dict[str, Any]]:
 
         raise decode_error(envelope)
     assert handle is not None
-    return _events(handle, stream_next_object, stream_free)
+    return _events(handle, stream_next_objects, stream_free)
 
 
-def _events(handle: int, next_object: Any, free: Any) -> Iterator[dict[str, Any]]:
+def _events(handle: int, take: Any, free: Any) -> Iterator[dict[str, Any]]:
+    # every event queued is taken in one step (``dispatch.stream_next_objects``); a cancel, a
+    # reap or a fork empties the batch held here, so what comes next is what the next read
+    # would have answered
     try:
         while True:
-            event, envelope = next_object(handle)
+            batch, envelope = take(handle)
             if envelope is not None:
                 from .envelope import decode_error
 
                 raise decode_error(envelope)
-            if event is None:
+            if batch is None:
                 return
-            # the op's own dict when it made one (no dump-and-parse); bytes are parsed once
-            decoded: dict[str, Any] = event if type(event) is dict else orjson.loads(event)
-            yield decoded
-            if decoded.get("type") == "error":
-                return
+            for event in batch:
+                # the op's own dict when it made one (no dump-and-parse); bytes are parsed once
+                decoded: dict[str, Any] = event if type(event) is dict else orjson.loads(event)
+                yield decoded
+                if decoded.get("type") == "error":
+                    return
     finally:
         free(handle)

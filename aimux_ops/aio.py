@@ -117,7 +117,7 @@ def interrupt(g: Any) -> None:
     """End ``g``'s interruptible wait, now or when it starts one (any thread). Network reads
     are not interrupted this way (cancelling httpx mid-body leaks the connection): a stream's
     cancel shuts its socket down instead."""
-    if isinstance(g, _StreamGreenlet):
+    if isinstance(g, _StreamGreenlet) and not g.dead:  # a finished stream has no wait to end
         loop_state().loop.call_soon_threadsafe(_interrupt, g)
 
 

@@ -16,13 +16,15 @@ Every message is scrubbed of secrets and URLs, every payload string of secrets.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from .errors import AimuxError, OtherError, RetryError, SourceError
-from .redact import REDACTED, is_secret_header, scrub_message, scrub_text
+from .errors._base import _plain, dump_models
+from .redact import REDACTED, has_anchor, is_secret_header, scrub_message, scrub_text
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "capture", "clip_text", "exception_type_name"]
 
@@ -163,12 +165,127 @@ def _shrink(container: dict[str, Any] | list[Any], limit: int) -> dict[str, Any]
     return members
 
 
+def _small_bound(value: Any, texts: list[str], depth: int) -> int:
+    """An upper bound of the JSON size of ``value`` when it is made of ASCII strings (str keys),
+    finite numbers, booleans, null, lists and objects, at most 16 levels deep; -1 otherwise
+    (such a value is also plain JSON, what the payload serializer hands back unchanged). Its string
+    values are added to ``texts`` (one scrub probe for all of them). A 64-bit integer or a
+    float is at most 24 characters; an ASCII character at most 6 once escaped."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():
+            return -1
+        texts.append(value)
+        return 6 * len(value) + 2
+    if value is None or kind is int or kind is bool:
+        return 24
+    if kind is float:
+        return 24 if math.isfinite(value) else -1
+    if depth > 16:
+        return -1
+    total = 2
+    if kind is dict:
+        for k, v in value.items():
+            if type(k) is not str or not k.isascii():
+                return -1
+            kind = type(v)
+            if kind is str:  # the common members inline (no call per member)
+                if not v.isascii():
+                    return -1
+                texts.append(v)
+                total += 6 * (len(k) + len(v)) + 6
+            elif v is None or kind is int or kind is bool or (kind is float and math.isfinite(v)):
+                total += 6 * len(k) + 28
+            else:
+                bound = _small_bound(v, texts, depth + 1)
+                if bound < 0:
+                    return -1
+                total += 6 * len(k) + 4 + bound
+        return total
+    if kind is list:
+        for v in value:
+            kind = type(v)
+            if kind is str:
+                if not v.isascii():
+                    return -1
+                texts.append(v)
+                total += 6 * len(v) + 3
+            elif v is None or kind is int or kind is bool or (kind is float and math.isfinite(v)):
+                total += 25
+            else:
+                bound = _small_bound(v, texts, depth + 1)
+                if bound < 0:
+                    return -1
+                total += bound + 1
+        return total
+    return -1
+
+
+def _clean(value: Any, scrub: bool) -> Any:
+    """What _sanitize gives a value ``_small_bound`` accepted within the limit (nothing is cut,
+    no budget is reached): secret-named members redacted, strings scrubbed when ``scrub``."""
+    kind = type(value)
+    if kind is str:
+        return scrub_text(value) if scrub else value
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            kind = type(v)
+            if kind is str:
+                out[k] = REDACTED if is_secret_header(k) else (scrub_text(v) if scrub else v)
+            elif kind is dict or kind is list:
+                out[k] = _clean(v, scrub)
+            else:
+                out[k] = v
+        return out
+    if kind is list:
+        return [
+            (scrub_text(v) if scrub else v)
+            if type(v) is str
+            else (_clean(v, scrub) if type(v) in (dict, list) else v)
+            for v in value
+        ]
+    return value
+
+
+def _small_clean(value: Any, limit: int) -> Any:
+    """What _sanitize gives a value whose JSON surely fits in ``limit`` (``_small_bound``), with
+    one scrub probe for all its strings, measured again only when a scrub or a redaction changed
+    it; None when it is not such a value."""
+    texts: list[str] = []
+    bound = _small_bound(value, texts, 0)
+    if 0 < bound <= limit:
+        clean = _clean(value, has_anchor("\n".join(texts)))
+        if clean == value or len(orjson.dumps(clean)) <= limit:
+            return clean
+    return None
+
+
 def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
     """``value`` sanitized and at most ``limit`` bytes of JSON. An over-limit string is cut; an
     over-limit ``value`` / ``data`` becomes the cut text of its JSON; any other over-limit object
     or array keeps its type and its leading members that fit."""
-    if isinstance(value, str) and len(value) <= limit and value.isascii():
+    kind = type(value)
+    if kind is str and len(value) <= limit and value.isascii():
         return scrub_text(value), False
+    if kind is list:
+        # a list of short ASCII strings (op names, tool names): one join, one probe
+        joined = None
+        if value and type(value[0]) is str:
+            try:
+                joined = "\n".join(value)
+            except TypeError:  # not only strings
+                pass
+        if joined is not None and joined.isascii() and 6 * len(joined) + 3 * len(value) < limit:
+            if not has_anchor(joined):
+                return list(value), False
+            scrubbed = [scrub_text(t) for t in value]
+            if len(orjson.dumps(scrubbed)) <= limit:
+                return scrubbed, False
+    if kind is list or kind is dict:
+        clean = _small_clean(value, limit)
+        if clean is not None:
+            return clean, False
     budget = _Budget(limit)
     clean = _sanitize(value, limit, budget)
     if isinstance(clean, str):
@@ -185,6 +302,10 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
 
 def _message(exc: BaseException, limits: Limits, truncated: list[str]) -> str:
     raw = exc.message if isinstance(exc, (AimuxError, SourceError)) else _safe_str(exc)
+    return _message_text(raw, limits, truncated)
+
+
+def _message_text(raw: str, limits: Limits, truncated: list[str]) -> str:
     limit = limits.message_bytes
     if len(raw) <= limit and raw.isascii() and "\x00" not in raw:
         # the common case: short ASCII, no cut before or after scrubbing (the same text as below)
@@ -202,18 +323,85 @@ def _message(exc: BaseException, limits: Limits, truncated: list[str]) -> str:
     return text
 
 
+_BASE_PAYLOAD_FIELDS = AimuxError.payload_fields
+
+
 def _payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str, Any]:
+    if type(exc).payload_fields is _BASE_PAYLOAD_FIELDS:
+        # payload_fields and the loop below in one pass over the field values, while each is
+        # plain JSON (what payload_fields would hand over unchanged); else the two steps
+        mark = len(truncated)
+        try:
+            error = _plain_payload(exc, limits, truncated)
+        except Exception:  # noqa: BLE001 - the two steps report it as they always have
+            error = None
+        if error is not None:
+            return error
+        del truncated[mark:]
+    return _payload_fields(exc, limits, truncated)
+
+
+def _plain_payload(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str, Any] | None:
+    """``_payload_fields`` for a payload of plain values and no undeclared member (None: not
+    such a payload)."""
+    if exc._extra:
+        return None
+    values = exc._values
+    limit = limits.value_bytes
+    error: dict[str, Any] = {"name": exc.error_name}
+    for name, wire in exc._wire:
+        value = values.get(name)
+        if value is None:
+            continue
+        kind = type(value)
+        if kind is str:
+            if len(value) <= limit and value.isascii():
+                error[wire] = scrub_text(value)
+                continue
+        elif kind is bool or kind is int:
+            error[wire] = value
+            continue
+        elif kind is float:
+            if not math.isfinite(value):
+                return None
+            error[wire] = value
+            continue
+        elif kind is list or kind is dict:
+            clean = _small_clean(value, limit)  # a small plain value: one walk, no cut
+            if clean is not None:
+                error[wire] = clean
+                continue
+            if kind is list and not _plain(value, 0):
+                value = dump_models(value)  # a list of simple models (violations), as dumped
+                if value is None:
+                    return None
+            elif not _plain(value, 0):
+                return None
+        elif not _plain(value, 0):
+            return None
+        bounded, cut = _bounded_value(value, limit, wire)
+        if cut:
+            truncated.append(f"error.{wire}")
+        error[wire] = bounded
+    return error
+
+
+def _payload_fields(exc: AimuxError, limits: Limits, truncated: list[str]) -> dict[str, Any]:
     error: dict[str, Any] = {"name": exc.error_name}
     try:
         fields = exc.payload_fields()
     except Exception:  # noqa: BLE001 - a payload that cannot dump is reported, not fatal
         fields = {}
         truncated.append("error")
+    limit = limits.value_bytes
     for key, value in fields.items():
+        if type(value) is str and len(value) <= limit and value.isascii():
+            error[key] = scrub_text(value)  # what _bounded_value gives a short ASCII text
+            continue
         if value is None or isinstance(value, (bool, int, float)):
             error[key] = value  # scalars need no bound and no scrubbing
             continue
-        bounded, cut = _bounded_value(value, limits.value_bytes, key)
+        bounded, cut = _bounded_value(value, limit, key)
         if cut:
             truncated.append(f"error.{key}")
         error[key] = bounded
@@ -227,45 +415,88 @@ def capture(
     depth: int = 1,
     path: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
-    """The cause node for ``exc`` and its chain (``exc`` itself at ``depth``)."""
-    truncated: list[str] = []
-    path = path | {id(exc)}
-    node: dict[str, Any]
-    if isinstance(exc, AimuxError):
-        node = {
-            "kind": exc.kind,
-            "code": exc.code,
-            "message": _message(exc, limits, truncated),
-            "error": _payload(exc, limits, truncated),
-        }
-        children = exc.cause_children()
-        if children or isinstance(exc, RetryError):
-            kept = list(children)
-            if len(kept) > limits.attempts:
-                kept = kept[:1] + kept[len(kept) - (limits.attempts - 1) :]
-                truncated.append("error.errors")
-            attempts = []
-            for child in kept:
-                if not isinstance(child, AimuxError):
-                    wrapper = OtherError(_safe_str(child))
-                    wrapper.__cause__ = child
-                    child = wrapper
-                if depth >= limits.depth or id(child) in path:
-                    if "error.errors" not in truncated:
-                        truncated.append("error.errors")
-                    continue
-                attempts.append(capture(child, limits, depth=depth + 1, path=path))
-            node["error"]["errors"] = attempts
-        # A RetryError has no cause on the wire: its attempts are the chain (last = cause).
-        nxt = None if isinstance(exc, RetryError) else exc.__cause__
-    else:
-        node = {"message": _message(exc, limits, truncated), "type": exception_type_name(exc)}
-        nxt = _next_link(exc)
-    if nxt is not None:
-        if depth >= limits.depth or id(nxt) in path:
-            truncated.append("cause")
+    """The cause node for ``exc`` and its chain (``exc`` itself at ``depth``).
+
+    One loop along the chain (a recursion only into a RetryError's attempts): each node is
+    filled in place, its ``cause`` an empty dict the next turn fills, so every node's members
+    come in the same order as when each link was captured by its own call (``cause`` before
+    ``truncated``)."""
+    seen = set(path)  # the ids of exc's ancestors, then of every node along the chain
+    mlimit = limits.message_bytes
+    node: dict[str, Any] = {}
+    root = node
+    while True:
+        truncated: list[str] = []
+        seen.add(id(exc))
+        if isinstance(exc, AimuxError):
+            raw = exc.message
+            node["kind"] = exc.kind
+            node["code"] = exc.code
+            if (
+                len(raw) <= mlimit
+                and raw.isascii()
+                and "\x00" not in raw
+                and "://" not in raw
+                and not has_anchor(raw)
+            ):
+                node["message"] = raw  # what _message gives a short ASCII text with no anchor
+            else:
+                node["message"] = _message_text(raw, limits, truncated)
+            error = node["error"] = _payload(exc, limits, truncated)
+            children = exc.cause_children()
+            if children or isinstance(exc, RetryError):
+                kept = list(children)
+                if len(kept) > limits.attempts:
+                    kept = kept[:1] + kept[len(kept) - (limits.attempts - 1) :]
+                    truncated.append("error.errors")
+                attempts = []
+                ancestors = frozenset(seen)
+                for child in kept:
+                    if not isinstance(child, AimuxError):
+                        wrapper = OtherError(_safe_str(child))
+                        wrapper.__cause__ = child
+                        child = wrapper
+                    if depth >= limits.depth or id(child) in ancestors:
+                        if "error.errors" not in truncated:
+                            truncated.append("error.errors")
+                        continue
+                    attempts.append(capture(child, limits, depth=depth + 1, path=ancestors))
+                error["errors"] = attempts
+            # A RetryError has no cause on the wire: its attempts are the chain (last = cause).
+            nxt = None if isinstance(exc, RetryError) else exc.__cause__
         else:
-            node["cause"] = capture(nxt, limits, depth=depth + 1, path=path)
-    if truncated:
-        node["truncated"] = truncated
-    return node
+            raw = exc.message if isinstance(exc, SourceError) else _safe_str(exc)
+            if (
+                len(raw) <= mlimit
+                and raw.isascii()
+                and "\x00" not in raw
+                and "://" not in raw
+                and not has_anchor(raw)
+            ):
+                node["message"] = raw
+            else:
+                node["message"] = _message_text(raw, limits, truncated)
+            if isinstance(exc, SourceError) and exc.type:
+                node["type"] = exc.type
+            else:
+                cls = type(exc)
+                module = cls.__module__
+                node["type"] = (
+                    cls.__qualname__
+                    if module == "builtins"
+                    else f"{module.partition('.')[0]}.{cls.__qualname__}"
+                )
+            nxt = _next_link(exc)
+        child_node = None
+        if nxt is not None:
+            if depth >= limits.depth or id(nxt) in seen:
+                truncated.append("cause")
+            else:
+                child_node = node["cause"] = {}
+        if truncated:
+            node["truncated"] = truncated
+        if child_node is None:
+            return root
+        node = child_node
+        exc = nxt  # type: ignore[assignment]
+        depth += 1

@@ -33,6 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from operator import length_hint
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -40,11 +41,13 @@ import orjson
 from . import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
 from ._version import ABI_VERSION, __version__
 from .guest import limits, on_fork_child
-from .ops.registry import OpSpec, StreamContext, all_ops, get_op
+from .ops import registry
+from .ops.registry import EventBatch, OpSpec, StreamContext, all_ops, get_op
 
 if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
+    from types import ModuleType
 
     from pydantic import BaseModel
 
@@ -74,6 +77,7 @@ __all__ = [
     "stream_json",
     "stream_next_json",
     "stream_next_object",
+    "stream_next_objects",
     "stream_poll_json",
     "stream_start_json",
 ]
@@ -81,10 +85,17 @@ __all__ = [
 Reply = tuple[bytes | None, bytes | None]
 
 
-def project(exc: BaseException) -> bytes:
-    """``envelope.project``, imported on the first failure."""
-    from .envelope import project as _project
+_project: Callable[[BaseException], bytes] | None = None
 
+
+def project(exc: BaseException) -> bytes:
+    """``envelope.project``, imported on the first failure (then kept: no import statement on
+    every error)."""
+    global _project
+    if _project is None:
+        from .envelope import project as loaded
+
+        _project = loaded
     return _project(exc)
 
 
@@ -138,10 +149,14 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
     except Exception as exc:
         from pydantic import ValidationError
 
-        from .errors import InvalidParamsError, SourceError, Violation
-
         if not isinstance(exc, ValidationError):
             raise
+        errors = _errors or _load_errors()
+        InvalidParamsError, SourceError, Violation = (
+            errors.InvalidParamsError,
+            errors.SourceError,
+            errors.Violation,
+        )
         violations = [
             Violation(path=_violation_path(tuple(e["loc"])), reason=e["msg"]) for e in exc.errors()
         ]
@@ -161,8 +176,32 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
         ) from detail
 
 
+_errors: ModuleType | None = None
+
+
+def _load_errors() -> ModuleType:
+    """``aimux_ops.errors``, imported on the first failure (then kept)."""
+    global _errors
+    from . import errors
+
+    _errors = errors
+    return errors
+
+
+#: The sorted op names, for the registry's op names they were sorted from (an unknown op's
+#: ``availableOps``; the error copies the list).
+_names: tuple[tuple[str, ...], list[str]] = ((), [])
+
+
 def _op_names() -> list[str]:
-    return sorted(s.name for s in all_ops())
+    global _names
+    if not registry._all_loaded:
+        all_ops()  # imports every declared op module
+    registered = tuple(registry._OPS)
+    held = _names
+    if held[0] != registered:
+        held = _names = (registered, sorted(s.name for s in all_ops()))
+    return held[1]
 
 
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
@@ -170,12 +209,13 @@ def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
     spec = get_op(name)
     if spec is not None and spec.mode == mode:
         return spec
-    from .errors import UnknownOpError, WrongModeError
-
+    errors = _errors or _load_errors()
     if spec is None:
-        raise UnknownOpError(f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names())
+        raise errors.UnknownOpError(
+            f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names()
+        )
     if spec.mode != mode:
-        raise WrongModeError(
+        raise errors.WrongModeError(
             f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
             op=name,
             expected=spec.mode,
@@ -272,6 +312,9 @@ class _Stream:
         self._readers = 0  # consumers blocked in pull right now (never idle meanwhile)
         #: the terminal event of a stream the reaper closed
         self._reaped: bytes | None = None
+        #: the last batch ``take`` handed out and its consumer's iterator over it
+        self._held: tuple[list[Any], Iterator[Any]] | None = None
+        self._held_left = 0  # events left in it when the reaper last looked
 
     # -- the producer (a greenlet on the loop thread) --------------------------------------
 
@@ -300,8 +343,22 @@ class _Stream:
         queue = self._events
         produced = False
         try:
-            for event in events():
-                queue.append(event)
+            for item in events():
+                if type(item) is EventBatch:
+                    # the events of one network read: one extend while they fit under the
+                    # high-water mark, else one by one (the producer stops exactly at it)
+                    if len(queue) + len(item) < _HIGH_WATER:
+                        if item:
+                            queue.extend(item)
+                            produced = True
+                        continue
+                    for event in item:
+                        queue.append(event)
+                        produced = True
+                        if len(queue) >= _HIGH_WATER and not cancelled.is_set():
+                            self._wait_room()
+                    continue
+                queue.append(item)
                 produced = True
                 if len(queue) >= _HIGH_WATER and not cancelled.is_set():
                     self._wait_room()
@@ -349,6 +406,7 @@ class _Stream:
 
     def _on_cancel(self) -> None:
         # ends a retry backoff or a wait for room (the op's own cancel hook shuts its socket)
+        self._drop_held()
         if self._greenlet is None:
             self._interrupt_pending = True
         aio.interrupt(self._greenlet)
@@ -426,6 +484,45 @@ class _Stream:
                     self._cond.wait()
             return event
 
+    def take(self, max_events: int) -> Iterator[Any] | None:
+        """``pull`` for an in-process consumer: an iterator over up to ``max_events`` queued
+        events (at least one: blocks until one), or None at the end. The stream keeps a batch
+        taken from the queue: a cancel, a reap or a fork empties it, so the consumer's next
+        event is what its next ``pull`` would have answered (the end, the reaper's error, a
+        stale handle), and the reaper counts each event the consumer takes from it as a read.
+        When the queue is empty this is ``pull`` (it blocks), one event."""
+        queue = self._events
+        if queue and not self._done and not self.ctx.cancelled.is_set():
+            out: list[Any] = []
+            pop = queue.popleft
+            try:  # no lock: a deque's popleft is atomic (the producer only appends)
+                for _ in range(min(len(queue), max_events)):
+                    out.append(pop())
+            except IndexError:
+                pass
+            if self._space is not None:
+                with self._cond:
+                    self._took()
+            self.idle_since = time.monotonic()
+            if not out:
+                return self.take(max_events)
+            it = iter(out)
+            self._held = (out, it)
+            self._held_left = len(out)
+            if self.ctx.cancelled.is_set():
+                out.clear()  # a cancel that came meanwhile: as if it came after the hand-off
+            return it
+        # one event, answered by ``pull`` itself (after a cancel or a reap too): nothing held
+        self._held = None
+        event = self.pull()
+        return None if event is None else iter((event,))
+
+    def _drop_held(self) -> None:
+        """Empty the batch an in-process consumer holds (any thread)."""
+        held = self._held
+        if held is not None:
+            held[0].clear()
+
     def next(self) -> bytes | None:
         event = self.pull()
         return None if event is None else _dump(event)
@@ -459,6 +556,14 @@ class _Stream:
         with self._cond:
             if self._done or self._readers or self._reaped is not None:
                 return False
+            held = self._held
+            if held is not None:
+                left = length_hint(held[1])
+                if left != self._held_left:
+                    # the in-process consumer took events from its batch since the last look:
+                    # reads (each would have been a pull)
+                    self._held_left = left
+                    self.idle_since = time.monotonic()
             if (time.monotonic() - self.idle_since) * 1000 < idle_ms:
                 return False
             from .errors import TimeoutError as AITimeoutError
@@ -470,6 +575,7 @@ class _Stream:
             )
             self._reaped = b'{"type":"error","error":' + project(err) + b"}"
             self._events.clear()
+            self._drop_held()
         self.ctx.cancel()  # outside the lock: its callbacks take it
         return True
 
@@ -517,6 +623,7 @@ def _start(op: str | bytes | None, params_json: bytes | str | None, notify: bool
         handle = next(_handles)
         stream = _Stream(handle, ctx, notify)
         _streams[handle] = stream
+    ctx.batches = True  # the producer takes an op's EventBatch as its events
     stream.start(lambda: iter(spec.handler(params, ctx)))
     _start_reaper()
     return stream
@@ -621,6 +728,8 @@ def reset_after_fork() -> None:
     keep counting up, so no parent handle is ever reused."""
     global _streams, _streams_lock, _reaper
     _abandoned.append(_streams)
+    for stream in _streams.values():
+        stream._drop_held()  # a consumer's next event here is the 203 of its handle
     _streams = {}
     _streams_lock = threading.Lock()
     _reaper = None
@@ -657,6 +766,19 @@ def stream_next_object(handle: int) -> tuple[Any, bytes | None]:
     produced it — a dict not yet serialized, or bytes — so it is not dumped and parsed again."""
     try:
         return _lookup(handle).pull(), None
+    except _OpenFailed as exc:
+        return None, project(exc.cause)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        return None, project(exc)
+
+
+def stream_next_objects(handle: int, max_events: int = 256) -> tuple[Any, bytes | None]:
+    """``stream_next_object`` for a batch (the Python binding): ``(iterator over up to
+    ``max_events`` events, None)``, ``(None, None)`` at the end, ``(None, envelope)``."""
+    try:
+        return _lookup(handle).take(max_events), None
     except _OpenFailed as exc:
         return None, project(exc.cause)
     except KeyboardInterrupt:

@@ -106,11 +106,21 @@ def project(exc: BaseException, *, remember: bool = False) -> bytes:
     return data
 
 
+#: The envelope this process projected last and the root node it was serialized from:
+#: ``chain_links`` of those very bytes (the shim's next step after a failed call) reads the nodes
+#: instead of parsing the JSON again. Replaced as one tuple; read once and matched by identity,
+#: so a thread that projected in between only sends a reader back to parsing.
+_last: tuple[bytes, dict[str, Any]] = (b"", {})
+
+
 def _project(exc: BaseException) -> bytes:
+    global _last
     try:
         err = _as_aimux(exc)
-        data = orjson.dumps(_root(err, DEFAULT_LIMITS))
+        root = _root(err, DEFAULT_LIMITS)
+        data = orjson.dumps(root)
         if len(data) <= ENVELOPE_MAX_BYTES:
+            _last = (data, root)
             return data
         for limits in _TIGHTER:
             node = _root(err, limits)
@@ -286,6 +296,11 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     the C accessors never read JSON. The root's JSON is ``envelope_json`` itself; source nodes
     report code 0; an aimux node's code outside 0..2**31-1 reads as 0 (the root's is checked
     by ``check_root``)."""
+    held = _last
+    if held[0] is envelope_json:  # projected here just now: the same nodes, not parsed again
+        root = held[1]
+        check_root(root)
+        return root_fields(root), _links_of_nodes(root, envelope_json)
     root = orjson.loads(envelope_json)
     if not isinstance(root, dict):
         raise InvalidWireJSONError("envelope is not a JSON object", argument="envelope")
@@ -317,3 +332,45 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
             )
         )
     return root_fields(root), out
+
+
+def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
+    """``chain_links``' links for nodes this process projected (``_last``): the same walk and
+    the same answers as below, in one loop (every node is a dict; the root is the envelope's
+    own bytes, which ``orjson.dumps`` wrote without surrounding whitespace)."""
+    out: list[Link] = []
+    node: Any = root
+    while isinstance(node, dict) and len(out) < _DECODE_MAX_DEPTH:
+        kind = node.get("kind")
+        nxt = node.get("cause")
+        if isinstance(kind, str):
+            code = node.get("code")
+            if code.__class__ is not int or code < 0 or code > _CODE_MAX:
+                code = _wire_code(node)
+                if code > _CODE_MAX:
+                    code = 0
+            error = node.get("error")
+            name = error.get("name") if isinstance(error, dict) else None
+            if nxt is None and name == "AI_RetryError":
+                attempts = error.get("errors")  # type: ignore[union-attr]
+                if isinstance(attempts, list) and attempts:
+                    nxt = attempts[-1]
+            if not out and code < 1:
+                code = _decoded_root_code(root)
+            kind_bytes = kind.encode("utf-8", "replace")
+        else:
+            code = 0
+            kind_bytes = b"source"
+            name = node.get("type")
+        message = node.get("message")
+        out.append(
+            Link(
+                code,
+                kind_bytes,
+                name.encode("utf-8", "replace") if isinstance(name, str) else None,
+                (message if isinstance(message, str) else _str(message)).encode("utf-8", "replace"),
+                orjson.dumps(node) if out else envelope_json,
+            )
+        )
+        node = nxt
+    return out

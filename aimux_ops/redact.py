@@ -28,6 +28,7 @@ from .guest import on_fork_child
 __all__ = [
     "REDACTED",
     "guard_url",
+    "has_anchor",
     "is_secret_header",
     "redact_headers",
     "redact_url",
@@ -53,6 +54,30 @@ def _reset_lock_after_fork() -> None:
 
 _secret_re: re.Pattern[str] | None = None
 
+#: The remembered secrets, for the probe below (longest first, as in ``_secret_re``).
+_secret_list: tuple[str, ...] = ()
+#: Up to this many remembered secrets the probe looks for each with ``in`` (a C substring
+#: search); beyond, with the secrets' compiled alternation.
+_PROBE_BY_SUBSTRING = 16
+
+
+def has_anchor(text: str) -> bool:
+    """Whether ``text`` holds anything the scrub could replace: a remembered secret, ``sk-``,
+    ``key-`` or ``bearer`` in any case (every replacement ``scrub_text`` makes needs one). Most
+    texts have none: they are scrubbed by this check alone. A match inside any of several texts
+    is a match inside their join: one check can clear them all."""
+    if "sk-" in text or "key-" in text or "bearer" in text.lower():
+        return True
+    secrets = _secret_list
+    if len(secrets) <= _PROBE_BY_SUBSTRING:
+        for secret in secrets:
+            if secret in text:
+                return True
+        return False
+    pattern = _secret_re
+    return pattern is not None and pattern.search(text) is not None
+
+
 _URL_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s'\"<>()\[\]{}]+")
 _PATTERN_RE = re.compile(
     r"(?i)(\bbearer\s+)[^\s'\",;]+|\b(sk-[A-Za-z0-9_\-]{8,})|\b(key-[A-Za-z0-9_\-]{16,})"
@@ -66,7 +91,7 @@ _SECRET_QUERY_RE = re.compile(r"(?i)key|token|secret|sig|password|auth")
 
 def remember_secret(value: str | None) -> None:
     """Scrub ``value`` from every text that leaves the core from now on."""
-    global _secret_re
+    global _secret_re, _secret_list
     if not value or len(value) < 4:
         return
     with _secrets_lock:
@@ -78,6 +103,7 @@ def remember_secret(value: str | None) -> None:
             _secrets.popitem(last=False)
         ordered = sorted(_secrets, key=len, reverse=True)
         _secret_re = re.compile("|".join(re.escape(s) for s in ordered))
+        _secret_list = tuple(ordered)
 
 
 def _pattern_sub(m: re.Match[str]) -> str:
@@ -88,6 +114,10 @@ def _pattern_sub(m: re.Match[str]) -> str:
 
 def scrub_text(text: str) -> str:
     """Remove remembered secrets and secret-shaped tokens from ``text``."""
+    return _scrub_text(text) if has_anchor(text) else text
+
+
+def _scrub_text(text: str) -> str:
     pattern = _secret_re
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
@@ -99,7 +129,9 @@ def scrub_text(text: str) -> str:
 
 def scrub_message(text: str) -> str:
     """``scrub_text`` plus: no URL survives."""
-    text = scrub_text(text)
+    if "://" not in text and not has_anchor(text):
+        return text
+    text = _scrub_text(text)
     return _URL_RE.sub("[url]", text) if "://" in text else text
 
 
@@ -122,8 +154,19 @@ def scrub_json(value: Any) -> Any:
     return value
 
 
+#: Every alternative of ``_SECRET_HEADER_RE`` holds one of these (lower-case ASCII).
+_SECRET_HEADER_WORDS = ("auth", "cookie", "api", "token", "secret", "password", "credential")
+
+
 def is_secret_header(name: str) -> bool:
     """Whether a header (or JSON member) of this name carries a secret."""
+    if name.isascii():  # an ASCII name without any of the words cannot match (the common case)
+        low = name.lower()
+        for word in _SECRET_HEADER_WORDS:
+            if word in low:
+                break
+        else:
+            return False
     return _SECRET_HEADER_RE.search(name) is not None
 
 

@@ -29,7 +29,6 @@ synchronous iterators, and no thread waits per stream. The deadline watchdog is 
 from __future__ import annotations
 
 import http.cookiejar
-import itertools
 import logging
 import os
 import re
@@ -59,7 +58,9 @@ __all__ = [
     "Response",
     "Transport",
     "default_transport",
+    "event_batches",
     "iter_sse",
+    "iter_sse_batches",
 ]
 
 SSEEvent = tuple[str | None, bytes]
@@ -147,13 +148,20 @@ def _parse_event(block: bytes) -> SSEEvent | None:
     return event, data[0] if len(data) == 1 else b"\n".join(data)
 
 
-def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
-    """Server-sent events from raw byte chunks: ``(event name or None, data)`` per event.
+#: SSE events of one network read: ``(names, datas)``, the ``data`` of each event in order and
+#: ``names`` None when no event of the read is named, else each event's name (or None)
+SSEBatch = tuple[list[str | None] | None, list[bytes]]
+
+
+def iter_sse_batches(chunks: Iterator[bytes]) -> Iterator[SSEBatch]:
+    """Server-sent events from raw byte chunks, one batch per chunk that completed any (see
+    ``SSEBatch``; never an empty one): what ``iter_sse`` yields one by one.
 
     Lines end in LF, CRLF or CR (a CRLF split across chunks too); a leading UTF-8 BOM is
     dropped; ``data:`` lines of one event are joined by LF; comments, ``id:`` and
-    ``retry:`` are ignored; an event still pending at EOF is delivered too. The common case (one
-    ``data: …`` line per event) is split out by C-level ``bytes.split``, not a per-line loop."""
+    ``retry:`` are ignored; an event still pending at EOF is delivered too. The common case
+    (every event of the read one ``data: …`` line) is one C-level ``bytes.split``: no per-event
+    Python work at all."""
     buf = b""
     first = True
     cr_pending = False  # the buffer ends in CR: it may be the first half of a CRLF
@@ -175,18 +183,80 @@ def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
             continue
         block = buf[:end]
         buf = buf[end + 2 :]
-        for ev in block.split(b"\n\n"):
-            if ev[:6] == b"data: " and b"\n" not in ev:
-                yield None, ev[6:]
-            elif ev:
-                parsed = _parse_event(ev.lstrip(b"\n"))
-                if parsed is not None:
-                    yield parsed
+        if block[:6] == b"data: ":
+            datas = block.split(b"\n\ndata: ")
+            if b"\n" not in b"".join(datas):
+                # every event one "data: " line: the separators were the only newlines
+                datas[0] = datas[0][6:]
+                yield None, datas
+                continue
+        batch = _parse_block(block)
+        if batch is not None:
+            yield batch
     buf = buf.replace(b"\r", b"\n")
     if buf.strip():
         parsed = _parse_event(buf.strip(b"\n"))
         if parsed is not None:
-            yield parsed
+            name, data = parsed
+            yield (None if name is None else [name]), [data]
+
+
+#: event names as their raw bytes were seen (a stream repeats a handful of names)
+_EVENT_NAMES: dict[bytes, str] = {}
+
+
+def _parse_block(block: bytes) -> SSEBatch | None:
+    """The general path: the events of one block of ``\\n\\n``-separated events, or None."""
+    names: list[str | None] = []
+    datas: list[bytes] = []
+    for ev in block.split(b"\n\n"):
+        if ev[:6] == b"data: " and b"\n" not in ev:
+            names.append(None)
+            datas.append(ev[6:])
+        elif (
+            ev[:7] == b"event: "
+            and (nl := ev.find(b"\n")) > 0
+            and ev[nl + 1 : nl + 7] == b"data: "
+            and ev.find(b"\n", nl + 1) < 0
+        ):
+            # "event: NAME" then one "data: …" line (Anthropic's stream)
+            raw = ev[6:nl]
+            name = _EVENT_NAMES.get(raw)
+            if name is None:
+                name = raw.strip().decode("utf-8", "replace")
+                if len(_EVENT_NAMES) < 256:
+                    _EVENT_NAMES[raw] = name
+            names.append(name)
+            datas.append(ev[nl + 7 :])
+        elif ev:
+            parsed = _parse_event(ev.lstrip(b"\n"))
+            if parsed is not None:
+                names.append(parsed[0])
+                datas.append(parsed[1])
+    if not datas:
+        return None
+    return (names if any(n is not None for n in names) else None), datas
+
+
+def iter_sse(chunks: Iterator[bytes]) -> Iterator[SSEEvent]:
+    """Server-sent events from raw byte chunks: ``(event name or None, data)`` per event (the
+    events of ``iter_sse_batches``, one by one)."""
+    for names, datas in iter_sse_batches(chunks):
+        if names is None:
+            for data in datas:
+                yield None, data
+        else:
+            yield from zip(names, datas, strict=True)
+
+
+def event_batches(resp: Response) -> Iterator[SSEBatch]:
+    """The SSE events of ``resp`` one network read at a time when it can tell them apart
+    (``HttpResponse``), else one event per batch (a recording or replay wraps ``iter_events``)."""
+    batches = getattr(resp, "iter_event_batches", None)
+    if batches is not None:
+        it: Iterator[SSEBatch] = batches()
+        return it
+    return ((None if name is None else [name], [data]) for name, data in resp.iter_events())
 
 
 # -- failure mapping -------------------------------------------------------------------------------
@@ -252,6 +322,11 @@ class HttpResponse:
         self._timer: Any = None  # a threading.Timer, or an asyncio.TimerHandle on the loop
         #: the body is read on the stream loop (``aio``), through the async client
         self._async = aio.in_stream()
+        self._chunks: Any = None  # the async body iterator once reading began
+        self._eof = False  # the whole body was read
+        self._broken = False  # a read failed
+        self._aborted = False  # the socket was shut down (a cancel, the deadline)
+        self._shard: _Shard | None = None  # the stream loop client's in-flight count
         rem = deadline.remaining()
         if rem is not None:
             if self._async:
@@ -275,14 +350,8 @@ class HttpResponse:
         with self._lock:
             if self._closed or self._raw.is_closed:
                 return
-            stream = self._raw.extensions.get("network_stream")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            # a socket.socket, or asyncio's TransportSocket on the stream loop
-            if sock is not None and hasattr(sock, "shutdown"):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            self._aborted = True
+            _shutdown_socket(self._raw)
 
     def _raise(self, exc: BaseException) -> NoReturn:
         err = map_transport_error(exc, self._deadline, response=self)
@@ -305,20 +374,26 @@ class HttpResponse:
     def iter_bytes(self) -> Iterator[bytes]:
         try:
             if self._async:
-                chunks = self._raw.aiter_raw()
+                chunks = self._chunks = self._raw.aiter_raw()
                 step = chunks.__anext__
                 while True:
                     try:
                         yield aio.await_only(step())
                     except StopAsyncIteration:
+                        self._eof = True
                         return
             else:
                 yield from self._raw.iter_raw()
         except httpx.HTTPError as exc:
+            self._broken = True
             self._raise(exc)
 
     def iter_events(self) -> Iterator[SSEEvent]:
         return iter_sse(self.iter_bytes())
+
+    def iter_event_batches(self) -> Iterator[SSEBatch]:
+        """The events of each network read together (``iter_sse_batches``)."""
+        return iter_sse_batches(self.iter_bytes())
 
     def close(self) -> None:
         with self._lock:
@@ -329,11 +404,80 @@ class HttpResponse:
         try:
             if self._async:
                 if aio.in_stream():
+                    chunks = self._chunks
+                    if chunks is not None and not (
+                        self._eof or self._broken or self._aborted or self._deadline.fired
+                    ):
+                        # the reader stopped at its terminal event with the body's end (a
+                        # chunked body's last chunk) not read yet: read it in the background
+                        # so the connection goes back to the pool instead of being closed
+                        shard, self._shard = self._shard, None
+                        _drain_later(self._raw, chunks, shard)
+                        return
                     aio.await_only(self._raw.aclose())
             else:
                 self._raw.close()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
+        finally:
+            shard = self._shard
+            if shard is not None:
+                self._shard = None
+                shard.done()
+
+
+def _shutdown_socket(raw: httpx.Response) -> None:
+    """Shut the socket of ``raw``'s connection down: a blocked read on it wakes with an error."""
+    import socket  # (loaded by then; imported here so that the module need not import it)
+
+    stream = raw.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    # a socket.socket, or asyncio's TransportSocket on the stream loop
+    if sock is not None and hasattr(sock, "shutdown"):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+#: what is left of a stream's body after its terminal event is read for at most this long and
+#: this many bytes (then the connection is closed as before: its socket shut down)
+_DRAIN_S = 1.0
+_DRAIN_BYTES = 64 * 1024
+_draining: set[Any] = set()  # the drain tasks (the loop keeps only weak references)
+
+
+def _drain_later(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None:
+    """Finish reading ``raw``'s body on the stream loop without holding up the stream's end,
+    then close it: a body read to its end leaves a connection the next stream can reuse."""
+    import asyncio
+
+    task = asyncio.get_running_loop().create_task(_drain(raw, chunks, shard))
+    _draining.add(task)
+    task.add_done_callback(_draining.discard)
+
+
+async def _drain(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None:
+    import asyncio
+
+    guard = asyncio.get_running_loop().call_later(_DRAIN_S, _shutdown_socket, raw)
+    try:
+        left = _DRAIN_BYTES
+        async for chunk in chunks:
+            left -= len(chunk)
+            if left < 0:
+                break  # more than a body's end: not worth keeping the connection for
+    except Exception:  # noqa: BLE001 - the connection is closed below either way
+        pass
+    finally:
+        guard.cancel()
+        try:
+            await chunks.aclose()
+            await raw.aclose()
+        except Exception:  # noqa: BLE001 - closing a broken connection is best effort
+            pass
+        if shard is not None:
+            shard.done()
 
 
 class _NoCookies(http.cookiejar.CookieJar):
@@ -428,6 +572,22 @@ def _send_following(
 _SHARDS = 16
 
 
+class _Shard:
+    """One request's place in the in-flight counts of the stream loop's clients."""
+
+    __slots__ = ("counts", "index")
+
+    def __init__(self, counts: list[int], index: int) -> None:
+        self.counts = counts
+        self.index = index
+
+    def done(self) -> None:
+        """The request's response is closed (once; on the loop thread)."""
+        if self.index >= 0:
+            self.counts[self.index] -= 1
+            self.index = -1
+
+
 def _pool_limit_error(lim: Limits) -> APICallError:
     """A full per-host pool: no connection became free in time, nothing was sent."""
     return APICallError(
@@ -464,18 +624,24 @@ class HttpTransport:
             cookies=_NoCookies(),
         )
 
-    def async_client(self) -> httpx.AsyncClient:
-        """A client of the stream loop (made on the loop thread, bound to that loop). The pools
-        have no connection limit: a stream never waits for another one's connection. They are
-        ``_SHARDS`` clients taken in turn: httpcore scans every connection of a pool for each
-        request, so one pool holding n open streams costs O(n) per request and O(n²) to open n.
+    def async_client(self) -> tuple[httpx.AsyncClient, _Shard]:
+        """A client of the stream loop (made on the loop thread, bound to that loop) and the
+        shard's count of requests in flight (``_Shard.done`` when its response is closed). The
+        pools have no connection limit: a stream never waits for another one's connection. They
+        are ``_SHARDS`` clients: httpcore scans every connection of a pool for each request, so
+        one pool holding n open streams costs O(n) per request and O(n²) to open n. A request
+        takes the shard with the fewest in flight (the first of them on a tie): concurrent
+        streams spread over all of them, and streams one after another use one shard, so each
+        reuses the connection the last one left (in turn, the first 16 each opened their own).
         Each shard is made on first use, all sharing one TLS context (making a context loads the
         CA bundle: tens of ms, inside the first call's deadline)."""
         state = aio.loop_state()
         if state.client is None:
-            state.client = (itertools.count(), [None] * _SHARDS, [])
-        turn, clients, tls = state.client
-        i = next(turn) % _SHARDS
+            state.client = ([0] * _SHARDS, [None] * _SHARDS, [])
+        inflight, clients, tls = state.client
+        i = min(range(_SHARDS), key=inflight.__getitem__)
+        inflight[i] += 1
+        shard = _Shard(inflight, i)
         client: httpx.AsyncClient | None = clients[i]
         if client is None:
             if not tls:
@@ -487,7 +653,7 @@ class HttpTransport:
                 cookies=_NoCookies(),
                 verify=tls[0],
             )
-        return client
+        return client, shard
 
     def client_for(self, url: str) -> httpx.Client:
         """The pooled client of ``url``'s host (created on first use)."""
@@ -536,7 +702,7 @@ class HttpTransport:
     def _send_async(
         self, request: HTTPRequest, deadline: Deadline, rem: float | None
     ) -> HttpResponse:
-        client = self.async_client()
+        client, shard = self.async_client()
         try:
             raw = _send_following(
                 client,
@@ -548,8 +714,14 @@ class HttpTransport:
                 lambda raw: aio.await_only(raw.aclose()),
             )
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
+            shard.done()
             raise map_transport_error(exc, deadline) from exc
-        return HttpResponse(raw, deadline)
+        except BaseException:
+            shard.done()
+            raise
+        response = HttpResponse(raw, deadline)
+        response._shard = shard
+        return response
 
 
 # -- logs ------------------------------------------------------------------------------------------

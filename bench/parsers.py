@@ -58,6 +58,12 @@ class _BytesResponse:
 
         return iter_sse(iter(self.chunks))
 
+    def iter_event_batches(self) -> Iterator[Any]:
+        # what transport.HttpResponse offers: the events of each read together
+        from aimux_ops.transport import iter_sse_batches
+
+        return iter_sse_batches(iter(self.chunks))
+
     def close(self) -> None:
         pass
 

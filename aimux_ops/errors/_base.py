@@ -19,9 +19,12 @@ generated code read: one source of truth.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import threading
+import types
 import typing
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, create_model
@@ -63,16 +66,152 @@ def constant_of(stem: str) -> str:
 
 
 def _payload_property(name: str) -> property:
-    """A payload field as an attribute of the error: ``err.status_code`` reads and sets
-    ``err.payload.status_code`` (one state, whichever way it is used)."""
+    """A payload field as an attribute of the error: ``err.status_code`` reads and sets the
+    error's field values, the same dict ``err.payload`` (the pydantic view) reads and writes:
+    one state, whichever way it is used."""
 
     def get(self: AimuxError) -> Any:
-        return getattr(self.payload, name, None)
+        return self._values.get(name)
 
     def set_(self: AimuxError, value: Any) -> None:
-        setattr(self.payload, name, value)
+        view = self.__dict__.get("_payload_view")
+        if view is not None:
+            setattr(view, name, value)  # the view's own bookkeeping (fields set); same dict
+        else:
+            self._values[name] = value
 
     return property(get, set_, doc=f"The payload field ``{name}`` (None when absent).")
+
+
+# -- construction without pydantic on the hot path ------------------------------------------------
+#
+# The payload models stay the one source of truth for the schemas and the generated bindings; a
+# fresh error whose field values already have their declared types (a str for ``str | None``, a
+# list of str for ``list[str] | None``, ...) is built without them: each declared type gets a
+# cheap check below, derived from the same annotations. Anything else (a value pydantic would
+# coerce or reject, a camelCase or unknown keyword) goes through the payload model, as before.
+
+#: A check's answer when the value needs the payload model (coercion, a validation error).
+_SLOW: Any = object()
+
+Check = Callable[[Any], Any]
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _is_str(value: Any) -> Any:
+    return value if type(value) is str else _SLOW
+
+
+def _is_int(value: Any) -> Any:
+    return value if type(value) is int else _SLOW
+
+
+def _is_bool(value: Any) -> Any:
+    return value if type(value) is bool else _SLOW
+
+
+def _list_of(item: Check | None) -> Check:
+    def check(value: Any) -> Any:
+        if type(value) is not list:
+            return _SLOW
+        if item is _as_is:
+            return list(value)  # pydantic hands over a copy of a validated list
+        if item is _is_str:
+            for v in value:
+                if type(v) is not str:
+                    return _SLOW
+            return list(value)
+        return _SLOW
+
+    return check
+
+
+def _list_of_models(model: type) -> Check:
+    def check(value: Any) -> Any:
+        if type(value) is not list:
+            return _SLOW
+        for v in value:
+            if type(v) is not model:  # an instance is kept as it is (never revalidated)
+                return _SLOW
+        return list(value)
+
+    return check
+
+
+def _dict_of(values: Check) -> Check:
+    def check(value: Any) -> Any:
+        if type(value) is not dict:
+            return _SLOW
+        for k, v in value.items():
+            if type(k) is not str or (values is _is_str and type(v) is not str):
+                return _SLOW
+        return dict(value)
+
+    return check
+
+
+def _literal(options: tuple[Any, ...]) -> Check:
+    allowed = frozenset(o for o in options if type(o) is str)
+
+    def check(value: Any) -> Any:
+        return value if type(value) is str and value in allowed else _SLOW
+
+    return check
+
+
+def _exact_of(hint: Any) -> type | None:
+    """``str`` / ``int`` / ``bool`` when the field is declared that type (or that or None): a
+    value of exactly that type is stored as it is (what its check would answer)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        rest = [a for a in args if a is not type(None)]
+        if len(args) != 2 or len(rest) != 1:
+            return None
+        hint = rest[0]
+    return hint if hint in (str, int, bool) else None
+
+
+def _check_of(hint: Any) -> Check | None:
+    """The cheap check of a declared type, or None (every value goes through the model)."""
+    if hint is Any:
+        return _as_is
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1 or len(args) != 2:
+            return None
+        inner = _check_of(rest[0])
+        if inner is None:
+            return None
+        if inner is _as_is:
+            return _as_is
+
+        def optional(value: Any, inner: Check = inner) -> Any:
+            return None if value is None else inner(value)
+
+        return optional
+    if hint is str:
+        return _is_str
+    if hint is bool:
+        return _is_bool
+    if hint is int:
+        return _is_int
+    if origin is typing.Literal:
+        return _literal(args) if all(type(a) is str for a in args) else None
+    if origin is list and len(args) == 1:
+        (item,) = args
+        if item is Any or item is str:
+            return _list_of(_check_of(item))
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return _list_of_models(item)
+        return None
+    if origin is dict and len(args) == 2 and args[0] is str and args[1] in (str, Any):
+        return _dict_of(_check_of(args[1]) or _as_is)
+    return None
 
 
 def _own_fields(cls: type) -> dict[str, tuple[Any, Any]]:
@@ -131,6 +270,22 @@ class AimuxError(Exception):
     #: Class-name prefix left out of the constant (recording: ``Recording``).
     constant_prefix: ClassVar[str] = ""
     _field_names: ClassVar[tuple[str, ...]] = ()
+    #: Per field: its cheap check (None: only the payload model validates it), its default, and
+    #: (field, wire name) in the payload model's order: derived from the same annotations.
+    _checks: ClassVar[dict[str, Check | None]] = {}
+    #: Per field declared ``str`` / ``int`` / ``bool`` (or that or None): the type a value of
+    #: which is stored as it is without a call (what its check would answer).
+    _exact: ClassVar[dict[str, type]] = {}
+    _defaults: ClassVar[dict[str, Any]] = {}
+    _wire: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: The field values (the dict ``payload``'s model view shares) and the members a newer core
+    #: sent that this version does not declare (None: none).
+    _values: dict[str, Any]
+    _extra: dict[str, Any] | None = None
+    #: The node this error was decoded from, when it came from JSON (else None).
+    raw: dict[str, Any] | None = None
+    #: A decoded root's own ``(retryable, retryAfterMs)`` as the envelope gave them (else None).
+    wire_root: tuple[bool, int | None] | None = None
 
     def __init_subclass__(
         cls,
@@ -149,6 +304,14 @@ class AimuxError(Exception):
             cls.Payload = _LazyPayload(cls, fields)  # type: ignore[assignment]
         inherited = cls._field_names  # the nearest ancestor's (pydantic's order: theirs, then new)
         cls._field_names = inherited + tuple(f for f in fields if f not in inherited)
+        cls._checks = {**cls._checks, **{f: _check_of(hint) for f, (hint, _) in fields.items()}}
+        own_exact = {f: _exact_of(hint) for f, (hint, _) in fields.items()}
+        cls._exact = {
+            **{f: t for f, t in cls._exact.items() if f not in fields},
+            **{f: t for f, t in own_exact.items() if t is not None},
+        }
+        cls._defaults = {**cls._defaults, **{f: default for f, (_, default) in fields.items()}}
+        cls._wire = tuple((f, to_camel(f)) for f in cls._field_names)
         for hook in ("retryable", "retry_after_ms"):
             if hook in cls.__dict__:  # pragma: no cover - a programming error caught at import
                 raise TypeError(
@@ -176,21 +339,61 @@ class AimuxError(Exception):
         """``fields`` are the payload fields (snake_case or camelCase), validated; ``payload``
         is an already-built payload (the decoder's path: what the wire carried, kept even when
         it does not validate)."""
-        self.payload: ErrorPayload = payload if payload is not None else self.Payload(**fields)
+        if payload is not None:
+            self.payload = payload
+        else:
+            values = dict(self._defaults)
+            checks = self._checks
+            exact = self._exact
+            for key, value in fields.items():
+                if type(value) is exact.get(key):
+                    values[key] = value
+                    continue
+                check = checks.get(key)
+                got = _SLOW if check is None else check(value)
+                if got is _SLOW:  # coercion, a camelCase or unknown name, or a validation error
+                    self.payload = self.Payload(**fields)
+                    break
+                values[key] = got
+            else:
+                self._values = values
         self.message: str = message if message is not None else self.default_message()
-        #: The node this error was decoded from, when it came from JSON (else None).
-        self.raw: dict[str, Any] | None = None
-        #: A decoded root's own ``(retryable, retryAfterMs)`` as the envelope gave them (else None).
-        self.wire_root: tuple[bool, int | None] | None = None
-        super().__init__(self.message)
+        BaseException.__init__(self, self.message)
 
     def __getattr__(self, name: str) -> Any:
         # Members a newer core sent that this version does not declare (kept when decoding).
-        extra = self.__dict__.get("payload")
-        extras = getattr(extra, "__pydantic_extra__", None) or {}
-        if name in extras:
+        extras = self.__dict__.get("_extra")
+        if extras and name in extras:
             return extras[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def payload(self) -> ErrorPayload:
+        """The payload as its pydantic model (kept for compatibility; camelCase aliases on the
+        wire): a view over the same field values as the attributes, built on first use."""
+        view: ErrorPayload | None = self.__dict__.get("_payload_view")
+        if view is None:
+            model = type(self).Payload
+            view = model.model_construct(
+                _fields_set={k for k, v in self._values.items() if v is not None}
+            )
+            if self._extra is None:
+                self._extra = {}
+            object.__setattr__(view, "__dict__", self._values)
+            object.__setattr__(view, "__pydantic_extra__", self._extra)
+            self._payload_view = view
+        return view
+
+    @payload.setter
+    def payload(self, model: ErrorPayload) -> None:
+        """Adopt a built payload (the decoder's path): its values become the error's."""
+        self._values = model.__dict__
+        extra = model.__pydantic_extra__
+        if extra is None:
+            extra = {}
+            object.__setattr__(model, "__pydantic_extra__", extra)
+        self._extra = extra
+        self._payload_view = model
 
     @classmethod
     def wire_payload(cls, members: dict[str, Any]) -> ErrorPayload:
@@ -218,14 +421,14 @@ class AimuxError(Exception):
     def retryable(self) -> bool:
         """Whether retrying the same call could succeed. A decoded root reports its envelope's
         ``retryable`` as given (CONTRACT §4), never recomputed from the payload."""
-        wire = getattr(self, "wire_root", None)
+        wire = self.wire_root
         return wire[0] if wire is not None else self._own_retryable()
 
     @property
     def retry_after_ms(self) -> int | None:
         """The server's retry hint in milliseconds, only when one was observed. A decoded root
         reports its envelope's ``retryAfterMs`` as given (CONTRACT §4)."""
-        wire = getattr(self, "wire_root", None)
+        wire = self.wire_root
         return wire[1] if wire is not None else self._own_retry_after_ms()
 
     # Subclasses override these two (never ``retryable`` / ``retry_after_ms`` themselves).
@@ -236,9 +439,27 @@ class AimuxError(Exception):
         return None
 
     def payload_fields(self) -> dict[str, Any]:
-        """The payload as JSON-ready camelCase members (absent fields omitted): ``model_dump``'s
-        serializer called directly (the same dict, without its per-call Python wrapper; this is
-        on every projection's path)."""
+        """The payload as JSON-ready camelCase members (absent fields omitted): what the payload
+        model's serializer gives (``model_dump(mode="json", by_alias=True, exclude_none=True)``).
+        When every value is already plain JSON (str, int, bool, finite float, lists and
+        str-keyed dicts of those) and no undeclared member is kept, the members are read
+        directly; otherwise the serializer runs (conversions, warnings, errors as before)."""
+        if not self._extra:
+            values = self._values
+            out: dict[str, Any] = {}
+            for name, wire in self._wire:
+                value = values.get(name)
+                if value is None:
+                    continue
+                kind = type(value)
+                if kind is str or kind is bool or kind is int or _plain(value, 0):
+                    out[wire] = value
+                elif kind is list and (models := dump_models(value)) is not None:
+                    out[wire] = models
+                else:
+                    break
+            else:
+                return out
         payload = self.payload
         dumped: dict[str, Any] = payload.__pydantic_serializer__.to_python(
             payload, mode="json", by_alias=True, exclude_none=True
@@ -261,6 +482,99 @@ class AimuxError(Exception):
             getattr(value, "kind", None) == cls.kind
             and getattr(value, "error_name", None) == cls.error_name
         ) or isinstance(value, cls)
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether ``value`` is JSON the payload serializer would hand back unchanged."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # the serializer writes NaN and infinities as null
+    if depth > 32:
+        return False
+    if kind is list:
+        for v in value:
+            kind = type(v)
+            if not (
+                kind is str or kind is int or kind is bool or v is None or _plain(v, depth + 1)
+            ):
+                return False
+        return True
+    if kind is dict:
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            kind = type(v)
+            if not (
+                kind is str or kind is int or kind is bool or v is None or _plain(v, depth + 1)
+            ):
+                return False
+        return True
+    return False
+
+
+#: Per pydantic model class: its field names when the serializer's JSON of an instance is
+#: simply its str / int / bool members (no alias, no custom serializer, no extra members kept),
+#: else None. Worked out from the class once (a property of the model, not of any value).
+_SIMPLE_MODELS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _simple_fields(model: type) -> tuple[str, ...] | None:
+    held = _SIMPLE_MODELS.get(model, ())
+    if held != ():
+        return held
+    fields: tuple[str, ...] | None = None
+    try:
+        config = model.model_config  # type: ignore[attr-defined]
+        decorators = model.__pydantic_decorators__  # type: ignore[attr-defined]
+        infos = model.model_fields  # type: ignore[attr-defined]
+        if (
+            config.get("alias_generator") is None
+            and config.get("extra") != "allow"
+            and not getattr(model, "__pydantic_root_model__", False)
+            and not decorators.field_serializers
+            and not decorators.model_serializers
+            and not decorators.computed_fields
+            and all(
+                info.alias is None
+                and info.serialization_alias is None
+                and not info.exclude
+                and info.annotation in (str, int, bool)
+                for info in infos.values()
+            )
+        ):
+            fields = tuple(infos)
+    except Exception:  # noqa: BLE001 - not a model this rule knows: the serializer's
+        fields = None
+    _SIMPLE_MODELS[model] = fields
+    return fields
+
+
+def dump_models(value: list[Any]) -> list[dict[str, Any]] | None:
+    """A list of pydantic model instances as the payload serializer dumps it (JSON mode, no
+    ``None`` member), when every instance is of a simple model (``_simple_fields``) whose
+    values have their declared types; else None (the serializer is needed)."""
+    out: list[dict[str, Any]] = []
+    for item in value:
+        model = type(item)
+        if not isinstance(item, BaseModel):
+            return None
+        names = _simple_fields(model)
+        if names is None:
+            return None
+        members = item.__dict__
+        dumped: dict[str, Any] = {}
+        for name in names:
+            v = members.get(name)
+            if v is None:
+                continue
+            kind = type(v)
+            if kind is not str and kind is not int and kind is not bool:
+                return None
+            dumped[name] = v
+        out.append(dumped)
+    return out
 
 
 class SourceError(Exception):

@@ -29,7 +29,7 @@ from ..redact import guard_url, remember_header_secrets
 from ..retry import retry_with_exponential_backoff
 from ..transport import Deadline, Response, Transport, default_transport
 from .models import CallParams, ToolChoiceTool
-from .registry import StreamContext
+from .registry import EventBatch, StreamContext
 from .tools import check_schema, tool_call
 
 __all__ = ["Call", "neutral_call", "run_call", "run_stream"]
@@ -168,10 +168,26 @@ def run_call(
 
 def run_stream(
     op: str, params: CallParams, call_of: Callable[[], LanguageModelCall], ctx: StreamContext
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Any]:
     """A stream op: ``text-delta`` events as they come, then the tool calls (validated) and the
     finish event. Retried only until the first event; a later failure raises (the dispatcher
-    turns it into an ``error`` event). Nothing runs before the first pull."""
+    turns it into an ``error`` event). Nothing runs before the first pull. With
+    ``ctx.batches`` the events come as one ``EventBatch`` per network read."""
+    batches = _stream_batches(op, params, call_of, ctx)
+    return batches if ctx.batches else _one_by_one(batches)
+
+
+def _one_by_one(batches: Iterator[EventBatch]) -> Iterator[dict[str, Any]]:
+    try:
+        for batch in batches:
+            yield from batch
+    finally:
+        batches.close()  # type: ignore[attr-defined] # a generator: its cleanup runs now
+
+
+def _stream_batches(
+    op: str, params: CallParams, call_of: Callable[[], LanguageModelCall], ctx: StreamContext
+) -> Iterator[EventBatch]:
     neutral = call_of()
     call = Call(op, params, neutral)
     current: list[Response] = []
@@ -182,29 +198,30 @@ def run_stream(
 
     ctx.on_cancel(abort)
 
-    def attempt() -> tuple[Response, StreamState, Iterator[dict[str, Any]], dict[str, Any] | None]:
+    def attempt() -> tuple[Response, StreamState, Iterator[list[dict[str, Any]]], Any]:
         resp = call.send()
         current[:] = [resp]
         if ctx.cancelled.is_set():
             resp.abort()
-        state, events = call.provider.open_stream(resp, neutral)
+        state, batches = call.provider.open_stream(resp, neutral)
         try:
-            first = next(events, None)
+            first = next(batches, None)
         except BaseException:
             resp.close()
             raise
-        return resp, state, events, first
+        return resp, state, batches, first
 
     resp: Response | None = None
     finished = False
     try:
         try:
-            resp, state, events, first = call.retry(attempt, ctx.cancelled)
+            resp, state, batches, first = call.retry(attempt, ctx.cancelled)
             if first is not None:
-                yield first
+                yield EventBatch(first)
                 # the dispatcher checks for cancellation before each pull, and a cancel shuts
                 # the socket down: no per-event check here (this is the hot path)
-                yield from events
+                for batch in batches:
+                    yield EventBatch(batch)
         except AimuxError as exc:
             if ctx.cancelled.is_set():
                 return
@@ -215,7 +232,7 @@ def run_stream(
         for _index, (call_id, name, raw) in sorted(state.tool_calls.items()):
             event = tool_call(call_id, name, raw, params.tools)
             event["type"] = "tool-call"
-            yield event
+            yield EventBatch((event,))
         finish = {
             "type": "finish",
             "finishReason": state.finish_reason,
@@ -224,7 +241,7 @@ def run_stream(
         }
         call.finish_ok(finish)
         finished = True
-        yield finish
+        yield EventBatch((finish,))
     finally:
         if resp is not None:
             resp.close()

@@ -5,7 +5,9 @@ JSON-ready dict). A ``stream`` op's handler takes the params and a ``StreamConte
 an iterator of events (JSON-ready dicts, or the bytes of one serialized event); an exception
 raised before the first event fails the open, one raised later becomes the terminal ``error``
 event. A stream handler runs on the core's stream loop (``aio``, shared by every stream): it must
-never block its thread; it waits through ``aio`` (the transport's reads, ``aio.sleep``).
+never block its thread; it waits through ``aio`` (the transport's reads, ``aio.sleep``). When
+its ``StreamContext.batches`` is set (the dispatcher sets it) it may yield an ``EventBatch`` (the
+events of one network read, in order) in place of single events: one hand-off per read.
 
 Op modules are imported when first needed (``declare_lazy``): ``get_op`` imports the module that
 registers a declared name on its first lookup, ``all_ops`` imports every declared module, so a
@@ -23,17 +25,34 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["OpSpec", "StreamContext", "all_ops", "declare_lazy", "get_op", "register_op"]
+__all__ = [
+    "EventBatch",
+    "OpSpec",
+    "StreamContext",
+    "all_ops",
+    "declare_lazy",
+    "get_op",
+    "register_op",
+]
 
 Mode = Literal["call", "stream"]
 
 
+class EventBatch(list[Any]):
+    """Several events of a stream op, in order, yielded as one item (see ``StreamContext``)."""
+
+    __slots__ = ()
+
+
 class StreamContext:
     """Cancellation for one stream: ``cancelled`` is set and every ``on_cancel`` callback runs
-    (once, from the cancelling thread) so a blocked network read can be woken."""
+    (once, from the cancelling thread) so a blocked network read can be woken. ``batches``: the
+    consumer of the op's iterator takes an ``EventBatch`` as the events in it (False unless the
+    consumer says so: a direct caller of a handler gets single events)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, batches: bool = False) -> None:
         self.cancelled = threading.Event()
+        self.batches = batches
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 

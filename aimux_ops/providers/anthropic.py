@@ -27,12 +27,13 @@ Shape checks are hand-written (no per-event pydantic): this is the hot path.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any
 
 import orjson
 
 from ..errors import APICallError, InvalidResponseDataError
-from ..transport import HTTPRequest, Response
+from ..transport import HTTPRequest, Response, event_batches
 from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
 from .base import (
     GenerateResult,
@@ -393,11 +394,50 @@ def stream_events(
     """``text-delta`` events from a 2xx SSE response; tool calls, usage and the finish reason are
     left in ``state`` (``state.done`` once ``message_stop`` arrived). Raises ``APICallError`` (with
     the stream's numeric status) for an ``error`` event, a bad event or an end before
-    ``message_stop``."""
+    ``message_stop``. The events of ``stream_batches``, one by one."""
+    for batch in stream_batches(resp, state, json_tool=json_tool):
+        yield from batch
+
+
+def stream_batches(
+    resp: Response, state: AnthropicStreamState, *, json_tool: bool = False
+) -> Iterator[list[dict[str, Any]]]:
+    """``stream_events`` one network read at a time: a non-empty list of the events each read
+    completed (the events before a failure are delivered before it is raised)."""
+    for names, datas in event_batches(resp):
+        out: list[dict[str, Any]] = []
+        try:
+            ended = _read_events(resp, state, json_tool, names, datas, out)
+        except BaseException:
+            if out:  # what the read completed before the failure comes first
+                yield out
+            raise
+        if out:
+            yield out
+        if ended:
+            return
+    raise stream_error(
+        resp,
+        "The stream ended before the provider's terminal event (message_stop)",
+        retryable=True,
+    )
+
+
+def _read_events(
+    resp: Response,
+    state: AnthropicStreamState,
+    json_tool: bool,
+    names: list[str | None] | None,
+    datas: list[bytes],
+    out: list[dict[str, Any]],
+) -> bool:
+    """Append the events of one read's SSE data to ``out``; True at ``message_stop`` (the rest
+    of the read is not looked at)."""
     loads = orjson.loads
+    append = out.append
     tool_calls = state.tool_calls
     json_blocks = state.json_blocks
-    for event, data in resp.iter_events():
+    for event, data in zip(repeat(None) if names is None else names, datas, strict=False):
         try:
             frame = loads(data)
         except orjson.JSONDecodeError as exc:
@@ -415,7 +455,7 @@ def stream_events(
                     if type(text) is not str:
                         raise TypeError("delta.text: expected a string")
                     if text:
-                        yield {"type": "text-delta", "text": text}
+                        append({"type": "text-delta", "text": text})
                 elif dtype == "input_json_delta":
                     piece = delta["partial_json"]
                     if type(piece) is not str:
@@ -423,7 +463,7 @@ def stream_events(
                     index = frame["index"]
                     if index in json_blocks:
                         if piece:
-                            yield {"type": "text-delta", "text": piece}
+                            append({"type": "text-delta", "text": piece})
                     else:
                         slot = tool_calls.get(index)
                         if slot is not None:  # else a server tool's input: not ours to report
@@ -440,7 +480,7 @@ def stream_events(
                 btype = block["type"]
                 if btype == "text":
                     if block.get("text"):
-                        yield {"type": "text-delta", "text": block["text"]}
+                        append({"type": "text-delta", "text": block["text"]})
                 elif btype == "tool_use":
                     name = block.get("name")
                     if not isinstance(name, str) or not name:
@@ -450,7 +490,7 @@ def stream_events(
                     if json_tool and name == JSON_TOOL:
                         json_blocks.add(index)
                         if initial:
-                            yield {"type": "text-delta", "text": initial}
+                            append({"type": "text-delta", "text": initial})
                     else:
                         tool_calls[index] = [block.get("id") or f"toolu_{index}", name, initial]
             elif kind == "message_delta":
@@ -462,7 +502,7 @@ def stream_events(
                 state.add_usage(frame.get("usage"))
             elif kind == "message_stop":
                 state.done = True
-                return
+                return True
             elif kind == "error" or event == "error":
                 raise _error_event(resp, frame)
             # ping, content_block_stop and event types added later carry nothing to report
@@ -472,11 +512,7 @@ def stream_events(
             err = stream_error(resp, "Invalid stream chunk", retryable=False)
             err.__cause__ = type_validation_error(text, reason)
             raise err  # noqa: B904 - __cause__ set above
-    raise stream_error(
-        resp,
-        "The stream ended before the provider's terminal event (message_stop)",
-        retryable=True,
-    )
+    return False
 
 
 # -- the provider ----------------------------------------------------------------------------------
@@ -516,9 +552,9 @@ class AnthropicMessagesProvider(Provider):
 
     def open_stream(
         self, resp: Response, call: LanguageModelCall
-    ) -> tuple[AnthropicStreamState, Iterator[dict[str, Any]]]:
+    ) -> tuple[AnthropicStreamState, Iterator[list[dict[str, Any]]]]:
         state = AnthropicStreamState()
-        return state, stream_events(resp, state, json_tool=uses_json_tool(call))
+        return state, stream_batches(resp, state, json_tool=uses_json_tool(call))
 
 
 PROVIDER = AnthropicMessagesProvider()

@@ -4,8 +4,8 @@ The ops build one provider-neutral ``LanguageModelCall`` (system, messages, sett
 choice, object format, stream flag) and hand it to the ``Provider`` named by ``model.provider``.
 The provider owns everything of its wire format: URL, headers, body, API-key variable, response
 parsing, finish-reason and usage mapping, error-body parsing and its stream's terminal-event rule.
-It answers with a ``GenerateResult`` or, for a stream, ``text-delta`` events plus a
-``StreamState`` (tool calls, finish reason, usage, ids) filled as the stream is read.
+It answers with a ``GenerateResult`` or, for a stream, ``text-delta`` events (a list per network
+read) plus a ``StreamState`` (tool calls, finish reason, usage, ids) filled as the stream is read.
 
 Retry, timeouts, recording, redaction, tool validation and projection stay in the shared layers
 (``retry``, ``transport``, ``recording``, ``redact``, ``ops``, ``envelope``): a provider never
@@ -177,10 +177,11 @@ class Provider(ABC):
     @abstractmethod
     def open_stream(
         self, resp: Response, call: LanguageModelCall
-    ) -> tuple[StreamState, Iterator[dict[str, Any]]]:
-        """``text-delta`` events of a 2xx stream (lazily read) and the state they fill. The
-        iterator raises ``APICallError`` (with the stream's numeric status) for an error event,
-        a bad event or an end before the terminal event."""
+    ) -> tuple[StreamState, Iterator[list[dict[str, Any]]]]:
+        """``text-delta`` events of a 2xx stream (lazily read), one non-empty list per network
+        read, and the state they fill. The iterator raises ``APICallError`` (with the stream's
+        numeric status) for an error event, a bad event or an end before the terminal event;
+        the events a read completed before such a failure come first."""
 
 
 # -- helpers every provider shares -----------------------------------------------------------------

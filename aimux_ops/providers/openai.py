@@ -27,12 +27,13 @@ Shape checks are hand-written (no per-chunk pydantic): this is the hot path.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any, Literal
 
 import orjson
 
 from ..errors import APICallError, InvalidResponseDataError
-from ..transport import HTTPRequest, Response, iter_sse
+from ..transport import HTTPRequest, Response, SSEBatch, event_batches, iter_sse_batches
 from .base import (
     GenerateResult,
     LanguageModelCall,
@@ -58,6 +59,7 @@ __all__ = [
     "map_finish_reason",
     "parse_completion",
     "request_headers",
+    "stream_batches",
     "stream_events",
 ]
 
@@ -506,21 +508,67 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
     """``text-delta`` events from a 2xx SSE response; tool calls, usage and the finish reason are
     left in ``state`` (``state.done`` once ``[DONE]`` arrived). Raises ``APICallError`` (with the
     stream's numeric status) for an error frame, a bad chunk or an end before the terminal event
-    (the ``finish_reason`` chunk, or ``[DONE]``)."""
+    (the ``finish_reason`` chunk, or ``[DONE]``). The events of ``stream_batches``, one by one."""
+    for batch in stream_batches(resp, state):
+        yield from batch
+
+
+def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str, Any]]]:
+    """``stream_events`` one network read at a time: a non-empty list of the events each read
+    completed (the events before a failure are delivered before it is raised)."""
     ctype = _content_type(resp)
-    events: Iterator[tuple[str | None, bytes]] | None = None
     if ctype and "event-stream" not in ctype:
         raw = resp.read()
         if not _looks_like_sse(raw):
-            yield from _not_an_event_stream(resp, state, raw)
+            whole = list(_not_an_event_stream(resp, state, raw))
+            if whole:
+                yield whole
             return
-        events = iter_sse(iter((raw,)))
+        reads: Iterator[SSEBatch] = iter_sse_batches(iter((raw,)))
+    else:
+        reads = event_batches(resp)
     loads = orjson.loads
-    for event, data in events if events is not None else resp.iter_events():
+    for names, datas in reads:
+        out: list[dict[str, Any]] = []
+        try:
+            ended = _read_events(resp, state, names, datas, out, loads)
+        except BaseException:
+            if out:  # what the read completed before the failure comes first
+                yield out
+            raise
+        if out:
+            yield out
+        if ended:
+            return
+    if state.finish_reason != "unknown":
+        # CONTRACT §2: the chunk with finish_reason is OpenAI's terminal event; a missing
+        # [DONE] after it is not an error (OpenAI-compatible servers differ there)
+        _finish(state)
+        return
+    raise stream_error(
+        resp,
+        "The stream ended before the provider's terminal event (a finish_reason chunk or [DONE])",
+        retryable=True,
+    )
+
+
+def _read_events(
+    resp: Response,
+    state: StreamState,
+    names: list[str | None] | None,
+    datas: list[bytes],
+    out: list[dict[str, Any]],
+    loads: Any,
+) -> bool:
+    """Append the events of one read's SSE data to ``out``; True at ``[DONE]`` (the rest of the
+    read is not looked at). This is the per-chunk hot path: plain dict reads, one event dict."""
+    append = out.append
+    seen = state.metadata_seen
+    for event, data in zip(repeat(None) if names is None else names, datas, strict=False):
         if data == b"[DONE]":
             state.done = True
             _finish(state)
-            return
+            return True
         try:
             chunk = loads(data)
         except orjson.JSONDecodeError as exc:
@@ -529,15 +577,15 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
             err.__cause__ = json_parse_error(text, exc)
             raise err  # noqa: B904 - __cause__ set above
         try:
-            if ("error" in chunk and chunk["error"] is not None) or event == "error":
+            if ("error" in chunk and chunk["error"] is not None) or (
+                event is not None and event == "error"
+            ):
                 # ("error": null is no error frame)
                 raise _error_frame(resp, chunk)
-            if not state.metadata_seen and (
-                chunk.get("id") or chunk.get("model") or chunk.get("created")
-            ):
+            if not seen and (chunk.get("id") or chunk.get("model") or chunk.get("created")):
                 # the first chunk that says something (Azure's leading prompt_filter_results
                 # chunk has an empty id and model)
-                state.metadata_seen = True
+                state.metadata_seen = seen = True
                 state.response_id = chunk.get("id") or None
                 state.model_id = chunk.get("model") or None
             choices = chunk.get("choices")
@@ -549,17 +597,18 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
                     if content:
                         if type(content) is not str:
                             raise TypeError("choices[0].delta.content: expected a string")
-                        yield {"type": "text-delta", "text": content}
-                    refusal = delta.get("refusal") if "refusal" in delta else None
-                    if refusal:
-                        if type(refusal) is not str:
-                            raise TypeError("choices[0].delta.refusal: expected a string")
-                        state.has_refusal = True
-                        yield {"type": "text-delta", "text": refusal}
-                    calls = delta.get("tool_calls")
-                    if calls:
-                        for call in calls:
-                            _tool_delta(resp, state, call)
+                        append({"type": "text-delta", "text": content})
+                    if content is None or len(delta) > 1:  # else the delta is its text alone
+                        refusal = delta.get("refusal") if "refusal" in delta else None
+                        if refusal:
+                            if type(refusal) is not str:
+                                raise TypeError("choices[0].delta.refusal: expected a string")
+                            state.has_refusal = True
+                            append({"type": "text-delta", "text": refusal})
+                        calls = delta.get("tool_calls")
+                        if calls:
+                            for call in calls:
+                                _tool_delta(resp, state, call)
                 reason = choice.get("finish_reason")
                 if reason is not None:
                     state.finish_reason = map_finish_reason(reason)
@@ -572,16 +621,7 @@ def stream_events(resp: Response, state: StreamState) -> Iterator[dict[str, Any]
             err = stream_error(resp, "Invalid stream chunk", retryable=False)
             err.__cause__ = type_validation_error(text, reason)
             raise err  # noqa: B904 - __cause__ set above
-    if state.finish_reason != "unknown":
-        # CONTRACT §2: the chunk with finish_reason is OpenAI's terminal event; a missing
-        # [DONE] after it is not an error (OpenAI-compatible servers differ there)
-        _finish(state)
-        return
-    raise stream_error(
-        resp,
-        "The stream ended before the provider's terminal event (a finish_reason chunk or [DONE])",
-        retryable=True,
-    )
+    return False
 
 
 # -- the provider ----------------------------------------------------------------------------------
@@ -698,9 +738,9 @@ class OpenAIChatProvider(Provider):
 
     def open_stream(
         self, resp: Response, call: LanguageModelCall
-    ) -> tuple[StreamState, Iterator[dict[str, Any]]]:
+    ) -> tuple[StreamState, Iterator[list[dict[str, Any]]]]:
         state = StreamState()
-        return state, stream_events(resp, state)
+        return state, stream_batches(resp, state)
 
 
 PROVIDER = OpenAIChatProvider()

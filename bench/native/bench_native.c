@@ -2,6 +2,8 @@
  * The native bench (make -C native bench): the cost of
  *   - aimux_call("aimux.version", "{}") + aimux_string_free
  *   - an error round trip: aimux_call("no.such.op") + aimux_error_json + both frees
+ *   - the same with varied input: a different unknown op name per call; invalid params (a 301
+ *     with a cause) different per call
  * beside the floor: one cffi-embedded C -> Python -> string call through libaimux_noop.so (built
  * for the bench only, same cffi, same interpreter, same process), measured interleaved in the
  * same run. Several rounds; the table reports medians (and min / max) in ns per call.
@@ -71,6 +73,43 @@ static double run_error(int n)
     return (now_ns() - t0) / n;
 }
 
+/* The same round trip with a different unknown op name on every call (1,000 names, built before
+   the clock starts): the projection sees a new name, a new message and a new envelope each time. */
+#define VARIED_NAMES 1000
+static char g_names[VARIED_NAMES][32];
+
+static double run_error_varied(int n)
+{
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) {
+        char *out = NULL;
+        aimux_error_t *e = aimux_call(g_names[i % VARIED_NAMES], "{}", &out);
+        char *j = aimux_error_json(e);
+        if (!e || !j || aimux_error_code(e) != 300) g_bad++;
+        aimux_string_free(j);
+        aimux_error_free(e);
+    }
+    return (now_ns() - t0) / n;
+}
+
+/* A params failure (InvalidParamsError 301 with its cause: pydantic validates the params, the
+   envelope carries the violations list and a source node), the value varying per call. */
+static double run_error_params(int n)
+{
+    char params[64];
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) {
+        char *out = NULL;
+        snprintf(params, sizeof params, "{\"bogus%d\":%d}", i % VARIED_NAMES, i);
+        aimux_error_t *e = aimux_call("aimux.version", params, &out);
+        char *j = aimux_error_json(e);
+        if (!e || !j || aimux_error_code(e) != 301 || !aimux_error_cause(e)) g_bad++;
+        aimux_string_free(j);
+        aimux_error_free(e);
+    }
+    return (now_ns() - t0) / n;
+}
+
 static double run_accessors(int n) /* plain C: code + message + json + walk on a held error */
 {
     char *out = NULL;
@@ -108,8 +147,12 @@ int main(int argc, char **argv)
         {"floor: cffi C->Python->string (no-op lib)", run_floor, {0}, 0, 0, 0},
         {"aimux_call(\"aimux.version\")", run_version, {0}, 0, 0, 0},
         {"error round trip (unknown op + aimux_error_json + free)", run_error, {0}, 0, 0, 0},
+        {"varied error round trip: a new unknown op per call", run_error_varied, {0}, 0, 0, 0},
+        {"varied error round trip: new bad params (301 + cause)", run_error_params, {0}, 0, 0, 0},
         {"accessors on a held 301 (json + message + code + walk)", run_accessors, {0}, 0, 0, 0},
     };
+    for (int i = 0; i < VARIED_NAMES; i++)
+        snprintf(g_names[i], sizeof g_names[i], "no.such.op.%d", i);
     const int ns = (int)(sizeof s / sizeof s[0]);
 
     /* warm up: starts the runtime (libaimux first: it sets up sys.path for both libraries) */

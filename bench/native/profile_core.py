@@ -2,7 +2,8 @@
 
 Measures, in-process and without the C boundary, the core pieces one libaimux call runs:
 ``dispatch.call_json`` for the version call and for an unknown op, and the shim's extra step for an
-error, ``envelope.chain_links`` (the native chain, in the same crossing). Medians of 7 repeats.
+error, ``envelope.chain_links`` (the native chain, in the same crossing: right after the
+projection it walks the nodes just built; bytes from elsewhere are parsed). Medians of 7 repeats.
 Usage: python bench/native/profile_core.py [results.md]
 """
 
@@ -35,7 +36,10 @@ def main() -> None:
         ("call_json(no.such.op) (raise + project the envelope)",
          ns("c(b'no.such.op', b'{}')", c=call)),
         ("  of which envelope.project(UnknownOpError)", ns("p(e)", p=project, e=err)),
-        ("chain_links(envelope) (the shim's per-error step)", ns("c(e)", c=chain_links, e=env)),
+        ("project + chain_links (the shim's path: the nodes just projected, not parsed)",
+         ns("c(p(e))", c=chain_links, p=project, e=err)),
+        ("chain_links(envelope bytes from elsewhere) (aimux_error_from_json's path: parsed)",
+         ns("c(e)", c=chain_links, e=env)),
     ]
     out = ["", "## Where the time goes (Python side, in-process, no C boundary)", "",
            "| piece | median ns/call |", "|---|---:|"]  # fmt: skip
@@ -43,9 +47,9 @@ def main() -> None:
     out += ["",
             "Read with the table above: a libaimux call costs the floor (C->Python crossing, GIL, "
             "argument and result copies) plus the core's `call_json`; an error adds `chain_links` "
-            "(parse the envelope once, one packed buffer, one C call building every node). "
-            "The error round trip is dominated by the core's projection (`project`), "
-            "not by the shim.",
+            "(the nodes the projection just built, one packed buffer, one C call building "
+            "every node). The error round trip is dominated by the core: raising the error "
+            "and projecting it (`project`).",
             ""]
     text = "\n".join(out)
     print(text)
