@@ -11,8 +11,10 @@ streams) and fills a per-stream queue. ``stream_json`` waits until the first eve
 before the first event — where retries happen — fails the open); later failures become one
 terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained without
 blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the pipe of
-``events_fd`` telling the host when to look. ``stream_cancel`` may be called from any thread: it
-wakes a blocked ``stream_next_json``, which then reports the end.
+``events_fd`` telling the host when to look. ``stream_next_batch_json`` blocks like
+``stream_next_json`` but takes every event ready (up to a maximum) as one JSON array: a C
+consumer crosses into Python once per batch, not once per event. ``stream_cancel`` may be
+called from any thread: it wakes a blocked ``stream_next_json``, which then reports the end.
 
 Cold start: importing this module loads no pydantic model, no error class, no provider and no
 httpx; the errors, the projection and each op's module load the first time they are needed, and
@@ -75,6 +77,7 @@ __all__ = [
     "stream_cancel",
     "stream_free",
     "stream_json",
+    "stream_next_batch_json",
     "stream_next_json",
     "stream_next_object",
     "stream_next_objects",
@@ -237,6 +240,36 @@ def _dump(value: Any) -> bytes:
         from .errors import ResultSerializationError
 
         raise ResultSerializationError("the result could not be serialized to JSON") from exc
+
+
+def _dump_batch(items: list[Any], queue: deque[Any]) -> bytes:
+    """``items`` (events taken from ``queue``) as one JSON array: byte for byte the events'
+    ``_dump``s joined by commas. One ``orjson.dumps`` of the list when every event is a dict or
+    already bytes; otherwise (or when that fails) event by event, and a failure then puts the
+    events after the failing one back in front of ``queue`` and raises (as taking and dumping
+    them one at a time did)."""
+    fragment = orjson.Fragment
+    try:
+        return orjson.dumps(
+            [
+                e if type(e) is dict else fragment(e) if type(e) is bytes else _NOT_FAST
+                for e in items
+            ]
+        )
+    except Exception:  # noqa: BLE001 - the exact path below says what failed
+        pass
+    parts: list[bytes] = []
+    for i, event in enumerate(items):
+        try:
+            parts.append(_dump(event))
+        except BaseException:
+            queue.extendleft(reversed(items[i + 1 :]))
+            raise
+    return b"[" + b",".join(parts) + b"]"
+
+
+#: Not serializable by orjson: sends ``_dump_batch`` to the event-by-event path.
+_NOT_FAST = object()
 
 
 #: Results of pure ops (``aimux.version``, ``aimux.manifest``) by (op, params bytes): the
@@ -529,26 +562,70 @@ class _Stream:
 
     def poll(self, max_events: int) -> tuple[bytes | None, bool]:
         """Never blocks: (a JSON array of up to ``max_events`` events or None, ended)."""
-        out: list[bytes] = []
-        ended = False
         self.idle_since = time.monotonic()
         with self._cond:
-            while len(out) < max_events:
-                event, ended = self._take_locked()
-                if event is None:
-                    break
-                out.append(event if type(event) is bytes else _dump(event))
-            if not ended and not self._events and self._ended and self._open_exc is None:
-                self._done = ended = True  # the end is known now: say so with the last batch
-            left = bool(self._events)
-        if left and self._notifier is not None:
+            batch, ended = self._batch_locked(max_events)
+        self._relist()
+        return batch, ended
+
+    def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
+        """``poll`` that blocks until there is a batch or the end (``aimux_stream_next_batch``):
+        (a JSON array of 1..``max_events`` events, ended) or (None, True) at the end (and after
+        a cancel, once the op has finished its cleanup, as ``pull``)."""
+        with self._cond:
+            self._readers += 1
+            try:
+                while True:
+                    batch, ended = self._batch_locked(max_events)
+                    if batch is not None or ended:
+                        break
+                    self._cond.wait()
+            finally:
+                self._readers -= 1
+                self.idle_since = time.monotonic()
+            if batch is None and self.ctx.cancelled.is_set():
+                while not self._stopped_flag:
+                    self._cond.wait()
+        self._relist()
+        return batch, ended
+
+    def _relist(self) -> None:
+        if self._events and self._notifier is not None:
             # The ready list lost this handle when it was taken; a batch that left events behind
             # must list it again, or a producer paused at the high-water mark (no new flush)
             # would never be polled again.
             self._notifier.mark(self.handle)
-        if not out:
-            return None, ended
-        return b"[" + b",".join(out) + b"]", ended
+
+    def _batch_locked(self, max_events: int) -> tuple[bytes | None, bool]:
+        """Up to ``max_events`` events taken and serialized as one JSON array (lock held)."""
+        queue = self._events
+        ended = False
+        items: list[Any] = []
+        if queue and self._reaped is None and not self._done and not self.ctx.cancelled.is_set():
+            # the common case in one step: what _take_locked does per event, for the run of
+            # queued events (the producer appends on the right; a lock-free pull of another
+            # thread may pop meanwhile: the run then ends early)
+            pop = queue.popleft
+            append = items.append
+            try:
+                for _ in range(min(max_events, len(queue))):
+                    append(pop())
+            except IndexError:
+                pass
+        if items:
+            self._took()
+            batch: bytes | None = _dump_batch(items, queue)
+        else:
+            out: list[bytes] = []
+            while len(out) < max_events:
+                event, ended = self._take_locked()
+                if event is None:
+                    break
+                out.append(_dump(event))
+            batch = b"[" + b",".join(out) + b"]" if out else None
+        if not ended and not queue and self._ended and self._open_exc is None:
+            self._done = ended = True  # the end is known now: say so with the last batch
+        return batch, ended
 
     def reap(self, idle_ms: int) -> bool:
         """Close the stream if nobody read it for ``idle_ms`` (the reaper); True when closed.
@@ -678,6 +755,21 @@ def stream_poll_json(handle: int, max_events: int) -> tuple[bytes | None, bool, 
     except BaseException as exc:  # noqa: BLE001
         return None, True, project(exc)
     return _poll(stream, max_events)
+
+
+def stream_next_batch_json(handle: int, max_events: int) -> tuple[bytes | None, bool, bytes | None]:
+    """``stream_poll_json`` that waits for a batch (``aimux_stream_next_batch``): ``(JSON array
+    of events, ended, None)``, ``(None, True, None)`` at the end, or ``(None, True, envelope)``
+    for an invalid handle or a failed open. Never raises."""
+    try:
+        batch, ended = _lookup(handle).next_batch(max(1, max_events))
+        return batch, ended, None
+    except _OpenFailed as exc:
+        return None, True, project(exc.cause)
+    except KeyboardInterrupt:
+        raise  # the host's, not the stream's (as in call_json)
+    except BaseException as exc:  # noqa: BLE001
+        return None, True, project(exc)
 
 
 def _poll(stream: _Stream, max_events: int) -> tuple[bytes | None, bool, bytes | None]:

@@ -360,6 +360,28 @@ aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events, char **out_
                                  int32_t *out_ended);
 
 /**
+ * Waits for the next events of a stream and takes every one that is ready,
+ * up to `max_events`, in one call: aimux_stream_next() for a thread that
+ * reads one stream, one crossing per batch instead of one per event.
+ *
+ * `stream`, `max_events`, `out_events_json`, `out_ended` as for
+ * aimux_stream_poll(): the batch is a JSON array of 1..max_events events (each
+ * the same JSON aimux_stream_next() returns), owned by the caller
+ * (aimux_string_free()); `*out_ended` is AIMUX_STREAM_ENDED when no event
+ * follows it. At the end (after the last batch, or after
+ * aimux_stream_cancel()) it returns no batch and AIMUX_STREAM_ENDED.
+ *
+ * Returns NULL on success, or an error owned by the caller, as
+ * aimux_stream_poll() does (203 for a stale, freed or unknown handle; the
+ * open failure of an event-driven stream, once). Blocks until at least one
+ * event or the end; a concurrent aimux_stream_cancel() from another thread
+ * wakes it (the end is then reported). Works on handles from aimux_stream()
+ * and aimux_stream_start(). Thread-safe.
+ */
+aimux_error_t *aimux_stream_next_batch(uint64_t stream, size_t max_events, char **out_events_json,
+                                       int32_t *out_ended);
+
+/**
  * aimux_ready() and aimux_stream_poll() of every listed stream in one call:
  * the crossing a host's event loop makes per wake-up (CONTRACT-free
  * convenience for bindings that pay per call, such as Node).

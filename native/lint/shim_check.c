@@ -41,6 +41,12 @@ static int _aimux_py_stream_poll(uint64_t h, size_t max, char **out, int32_t *en
     (void)h, (void)max, (void)out, (void)ended, (void)err;
     return -1;
 }
+static int _aimux_py_stream_next_batch(uint64_t h, size_t max, char **out, int32_t *ended,
+                                       aimux_error_t **err)
+{
+    (void)h, (void)max, (void)out, (void)ended, (void)err;
+    return -1;
+}
 static int _aimux_py_ready(uint64_t *out, size_t capacity, size_t *count)
 {
     (void)out, (void)capacity, (void)count;

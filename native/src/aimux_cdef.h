@@ -16,6 +16,7 @@ extern "Python" int _aimux_py_stream_next(uint64_t, char **, aimux_error_t **);
 extern "Python" int _aimux_py_stream_ctl(uint64_t, int);
 extern "Python" int _aimux_py_stream_start(const char *, const char *, uint64_t *, aimux_error_t **);
 extern "Python" int _aimux_py_stream_poll(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
+extern "Python" int _aimux_py_stream_next_batch(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
 extern "Python" int _aimux_py_poll_ready(size_t, char **, aimux_error_t **);
 extern "Python" int _aimux_py_ready(uint64_t *, size_t, size_t *);
 extern "Python" int _aimux_py_events_fd(int *, aimux_error_t **);

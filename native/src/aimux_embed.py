@@ -34,6 +34,7 @@ try:
     _stream_free = _dispatch.stream_free
     _stream_start = _dispatch.stream_start_json
     _stream_poll = _dispatch.stream_poll_json
+    _stream_next_batch = _dispatch.stream_next_batch_json
     _ready = _dispatch.ready_handles
     _poll_ready = _dispatch.poll_ready_json
     _events_fd = _dispatch.events_fd
@@ -182,6 +183,10 @@ if _init_error is not None:
         return _fail(out_err)
 
     @ffi.def_extern(error=-1)
+    def _aimux_py_stream_next_batch(handle, max_events, out_batch, out_ended, out_err):
+        return _fail(out_err)
+
+    @ffi.def_extern(error=-1)
     def _aimux_py_ready(out_streams, capacity, out_count):
         return 0
 
@@ -265,31 +270,36 @@ else:
             out_err[0] = _internal("stream_next_json", e)
         return 0
 
-    @ffi.def_extern(error=-1)
-    def _aimux_py_stream_poll(
-        handle,
-        max_events,
-        out_batch,
-        out_ended,
-        out_err,
-        _poll=_stream_poll,
-        _dup=lib._aimux_strndup,
-    ):
-        try:
-            batch, ended, env = _poll(handle, max_events)
-            out_ended[0] = 1 if ended else 0
-            if env is not None:
-                out_err[0] = _chain(env)
-            elif batch is not None:
-                r = _dup(batch, len(batch))
-                if not r:
-                    raise MemoryError("cannot allocate the batch")
-                out_batch[0] = r
-        except MemoryError:
-            raise
-        except BaseException as e:
-            out_err[0] = _internal("stream_poll_json", e)
-        return 0
+    def _batcher(where, _take):
+        # aimux_stream_poll (never blocks) and aimux_stream_next_batch (waits for a batch) differ
+        # only in the core function they call: one callback body, bound to each.
+        def callback(
+            handle, max_events, out_batch, out_ended, out_err, _take=_take, _dup=lib._aimux_strndup
+        ):
+            try:
+                batch, ended, env = _take(handle, max_events)
+                out_ended[0] = 1 if ended else 0
+                if env is not None:
+                    out_err[0] = _chain(env)
+                elif batch is not None:
+                    r = _dup(batch, len(batch))
+                    if not r:
+                        raise MemoryError("cannot allocate the batch")
+                    out_batch[0] = r
+            except MemoryError:
+                raise
+            except BaseException as e:
+                out_err[0] = _internal(where, e)
+            return 0
+
+        return callback
+
+    ffi.def_extern(name="_aimux_py_stream_poll", error=-1)(
+        _batcher("stream_poll_json", _stream_poll)
+    )
+    ffi.def_extern(name="_aimux_py_stream_next_batch", error=-1)(
+        _batcher("stream_next_batch_json", _stream_next_batch)
+    )
 
     @ffi.def_extern(error=-1)
     def _aimux_py_ready(out_streams, capacity, out_count, _take=_ready):

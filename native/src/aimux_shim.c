@@ -27,6 +27,7 @@ static int _aimux_py_stream_ctl(uint64_t, int);
 static int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);
 static int _aimux_py_stream_start(const char *, const char *, uint64_t *, aimux_error_t **);
 static int _aimux_py_stream_poll(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
+static int _aimux_py_stream_next_batch(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
 static int _aimux_py_ready(uint64_t *, size_t, size_t *);
 static int _aimux_py_poll_ready(size_t, char **, aimux_error_t **);
 static int _aimux_py_events_fd(int *, aimux_error_t **);
@@ -849,8 +850,12 @@ CFFI_DLLEXPORT aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity
     return NULL;
 }
 
-CFFI_DLLEXPORT aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events,
-                                                char **out_events_json, int32_t *out_ended)
+/* aimux_stream_poll (never blocks) and aimux_stream_next_batch (waits): the core's `batch_fn` */
+typedef int (*_aimux_batch_fn)(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
+
+static aimux_error_t *_aimux_stream_batch(_aimux_batch_fn batch_fn, uint64_t stream,
+                                          size_t max_events, char **out_events_json,
+                                          int32_t *out_ended)
 {
     aimux_error_t *err;
     char *batch = NULL;
@@ -861,7 +866,7 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_even
     if (out_ended == NULL) return _aimux_null_arg("out_ended");
     *out_ended = AIMUX_STREAM_OPEN;
     if ((err = _aimux_runtime()) != NULL) return err;
-    rc = _aimux_py_stream_poll(stream, max_events, &batch, &ended, &err);
+    rc = batch_fn(stream, max_events, &batch, &ended, &err);
     if ((err = _aimux_after(rc, err)) != NULL) {
         free(batch);
         return err; /* the stream is over either way (see aimux.h) */
@@ -869,6 +874,20 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_even
     *out_events_json = batch;
     *out_ended = ended ? AIMUX_STREAM_ENDED : AIMUX_STREAM_OPEN;
     return NULL;
+}
+
+CFFI_DLLEXPORT aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events,
+                                                char **out_events_json, int32_t *out_ended)
+{
+    return _aimux_stream_batch(_aimux_py_stream_poll, stream, max_events, out_events_json,
+                               out_ended);
+}
+
+CFFI_DLLEXPORT aimux_error_t *aimux_stream_next_batch(uint64_t stream, size_t max_events,
+                                                      char **out_events_json, int32_t *out_ended)
+{
+    return _aimux_stream_batch(_aimux_py_stream_next_batch, stream, max_events, out_events_json,
+                               out_ended);
 }
 
 CFFI_DLLEXPORT aimux_error_t *aimux_poll_ready(size_t max_events, char **out_json)

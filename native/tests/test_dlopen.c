@@ -72,10 +72,21 @@ int main(int argc, char **argv)
                     dlsym(h, "aimux_stream_start");
             aimux_error_t *(*pr)(size_t, char **) =
                 (aimux_error_t * (*)(size_t, char **)) dlsym(h, "aimux_poll_ready");
+            aimux_error_t *(*nb)(uint64_t, size_t, char **, int32_t *) =
+                (aimux_error_t * (*)(uint64_t, size_t, char **, int32_t *))
+                    dlsym(h, "aimux_stream_next_batch");
             int fd = 5;
             uint64_t sh = 5;
             char *js = (char *)"x";
-            CHECK(efd && start && pr, "dlsym (event-driven streams)");
+            CHECK(efd && start && pr && nb, "dlsym (event-driven streams, next_batch)");
+            if (nb) {
+                char *b = (char *)"x";
+                int32_t over = 5;
+                aimux_error_t *e4 = nb(1, 8, &b, &over);
+                CHECK(e4 && code(e4) == 207 && b == NULL && over == 0,
+                      "stream_next_batch: 207 from a broken runtime");
+                efree(e4);
+            }
             if (efd && start && pr) {
                 aimux_error_t *e1 = efd(&fd), *e2 = start("stream_text", "{}", &sh),
                               *e3 = pr(8, &js);

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,51 @@ static void wait_readable(int fd, int ms)
         while (read(fd, buf, sizeof buf) > 0) {}
 }
 
+/* Appends the events of one JSON array batch ("[e1,e2]") to `acc` as "e1,e2," (no brackets). */
+static void append_batch(char *acc, size_t cap, const char *batch)
+{
+    size_t n = strlen(batch), len = strlen(acc);
+    if (n < 2 || batch[0] != '[' || batch[n - 1] != ']' || len + n > cap) return;
+    memcpy(acc + len, batch + 1, n - 2);
+    acc[len + n - 2] = ',';
+    acc[len + n - 1] = '\0';
+}
+
+/* Counts text-delta events in a text. */
+static int count_deltas_in(const char *text)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, "\"type\":\"text-delta\"")) != NULL; p += 20) n++;
+    return n;
+}
+
+typedef struct {
+    uint64_t h;
+    int deltas, calls, errors, ended_empty;
+} batch_reader_t;
+
+/* Reads a stream with aimux_stream_next_batch until it is over (a thread of its own). */
+static void *read_batches(void *arg)
+{
+    batch_reader_t *r = (batch_reader_t *)arg;
+    for (int32_t over = AIMUX_STREAM_OPEN; over == AIMUX_STREAM_OPEN && r->calls < 1000;) {
+        char *b = NULL;
+        aimux_error_t *err = aimux_stream_next_batch(r->h, 4, &b, &over);
+        r->calls++;
+        if (err) {
+            r->errors++;
+            aimux_error_free(err);
+            break;
+        }
+        if (b)
+            r->deltas += count_deltas_in(b);
+        else
+            r->ended_empty = over == AIMUX_STREAM_ENDED;
+        aimux_string_free(b);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     const char *python, *script;
@@ -313,6 +359,96 @@ int main(int argc, char **argv)
         e = aimux_stream_poll(h, 8, &b, &over);
         CHECK(e == NULL && b == NULL && over == AIMUX_STREAM_ENDED, "cancelled: poll says ended");
         aimux_stream_free(h);
+    }
+
+    /* aimux_stream_next_batch: argument checks, open failure, the same events as
+       aimux_stream_next, the end, and a cancel from another thread waking it */
+    {
+        uint64_t h = 0, h2 = 0;
+        char *b = (char *)1, *ev = NULL;
+        int32_t over = 5;
+        static char via_next[16384], via_batch[16384];
+        int calls = 0, biggest = 0, last_over = 0, bad_batch = 0;
+        CHECK(error_code_free(aimux_stream_next_batch(999999, 8, &b, &over)) == 203 && b == NULL &&
+                  over == AIMUX_STREAM_OPEN,
+              "next_batch: unknown handle is 203, out-params reset");
+        CHECK(error_code_free(aimux_stream_next_batch(1, 8, NULL, &over)) == 204,
+              "next_batch: NULL batch is 204");
+        CHECK(error_code_free(aimux_stream_next_batch(1, 8, &b, NULL)) == 204,
+              "next_batch: NULL ended is 204");
+
+        CHECK(aimux_stream_start("stream_text", bad, &h) == NULL && h != 0,
+              "next_batch: a failing open starts");
+        e = aimux_stream_next_batch(h, 8, &b, &over);
+        CHECK(e != NULL && aimux_error_code(e) == 11 && b == NULL,
+              "next_batch: waits for and returns the open failure (11, the 400)");
+        if (e) aimux_error_free(e);
+        e = aimux_stream_next_batch(h, 8, &b, &over);
+        CHECK(e == NULL && b == NULL && over == AIMUX_STREAM_ENDED, "then it is over");
+        aimux_stream_free(h);
+        CHECK(error_code_free(aimux_stream_next_batch(h, 8, &b, &over)) == 203, "freed: 203");
+
+        /* the same stream read both ways gives the same event texts, in order */
+        via_next[0] = via_batch[0] = '\0';
+        CHECK(aimux_stream("stream_text", params, &h) == NULL && h != 0, "next_batch: open");
+        CHECK(aimux_stream("stream_text", params, &h2) == NULL && h2 != 0, "next: open");
+        for (;;) {
+            ev = NULL;
+            if (aimux_stream_next(h2, &ev) != NULL || ev == NULL) break;
+            if (strlen(via_next) + strlen(ev) + 2 < sizeof via_next) {
+                strcat(via_next, ev);
+                strcat(via_next, ",");
+            }
+            aimux_string_free(ev);
+        }
+        for (over = AIMUX_STREAM_OPEN; over == AIMUX_STREAM_OPEN && calls < 1000; calls++) {
+            b = NULL;
+            e = aimux_stream_next_batch(h, 3, &b, &over);
+            if (e) {
+                aimux_error_free(e);
+                break;
+            }
+            if (b) {
+                int n = count_deltas_in(b) + (strstr(b, "\"type\":\"finish\"") != NULL);
+                if (n > biggest) biggest = n;
+                if (b[0] != '[') bad_batch = 1;
+                append_batch(via_batch, sizeof via_batch, b);
+            }
+            last_over = over;
+            aimux_string_free(b);
+        }
+        CHECK(!bad_batch && count_deltas_in(via_batch) == EVENTS &&
+                  strstr(via_batch, "\"type\":\"finish\"") != NULL,
+              "next_batch: every delta and the finish, as JSON arrays");
+        CHECK(biggest >= 1 && biggest <= 3, "next_batch: no batch above max_events (3)");
+        CHECK(strcmp(via_next, via_batch) == 0, "next_batch: the same events as aimux_stream_next");
+        CHECK(last_over == AIMUX_STREAM_ENDED, "next_batch: the end is reported");
+        b = (char *)1;
+        e = aimux_stream_next_batch(h, 8, &b, &over);
+        CHECK(e == NULL && b == NULL && over == AIMUX_STREAM_ENDED, "next_batch: after the end");
+        aimux_stream_free(h);
+        aimux_stream_free(h2);
+
+        /* cancelled before: over at once; cancelled while a thread waits in it: it wakes */
+        CHECK(aimux_stream("stream_text", params, &h) == NULL, "next_batch: open to cancel");
+        aimux_stream_cancel(h);
+        b = (char *)1;
+        e = aimux_stream_next_batch(h, 8, &b, &over);
+        CHECK(e == NULL && b == NULL && over == AIMUX_STREAM_ENDED,
+              "next_batch: a cancelled stream is over");
+        aimux_stream_free(h);
+        {
+            batch_reader_t r = {0};
+            pthread_t t;
+            CHECK(aimux_stream_start("stream_text", params, &r.h) == NULL, "start to cancel");
+            pthread_create(&t, NULL, read_batches, &r);
+            usleep(120000); /* the reader is waiting for the next trickled event */
+            aimux_stream_cancel(r.h);
+            pthread_join(t, NULL);
+            CHECK(r.errors == 0 && r.ended_empty && r.deltas < EVENTS,
+                  "next_batch: a cancel from another thread wakes it, and it reports the end");
+            aimux_stream_free(r.h);
+        }
     }
 
     /* many concurrent slow streams on this one thread */

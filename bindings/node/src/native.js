@@ -225,11 +225,14 @@ export async function nativeCall(op, paramsJson) {
 // synchronous aimux_poll_ready call returns every ready stream's batch of events
 // as one JSON text. The socket keeps the process alive only while some stream is
 // being waited for.
+//
+// One crossing per wake-up: aimux_poll_ready empties the library's ready list, and
+// every stream listed after that (new events, or events a batch left behind) writes
+// a new byte, so a second crossing in the same wake-up would only find an empty list
+// (each crossing takes the interpreter's lock, and waits while the stream loop holds it).
 
-/** At most this many events per stream per crossing. */
-const BATCH = 256;
-/** Crossings per wake-up before yielding to the event loop (then setImmediate). */
-const ROUNDS = 8;
+/** At most this many events per stream per crossing (the library's queue bound). */
+const BATCH = 1024;
 
 let hub = null;
 
@@ -240,39 +243,33 @@ function eventsHub() {
   const err = own(n.eventsFd(out), ERROR);
   if (!isNull(err)) throw new Error(`aimux: cannot watch the library's streams: ${JSON.parse(takeError(err)).message}`);
   const socket = new Socket({ fd: out[0], readable: true, writable: false });
-  hub = { socket, streams: new Map(), waiting: 0, scheduled: false };
+  hub = { socket, streams: new Map(), waiting: 0 };
   socket.on('data', () => pump());
   socket.on('error', (e) => failAll(e));
   socket.unref();
   return hub;
 }
 
-/** Drains every ready stream (one crossing per round) into its JS queue. */
+/** Drains every ready stream (one crossing) into its JS queue. */
 function pump() {
   const h = hub;
-  h.scheduled = false;
-  const n = native();
-  for (let round = 0; round < ROUNDS; round++) {
-    const out = [null];
-    const { error, text } = settle(n.pollReady(BATCH, out), out[0]);
-    if (error !== null) {
-      failAll(new Error(`aimux: aimux_poll_ready failed: ${JSON.parse(error).message}`));
-      return;
-    }
-    if (text === null) return; // nothing listed: the next byte in the pipe wakes us
-    for (const [handle, ended, events, envelope] of JSON.parse(text)) {
-      const st = h.streams.get(handle);
-      if (st === undefined) continue;
-      if (events !== null) for (const ev of events) st.queue.push(ev);
-      if (envelope !== null) st.error = JSON.stringify(envelope);
-      if (ended) st.ended = true;
-      wake(st);
-    }
+  const out = [null];
+  const { error, text } = settle(native().pollReady(BATCH, out), out[0]);
+  if (error !== null) {
+    failAll(new Error(`aimux: aimux_poll_ready failed: ${JSON.parse(error).message}`));
+    return;
   }
-  // still busy: the list is not known to be empty, so no byte will come; look again soon
-  if (!h.scheduled) {
-    h.scheduled = true;
-    setImmediate(pump);
+  if (text === null) return; // nothing listed (a byte from before the last crossing)
+  for (const [handle, ended, events, envelope] of JSON.parse(text)) {
+    const st = h.streams.get(handle);
+    if (st === undefined) continue;
+    if (events !== null) {
+      if (st.queue.length === 0) st.queue = events;
+      else for (const ev of events) st.queue.push(ev);
+    }
+    if (envelope !== null) st.error = JSON.stringify(envelope);
+    if (ended) st.ended = true;
+    wake(st);
   }
 }
 
