@@ -70,6 +70,7 @@ def _replace(prior: type[AimuxError], cls: type[AimuxError]) -> None:
             _BY_CODE[key] = cls
     _ORDER[_ORDER.index(prior)] = cls
 
+
 _WORDS = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z]|$)|[A-Z][a-z0-9]*|[a-z0-9]+")
 
 
