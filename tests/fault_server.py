@@ -33,6 +33,24 @@ Modes (``mode=``; default ``ok``):
   (``noname=1``: the first fragment lacks the function name).
 - ``object``: content ``json=`` (default ``{"name":"Ada","age":36}``); for ``generate_object``.
 
+Synchronisation (any mode; tests wait on what the server saw, never on a sleep):
+
+- ``hold=NAME``: the request is held before it is answered (event ``held``) until
+  ``POST /__release?hold=NAME`` (event ``released``; later requests of that name are not held
+  until ``/__reset``), the client goes away (``gone``) or ``hold_ms`` (default 60000) passes;
+  then its mode runs as usual.
+- ``barrier=N``: the request waits until N requests of its scenario wait at once, then all of
+  them go on (event ``barrier``); when N are not in flight together within ``barrier_ms``
+  (default 30000) it is answered 409 ``barrier not reached: k of N requests in flight together``
+  (not retryable): concurrent calls that did not overlap fail clearly.
+- Events: every request (``request``), every ``stall`` (and ``delay``) wait that begins, a client
+  that went away while the server waited (``gone``), held / released requests. Each is
+  ``{"event", "scenario", "t"}`` (``t`` from the server's monotonic clock: a test may only compare
+  two server-side times, e.g. that a client waited at least as long as it was told to).
+  ``GET /__events`` lists them; ``GET /__wait?event=E&scenario=S&n=N&timeout_ms=T`` answers 200
+  once N such events were seen, else 408 after T ms (both ``{"count": k}``); in-process:
+  ``server.wait_for(event, scenario, n)`` and ``server.times(event, scenario)``.
+
 Anthropic mode: a ``POST …/messages`` is answered in the Messages API's wire format (bytes as the
 real API sends them: compact JSON, ``event: <type>`` + ``data:`` frames, ``message_start`` →
 ``content_block_start`` → ``ping`` → ``content_block_delta``… → ``content_block_stop`` →
@@ -54,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import select
 import socket
 import struct
 import sys
@@ -63,7 +82,7 @@ from collections.abc import Callable
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote
 
 import orjson
 
@@ -99,6 +118,11 @@ class FaultServer(ThreadingHTTPServer):
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        self.events: list[dict[str, Any]] = []
+        self.seen: collections.Counter[tuple[str, str | None]] = collections.Counter()
+        self.changed = threading.Condition(self.lock)  # notified on every event and release
+        self.released: set[str] = set()  # the hold names released (until a reset)
+        self.barriers: dict[str, list[int]] = {}  # scenario → [waiting, generation]
         self._thread: threading.Thread | None = None
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -118,6 +142,40 @@ class FaultServer(ThreadingHTTPServer):
         with self.lock:
             return self.counts[scenario]
 
+    def event(self, event: str, scenario: str) -> None:
+        with self.lock:
+            self.events.append({"event": event, "scenario": scenario, "t": time.monotonic()})
+            self.seen[(event, scenario)] += 1
+            self.seen[(event, None)] += 1  # any scenario
+            self.changed.notify_all()
+
+    def _seen(self, event: str, scenario: str | None) -> int:
+        return self.seen[(event, scenario)]
+
+    def wait_for(
+        self, event: str, scenario: str | None = None, n: int = 1, timeout: float = 60.0
+    ) -> int:
+        """Block until ``n`` ``event`` events (of ``scenario``) were seen; the count seen.
+        ``timeout`` only keeps a broken test from hanging: a caller asserts the count."""
+        with self.lock:
+            self.changed.wait_for(lambda: self._seen(event, scenario) >= n, timeout)
+            return self._seen(event, scenario)
+
+    def times(self, event: str, scenario: str | None = None) -> list[float]:
+        """The server's monotonic times of the ``event`` events (of ``scenario``), in order."""
+        with self.lock:
+            return [
+                e["t"]
+                for e in self.events
+                if e["event"] == event and (scenario is None or e["scenario"] == scenario)
+            ]
+
+    def release(self, hold: str) -> None:
+        """Let every request held under ``hold`` (now or later) go on."""
+        with self.lock:
+            self.released.add(hold)
+            self.changed.notify_all()
+
     def start(self) -> FaultServer:
         self._thread = threading.Thread(target=self.serve_forever, name="fault-server", daemon=True)
         self._thread.start()
@@ -125,6 +183,8 @@ class FaultServer(ThreadingHTTPServer):
 
     def stop(self) -> None:
         self.stopping.set()
+        with self.lock:
+            self.changed.notify_all()
         self.shutdown()
         self.server_close()
 
@@ -284,10 +344,10 @@ class _AnthropicHandler:
         self: Any, mode: str, spec: dict[str, str], req: dict[str, Any], model: str, stream: bool
     ) -> None:
         if mode == "delay":
-            self._sleep(float(spec.get("delay_ms", "10")))
+            self._sleep(float(spec.get("delay_ms", "10")), "delay")
             mode = "ok"
         if mode == "stall" and not stream:
-            self._sleep(float(spec.get("stall_ms", "10000")))
+            self._sleep(float(spec.get("stall_ms", "10000")), "stall")
             self._abort()
             return
         if mode == "status":
@@ -528,7 +588,7 @@ class _AnthropicHandler:
                 self._abort()
                 return
             if mode == "stall":
-                self._sleep(float(spec.get("stall_ms", "10000")))
+                self._sleep(float(spec.get("stall_ms", "10000")), "stall")
                 self._abort()
                 return
             if mode == "nodone":
@@ -571,6 +631,8 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms stalls
     server: FaultServer
+    _scenario = ""
+    _gone = False  # the client went away while the server waited (recorded once)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
@@ -631,15 +693,89 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
                 break
             if drip and i:
                 self._sleep(drip)
+                if self._gone:
+                    return
             self._write_chunk(delta(piece))
 
-    def _sleep(self, ms: float) -> None:
+    def _client_gone(self, wait: float) -> bool:
+        """Wait up to ``wait`` s for the client to close its end; True when it did (the first
+        time, the event ``gone``)."""
+        if self._gone:
+            return True
+        try:
+            readable, _, _ = select.select([self.connection], [], [], wait)
+            if not readable:
+                return False
+            if self.connection.recv(1, socket.MSG_PEEK) != b"":
+                time.sleep(wait)  # bytes the client sent early: not a close; just wait
+                return False
+        except OSError:
+            pass  # a reset: gone as well
+        self._gone = True
+        self.server.event("gone", self._scenario)
+        return True
+
+    def _sleep(self, ms: float, event: str = "") -> None:
+        """Wait ``ms`` (a ``stall`` or ``delay``), recorded as ``event``; the wait ends early,
+        recorded as ``gone``, when the client goes away meanwhile."""
+        if event:
+            self.server.event(event, self._scenario)
         end = time.monotonic() + ms / 1000.0
         while not self.server.stopping.is_set():
             left = end - time.monotonic()
             if left <= 0:
                 return
-            time.sleep(min(left, 0.05))
+            if self._client_gone(min(left, 0.05)):
+                return
+
+    def _hold(self, name: str, ms: float) -> None:
+        """Hold the request until ``name`` is released (``hold=``), the client goes, or ``ms``."""
+        srv = self.server
+        srv.event("held", self._scenario)
+        end = time.monotonic() + ms / 1000.0
+        while not srv.stopping.is_set() and time.monotonic() < end:
+            with srv.lock:
+                if name in srv.released:
+                    break
+                srv.changed.wait(0.02)
+            if self._client_gone(0.0):
+                return
+        srv.event("released", self._scenario)
+
+    def _barrier(self, n: int, ms: float) -> bool:
+        """Wait until ``n`` requests of this scenario wait here at once (``barrier=``)."""
+        srv = self.server
+        with srv.lock:
+            state = srv.barriers.setdefault(self._scenario, [0, 0])
+            state[0] += 1
+            gen = state[1]
+            if state[0] >= n:
+                state[0] = 0
+                state[1] += 1
+                srv.changed.notify_all()
+            else:
+                srv.changed.wait_for(lambda: state[1] != gen or srv.stopping.is_set(), ms / 1000.0)
+            if state[1] == gen:  # not reached: this request leaves the barrier
+                state[0] -= 1
+                together = state[0] + 1
+            else:
+                together = n
+        if together < n:
+            self._send(
+                409,
+                orjson.dumps(
+                    {
+                        "error": {
+                            "message": f"barrier not reached: {together} of {n} requests in "
+                            "flight together",
+                            "type": "invalid_request_error",
+                        }
+                    }
+                ),
+            )
+            return False
+        srv.event("barrier", self._scenario)
+        return True
 
     def _abort(self, rst: bool = False) -> None:
         self.close_connection = True
@@ -659,6 +795,19 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
                 body = orjson.dumps(dict(self.server.counts))
             self._send(200, body)
             return
+        if self.path.startswith("/__events"):
+            with self.server.lock:
+                body = orjson.dumps(self.server.events)
+            self._send(200, body)
+            return
+        if self.path.startswith("/__wait"):
+            q = {k: v[0] for k, v in parse_qs(self.path.partition("?")[2]).items()}
+            n = int(q.get("n", "1"))
+            seen = self.server.wait_for(
+                q.get("event", ""), q.get("scenario"), n, float(q.get("timeout_ms", "30000")) / 1e3
+            )
+            self._send(200 if seen >= n else 408, orjson.dumps({"count": seen}))
+            return
         self._send(404, b'{"error":{"message":"not found","type":"invalid_request_error"}}')
 
     def do_POST(self) -> None:
@@ -670,6 +819,14 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
                 self.server.bodies.clear()
                 self.server.headers.clear()
                 self.server.paths.clear()
+                self.server.events.clear()
+                self.server.seen.clear()
+                self.server.released.clear()
+            self._send(200, b"{}")
+            return
+        if self.path.startswith("/__release"):
+            q = {k: v[0] for k, v in parse_qs(self.path.partition("?")[2]).items()}
+            self.server.release(q.get("hold", ""))
             self._send(200, b"{}")
             return
         route = self.path.partition("?")[0]
@@ -698,6 +855,14 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
             self.server.bodies.append(req)
             self.server.headers.append({k.lower(): v for k, v in self.headers.items()})
             self.server.paths.append(self.path)
+        self._scenario = scenario
+        self.server.event("request", scenario)
+        if "barrier" in spec and not self._barrier(
+            int(spec["barrier"]), float(spec.get("barrier_ms", "30000"))
+        ):
+            return
+        if "hold" in spec:
+            self._hold(spec["hold"], float(spec.get("hold_ms", "60000")))
         mode = spec.get("mode", "ok")
         times = int(spec["times"]) if "times" in spec else None
         if times is not None and n > times:
@@ -718,10 +883,10 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         self, mode: str, spec: dict[str, str], req: dict[str, Any], model: str, stream: bool
     ) -> None:
         if mode == "delay":
-            self._sleep(float(spec.get("delay_ms", "10")))
+            self._sleep(float(spec.get("delay_ms", "10")), "delay")
             mode = "ok"
         if mode == "stall" and not stream:
-            self._sleep(float(spec.get("stall_ms", "10000")))
+            self._sleep(float(spec.get("stall_ms", "10000")), "stall")
             self._abort()
             return
         if mode == "status":
@@ -884,7 +1049,7 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
                 self._abort()
                 return
             if mode == "stall":
-                self._sleep(float(spec.get("stall_ms", "10000")))
+                self._sleep(float(spec.get("stall_ms", "10000")), "stall")
                 self._abort()
                 return
             if mode == "nodone":

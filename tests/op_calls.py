@@ -3,11 +3,13 @@ the canary key and every result and event is validated against its generated sch
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import orjson
 from helpers import assert_no_canary, validator
 
+from aimux_ops import dispatch
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.envelope import native_chain
 
@@ -38,6 +40,18 @@ def open_stream(p: dict[str, Any]) -> tuple[int | None, dict[str, Any] | None]:
     handle, env = stream_json("stream_text", orjson.dumps(p))
     assert_no_canary(env or b"")
     return handle, (orjson.loads(env) if env else None)
+
+
+def wait_blocked_reader(handle: int) -> None:
+    """Return once a reader waits in ``stream_next_json(handle)`` (the stream counts the readers
+    blocked on it, under the lock a cancel takes): a test then cancels a read that really waits,
+    never one that has not begun. The bound (at least 60 s) only ends a broken run."""
+    stream = dispatch._streams[handle]
+    for _ in range(6000):
+        if stream._readers:
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError(f"no reader blocked on stream {handle}")
 
 
 def drain(handle: int) -> list[dict[str, Any]]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
 from helpers import assert_valid_envelope
+from op_calls import wait_blocked_reader
 from pydantic import BaseModel, ConfigDict
 
 import aimux_ops
@@ -214,7 +214,7 @@ def test_cancel_wakes_a_blocked_next(tick_op: threading.Event) -> None:
     result: list[Any] = []
     t = threading.Thread(target=lambda: result.append(stream_next_json(handle)))
     t.start()
-    time.sleep(0.2)
+    wait_blocked_reader(handle)  # the read waits on the blocked op (not a head-start sleep)
     assert t.is_alive(), "next should block"
     stream_cancel(handle)
     t.join(5)

@@ -1,7 +1,8 @@
 """The core as a guest in a Python host's process (DESIGN.md "The library as a guest"): a SIGINT
 the host handles, a full per-host pool, an os.fork() with a warm pool. Each case is a real Python
 host process (the limits are read once per process) against the fault server; the C hosts are
-in native/tests/test_guest.c."""
+in native/tests/test_guest.c. A host waits on what the fault server saw (a request held, N
+requests held), never on a sleep."""
 
 from __future__ import annotations
 
@@ -20,6 +21,16 @@ def _host(script: str, server: FaultServer, env: dict[str, str] | None = None) -
         sys.path.insert(0, {str(ROOT)!r})
         from aimux_ops import dispatch
         BASE = {server.base_url!r}
+        def server_wait(event, scenario, n=1):  # until the fault server saw n such events
+            import urllib.parse, urllib.request
+            url = BASE[:-3] + "/__wait?" + urllib.parse.urlencode(
+                {{"event": event, "scenario": scenario, "n": n}})
+            with urllib.request.urlopen(url, timeout=60) as r:  # 408 (an HTTPError) if not
+                assert orjson.loads(r.read())["count"] >= n
+        def server_release(hold):
+            import urllib.request
+            urllib.request.urlopen(urllib.request.Request(BASE[:-3] + "/__release?hold=" + hold,
+                                                          data=b"", method="POST"), timeout=60)
         def params(spec, timeout_ms=20000, **extra):
             return orjson.dumps({{"model": {{"provider": "openai", "modelId": "fault:" + spec,
                 "baseURL": BASE, "apiKey": "sk-guest"}}, "prompt": "hi", "maxRetries": 0,
@@ -41,9 +52,13 @@ def test_a_sigint_in_a_python_host_is_the_hosts_keyboard_interrupt(server: Fault
     out = _host(
         """
         import signal, threading
-        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        def interrupt():  # once the call is waiting on the server (it holds it for a minute)
+            server_wait("held", "mode=ok;hold=py-sigint")
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=interrupt).start()
         try:
-            dispatch.call_json(b"generate_text", params("mode=delay;delay_ms=3000"))
+            dispatch.call_json(b"generate_text", params("mode=ok;hold=py-sigint", 90000,
+                               maxRetries=0))
             print(orjson.dumps({"raised": None}).decode())
         except KeyboardInterrupt:
             res, _ = dispatch.call_json(b"generate_text", params("mode=ok;text=next"))
@@ -78,8 +93,11 @@ def test_a_sigint_in_a_python_host_calling_the_c_abi_is_aborted_then_handed_back
             if len(calls) == 1:
                 raise KeyboardInterrupt
         signal.signal(signal.SIGINT, on_sigint)
-        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
-        err = lib.aimux_call(b"generate_text", params("mode=delay;delay_ms=3000"),
+        def interrupt():  # once the call is waiting on the server (it holds it for a minute)
+            server_wait("held", "mode=ok;hold=c-sigint")
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=interrupt).start()
+        err = lib.aimux_call(b"generate_text", params("mode=ok;hold=c-sigint", 90000),
                              ctypes.byref(out))
         code = lib.aimux_error_code(err) if err else 0
         lib.aimux_error_free(err)
@@ -97,17 +115,17 @@ def test_a_full_pool_is_a_clear_error_and_a_deadline_wait_is_a_timeout_caused_by
 ) -> None:
     out = _host(
         """
-        # two calls held by a stalling server fill the host's pool of 2 (streams do not: they
-        # run on the stream loop's own pool, so they never starve calls)
+        # two calls held by the server fill the host's pool of 2 (streams do not: they run on
+        # the stream loop's own pool, so they never starve calls)
         import threading
         holders = [threading.Thread(target=dispatch.call_json, args=(b"generate_text",
-                   params("mode=stall;stall_ms=5000", 60000))) for _ in range(2)]
+                   params("mode=drop;hold=pool", 60000))) for _ in range(2)]
         for t in holders:
             t.start()
-        import time
-        time.sleep(0.5)
+        server_wait("held", "mode=drop;hold=pool", 2)
         _, full = dispatch.call_json(b"generate_text", params("mode=ok;text=x"))
         _, short = dispatch.call_json(b"generate_text", params("mode=ok;text=x", 100))
+        server_release("pool")
         for t in holders:
             t.join(30)
         res, _ = dispatch.call_json(b"generate_text", params("mode=ok;text=after"))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import socket
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import orjson
 import pytest
 from fault_server import FaultServer, serve
 from helpers import assert_valid_envelope
+from op_calls import wait_blocked_reader
 
 from aimux_ops import dispatch
 
@@ -404,8 +404,10 @@ def test_cancel_from_another_thread_wakes_a_blocked_next(fault: FaultServer) -> 
         t = threading.Thread(target=blocked, daemon=True)
         t.start()
         entered.wait(10)
-        time.sleep(0.3)  # let the reader block on the stalled socket (not a timing assertion)
-        # the reader is blocked on the stalled socket; cancel from this thread
+        # the C ABI runs in this process's interpreter: the stream counts its blocked readers
+        assert handle in dispatch._streams
+        wait_blocked_reader(handle)
+        # the reader is blocked on the stalled stream; cancel from this thread
         lib.lib.aimux_stream_cancel(handle)
         t.join(60)
         assert not t.is_alive(), "aimux_stream_cancel did not wake the blocked aimux_stream_next"

@@ -24,7 +24,7 @@ from helpers import (
     provider_params,
 )
 from op_calls import chain_names as names
-from op_calls import drain, open_stream
+from op_calls import drain, open_stream, wait_blocked_reader
 from op_calls import fail_op as fail
 from op_calls import run_op as run
 
@@ -279,7 +279,7 @@ def test_timeout_is_code_12_and_not_retried(server: FaultServer, provider: str) 
         params(
             server,
             provider,
-            "mode=stall;stall_ms=5000",
+            "mode=stall;stall_ms=60000",  # only the client's timeout can end it early
             scenario="stall",
             timeoutMs=300,
             maxRetries=2,
@@ -432,19 +432,24 @@ def test_open_fails_unwrapped_when_not_retryable(server: FaultServer, provider: 
 
 def test_stall_mid_stream_is_a_timeout_event(server: FaultServer, provider: str) -> None:
     env = terminal_error(
-        events_of(params(server, provider, "mode=stall;stall_ms=5000", timeoutMs=300))
+        events_of(params(server, provider, "mode=stall;stall_ms=60000", timeoutMs=300))
     )
     assert (env["code"], env["error"]["statusCode"]) == (12, 200)
 
 
 def test_cancel_wakes_a_blocked_read(server: FaultServer, provider: str) -> None:
-    handle, env = open_stream(params(server, provider, "mode=stall;stall_ms=10000"))
+    # the server stalls a minute: only the cancel can end the blocked read early
+    handle, env = open_stream(params(server, provider, "mode=stall;stall_ms=60000"))
     assert handle is not None and env is None
     first, _ = stream_next_json(handle)
     assert first is not None and orjson.loads(first)["type"] == "text-delta"
-    timer = threading.Timer(0.2, stream_cancel, args=(handle,))
-    timer.start()
+    # the cancel comes once this read waits on the stalled stream
+    canceller = threading.Thread(
+        target=lambda: (wait_blocked_reader(handle), stream_cancel(handle))
+    )
+    canceller.start()
     assert stream_next_json(handle) == (None, None)
+    canceller.join()
     stream_free(handle)
 
 

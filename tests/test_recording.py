@@ -16,6 +16,7 @@ import pytest
 from fault_server import FaultServer, serve
 from helpers import CANARY, ROOT, assert_no_canary, closed_port, demo_replay_params
 from op_calls import chain_names as names
+from op_calls import wait_blocked_reader
 
 import aimux_ops
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
@@ -371,13 +372,18 @@ def test_cancelled_stream_is_recorded_as_cancelled(server: FaultServer, tmp_path
     from aimux_ops.dispatch import stream_cancel
 
     path = tmp_path / "rec.jsonl"
-    p = params(server.base_url, path, "record", "mode=stall;stall_ms=10000")
+    p = params(server.base_url, path, "record", "mode=stall;stall_ms=60000")
     handle, env = stream_json("stream_text", orjson.dumps(p))
     assert handle is not None and env is None
     first, _ = stream_next_json(handle)
     assert first is not None
-    threading.Timer(0.1, stream_cancel, args=(handle,)).start()
+    # the cancel comes once this read waits on the stalled stream
+    canceller = threading.Thread(
+        target=lambda: (wait_blocked_reader(handle), stream_cancel(handle))
+    )
+    canceller.start()
     assert stream_next_json(handle) == (None, None)
+    canceller.join()
     stream_free(handle)
     (rec,) = records(path)
     assert rec["outcome"] == "cancelled" and "error" not in rec

@@ -143,7 +143,8 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
     for _ in range(2 * transport._SHARDS):
         events = list(aimux_ops.stream("stream_text", params(server, "mode=chunks;n=3")))
         assert [e["type"] for e in events] == ["text-delta"] * 3 + ["finish"]
-    for _ in range(500):  # the drains run on the loop, after each stream's end
+    for _ in range(6000):  # the drains run on the loop, after each stream's end (a bound of
+        # at least 60 s only ends a broken run: the loop waits for the drains, not for a time)
         if not getattr(transport, "_draining", ()):
             break
         time.sleep(0.01)

@@ -166,8 +166,9 @@ def test_a_slow_consumer_bounds_the_queue(server: FaultServer) -> None:
     handle, env = stream_json("stream_text", orjson.dumps(params(server, "mode=chunks;n=5000")))
     assert env is None and handle is not None
     stream = dispatch._streams[handle]
-    # the producer stops at the high-water mark until the consumer takes events
-    for _ in range(200):
+    # the producer stops at the high-water mark until the consumer takes events (the bound, at
+    # least 60 s, only ends a broken run: the loop waits for the queue, not for a time)
+    for _ in range(6000):
         if len(stream._events) >= dispatch._HIGH_WATER:
             break
         threading.Event().wait(0.01)
@@ -226,11 +227,8 @@ def test_cancel_ends_a_retry_backoff_on_the_loop(server: FaultServer) -> None:
     )
     handle, env = stream_start_json("stream_text", orjson.dumps(p))
     assert env is None and handle is not None
-    for _ in range(3000):  # the first attempt failed: the stream is in its backoff now
-        if server.count("loop-backoff") >= 1:
-            break
-        threading.Event().wait(0.01)
-    assert server.count("loop-backoff") == 1
+    # the first attempt reached the server (it fails: the stream then waits out its backoff)
+    assert server.wait_for("request", "loop-backoff") == 1
     stream_cancel(handle)
     done = threading.Event()
 

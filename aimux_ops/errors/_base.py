@@ -56,6 +56,21 @@ _BY_NAME: dict[tuple[str, str], type[AimuxError]] = {}
 _BY_CODE: dict[tuple[str, int], type[AimuxError]] = {}
 _ORDER: list[type[AimuxError]] = []
 
+
+def _replace(prior: type[AimuxError], cls: type[AimuxError]) -> None:
+    """Put ``cls`` where ``prior`` (the same class from an earlier run of its module) was.
+
+    An import of the catalogue interrupted half-way (a host's KeyboardInterrupt during the first
+    failure's lazy import) leaves the classes registered so far here while Python forgets the
+    module; the import that follows runs the module again and registers the same classes anew.
+    """
+    _BY_NAME[(cls.kind, cls.error_name)] = cls
+    for key, value in list(_BY_CODE.items()):
+        if value is prior:
+            _BY_CODE[key] = cls
+    _ORDER[_ORDER.index(prior)] = cls
+
+
 _WORDS = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z]|$)|[A-Z][a-z0-9]*|[a-z0-9]+")
 
 
@@ -327,8 +342,12 @@ class AimuxError(Exception):
         if not cls.__dict__.get("description"):
             cls.description = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
         key = (cls.kind, cls.error_name)
-        if key in _BY_NAME:  # pragma: no cover - a programming error caught at import
-            raise TypeError(f"duplicate error name {key}")
+        prior = _BY_NAME.get(key)
+        if prior is not None:
+            if (prior.__module__, prior.__qualname__) != (cls.__module__, cls.__qualname__):
+                raise TypeError(f"duplicate error name {key}")  # a programming error
+            _replace(prior, cls)  # its module runs again after an interrupted import
+            return
         _BY_NAME[key] = cls
         _BY_CODE.setdefault((cls.kind, cls.code), cls)
         _ORDER.append(cls)

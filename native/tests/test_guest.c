@@ -3,6 +3,8 @@
  * pools and limits. Each scenario is one subcommand, run by `make -C native test` as its own
  * process, against the real fault server (tests/fault_server.py on 127.0.0.1, an ephemeral port).
  * Every wait is bounded: each call has timeoutMs, and alarm() ends a stuck process (SIGALRM).
+ * No sleep stands for a synchronisation: a host waits on what the fault server saw (a request
+ * held, N requests held, clients that left) and releases held requests itself.
  *
  *   test_guest fork-warm     a warm pool, then fork: 20 calls on each side, each its own answer;
  *                            a stream opened before the fork is 203 in the child
@@ -27,6 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,10 +62,73 @@ static void check_(int ok, int line, const char *fmt, ...)
 }
 #define CHECK(cond, ...) check_(!!(cond), __LINE__, __VA_ARGS__)
 
-static void sleep_ms(int ms)
+/* --- the fault server's control endpoints (tests/fault_server.py) -------------------------- */
+/* One request to the fault server on its own connection; the HTTP status (0 on failure). */
+static int server_control(const char *method, const char *path)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    struct sockaddr_in a;
+    char req[1024], resp[256];
+    int fd, status = 0, n = 0, len;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)g_port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return 0;
+    }
+    len = snprintf(req, sizeof req,
+                   "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+                   "Connection: close\r\n\r\n",
+                   method, path);
+    if (write(fd, req, (size_t)len) == len) {
+        ssize_t r;
+        while (n < (int)sizeof resp - 1 && (r = read(fd, resp + n, sizeof resp - 1 - n)) > 0)
+            n += (int)r;
+        resp[n] = 0;
+        if (strncmp(resp, "HTTP/1.", 7) == 0 && n > 12) status = atoi(resp + 9);
+    }
+    close(fd);
+    return status;
+}
+
+static void url_encode(char *out, size_t n, const char *in)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (; *in && o + 4 < n; in++) {
+        unsigned char c = (unsigned char)*in;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.') {
+            out[o++] = (char)c;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    out[o] = 0;
+}
+
+/* 1 once the server saw `n` `event` events of `scenario` (a request's spec); 0 when it did not
+   within 60 s (a safety bound: a broken case fails instead of hanging). */
+static int server_wait(const char *event, const char *scenario, int n)
+{
+    char enc[512], path[700];
+    url_encode(enc, sizeof enc, scenario);
+    snprintf(path, sizeof path, "/__wait?event=%s&scenario=%s&n=%d&timeout_ms=60000", event, enc,
+             n);
+    return server_control("GET", path) == 200;
+}
+
+/* lets the requests held under `hold` (hold=NAME in their spec) go on */
+static void server_release(const char *hold)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/__release?hold=%s", hold);
+    CHECK(server_control("POST", path) == 200, "the fault server released %s", hold);
 }
 
 /* --- the fault server ---------------------------------------------------------------------- */
@@ -219,14 +287,16 @@ static void test_fork_warm(void)
     aimux_stream_free(h);
 }
 
-static atomic_int g_in_call;
+struct slow_call {
+    char spec[64]; /* mode=ok;hold=busy-<round>: the server holds it until the round releases it */
+    int ok;
+};
 static void *slow_call_thread(void *arg)
 {
     char why[512];
-    int *ok = (int *)arg;
-    atomic_store(&g_in_call, 1);
-    *ok = call_text("slow-parent", "mode=delay;delay_ms=1500", why, sizeof why);
-    if (!*ok) fprintf(stderr, "slow call in the parent: %s\n", why);
+    struct slow_call *c = arg;
+    c->ok = call_text("slow-parent", c->spec, why, sizeof why);
+    if (!c->ok) fprintf(stderr, "slow call in the parent: %s\n", why);
     return NULL;
 }
 
@@ -252,12 +322,18 @@ static void test_fork_busy(void)
     pthread_create(&busy, NULL, busy_calls_thread, &busy_bad);
     for (round = 0; round < 8; round++) {
         pthread_t t;
-        int ok = 0, status = 0;
+        int status = 0;
         pid_t pid;
-        atomic_store(&g_in_call, 0);
-        pthread_create(&t, NULL, slow_call_thread, &ok);
-        while (!atomic_load(&g_in_call)) sleep_ms(5);
-        sleep_ms(300 + 37 * round); /* inside the call, waiting on the server */
+        char hold[32], scenario[128];
+        struct slow_call slow;
+        snprintf(hold, sizeof hold, "busy-%d", round);
+        snprintf(slow.spec, sizeof slow.spec, "mode=ok;hold=%s", hold);
+        snprintf(scenario, sizeof scenario, "%s;text=slow-parent", slow.spec);
+        slow.ok = 0;
+        pthread_create(&t, NULL, slow_call_thread, &slow);
+        /* fork once the call is inside the core, waiting on the server (which holds it) */
+        CHECK(server_wait("held", scenario, 1), "round %d: the slow call reached the server",
+              round);
         pid = fork();
         if (pid == 0) {
             alarm(30); /* a child stuck on the interpreter lock dies by SIGALRM: a failure */
@@ -268,8 +344,9 @@ static void test_fork_busy(void)
             _exit(g_fail ? 1 : 0);
         }
         CHECK(pid > 0, "fork");
+        server_release(hold);
         pthread_join(t, NULL);
-        CHECK(ok, "round %d: the parent's slow call got its own answer", round);
+        CHECK(slow.ok, "round %d: the parent's slow call got its own answer", round);
         CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
               "round %d: child exited with status %#x", round, status);
@@ -370,8 +447,16 @@ static void test_signals(void)
     CHECK(g_host_sigint == 1, "the host's SIGHUP handler ran (%d)", (int)g_host_sigint);
 }
 
-/* The child of `sigint`: a slow call, with (own_handler) or without a SIGINT handler of its own.
-   It tells the parent through fd 3 when it is inside the call. */
+/* the child's own SIGINT handler: counts, and tells the parent through fd 3 that it ran */
+static void sigint_child_handler(int sig)
+{
+    (void)sig;
+    g_host_sigint++;
+    if (write(3, "s", 1) != 1) g_host_sigint += 100;
+}
+
+/* The child of `sigint`: a slow call (the server holds it until the parent releases it), with
+   (own_handler) or without a SIGINT handler of its own. */
 static int sigint_child(int own_handler)
 {
     char why[512];
@@ -380,15 +465,15 @@ static int sigint_child(int own_handler)
     if (own_handler) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = host_handler;
+        sa.sa_handler = sigint_child_handler;
         sigaction(SIGINT, &sa, NULL);
     }
     if (!call_text("before", NULL, why, sizeof why)) {
         fprintf(stderr, "warm-up: %s\n", why);
         return 3;
     }
-    if (write(3, "x", 1) != 1) return 4;
-    ok = call_text("slow-sigint", "mode=delay;delay_ms=2000", why, sizeof why);
+    ok = call_text("slow-sigint", own_handler ? "mode=ok;hold=sigint-1" : "mode=ok;hold=sigint-0",
+                   why, sizeof why);
     if (!ok) {
         fprintf(stderr, "the call interrupted by SIGINT: %s\n", why);
         return 5;
@@ -424,14 +509,22 @@ static void sigint_case(int own_handler)
         _exit(127);
     }
     close(fds[1]);
-    p.fd = fds[0];
-    p.events = POLLIN;
-    p.revents = 0;
-    CHECK(poll(&p, 1, 30000) == 1 && read(fds[0], &c, 1) == 1,
+    /* the child is inside its slow call, waiting on the server (which holds it) */
+    CHECK(server_wait("held",
+                      own_handler ? "mode=ok;hold=sigint-1;text=slow-sigint"
+                                  : "mode=ok;hold=sigint-0;text=slow-sigint",
+                      1),
           "the child host reached its slow call");
-    close(fds[0]);
-    sleep_ms(500); /* inside the call, waiting on the server */
     kill(pid, SIGINT);
+    if (own_handler) { /* its handler ran (it says so on fd 3): now let the call complete */
+        p.fd = fds[0];
+        p.events = POLLIN;
+        p.revents = 0;
+        CHECK(poll(&p, 1, 30000) == 1 && read(fds[0], &c, 1) == 1 && c == 's',
+              "the child's SIGINT handler ran during the call");
+        server_release("sigint-1");
+    }
+    close(fds[0]);
     waitpid(pid, &status, 0);
     if (own_handler)
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -471,9 +564,9 @@ struct held_call {
 static void *held_call_thread(void *arg)
 {
     struct held_call *c = arg;
-    /* the server holds the request for 4 s, then drops the connection without an answer: one
-       pooled connection taken meanwhile */
-    c->ok = call_text("held", "mode=stall;stall_ms=4000", c->why, sizeof c->why);
+    /* the server holds the request until the test releases it, then drops the connection
+       without an answer: one pooled connection taken meanwhile */
+    c->ok = call_text("held", "mode=drop;hold=limits", c->why, sizeof c->why);
     return NULL;
 }
 
@@ -489,7 +582,8 @@ static void test_limits(void)
     /* four calls held by the server fill the host's pool of 4 (streams run on the stream loop's
        own pool: they never take the calls' connections) */
     for (i = 0; i < 4; i++) pthread_create(&held[i], NULL, held_call_thread, &held_call[i]);
-    sleep_ms(1000);
+    CHECK(server_wait("held", "mode=drop;hold=limits;text=held", 4),
+          "the server holds the four calls");
     /* the fifth connection to that host: the pool is full */
     params(p, sizeof p, "mode=ok;text=fifth", 20000);
     e = aimux_call("generate_text", p, &res);
@@ -502,6 +596,7 @@ static void test_limits(void)
     aimux_string_free(msg);
     aimux_string_free(res);
     aimux_error_free(e);
+    server_release("limits");
     for (i = 0; i < 4; i++) {
         pthread_join(held[i], NULL);
         /* each held call had a connection (it reached the server, which dropped it), unlike the
@@ -515,7 +610,10 @@ static void test_limits(void)
         h[i] = open_stream("mode=stall;stall_ms=60000;after=1;text=abcdef;parts=3", 90000, &code);
         CHECK(h[i] != 0, "stream %d opened (code %d)", i, code);
     }
-    sleep_ms(6000); /* the idle timeout (3 s) and the reaper's period (0.75 s), with a margin */
+    /* the reaper records each stream's terminal event, then closes its connection: the server
+       sees the four clients leave their stalled streams */
+    CHECK(server_wait("gone", "mode=stall;stall_ms=60000;after=1;text=abcdef;parts=3", 4),
+          "the core closed the four streams nobody read");
     code = next_code(h[0], &ev);
     CHECK(code == 0 && ev && strstr(ev, "\"type\":\"error\"") && strstr(ev, "\"code\":12") &&
               strstr(ev, "without a read"),

@@ -8,14 +8,18 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A tiny OpenAI-compatible Chat Completions server on 127.0.0.1 (an ephemeral port) for the stream
- * and concurrency tests: real HTTP, real sockets, bounded in time.
+ * and concurrency tests: real HTTP, real sockets, bounded in time. No test measures a duration: a
+ * test relies on what the server saw (a barrier of N requests in flight at once).
  */
 final class LocalServer implements AutoCloseable {
     enum Mode {
@@ -23,21 +27,26 @@ final class LocalServer implements AutoCloseable {
         STREAM_THEN_HANG,
         /** Streams one text delta, then closes the connection without the terminal event. */
         STREAM_THEN_DROP,
-        /** Answers a non-streaming completion after {@code delayMs}. */
-        SLOW_COMPLETION
+        /**
+         * Answers a non-streaming completion once {@code parties} requests are in flight at once;
+         * when they never are (calls that do not overlap), 409 "barrier not reached" after 60 s.
+         */
+        BARRIER_COMPLETION
     }
 
     final HttpServer server;
     final Mode mode;
-    final long delayMs;
+    final int parties;
+    final CyclicBarrier barrier;
     final CountDownLatch release = new CountDownLatch(1);
     final AtomicInteger requests = new AtomicInteger();
     final AtomicInteger inFlight = new AtomicInteger();
     final AtomicInteger maxInFlight = new AtomicInteger();
 
-    LocalServer(Mode mode, long delayMs) throws IOException {
+    LocalServer(Mode mode, int parties) throws IOException {
         this.mode = mode;
-        this.delayMs = delayMs;
+        this.parties = parties;
+        this.barrier = parties > 0 ? new CyclicBarrier(parties) : null;
         server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
         server.setExecutor(Executors.newFixedThreadPool(20));
         server.createContext("/v1/chat/completions", this::handle);
@@ -70,11 +79,19 @@ final class LocalServer implements AutoCloseable {
         try (ex) {
             ex.getRequestBody().readAllBytes();
             switch (mode) {
-                case SLOW_COMPLETION -> {
-                    sleep(delayMs);
+                case BARRIER_COMPLETION -> {
+                    int status = 200;
                     byte[] body = COMPLETION.getBytes(StandardCharsets.UTF_8);
+                    try {
+                        barrier.await(60, TimeUnit.SECONDS);
+                    } catch (TimeoutException | BrokenBarrierException e) {
+                        status = 409;
+                        body = ("{\"error\":{\"message\":\"barrier not reached: " + inFlight.get()
+                                + " of " + parties + " calls in flight together\",\"type\":\"invalid_request_error\"}}")
+                                .getBytes(StandardCharsets.UTF_8);
+                    }
                     ex.getResponseHeaders().add("content-type", "application/json");
-                    ex.sendResponseHeaders(200, body.length);
+                    ex.sendResponseHeaders(status, body.length);
                     ex.getResponseBody().write(body);
                 }
                 case STREAM_THEN_HANG, STREAM_THEN_DROP -> {
@@ -93,10 +110,6 @@ final class LocalServer implements AutoCloseable {
         } finally {
             inFlight.decrementAndGet();
         }
-    }
-
-    private static void sleep(long ms) throws InterruptedException {
-        Thread.sleep(ms);
     }
 
     @Override
