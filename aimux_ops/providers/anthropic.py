@@ -44,6 +44,7 @@ from .base import (
     invalid_response,
     json_headers,
     json_parse_error,
+    read_batches,
     stream_error,
     type_validation_error,
 )
@@ -404,18 +405,13 @@ def stream_batches(
 ) -> Iterator[list[dict[str, Any]]]:
     """``stream_events`` one network read at a time: a non-empty list of the events each read
     completed (the events before a failure are delivered before it is raised)."""
-    for names, datas in event_batches(resp):
-        out: list[dict[str, Any]] = []
-        try:
-            ended = _read_events(resp, state, json_tool, names, datas, out)
-        except BaseException:
-            if out:  # what the read completed before the failure comes first
-                yield out
-            raise
-        if out:
-            yield out
-        if ended:
-            return
+    if (
+        yield from read_batches(
+            event_batches(resp),
+            lambda names, datas, out: _read_events(resp, state, json_tool, names, datas, out),
+        )
+    ):
+        return
     raise stream_error(
         resp,
         "The stream ended before the provider's terminal event (message_stop)",

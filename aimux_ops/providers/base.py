@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,7 +25,7 @@ import orjson
 from .._version import __version__
 from ..errors import APICallError, JSONParseError, LoadAPIKeyError, TypeValidationError
 from ..redact import redact_headers, remember_secret
-from ..transport import HTTPRequest, Response
+from ..transport import HTTPRequest, Response, SSEBatch
 
 __all__ = [
     "GenerateResult",
@@ -312,3 +312,29 @@ def endpoint_url(base_url: str, path: str) -> str:
         return base_url.rstrip("/") + "/" + path
     head, _, query = base_url.partition("?")
     return head.rstrip("/") + "/" + path + "?" + query
+
+
+#: A provider's parser of one network read: it appends the events the read's SSE events
+#: (``names``, ``datas``) complete to ``out`` and answers whether its terminal event was there.
+ReadEvents = Callable[[list[str | None] | None, list[bytes], list[dict[str, Any]]], bool]
+
+
+def read_batches(
+    reads: Iterator[SSEBatch], read: ReadEvents
+) -> Generator[list[dict[str, Any]], None, bool]:
+    """A provider's ``stream_batches``: the events of each network read as one non-empty list.
+    The events a read completed before a failure are delivered before it is raised. Returns True
+    once the terminal event came (nothing after it is read), False when the reads ran out."""
+    for names, datas in reads:
+        out: list[dict[str, Any]] = []
+        try:
+            ended = read(names, datas, out)
+        except BaseException:
+            if out:  # what the read completed before the failure comes first
+                yield out
+            raise
+        if out:
+            yield out
+        if ended:
+            return True
+    return False

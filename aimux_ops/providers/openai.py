@@ -44,6 +44,7 @@ from .base import (
     is_retryable_status,
     json_headers,
     json_parse_error,
+    read_batches,
     stream_error,
     type_validation_error,
 )
@@ -528,18 +529,12 @@ def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str
     else:
         reads = event_batches(resp)
     loads = orjson.loads
-    for names, datas in reads:
-        out: list[dict[str, Any]] = []
-        try:
-            ended = _read_events(resp, state, names, datas, out, loads)
-        except BaseException:
-            if out:  # what the read completed before the failure comes first
-                yield out
-            raise
-        if out:
-            yield out
-        if ended:
-            return
+    if (
+        yield from read_batches(
+            reads, lambda names, datas, out: _read_events(resp, state, names, datas, out, loads)
+        )
+    ):
+        return
     if state.finish_reason != "unknown":
         # CONTRACT §2: the chunk with finish_reason is OpenAI's terminal event; a missing
         # [DONE] after it is not an error (OpenAI-compatible servers differ there)
