@@ -500,22 +500,27 @@ class _Stream:
                 self.idle_since = time.monotonic()
                 return event
         with self._cond:
-            self._readers += 1
-            try:
-                while True:
-                    event, ended = self._take_locked()
-                    if event is not None or ended:
-                        break
-                    self._cond.wait()
-            finally:
-                self._readers -= 1
-                self.idle_since = time.monotonic()
-            if event is None and self.ctx.cancelled.is_set():
-                # a cancelled op has finished its cleanup (a recording says "cancelled") by the
-                # time a blocked reader hears the end, as when it ran on the reader's thread
-                while not self._stopped_flag:
-                    self._cond.wait()
-            return event
+            return self._wait_locked(self._take_locked)[0]
+
+    def _wait_locked(self, take: Callable[[], tuple[Any, bool]]) -> tuple[Any, bool]:
+        """A blocking read (lock held): ``take()`` until it gives something or the end, counted
+        as a reader meanwhile (never idle for the reaper)."""
+        self._readers += 1
+        try:
+            while True:
+                got, ended = take()
+                if got is not None or ended:
+                    break
+                self._cond.wait()
+        finally:
+            self._readers -= 1
+            self.idle_since = time.monotonic()
+        if got is None and self.ctx.cancelled.is_set():
+            # a cancelled op has finished its cleanup (a recording says "cancelled") by the
+            # time a blocked reader hears the end, as when it ran on the reader's thread
+            while not self._stopped_flag:
+                self._cond.wait()
+        return got, ended
 
     def take(self, max_events: int) -> Iterator[Any] | None:
         """``pull`` for an in-process consumer: an iterator over up to ``max_events`` queued
@@ -573,19 +578,7 @@ class _Stream:
         (a JSON array of 1..``max_events`` events, ended) or (None, True) at the end (and after
         a cancel, once the op has finished its cleanup, as ``pull``)."""
         with self._cond:
-            self._readers += 1
-            try:
-                while True:
-                    batch, ended = self._batch_locked(max_events)
-                    if batch is not None or ended:
-                        break
-                    self._cond.wait()
-            finally:
-                self._readers -= 1
-                self.idle_since = time.monotonic()
-            if batch is None and self.ctx.cancelled.is_set():
-                while not self._stopped_flag:
-                    self._cond.wait()
+            batch, ended = self._wait_locked(lambda: self._batch_locked(max_events))
         self._relist()
         return batch, ended
 
