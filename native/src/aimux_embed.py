@@ -107,17 +107,6 @@ def _packed(walk):
     # chain_links (the C accessors never read JSON).
     (retryable, after), links = walk
     root = _pack_root(1 if retryable else 0, -1 if after is None or after > 2**63 - 1 else after)
-    if len(links) == 1:  # the common case (an unknown op, a bad argument): one join, no list
-        code, kind, name, msg, node = links[0]
-        if not -0x80000000 <= code <= 0x7FFFFFFF:
-            code = 0
-        if name is None:
-            return b"".join(
-                (root, _pack(code, len(kind), _NO_NAME, len(msg), len(node)), kind, msg, node)
-            )
-        return b"".join(
-            (root, _pack(code, len(kind), len(name), len(msg), len(node)), kind, name, msg, node)
-        )
     parts = [root]
     for code, kind, name, msg, node in links:
         if not -0x80000000 <= code <= 0x7FFFFFFF:

@@ -37,7 +37,6 @@ static int _aimux_py_events_fd(int *, aimux_error_t **);
    by _aimux_err_early: the accessors never read JSON. */
 struct aimux_error {
     int32_t code;
-    int is_static;          /* the out-of-memory sentinel: never freed */
     int retryable;          /* root only (0 on a cause) */
     int64_t retry_after_ms; /* root only; -1: absent */
     const char *kind;       /* NUL-terminated: "aimux", …, or "source" */
@@ -49,7 +48,6 @@ struct aimux_error {
 };
 
 static struct aimux_error _aimux_oom = {_AIMUX_OOM_CODE,
-                                        1,
                                         0,
                                         -1,
                                         _AIMUX_OOM_KIND,
@@ -96,7 +94,6 @@ static aimux_error_t *_aimux_node_new(int32_t code, const char *kind, size_t kin
     memcpy(p, json, json_len);
     p[json_len] = 0;
     e->code = code;
-    e->is_static = 0;
     e->retryable = 0;
     e->retry_after_ms = -1;
     e->cause = NULL;
@@ -105,7 +102,7 @@ static aimux_error_t *_aimux_node_new(int32_t code, const char *kind, size_t kin
 
 static void _aimux_chain_free(aimux_error_t *e)
 {
-    while (e != NULL && !e->is_static) {
+    while (e != NULL && e != &_aimux_oom) { /* the out-of-memory sentinel is never freed */
         aimux_error_t *next = e->cause;
         free(e);
         e = next;
@@ -521,22 +518,10 @@ static void _aimux_restore_signals(void)
 /* 2. Fork: CPython's after-fork handling for a C-level fork() of the host, around the fork
       with the interpreter lock taken (nothing half-done in the interpreter is copied), then the
       reset hooks. Python's own os.fork() does this itself: it holds the lock when it forks, and
-      then the handlers stand aside. Hooks: Python's are aimux_ops.guest.on_fork_child (run by
-      PyOS_AfterFork_Child); C state registers here with _aimux_on_fork_child. */
-#define _AIMUX_FORK_HOOKS_MAX 16
-static void (*_aimux_fork_hooks[_AIMUX_FORK_HOOKS_MAX])(void);
-static int _aimux_fork_hook_count = 0;
+      then the handlers stand aside. The reset hooks are Python's, aimux_ops.guest.on_fork_child
+      (run by PyOS_AfterFork_Child): the shim's C state needs none. */
 static __thread int _aimux_fork_held = 0;
 static __thread PyGILState_STATE _aimux_fork_gil;
-
-/* Registers a C function run in the child of every fork, after the Python hooks (GIL held).
-   Call it from _aimux_start (under its pthread_once). 0, or -1 when the table is full. */
-int _aimux_on_fork_child(void (*hook)(void))
-{
-    if (_aimux_fork_hook_count >= _AIMUX_FORK_HOOKS_MAX) return -1;
-    _aimux_fork_hooks[_aimux_fork_hook_count++] = hook;
-    return 0;
-}
 
 static void _aimux_fork_prepare(void)
 {
@@ -557,11 +542,9 @@ static void _aimux_fork_parent(void)
 
 static void _aimux_fork_child(void)
 {
-    int i;
     if (!_aimux_fork_held) return;
     _aimux_fork_held = 0;
     PyOS_AfterFork_Child(); /* runs os.register_at_fork(after_in_child=...) hooks */
-    for (i = 0; i < _aimux_fork_hook_count; i++) _aimux_fork_hooks[i]();
     PyGILState_Release(_aimux_fork_gil);
 }
 
