@@ -300,15 +300,12 @@ def _bounded_value(value: Any, limit: int, key: str) -> tuple[Any, bool]:
     return clean, budget.cut
 
 
-def _message(exc: BaseException, limits: Limits, truncated: list[str]) -> str:
-    raw = exc.message if isinstance(exc, (AimuxError, SourceError)) else _safe_str(exc)
-    return _message_text(raw, limits, truncated)
-
-
 def _message_text(raw: str, limits: Limits, truncated: list[str]) -> str:
     limit = limits.message_bytes
     if len(raw) <= limit and raw.isascii() and "\x00" not in raw:
         # the common case: short ASCII, no cut before or after scrubbing (the same text as below)
+        if "://" not in raw and not has_anchor(raw):
+            return raw  # nothing to scrub (what scrub_message answers), nothing to cut
         text = scrub_message(raw)
         if len(text) <= limit and text.isascii():
             return text
@@ -422,26 +419,15 @@ def capture(
     come in the same order as when each link was captured by its own call (``cause`` before
     ``truncated``)."""
     seen = set(path)  # the ids of exc's ancestors, then of every node along the chain
-    mlimit = limits.message_bytes
     node: dict[str, Any] = {}
     root = node
     while True:
         truncated: list[str] = []
         seen.add(id(exc))
         if isinstance(exc, AimuxError):
-            raw = exc.message
             node["kind"] = exc.kind
             node["code"] = exc.code
-            if (
-                len(raw) <= mlimit
-                and raw.isascii()
-                and "\x00" not in raw
-                and "://" not in raw
-                and not has_anchor(raw)
-            ):
-                node["message"] = raw  # what _message gives a short ASCII text with no anchor
-            else:
-                node["message"] = _message_text(raw, limits, truncated)
+            node["message"] = _message_text(exc.message, limits, truncated)
             error = node["error"] = _payload(exc, limits, truncated)
             children = exc.cause_children()
             if children or isinstance(exc, RetryError):
@@ -466,26 +452,8 @@ def capture(
             nxt = None if isinstance(exc, RetryError) else exc.__cause__
         else:
             raw = exc.message if isinstance(exc, SourceError) else _safe_str(exc)
-            if (
-                len(raw) <= mlimit
-                and raw.isascii()
-                and "\x00" not in raw
-                and "://" not in raw
-                and not has_anchor(raw)
-            ):
-                node["message"] = raw
-            else:
-                node["message"] = _message_text(raw, limits, truncated)
-            if isinstance(exc, SourceError) and exc.type:
-                node["type"] = exc.type
-            else:
-                cls = type(exc)
-                module = cls.__module__
-                node["type"] = (
-                    cls.__qualname__
-                    if module == "builtins"
-                    else f"{module.partition('.')[0]}.{cls.__qualname__}"
-                )
+            node["message"] = _message_text(raw, limits, truncated)
+            node["type"] = exception_type_name(exc)
             nxt = _next_link(exc)
         child_node = None
         if nxt is not None:

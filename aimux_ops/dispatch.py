@@ -55,18 +55,10 @@ if TYPE_CHECKING:
 
     from . import aio
 else:
+    from ._lazy import LazyModule
 
-    class _LazyAio:
-        """``aio`` (asyncio, greenlet, the stream loop) imported on the first stream: a call op
-        never pays for it. The first attribute read puts the module itself in its place."""
-
-        def __getattr__(self, name: str) -> Any:
-            from . import aio as module
-
-            globals()["aio"] = module
-            return getattr(module, name)
-
-    aio = _LazyAio()
+    # asyncio, greenlet and the stream loop load on the first stream: a call op never pays
+    aio = LazyModule("aimux_ops.aio", globals(), "aio")
 
 __all__ = [
     "call_json",

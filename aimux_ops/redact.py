@@ -61,12 +61,17 @@ _secret_list: tuple[str, ...] = ()
 _PROBE_BY_SUBSTRING = 16
 
 
+def _shaped_anchor(text: str) -> bool:
+    """Whether ``text`` holds an anchor of ``_PATTERN_RE``'s secret-shaped tokens."""
+    return "sk-" in text or "key-" in text or "bearer" in text.lower()
+
+
 def has_anchor(text: str) -> bool:
     """Whether ``text`` holds anything the scrub could replace: a remembered secret, ``sk-``,
     ``key-`` or ``bearer`` in any case (every replacement ``scrub_text`` makes needs one). Most
     texts have none: they are scrubbed by this check alone. A match inside any of several texts
     is a match inside their join: one check can clear them all."""
-    if "sk-" in text or "key-" in text or "bearer" in text.lower():
+    if _shaped_anchor(text):
         return True
     secrets = _secret_list
     if len(secrets) <= _PROBE_BY_SUBSTRING:
@@ -122,7 +127,7 @@ def _scrub_text(text: str) -> str:
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
     # the shaped-token pattern only when one of its anchors is there (most texts have none)
-    if "sk-" in text or "key-" in text or "bearer" in text.lower():
+    if _shaped_anchor(text):
         return _PATTERN_RE.sub(_pattern_sub, text)
     return text
 

@@ -436,8 +436,6 @@ class HttpResponse:
 
 def _shutdown_socket(raw: httpx.Response) -> None:
     """Shut the socket of ``raw``'s connection down: a blocked read on it wakes with an error."""
-    import socket  # (loaded by then; imported here so that the module need not import it)
-
     stream = raw.extensions.get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
     # a socket.socket, or asyncio's TransportSocket on the stream loop
