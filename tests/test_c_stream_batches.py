@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from helpers import assert_valid_envelope
+from op_calls import wait_blocked_reader
 from pydantic import BaseModel, ConfigDict
 
 from aimux_ops import aio
@@ -107,7 +108,7 @@ def test_batches_are_the_events_of_next(
     handle, err = stream_json("test.batch", params)
     assert err is None and handle is not None
     got: list[bytes] = []
-    sizes = []
+    batches: list[bytes] = []
     ended = False
     while not ended:
         if blocking:
@@ -116,11 +117,17 @@ def test_batches_are_the_events_of_next(
             batch, ended, env = stream_poll_json(handle, 7)
         assert env is None
         if batch is not None:
-            sizes.append(len(orjson.loads(batch)))
+            batches.append(batch)
             got.extend(split(batch))
     assert got == [orjson.dumps(orjson.loads(e)) for e in expected]
-    # and byte for byte: the batch is the events joined
-    assert b"".join(b for b in got) == b"".join(orjson.dumps(orjson.loads(e)) for e in expected)
+    # and byte for byte: each batch is the events of next joined, as they were sent
+    i = 0
+    for batch in batches:
+        k = len(orjson.loads(batch))
+        assert batch == b"[" + b",".join(expected[i : i + k]) + b"]", (i, batch)
+        i += k
+    assert i == len(expected)
+    sizes = [len(orjson.loads(b)) for b in batches]
     assert max(sizes) == 7 and sum(sizes) == 41
     assert stream_next_batch_json(handle, 7) == (None, True, None)
     stream_free(handle)
@@ -174,8 +181,8 @@ def test_next_batch_waits_and_a_cancel_wakes_it(batch_op: threading.Event) -> No
     out: list[Any] = []
     reader = threading.Thread(target=lambda: out.append(stream_next_batch_json(handle, 100)))
     reader.start()
-    reader.join(0.2)
-    assert reader.is_alive()  # nothing more comes: it waits
+    wait_blocked_reader(handle)  # nothing more comes: it waits
+    assert reader.is_alive()
     stream_cancel(handle)
     reader.join(30)
     assert not reader.is_alive()

@@ -168,3 +168,13 @@ def test_install_byte_compiles_the_payload_without_naming_the_build(tmp_path: Pa
         data = pyc.read_bytes()
         for path in (str(tmp_path), prefix, str(ROOT)):
             assert path.encode() not in data, (pyc, path)
+
+
+def test_models_lists_every_output_it_loads_lazily() -> None:
+    """``ops.models`` answers the results and events by name from ``outputs`` (its list is
+    written out so that a lookup of any other name does not import them): the two agree."""
+    from aimux_ops.ops import models, outputs
+
+    assert models._OUTPUTS == frozenset(outputs.__all__)
+    for name in outputs.__all__:
+        assert getattr(models, name) is getattr(outputs, name)

@@ -18,19 +18,12 @@ import pytest
 from fault_server import FaultServer
 from helpers import CANARY, closed_port
 from helpers import provider_params as params
+from op_calls import chain_names as links
 from op_calls import fail_op as fail
 from op_calls import run_op as run
 
 from aimux_ops.dispatch import call_json
 from aimux_ops.envelope import native_chain
-
-
-def links(env: dict[str, Any]) -> list[str]:
-    """The native chain as names: error.name for aimux nodes, type for source nodes."""
-    out = []
-    for node in native_chain(env):
-        out.append(node["error"]["name"] if "kind" in node else str(node.get("type")))
-    return out
 
 
 def all_messages(env: Any) -> list[str]:
