@@ -687,6 +687,21 @@ class _NativeStream(_Stream):
         self._fallback = q == _native_ffi.NULL  # no C queue (out of memory): Python's alone
         self._pushed = False  # pushed since the last flush
         self._count = 0  # the C queue's length after the last push (at least what it holds)
+        self._py_readers = 0
+
+    @property
+    def _readers(self) -> int:
+        """Consumers blocked in a read now: in the C queue or in ``_Stream._wait_locked``."""
+        c = _native._aimux_cq_readers(self._q) if self._q is not None else 0
+        _seen.c = c
+        return self._py_readers + c
+
+    @_readers.setter
+    def _readers(self, value: int) -> None:
+        # only ``_wait_locked``'s ``+= 1`` / ``-= 1`` (getter then setter, on one thread): keep
+        # the Python count apart from the C count that getter added
+        self._py_readers = value - getattr(_seen, "c", 0)
+        _seen.c = 0
 
     # -- the producer -------------------------------------------------------------------------
 
@@ -884,6 +899,9 @@ class _NativeStream(_Stream):
         if self._notifier is not None and (self._events or (self._q and self._queued())):
             self._notifier.mark(self.handle)
 
+
+#: the C readers ``_NativeStream._readers``'s getter added, per thread (for its setter)
+_seen = threading.local()
 
 #: _aimux_cq_push's answer when it could not take the events (out of memory)
 _SIZE_MAX = 2**64 - 1

@@ -20,6 +20,7 @@ size_t _aimux_cq_count(void *q);
 void _aimux_cq_flag(void *q, unsigned flag);
 int _aimux_cq_want_room(void *q, size_t threshold);
 double _aimux_cq_last_read(void *q);
+int _aimux_cq_readers(void *q);
 int _aimux_cq_reap(void *q, double deadline, const char *event, size_t len);
 int _aimux_cq_take(void *q, size_t max, int blocking, char **out, int32_t *ended, int *wake);
 void _aimux_cq_free_string(char *s);

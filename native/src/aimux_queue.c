@@ -58,8 +58,8 @@ typedef struct _aimux_q {
     size_t count; /* events queued */
     size_t low;   /* the low-water mark */
     unsigned flags;
-    int notify;  /* event-driven (aimux_stream_start): relisted when a batch leaves events */
-    int readers; /* consumers blocked in a take (the reaper never closes a stream being read) */
+    int notify;   /* event-driven (aimux_stream_start): relisted when a batch leaves events */
+    int readers;  /* consumers blocked in a take (the reaper never closes a stream being read) */
     char *reaped; /* the reaper's terminal event, answered once */
     size_t reaped_len;
     double last_read; /* CLOCK_MONOTONIC seconds (Python's time.monotonic) */
@@ -289,6 +289,17 @@ int _aimux_cq_want_room(void *p, size_t threshold)
     if (wait) q->flags |= _AIMUX_Q_ROOM;
     pthread_mutex_unlock(&q->mu);
     return wait;
+}
+
+/* Consumers blocked in a read of this queue now. */
+int _aimux_cq_readers(void *p)
+{
+    _aimux_q *q = (_aimux_q *)p;
+    int n;
+    pthread_mutex_lock(&q->mu);
+    n = q->readers;
+    pthread_mutex_unlock(&q->mu);
+    return n;
 }
 
 /* The last read's end (or the open), for the reaper. */
