@@ -680,12 +680,25 @@ static void _aimux_start_runtime(void)
 }
 
 /* Run once (pthread_once): the guest checks around the runtime's start-up. */
+/* Once the runtime runs, this library stays mapped until the process ends (RTLD_NODELETE):
+   the interpreter's threads (the stream loop, the reaper) call into its code, e.g. the C queues,
+   and a host's loader may dlclose it at exit (Node does, while those threads still run). */
+static void _aimux_pin(void)
+{
+    Dl_info info;
+    if (dladdr((void *)&aimux_abi_version, &info) != 0 && info.dli_fname != NULL)
+        (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 static void _aimux_start(void)
 {
     _aimux_save_signals();
     _aimux_start_runtime();
     _aimux_restore_signals();
-    if (_aimux_ready) _aimux_install_atfork();
+    if (_aimux_ready) {
+        _aimux_pin();
+        _aimux_install_atfork();
+    }
 }
 
 static aimux_error_t *_aimux_runtime(void)
