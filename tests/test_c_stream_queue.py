@@ -119,15 +119,6 @@ def wait_until(what: Any) -> None:
     raise AssertionError("never happened")
 
 
-def joined(batches: list[bytes]) -> list[bytes]:
-    """The events of JSON-array batches, each as its bytes in the batch (arrays of objects)."""
-    out: list[bytes] = []
-    for b in batches:
-        for e in orjson.loads(b):
-            out.append(orjson.dumps(e))
-    return out
-
-
 def test_a_slow_c_consumer_stops_the_reader_at_the_high_water_mark(
     lib: Queue, server: FaultServer
 ) -> None:
