@@ -663,10 +663,12 @@ _W_ROOM, _W_RELIST = 1, 2
 
 def use_native_queues(ffi: Any, lib: Any) -> None:
     """Called once by libaimux's init code: streams opened with ``native=True`` (the C ABI's)
-    get a C queue (``_NativeStream``); a forked child forgets the parent's queues."""
+    get a C queue (``_NativeStream``), the ready list is kept in C too (``aio.Notifier``), and
+    a forked child forgets the parent's queues and listed handles."""
     global _native, _native_ffi
     _native_ffi, _native = ffi, lib
     on_fork_child(lib._aimux_cq_after_fork)
+    lib._aimux_rl_enable()  # and the ready list (aio.Notifier), for aimux_ready / poll_ready
 
 
 class _NativeStream(_Stream):

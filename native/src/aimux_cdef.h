@@ -24,6 +24,11 @@ int _aimux_cq_readers(void *q);
 int _aimux_cq_reap(void *q, double deadline, const char *event, size_t len);
 int _aimux_cq_take(void *q, size_t max, int blocking, char **out, int32_t *ended, int *wake);
 void _aimux_cq_free_string(char *s);
+void _aimux_rl_enable(void);
+void _aimux_rl_set_fd(int wfd);
+void _aimux_rl_write(void);
+int _aimux_rl_mark(uint64_t handle, int defer);
+size_t _aimux_rl_take(uint64_t *out, size_t cap);
 
 extern "Python" int _aimux_py_call(const char *, const char *, char **, aimux_error_t **);
 extern "Python" int _aimux_py_stream(const char *, const char *, uint64_t *, aimux_error_t **);

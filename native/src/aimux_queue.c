@@ -195,6 +195,134 @@ void _aimux_cq_unregister(uint64_t handle)
     _aimux_cq_unref(q);
 }
 
+/* --- the ready list of event-driven streams (aimux_events_fd, aimux_ready) -------------------
+   Kept here once the library runs the core (aio.Notifier delegates to it): aimux_ready and
+   aimux_poll_ready take handles without the interpreter lock. One byte is written to the pipe
+   when the list goes from empty to non-empty; a handle is listed at most once. */
+static struct {
+    pthread_mutex_t mu;
+    uint64_t *ring; /* the listed handles, oldest first (cap a power of 2) */
+    size_t cap, head, len;
+    uint64_t *set; /* the same handles, open addressing (0: empty), 2 * cap slots */
+    int signalled; /* a byte was written since the list was last emptied */
+    int wfd;       /* the pipe's write end (-1: no notifier yet) */
+} _aimux_rl = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, NULL, 0, -1};
+
+static size_t _aimux_rl_slot(uint64_t h) /* lock held: h's slot, or the empty one for it */
+{
+    size_t mask = 2 * _aimux_rl.cap - 1, i = _aimux_qr_hash(h, 2 * _aimux_rl.cap);
+    while (_aimux_rl.set[i] != 0 && _aimux_rl.set[i] != h) i = (i + 1) & mask;
+    return i;
+}
+
+static void _aimux_rl_unset(uint64_t h) /* lock held; h is in the set */
+{
+    size_t mask = 2 * _aimux_rl.cap - 1, i = _aimux_rl_slot(h), j;
+    _aimux_rl.set[i] = 0;
+    for (j = (i + 1) & mask; _aimux_rl.set[j] != 0; j = (j + 1) & mask) {
+        size_t k = _aimux_qr_hash(_aimux_rl.set[j], 2 * _aimux_rl.cap);
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (!stays) {
+            _aimux_rl.set[i] = _aimux_rl.set[j];
+            _aimux_rl.set[j] = 0;
+            i = j;
+        }
+    }
+}
+
+static int _aimux_rl_grow(void) /* lock held */
+{
+    size_t cap = _aimux_rl.cap ? _aimux_rl.cap * 2 : 64, i;
+    uint64_t *ring = (uint64_t *)malloc(cap * sizeof *ring);
+    uint64_t *set = (uint64_t *)calloc(2 * cap, sizeof *set);
+    if (ring == NULL || set == NULL) {
+        free(ring);
+        free(set);
+        return 0;
+    }
+    for (i = 0; i < _aimux_rl.len; i++)
+        ring[i] = _aimux_rl.ring[(_aimux_rl.head + i) & (_aimux_rl.cap - 1)];
+    free(_aimux_rl.ring);
+    free(_aimux_rl.set);
+    _aimux_rl.ring = ring;
+    _aimux_rl.set = set;
+    _aimux_rl.cap = cap;
+    _aimux_rl.head = 0;
+    for (i = 0; i < _aimux_rl.len; i++) set[_aimux_rl_slot(ring[i])] = ring[i];
+    return 1;
+}
+
+/* Set once the core keeps its ready list here (aio.Notifier delegates to it). */
+static atomic_int _aimux_rl_native;
+void _aimux_rl_enable(void) { atomic_store(&_aimux_rl_native, 1); }
+
+/* The notifier's pipe (a new one after a fork). */
+void _aimux_rl_set_fd(int wfd)
+{
+    pthread_mutex_lock(&_aimux_rl.mu);
+    _aimux_rl.wfd = wfd;
+    pthread_mutex_unlock(&_aimux_rl.mu);
+}
+
+/* One byte to the pipe (a full pipe is readable already). */
+void _aimux_rl_write(void)
+{
+    int fd;
+    ssize_t w;
+    pthread_mutex_lock(&_aimux_rl.mu);
+    fd = _aimux_rl.wfd;
+    pthread_mutex_unlock(&_aimux_rl.mu);
+    if (fd >= 0) w = write(fd, "\x01", 1);
+    (void)w;
+}
+
+/* Lists `handle` (a no-op when it is listed). Returns 1 when the list went from empty to
+   non-empty and the byte is the caller's to write (defer: on the stream loop, once per loop
+   iteration); without defer it is written here. -1: out of memory (not listed). */
+int _aimux_rl_mark(uint64_t handle, int defer)
+{
+    int write_now = 0, r = 0;
+    size_t i;
+    if (handle == 0) return 0;
+    pthread_mutex_lock(&_aimux_rl.mu);
+    if (_aimux_rl.cap == 0 || _aimux_rl.set[_aimux_rl_slot(handle)] != handle) {
+        if (_aimux_rl.len == _aimux_rl.cap && !_aimux_rl_grow()) {
+            pthread_mutex_unlock(&_aimux_rl.mu);
+            return -1;
+        }
+        i = _aimux_rl_slot(handle);
+        _aimux_rl.set[i] = handle;
+        _aimux_rl.ring[(_aimux_rl.head + _aimux_rl.len++) & (_aimux_rl.cap - 1)] = handle;
+        if (!_aimux_rl.signalled) {
+            _aimux_rl.signalled = 1;
+            if (defer)
+                r = 1;
+            else
+                write_now = 1;
+        }
+    }
+    pthread_mutex_unlock(&_aimux_rl.mu);
+    if (write_now) _aimux_rl_write();
+    return r;
+}
+
+/* Up to `cap` listed handles, oldest first; each leaves the list. */
+size_t _aimux_rl_take(uint64_t *out, size_t cap)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&_aimux_rl.mu);
+    while (n < cap && _aimux_rl.len > 0) {
+        uint64_t h = _aimux_rl.ring[_aimux_rl.head];
+        _aimux_rl.head = (_aimux_rl.head + 1) & (_aimux_rl.cap - 1);
+        _aimux_rl.len--;
+        _aimux_rl_unset(h);
+        out[n++] = h;
+    }
+    if (_aimux_rl.len == 0) _aimux_rl.signalled = 0;
+    pthread_mutex_unlock(&_aimux_rl.mu);
+    return n;
+}
+
 /* In a forked child (before its first call): no queue of the parent. The parent's memory is left
    alone (another parent thread may have held one of its locks at the fork). */
 void _aimux_cq_after_fork(void)
@@ -202,6 +330,10 @@ void _aimux_cq_after_fork(void)
     pthread_mutex_init(&_aimux_qr.mu, NULL);
     _aimux_qr.slots = NULL;
     _aimux_qr.cap = _aimux_qr.used = 0;
+    pthread_mutex_init(&_aimux_rl.mu, NULL); /* and no listed handle, no pipe until a new one */
+    _aimux_rl.ring = _aimux_rl.set = NULL;
+    _aimux_rl.cap = _aimux_rl.head = _aimux_rl.len = 0;
+    _aimux_rl.signalled = 0; /* the pipe: aio's after-fork hook already gave the child its own */
 }
 
 /* --- the producer's side (the loop thread) --------------------------------------------------- */

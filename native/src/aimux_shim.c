@@ -788,7 +788,9 @@ static int _aimux_fast_take(uint64_t stream, size_t max, int blocking, char **ou
     if (q == NULL) return _AIMUX_T_PY;
     st = _aimux_cq_take(q, max, blocking, out, ended, &wake);
     _aimux_cq_unref(q);
-    if (wake) (void)_aimux_py_wake(stream, wake); /* rare: a full queue drained, a relist */
+    if (wake & _AIMUX_W_RELIST) (void)_aimux_rl_mark(stream, 0);
+    /* rare: a full queue drained (the producer waits in Python) */
+    if (wake & _AIMUX_W_ROOM) (void)_aimux_py_wake(stream, _AIMUX_W_ROOM);
     return st;
 }
 
@@ -863,6 +865,10 @@ CFFI_DLLEXPORT aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity
     if (out_streams == NULL && capacity > 0) return _aimux_null_arg("out_streams");
     if (capacity == 0) return NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
+    if (_aimux_rl_native) { /* the ready list is kept in C (aimux_queue.c) */
+        *out_count = _aimux_rl_take(out_streams, capacity);
+        return NULL;
+    }
     rc = _aimux_py_ready(out_streams, capacity, &n);
     if ((err = _aimux_after(rc, NULL)) != NULL) return err;
     *out_count = n > capacity ? capacity : n;
@@ -967,10 +973,14 @@ CFFI_DLLEXPORT aimux_error_t *aimux_poll_ready(size_t max_events, char **out_jso
     _aimux_buf_put(&b, "[", 1);
     do { /* every listed handle leaves the list, oldest first */
         n = 0;
-        rc = _aimux_py_ready(ready, sizeof ready / sizeof ready[0], &n);
-        if ((err = _aimux_after(rc, NULL)) != NULL) {
-            free(b.p);
-            return err;
+        if (_aimux_rl_native) {
+            n = _aimux_rl_take(ready, sizeof ready / sizeof ready[0]);
+        } else {
+            rc = _aimux_py_ready(ready, sizeof ready / sizeof ready[0], &n);
+            if ((err = _aimux_after(rc, NULL)) != NULL) {
+                free(b.p);
+                return err;
+            }
         }
         for (i = 0; i < n; i++) _aimux_poll_entry(&b, ready[i], max_events);
     } while (n == sizeof ready / sizeof ready[0]);
