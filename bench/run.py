@@ -955,12 +955,13 @@ for a 5,000-event stream, not 5,000 pulls). The producer alone now runs at about
 producer uses ~9.8 ms of CPU per stream against the floor's 9.4 ms for its whole run, ~2.4 ms of
 it in the async HTTP read (httpx/anyio over asyncio) where the sync client takes ~1.4 ms for the
 same bytes. The caller's thread adds ~1–1.5 ms on top and waits for the loop thread ~88% of the
-time. The C caller with `aimux_stream_next` pays one C→Python crossing, the GIL and
-a malloc'd copy per event (~1.6 µs of consumer time); a batch (`aimux_stream_poll`,
-`aimux_stream_next_batch`, `aimux_poll_ready` for Node) is taken and serialized in one step
-(~0.2 µs an event), so what is left for the C and Node rows is the producer on the stream loop
-(async read, parse) and the interpreter lock the consumer's crossing waits for while the loop
-thread parses the next read (docs/DESIGN.md, "Streams through the C ABI and Node").
+time. Since branch `cstream` (DESIGN.md "Streams: a C queue per stream") a stream opened
+through the C ABI is serialized once per network read on the loop thread, into a C queue that
+every C ABI read (`aimux_stream_next`, `aimux_stream_next_batch`, `aimux_stream_poll`,
+`aimux_ready`, `aimux_poll_ready` for Node) takes from without the interpreter lock: the C and
+Node rows no longer wait for the loop thread to release the GIL, and what is left for them is
+the producer on the stream loop (async read, parse, one `orjson.dumps` per read) plus, for
+Node, the JS side of each wake-up.
 
 **(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
 h11, pool bookkeeping), like the floor. The C threads overlap while they wait on the 20 ms

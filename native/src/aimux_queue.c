@@ -205,8 +205,11 @@ static struct {
     size_t cap, head, len;
     uint64_t *set; /* the same handles, open addressing (0: empty), 2 * cap slots */
     int signalled; /* a byte was written since the list was last emptied */
-    int wfd;       /* the pipe's write end (-1: no notifier yet) */
-} _aimux_rl = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, NULL, 0, -1};
+} _aimux_rl = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, NULL, 0};
+
+/* The pipe's write end (-1: no notifier yet). Atomic, not under the lock: a forked child's
+   after-fork hooks set it before the one that gives the list a fresh lock runs. */
+static atomic_int _aimux_rl_wfd = -1;
 
 static size_t _aimux_rl_slot(uint64_t h) /* lock held: h's slot, or the empty one for it */
 {
@@ -257,23 +260,14 @@ static atomic_int _aimux_rl_native;
 void _aimux_rl_enable(void) { atomic_store(&_aimux_rl_native, 1); }
 
 /* The notifier's pipe (a new one after a fork). */
-void _aimux_rl_set_fd(int wfd)
-{
-    pthread_mutex_lock(&_aimux_rl.mu);
-    _aimux_rl.wfd = wfd;
-    pthread_mutex_unlock(&_aimux_rl.mu);
-}
+void _aimux_rl_set_fd(int wfd) { atomic_store(&_aimux_rl_wfd, wfd); }
 
 /* One byte to the pipe (a full pipe is readable already). */
 void _aimux_rl_write(void)
 {
-    int fd;
-    ssize_t w;
-    pthread_mutex_lock(&_aimux_rl.mu);
-    fd = _aimux_rl.wfd;
-    pthread_mutex_unlock(&_aimux_rl.mu);
-    if (fd >= 0) w = write(fd, "\x01", 1);
-    (void)w;
+    int fd = atomic_load(&_aimux_rl_wfd);
+    if (fd >= 0 && write(fd, "\x01", 1) < 0) { /* EAGAIN: full, so readable already */
+    }
 }
 
 /* Lists `handle` (a no-op when it is listed). Returns 1 when the list went from empty to
