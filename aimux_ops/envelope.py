@@ -11,14 +11,22 @@ bounds give more, the projection runs again with tighter ones (each cut still ma
 kind / code becomes ``UnknownError`` keeping the raw JSON), source nodes ``SourceError``; each link
 is ``__cause__``; a RetryError's attempts are decoded into ``errors`` and the last one is its
 ``__cause__`` (the AI SDK's ``lastError``). ``chain_links`` walks the same chain for the C shim.
+
+The optional C extension ``aimux_ops._cproject`` (DESIGN.md "The projection in C") projects the
+common chains with the default limits and walks their links; it answers None for anything else,
+and the Python code below (the reference) runs. ``AIMUX_PURE_PYTHON=1`` (read once, at import)
+or a missing or stale build leaves it out: the same bytes either way.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
+from . import redact
 from .causes import DEFAULT_LIMITS, Limits, capture
 from .errors import (
     AimuxError,
@@ -66,6 +74,11 @@ def _as_aimux(exc: BaseException) -> AimuxError:
 
 
 def _root(err: AimuxError, limits: Limits) -> dict[str, Any]:
+    native = _native
+    if native is not None and limits is DEFAULT_LIMITS:
+        held = native.root(err)  # None: a chain the C walk leaves to the code below
+        if held is not None:
+            return held
     node = capture(err, limits)
     truncated = node.pop("truncated", None)
     node["retryable"] = bool(err.retryable)
@@ -299,6 +312,11 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     held = _last
     if held[0] is envelope_json:  # projected here just now: the same nodes, not parsed again
         root = held[1]
+        native = _native
+        if native is not None:
+            walked = native.chain(root, envelope_json)  # None: the code below decides
+            if walked is not None:
+                return walked
         check_root(root)
         return root_fields(root), _links_of_nodes(root, envelope_json)
     root = orjson.loads(envelope_json)
@@ -374,3 +392,45 @@ def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
         )
         node = nxt
     return out
+
+
+def _load_native() -> Any:
+    """``aimux_ops._cproject`` set up for this process, or None: disabled with
+    ``AIMUX_PURE_PYTHON=1``, not built, or (in a checkout, where its source lies next to it)
+    built from another version of ``_cproject.c`` than the one there."""
+    if os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _cproject
+    except ImportError:
+        return None
+    source = Path(__file__).with_name("_cproject.c")
+    try:
+        text = source.read_bytes()
+    except OSError:  # an installed payload or a wheel: no source to be stale against
+        pass
+    else:
+        import hashlib
+
+        if hashlib.sha256(text).hexdigest() != _cproject.SOURCE_SHA:
+            return None  # a stale build: run `make native` (or native/build_cproject.py)
+    from .errors import RetryError
+
+    _cproject.setup(
+        aimux_error=AimuxError,
+        retry_error=RetryError,
+        source_error=SourceError,
+        payload_fields=AimuxError.payload_fields,
+        cause_children=AimuxError.cause_children,
+        redact=redact,
+        scrub_text=redact.scrub_text,
+        scrub_message=redact.scrub_message,
+        is_secret_header=redact.is_secret_header,
+        dumps=orjson.dumps,
+        link=Link,
+    )
+    return _cproject
+
+
+#: The C projection (None: the Python code alone). Tests switch it off and on.
+_native: Any = _load_native()
