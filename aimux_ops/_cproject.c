@@ -32,12 +32,12 @@
 #define AIMUX_CPROJECT_SOURCE_SHA ""
 #endif
 
-#define MESSAGE_BYTES 1024
-#define VALUE_BYTES (16 * 1024)
-#define MAX_DEPTH 16     /* Limits.depth */
-#define BOUND_DEPTH 16   /* causes._small_bound's nesting bound */
-#define LINKS_MAX 256    /* envelope._DECODE_MAX_DEPTH */
-#define CODE_MAX 0x7FFFFFFFL
+#define MESSAGE_BYTES   1024
+#define VALUE_BYTES     (16 * 1024)
+#define MAX_DEPTH       16  /* Limits.depth */
+#define BOUND_DEPTH     16  /* causes._small_bound's nesting bound */
+#define LINKS_MAX       256 /* envelope._DECODE_MAX_DEPTH */
+#define CODE_MAX        0x7FFFFFFFL
 #define PLAIN_EXC_DEPTH 4 /* how deep exception arguments are checked before giving up */
 
 /* Results of the internal steps: OK, FALLBACK (not handled, no Python error set), ERR (a Python
@@ -45,23 +45,23 @@
 enum { ERR = -1, FALLBACK = 0, OK = 1 };
 
 /* What setup() hands over (strong references, kept for the life of the process). */
-static PyObject *g_aimux_error;        /* aimux_ops.errors.AimuxError */
-static PyObject *g_retry_error;        /* aimux_ops.errors.RetryError */
-static PyObject *g_source_error;       /* aimux_ops.errors.SourceError */
-static PyObject *g_payload_fields;     /* AimuxError.payload_fields (the function) */
-static PyObject *g_cause_children;     /* AimuxError.cause_children (the function) */
-static PyObject *g_redact;             /* the aimux_ops.redact module (_secret_list) */
-static PyObject *g_scrub_text;         /* redact.scrub_text */
-static PyObject *g_scrub_message;      /* redact.scrub_message */
-static PyObject *g_is_secret_header;   /* redact.is_secret_header */
-static PyObject *g_dumps;              /* orjson.dumps */
-static PyObject *g_link;               /* envelope.Link (a tuple subclass) */
+static PyObject *g_aimux_error;      /* aimux_ops.errors.AimuxError */
+static PyObject *g_retry_error;      /* aimux_ops.errors.RetryError */
+static PyObject *g_source_error;     /* aimux_ops.errors.SourceError */
+static PyObject *g_payload_fields;   /* AimuxError.payload_fields (the function) */
+static PyObject *g_cause_children;   /* AimuxError.cause_children (the function) */
+static PyObject *g_redact;           /* the aimux_ops.redact module (_secret_list) */
+static PyObject *g_scrub_text;       /* redact.scrub_text */
+static PyObject *g_scrub_message;    /* redact.scrub_message */
+static PyObject *g_is_secret_header; /* redact.is_secret_header */
+static PyObject *g_dumps;            /* orjson.dumps */
+static PyObject *g_link;             /* envelope.Link (a tuple subclass) */
 
 /* Interned names. */
-static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_truncated,
-    *s_type, *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_values, *s_extra, *s_wire,
-    *s_error_name, *s_payload_fields, *s_cause_children, *s_module, *s_qualname,
-    *s_secret_list, *s_builtins, *s_retry_name;
+static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_truncated, *s_type,
+    *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_values, *s_extra, *s_wire, *s_error_name,
+    *s_payload_fields, *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins,
+    *s_retry_name;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -74,8 +74,7 @@ typedef struct {
 
 /* An error raised by a Python callback: an Exception becomes a fallback (the Python path meets
  * it again), anything else (KeyboardInterrupt, SystemExit) propagates. */
-static int
-settle(void)
+static int settle(void)
 {
     if (PyErr_ExceptionMatches(PyExc_Exception)) {
         PyErr_Clear();
@@ -84,42 +83,29 @@ settle(void)
     return ERR;
 }
 
-static int
-ascii_text(PyObject *s)
-{
-    return PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s);
-}
+static int ascii_text(PyObject *s) { return PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s); }
 
-static const char *
-ascii_data(PyObject *s)
-{
-    return (const char *)PyUnicode_DATA(s);
-}
+static const char *ascii_data(PyObject *s) { return (const char *)PyUnicode_DATA(s); }
 
 /* Case-insensitive (ASCII) search for the lower-case `word`. */
-static int
-has_word_ci(const char *s, Py_ssize_t n, const char *word, Py_ssize_t w)
+static int has_word_ci(const char *s, Py_ssize_t n, const char *word, Py_ssize_t w)
 {
     for (Py_ssize_t i = 0; i + w <= n; i++) {
         Py_ssize_t j = 0;
         while (j < w) {
             char c = s[i + j];
-            if (c >= 'A' && c <= 'Z')
-                c = (char)(c - 'A' + 'a');
-            if (c != word[j])
-                break;
+            if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+            if (c != word[j]) break;
             j++;
         }
-        if (j == w)
-            return 1;
+        if (j == w) return 1;
     }
     return 0;
 }
 
 /* redact.has_anchor of an ASCII text: 1 anchor, 0 none, FALLBACK-as--1 never; ERR on a broken
  * secret list (reported as an anchor: the caller then lets Python decide). */
-static int
-has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n)
+static int has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n)
 {
     if (memmem(s, (size_t)n, "sk-", 3) || memmem(s, (size_t)n, "key-", 4) ||
         has_word_ci(s, n, "bearer", 6))
@@ -133,8 +119,7 @@ has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n)
         if (!PyUnicode_IS_ASCII(secret))
             continue; /* a non-ASCII secret is never inside an ASCII text */
         Py_ssize_t len = PyUnicode_GET_LENGTH(secret);
-        if (len == 0 || memmem(s, (size_t)n, ascii_data(secret), (size_t)len))
-            return 1;
+        if (len == 0 || memmem(s, (size_t)n, ascii_data(secret), (size_t)len)) return 1;
     }
     return 0;
 }
@@ -143,16 +128,13 @@ has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n)
 
 /* causes._message_text for a message of at most 1 KiB of ASCII without NUL (its fast path);
  * NULL with *status FALLBACK for any other message. */
-static PyObject *
-message_text(const Ctx *ctx, PyObject *raw, int *status)
+static PyObject *message_text(const Ctx *ctx, PyObject *raw, int *status)
 {
     *status = FALLBACK;
-    if (!ascii_text(raw))
-        return NULL;
+    if (!ascii_text(raw)) return NULL;
     Py_ssize_t n = PyUnicode_GET_LENGTH(raw);
     const char *s = ascii_data(raw);
-    if (n > MESSAGE_BYTES || memchr(s, 0, (size_t)n))
-        return NULL;
+    if (n > MESSAGE_BYTES || memchr(s, 0, (size_t)n)) return NULL;
     if (!memmem(s, (size_t)n, "://", 3) && !has_anchor(ctx, s, n)) {
         *status = OK;
         return Py_NewRef(raw);
@@ -173,22 +155,19 @@ message_text(const Ctx *ctx, PyObject *raw, int *status)
 
 /* -- payload values -------------------------------------------------------------------------- */
 
-static int
-plain_scalar(PyObject *v)
+static int plain_scalar(PyObject *v)
 {
     PyTypeObject *t = Py_TYPE(v);
-    if (v == Py_None || t == &PyLong_Type || t == &PyBool_Type)
-        return 1;
+    if (v == Py_None || t == &PyLong_Type || t == &PyBool_Type) return 1;
     return t == &PyFloat_Type && isfinite(PyFloat_AS_DOUBLE(v));
 }
 
 /* Whether a member of this (ASCII) name holding a string is redacted (redact.is_secret_header):
  * OK not secret, FALLBACK secret (or undecided), ERR. */
-static int
-member_not_secret(PyObject *key)
+static int member_not_secret(PyObject *key)
 {
-    static const char *const words[] = {"auth", "cookie", "api", "token", "secret", "password",
-                                        "credential"};
+    static const char *const words[] = {"auth",   "cookie",   "api",       "token",
+                                        "secret", "password", "credential"};
     const char *s = ascii_data(key);
     Py_ssize_t n = PyUnicode_GET_LENGTH(key);
     int any = 0;
@@ -198,11 +177,9 @@ member_not_secret(PyObject *key)
             break;
         }
     }
-    if (!any)
-        return OK;
+    if (!any) return OK;
     PyObject *got = PyObject_CallOneArg(g_is_secret_header, key);
-    if (got == NULL)
-        return settle();
+    if (got == NULL) return settle();
     int secret = got != Py_False;
     Py_DECREF(got);
     return secret ? FALLBACK : OK;
@@ -214,20 +191,17 @@ member_not_secret(PyObject *key)
 static PyObject *small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound,
                             int *status);
 
-static int
-small_text(const Ctx *ctx, PyObject *v)
+static int small_text(const Ctx *ctx, PyObject *v)
 {
-    if (!ascii_text(v))
-        return FALLBACK;
+    if (!ascii_text(v)) return FALLBACK;
     return has_anchor(ctx, ascii_data(v), PyUnicode_GET_LENGTH(v)) ? FALLBACK : OK;
 }
 
-static PyObject *
-small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound, int *status)
+static PyObject *small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound,
+                            int *status)
 {
     *status = FALLBACK;
-    if (depth > BOUND_DEPTH)
-        return NULL;
+    if (depth > BOUND_DEPTH) return NULL;
     int dict = PyDict_CheckExact(value);
     if (!dict && !PyList_CheckExact(value))
         return NULL; /* a tuple, a model, a non-finite float, ...: Python's */
@@ -242,16 +216,14 @@ small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound, int *s
     for (;;) {
         PyObject *k = NULL, *v;
         if (dict) {
-            if (!PyDict_Next(value, &pos, &k, &v))
-                break;
+            if (!PyDict_Next(value, &pos, &k, &v)) break;
             if (!ascii_text(k)) {
                 st = FALLBACK;
                 break;
             }
             Py_INCREF(k);
         } else {
-            if (i >= PyList_GET_SIZE(value))
-                break;
+            if (i >= PyList_GET_SIZE(value)) break;
             v = PyList_GET_ITEM(value, i++);
         }
         Py_INCREF(v);
@@ -259,8 +231,7 @@ small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound, int *s
         PyObject *item = NULL;
         if (PyUnicode_CheckExact(v)) {
             st = small_text(ctx, v);
-            if (st == OK && k != NULL)
-                st = member_not_secret(k);
+            if (st == OK && k != NULL) st = member_not_secret(k);
             if (st == OK) {
                 Py_ssize_t vlen = PyUnicode_GET_LENGTH(v);
                 total += k ? 6 * (klen + vlen) + 6 : 6 * vlen + 3;
@@ -272,8 +243,7 @@ small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound, int *s
         } else {
             Py_ssize_t inner = 0;
             item = small_copy(ctx, v, depth + 1, &inner, &st);
-            if (item != NULL)
-                total += k ? 6 * klen + 4 + inner : inner + 1;
+            if (item != NULL) total += k ? 6 * klen + 4 + inner : inner + 1;
         }
         Py_DECREF(v);
         if (item != NULL) {
@@ -285,8 +255,7 @@ small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound, int *s
                 st = FALLBACK; /* over the bound: _bounded_value's (Python's) */
         }
         Py_XDECREF(k);
-        if (st != OK)
-            break;
+        if (st != OK) break;
     }
     if (st != OK) {
         Py_DECREF(out);
@@ -299,14 +268,12 @@ small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound, int *s
 }
 
 /* One payload field value as causes._plain_payload gives it (NULL + *status otherwise). */
-static PyObject *
-field_value(const Ctx *ctx, PyObject *value, int *status)
+static PyObject *field_value(const Ctx *ctx, PyObject *value, int *status)
 {
     *status = FALLBACK;
     PyTypeObject *t = Py_TYPE(value);
     if (t == &PyUnicode_Type) {
-        if (!PyUnicode_IS_ASCII(value) || PyUnicode_GET_LENGTH(value) > VALUE_BYTES)
-            return NULL;
+        if (!PyUnicode_IS_ASCII(value) || PyUnicode_GET_LENGTH(value) > VALUE_BYTES) return NULL;
         if (!has_anchor(ctx, ascii_data(value), PyUnicode_GET_LENGTH(value))) {
             *status = OK;
             return Py_NewRef(value);
@@ -324,8 +291,7 @@ field_value(const Ctx *ctx, PyObject *value, int *status)
         return Py_NewRef(value);
     }
     if (t == &PyFloat_Type) {
-        if (!isfinite(PyFloat_AS_DOUBLE(value)))
-            return NULL;
+        if (!isfinite(PyFloat_AS_DOUBLE(value))) return NULL;
         *status = OK;
         return Py_NewRef(value);
     }
@@ -339,23 +305,19 @@ field_value(const Ctx *ctx, PyObject *value, int *status)
 /* -- nodes ----------------------------------------------------------------------------------- */
 
 /* A borrowed class attribute is exactly `expected` (the base class's function). */
-static int
-class_keeps(PyObject *exc, PyObject *name, PyObject *expected)
+static int class_keeps(PyObject *exc, PyObject *name, PyObject *expected)
 {
     return _PyType_Lookup(Py_TYPE(exc), name) == expected;
 }
 
 /* node["error"] of an aimux node: {"name": ..., camelCase fields} (causes._plain_payload). */
-static int
-payload(const Ctx *ctx, PyObject *exc, PyObject *node)
+static int payload(const Ctx *ctx, PyObject *exc, PyObject *node)
 {
-    if (!class_keeps(exc, s_payload_fields, g_payload_fields))
-        return FALLBACK;
+    if (!class_keeps(exc, s_payload_fields, g_payload_fields)) return FALLBACK;
     int rc = FALLBACK;
     PyObject *extra = NULL, *values = NULL, *wire = NULL, *name = NULL, *error = NULL;
     extra = PyObject_GetAttr(exc, s_extra);
-    if (extra == NULL)
-        return settle();
+    if (extra == NULL) return settle();
     int truth = PyObject_IsTrue(extra);
     if (truth != 0) {
         rc = truth < 0 ? settle() : FALLBACK;
@@ -389,8 +351,7 @@ payload(const Ctx *ctx, PyObject *exc, PyObject *node)
             }
             continue;
         }
-        if (value == Py_None)
-            continue;
+        if (value == Py_None) continue;
         Py_INCREF(value);
         int st;
         PyObject *out = field_value(ctx, value, &st);
@@ -417,25 +378,20 @@ done:
 }
 
 /* Sets a node member to a new reference (stolen). */
-static int
-put(PyObject *node, PyObject *key, PyObject *value)
+static int put(PyObject *node, PyObject *key, PyObject *value)
 {
-    if (value == NULL)
-        return ERR;
+    if (value == NULL) return ERR;
     int rc = PyDict_SetItem(node, key, value);
     Py_DECREF(value);
     return rc < 0 ? ERR : OK;
 }
 
 /* The members of an aimux node up to its error payload; *next = __cause__ (new ref or NULL). */
-static int
-aimux_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
+static int aimux_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
 {
     int rc = PyObject_IsInstance(exc, g_retry_error);
-    if (rc != 0)
-        return rc < 0 ? settle() : FALLBACK;
-    if (!class_keeps(exc, s_cause_children, g_cause_children))
-        return FALLBACK;
+    if (rc != 0) return rc < 0 ? settle() : FALLBACK;
+    if (!class_keeps(exc, s_cause_children, g_cause_children)) return FALLBACK;
     PyObject *kind = PyObject_GetAttr(exc, s_kind);
     PyObject *code = kind ? PyObject_GetAttr(exc, s_code) : NULL;
     PyObject *raw = code ? PyObject_GetAttr(exc, s_message) : NULL;
@@ -450,12 +406,9 @@ aimux_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
         PyObject *message = message_text(ctx, raw, &st);
         if (message != NULL) {
             rc = put(node, s_kind, Py_NewRef(kind));
-            if (rc == OK)
-                rc = put(node, s_code, Py_NewRef(code));
-            if (rc == OK)
-                rc = put(node, s_message, Py_NewRef(message));
-            if (rc == OK)
-                rc = payload(ctx, exc, node);
+            if (rc == OK) rc = put(node, s_code, Py_NewRef(code));
+            if (rc == OK) rc = put(node, s_message, Py_NewRef(message));
+            if (rc == OK) rc = payload(ctx, exc, node);
             Py_DECREF(message);
         } else {
             rc = st;
@@ -464,21 +417,17 @@ aimux_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
     Py_DECREF(kind);
     Py_DECREF(code);
     Py_DECREF(raw);
-    if (rc == OK)
-        *next = PyException_GetCause(exc);
+    if (rc == OK) *next = PyException_GetCause(exc);
     return rc;
 }
 
 /* Whether str() of this exception is a builtin exception's over plain values (no Python code
  * runs, the same text every time). */
-static int
-plain_exception(PyObject *exc, int depth)
+static int plain_exception(PyObject *exc, int depth)
 {
     PyTypeObject *t = Py_TYPE(exc);
-    if (t->tp_repr != base_repr)
-        return 0;
-    if (t->tp_str != base_str && t->tp_str != oserror_str && t->tp_str != keyerror_str)
-        return 0;
+    if (t->tp_repr != base_repr) return 0;
+    if (t->tp_str != base_str && t->tp_str != oserror_str && t->tp_str != keyerror_str) return 0;
     if (PyObject_TypeCheck(exc, (PyTypeObject *)PyExc_OSError)) {
         PyOSErrorObject *os = (PyOSErrorObject *)exc;
         PyObject *fields[] = {os->myerrno, os->strerror, os->filename, os->filename2};
@@ -488,12 +437,10 @@ plain_exception(PyObject *exc, int depth)
         }
     }
     PyObject *args = ((PyBaseExceptionObject *)exc)->args;
-    if (args == NULL || !PyTuple_CheckExact(args))
-        return 0;
+    if (args == NULL || !PyTuple_CheckExact(args)) return 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
         PyObject *a = PyTuple_GET_ITEM(args, i);
-        if (PyUnicode_CheckExact(a) || plain_scalar(a))
-            continue;
+        if (PyUnicode_CheckExact(a) || plain_scalar(a)) continue;
         if (PyExceptionInstance_Check(a) && depth < PLAIN_EXC_DEPTH &&
             plain_exception(a, depth + 1))
             continue;
@@ -503,12 +450,10 @@ plain_exception(PyObject *exc, int depth)
 }
 
 /* causes.exception_type_name of a class: ``package.ClassName`` (``ClassName`` for builtins). */
-static PyObject *
-type_name(PyTypeObject *t)
+static PyObject *type_name(PyTypeObject *t)
 {
     PyObject *module = PyObject_GetAttr((PyObject *)t, s_module);
-    if (module == NULL)
-        return NULL;
+    if (module == NULL) return NULL;
     PyObject *qual = PyObject_GetAttr((PyObject *)t, s_qualname);
     if (qual == NULL) {
         Py_DECREF(module);
@@ -520,12 +465,9 @@ type_name(PyTypeObject *t)
         goto done;
     }
     Py_ssize_t dot = PyUnicode_FindChar(module, '.', 0, PyUnicode_GET_LENGTH(module), 1);
-    if (dot == -2)
-        goto done;
-    PyObject *first =
-        dot < 0 ? Py_NewRef(module) : PyUnicode_Substring(module, 0, dot);
-    if (first == NULL)
-        goto done;
+    if (dot == -2) goto done;
+    PyObject *first = dot < 0 ? Py_NewRef(module) : PyUnicode_Substring(module, 0, dot);
+    if (first == NULL) goto done;
     if (PyUnicode_Compare(first, s_builtins) == 0)
         out = Py_NewRef(qual);
     else if (!PyErr_Occurred())
@@ -539,16 +481,13 @@ done:
 
 /* causes._next_link: __cause__, else __context__ unless suppressed, else an exception wrapped as
  * the first argument (new reference or NULL). */
-static PyObject *
-next_link(PyObject *exc)
+static PyObject *next_link(PyObject *exc)
 {
     PyObject *cause = PyException_GetCause(exc);
-    if (cause != NULL)
-        return cause;
+    if (cause != NULL) return cause;
     if (!((PyBaseExceptionObject *)exc)->suppress_context) {
         PyObject *context = PyException_GetContext(exc);
-        if (context != NULL)
-            return context;
+        if (context != NULL) return context;
     }
     PyObject *args = ((PyBaseExceptionObject *)exc)->args;
     if (args != NULL && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 &&
@@ -558,13 +497,11 @@ next_link(PyObject *exc)
 }
 
 /* The members of a source node ({message, type}); *next as causes._next_link. */
-static int
-source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
+static int source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
 {
     PyObject *raw, *type;
     int rc = PyObject_IsInstance(exc, g_source_error);
-    if (rc < 0)
-        return settle();
+    if (rc < 0) return settle();
     if (rc) {
         raw = PyObject_GetAttr(exc, s_message);
         type = raw ? PyObject_GetAttr(exc, s_type) : NULL;
@@ -578,11 +515,9 @@ source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
             return FALLBACK;
         }
     } else {
-        if (!plain_exception(exc, 0))
-            return FALLBACK;
+        if (!plain_exception(exc, 0)) return FALLBACK;
         raw = PyObject_Str(exc);
-        if (raw == NULL)
-            return settle();
+        if (raw == NULL) return settle();
         type = type_name(Py_TYPE(exc));
         if (type == NULL) {
             Py_DECREF(raw);
@@ -597,11 +532,9 @@ source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
         return st;
     }
     rc = put(node, s_message, message);
-    if (rc == OK)
-        rc = put(node, s_type, Py_NewRef(type));
+    if (rc == OK) rc = put(node, s_type, Py_NewRef(type));
     Py_DECREF(type);
-    if (rc == OK)
-        *next = next_link(exc);
+    if (rc == OK) *next = next_link(exc);
     return rc;
 }
 
@@ -609,16 +542,14 @@ source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
 
 /* envelope._root(err, DEFAULT_LIMITS) of an AimuxError: the root node with its chain, retryable
  * and retryAfterMs; FALLBACK when any node is not one this code handles. */
-static int
-project_root(const Ctx *ctx, PyObject *err, PyObject **out)
+static int project_root(const Ctx *ctx, PyObject *err, PyObject **out)
 {
     PyObject *seen[MAX_DEPTH + 1];
     int nseen = 0;
     int rc = OK;
     int root_cut = 0;
     PyObject *root = PyDict_New();
-    if (root == NULL)
-        return ERR;
+    if (root == NULL) return ERR;
     PyObject *node = root; /* borrowed (held by root) */
     PyObject *exc = Py_NewRef(err);
     int depth = 1;
@@ -645,8 +576,7 @@ project_root(const Ctx *ctx, PyObject *err, PyObject **out)
         int cut = 0;
         if (next != NULL) {
             int cycle = 0;
-            for (int i = 0; i < nseen; i++)
-                cycle |= seen[i] == next;
+            for (int i = 0; i < nseen; i++) cycle |= seen[i] == next;
             if (depth >= MAX_DEPTH || cycle) {
                 cut = 1;
             } else {
@@ -680,8 +610,7 @@ project_root(const Ctx *ctx, PyObject *err, PyObject **out)
         exc = next; /* owned, stored in seen next turn */
         depth++;
     }
-    for (int i = 0; i < nseen; i++)
-        Py_DECREF(seen[i]);
+    for (int i = 0; i < nseen; i++) Py_DECREF(seen[i]);
     if (rc == OK) {
         PyObject *retryable = PyObject_GetAttr(err, s_retryable);
         int truth = retryable ? PyObject_IsTrue(retryable) : -1;
@@ -708,8 +637,7 @@ project_root(const Ctx *ctx, PyObject *err, PyObject **out)
                 rc = put(root, s_retryAfterMs, after);
         }
     }
-    if (rc == OK && root_cut)
-        rc = put(root, s_truncated, Py_BuildValue("[O]", s_cause));
+    if (rc == OK && root_cut) rc = put(root, s_truncated, Py_BuildValue("[O]", s_cause));
     if (rc != OK) {
         Py_DECREF(root);
         return rc;
@@ -718,8 +646,7 @@ project_root(const Ctx *ctx, PyObject *err, PyObject **out)
     return OK;
 }
 
-static PyObject *
-read_secrets(void)
+static PyObject *read_secrets(void)
 {
     PyObject *secrets = PyObject_GetAttr(g_redact, s_secret_list);
     if (secrets != NULL && !PyTuple_CheckExact(secrets)) {
@@ -730,8 +657,7 @@ read_secrets(void)
     return secrets;
 }
 
-static int
-ready(void)
+static int ready(void)
 {
     if (g_aimux_error == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "aimux_ops._cproject.setup() was not called");
@@ -740,48 +666,37 @@ ready(void)
     return 1;
 }
 
-static PyObject *
-cproject_root(PyObject *module, PyObject *err)
+static PyObject *cproject_root(PyObject *module, PyObject *err)
 {
     (void)module;
-    if (!ready())
-        return NULL;
+    if (!ready()) return NULL;
     Ctx ctx;
     ctx.secrets = read_secrets();
-    if (ctx.secrets == NULL)
-        return settle() == ERR ? NULL : Py_NewRef(Py_None);
+    if (ctx.secrets == NULL) return settle() == ERR ? NULL : Py_NewRef(Py_None);
     PyObject *root = NULL;
     int rc = project_root(&ctx, err, &root);
     Py_DECREF(ctx.secrets);
     if (rc == ERR) {
-        if (settle() == ERR)
-            return NULL;
+        if (settle() == ERR) return NULL;
         rc = FALLBACK;
     }
-    if (rc == FALLBACK)
-        return Py_NewRef(Py_None);
+    if (rc == FALLBACK) return Py_NewRef(Py_None);
     return root;
 }
 
 /* -- chain() --------------------------------------------------------------------------------- */
 
-static PyObject *
-utf8(PyObject *s)
-{
-    return PyUnicode_AsEncodedString(s, "utf-8", "replace");
-}
+static PyObject *utf8(PyObject *s) { return PyUnicode_AsEncodedString(s, "utf-8", "replace"); }
 
 /* One envelope.Link (a tuple subclass built as namedtuple's __new__ builds it). Steals nothing. */
-static PyObject *
-make_link(PyObject *code, PyObject *kind, PyObject *name, PyObject *message, PyObject *json)
+static PyObject *make_link(PyObject *code, PyObject *kind, PyObject *name, PyObject *message,
+                           PyObject *json)
 {
     PyObject *items = PyTuple_Pack(5, code, kind, name, message, json);
-    if (items == NULL)
-        return NULL;
+    if (items == NULL) return NULL;
     PyObject *args = PyTuple_Pack(1, items);
     Py_DECREF(items);
-    if (args == NULL)
-        return NULL;
+    if (args == NULL) return NULL;
     PyObject *link = PyTuple_Type.tp_new((PyTypeObject *)g_link, args, NULL);
     Py_DECREF(args);
     return link;
@@ -790,32 +705,25 @@ make_link(PyObject *code, PyObject *kind, PyObject *name, PyObject *message, PyO
 /* envelope.chain_links of the nodes this process just projected (check_root, root_fields and
  * _links_of_nodes): FALLBACK for a root without a code in 1..2**31-1 or an AI_RetryError link
  * without a cause (its attempts), or any member of an unexpected type. */
-static int
-chain_links(PyObject *root, PyObject *envelope, PyObject **out)
+static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
 {
     PyObject *kind = PyDict_GetItemWithError(root, s_kind);
     PyObject *code = kind ? PyDict_GetItemWithError(root, s_code) : NULL;
     if (code == NULL || !PyUnicode_CheckExact(kind) || !PyLong_CheckExact(code))
         return PyErr_Occurred() ? ERR : FALLBACK;
     long c = PyLong_AsLong(code);
-    if (c == -1 && PyErr_Occurred())
-        return settle();
-    if (c < 1 || c > CODE_MAX)
-        return FALLBACK;
+    if (c == -1 && PyErr_Occurred()) return settle();
+    if (c < 1 || c > CODE_MAX) return FALLBACK;
     PyObject *retryable = PyDict_GetItemWithError(root, s_retryable);
     PyObject *after = PyDict_GetItemWithError(root, s_retryAfterMs);
-    if (PyErr_Occurred())
-        return ERR;
+    if (PyErr_Occurred()) return ERR;
     PyObject *after_out = Py_None;
     if (after != NULL) {
-        if (!PyLong_CheckExact(after))
-            return FALLBACK;
-        if (_PyLong_Sign(after) >= 0)
-            after_out = after;
+        if (!PyLong_CheckExact(after)) return FALLBACK;
+        if (_PyLong_Sign(after) >= 0) after_out = after;
     }
     PyObject *links = PyList_New(0);
-    if (links == NULL)
-        return ERR;
+    if (links == NULL) return ERR;
     int rc = OK;
     PyObject *node = root;
     while (node != NULL && PyDict_Check(node) && PyList_GET_SIZE(links) < LINKS_MAX) {
@@ -868,8 +776,8 @@ chain_links(PyObject *root, PyObject *envelope, PyObject **out)
                 rc = FALLBACK;
                 break;
             }
-            if ((next == NULL || next == Py_None) && name != NULL &&
-                PyUnicode_CheckExact(name) && PyUnicode_Compare(name, s_retry_name) == 0) {
+            if ((next == NULL || next == Py_None) && name != NULL && PyUnicode_CheckExact(name) &&
+                PyUnicode_Compare(name, s_retry_name) == 0) {
                 rc = FALLBACK; /* the attempts are the chain: Python's walk */
                 break;
             }
@@ -899,14 +807,14 @@ chain_links(PyObject *root, PyObject *envelope, PyObject **out)
         } else if (message == NULL || !PyUnicode_CheckExact(message)) {
             rc = PyErr_Occurred() ? ERR : FALLBACK;
         } else {
-            name_bytes = name != NULL && PyUnicode_CheckExact(name) ? utf8(name) : Py_NewRef(Py_None);
+            name_bytes =
+                name != NULL && PyUnicode_CheckExact(name) ? utf8(name) : Py_NewRef(Py_None);
             message_bytes = name_bytes ? utf8(message) : NULL;
             json = message_bytes == NULL ? NULL
-                   : first             ? Py_NewRef(envelope)
-                                       : PyObject_CallOneArg(g_dumps, node);
+                   : first               ? Py_NewRef(envelope)
+                                         : PyObject_CallOneArg(g_dumps, node);
             link = json ? make_link(ncode, kind_bytes, name_bytes, message_bytes, json) : NULL;
-            if (link == NULL || PyList_Append(links, link) < 0)
-                rc = ERR;
+            if (link == NULL || PyList_Append(links, link) < 0) rc = ERR;
         }
         Py_XDECREF(ncode);
         Py_XDECREF(kind_bytes);
@@ -914,36 +822,31 @@ chain_links(PyObject *root, PyObject *envelope, PyObject **out)
         Py_XDECREF(message_bytes);
         Py_XDECREF(json);
         Py_XDECREF(link);
-        if (rc != OK)
-            break;
+        if (rc != OK) break;
         node = next;
     }
     if (rc == OK) {
-        *out = Py_BuildValue("((OO)N)", retryable == Py_True ? Py_True : Py_False, after_out,
-                             links);
+        *out =
+            Py_BuildValue("((OO)N)", retryable == Py_True ? Py_True : Py_False, after_out, links);
         return *out == NULL ? ERR : OK;
     }
     Py_DECREF(links);
     return rc;
 }
 
-static PyObject *
-cproject_chain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "chain(root, envelope_json) takes two arguments");
         return NULL;
     }
-    if (!ready())
-        return NULL;
-    if (!PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1]))
-        return Py_NewRef(Py_None);
+    if (!ready()) return NULL;
+    if (!PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) return Py_NewRef(Py_None);
     PyObject *out = NULL;
     int rc = chain_links(args[0], args[1], &out);
     if (rc == ERR) {
-        if (settle() == ERR)
-            return NULL;
+        if (settle() == ERR) return NULL;
         rc = FALLBACK;
     }
     return rc == OK ? out : Py_NewRef(Py_None);
@@ -951,26 +854,24 @@ cproject_chain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 /* -- setup() --------------------------------------------------------------------------------- */
 
-static PyObject *
-cproject_setup(PyObject *module, PyObject *args, PyObject *kwargs)
+static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *names[] = {"aimux_error",      "retry_error", "source_error",
-                            "payload_fields",   "cause_children", "redact",
-                            "scrub_text",       "scrub_message", "is_secret_header",
-                            "dumps",            "link",        NULL};
+    static char *names[] = {"aimux_error",      "retry_error", "source_error", "payload_fields",
+                            "cause_children",   "redact",      "scrub_text",   "scrub_message",
+                            "is_secret_header", "dumps",       "link",         NULL};
     PyObject *v[11];
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOO", names, &v[0], &v[1], &v[2],
                                      &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]))
         return NULL;
-    if (!PyType_Check(v[0]) || !PyType_Check(v[1]) || !PyType_Check(v[2]) ||
-        !PyType_Check(v[10]) || !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type)) {
+    if (!PyType_Check(v[0]) || !PyType_Check(v[1]) || !PyType_Check(v[2]) || !PyType_Check(v[10]) ||
+        !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "setup(): unexpected arguments");
         return NULL;
     }
-    PyObject **slots[] = {&g_aimux_error,  &g_retry_error,      &g_source_error, &g_payload_fields,
-                          &g_cause_children, &g_redact,         &g_scrub_text,   &g_scrub_message,
-                          &g_is_secret_header, &g_dumps,        &g_link};
+    PyObject **slots[] = {&g_aimux_error,      &g_retry_error, &g_source_error, &g_payload_fields,
+                          &g_cause_children,   &g_redact,      &g_scrub_text,   &g_scrub_message,
+                          &g_is_secret_header, &g_dumps,       &g_link};
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
     Py_RETURN_NONE;
@@ -988,8 +889,7 @@ PyDoc_STRVAR(setup_doc, "setup(*, ...): the Python objects the projection uses (
 static PyMethodDef methods[] = {
     {"root", (PyCFunction)cproject_root, METH_O, root_doc},
     {"chain", (PyCFunction)(void (*)(void))cproject_chain, METH_FASTCALL, chain_doc},
-    {"setup", (PyCFunction)(void (*)(void))cproject_setup, METH_VARARGS | METH_KEYWORDS,
-     setup_doc},
+    {"setup", (PyCFunction)(void (*)(void))cproject_setup, METH_VARARGS | METH_KEYWORDS, setup_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1002,8 +902,7 @@ static struct PyModuleDef moduledef = {
     .m_methods = methods,
 };
 
-static int
-intern_all(void)
+static int intern_all(void)
 {
     struct {
         PyObject **slot;
@@ -1035,25 +934,21 @@ intern_all(void)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (*names[i].slot == NULL) {
             *names[i].slot = PyUnicode_InternFromString(names[i].text);
-            if (*names[i].slot == NULL)
-                return -1;
+            if (*names[i].slot == NULL) return -1;
         }
     }
     return 0;
 }
 
-PyMODINIT_FUNC
-PyInit__cproject(void)
+PyMODINIT_FUNC PyInit__cproject(void)
 {
-    if (intern_all() < 0)
-        return NULL;
+    if (intern_all() < 0) return NULL;
     base_str = ((PyTypeObject *)PyExc_BaseException)->tp_str;
     base_repr = ((PyTypeObject *)PyExc_BaseException)->tp_repr;
     oserror_str = ((PyTypeObject *)PyExc_OSError)->tp_str;
     keyerror_str = ((PyTypeObject *)PyExc_KeyError)->tp_str;
     PyObject *m = PyModule_Create(&moduledef);
-    if (m == NULL)
-        return NULL;
+    if (m == NULL) return NULL;
     if (PyModule_AddStringConstant(m, "SOURCE_SHA", AIMUX_CPROJECT_SOURCE_SHA) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -48,6 +48,8 @@ def build(out_dir: Path, cc: str = "cc", cflags: list[str] | None = None) -> Pat
         "-fvisibility=hidden",
         *(cflags or []),
         f"-I{include}",
+        # no build path in what is installed (dist-tests check that nothing names the checkout)
+        f"-ffile-prefix-map={REPO}=.",
         f'-DAIMUX_CPROJECT_SOURCE_SHA="{source_sha()}"',
         str(SOURCE),
         "-o",
