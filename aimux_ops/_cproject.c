@@ -26,6 +26,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #ifndef AIMUX_CPROJECT_SOURCE_SHA
@@ -56,12 +57,16 @@ static PyObject *g_scrub_message;    /* redact.scrub_message */
 static PyObject *g_is_secret_header; /* redact.is_secret_header */
 static PyObject *g_dumps;            /* orjson.dumps */
 static PyObject *g_link;             /* envelope.Link (a tuple subclass) */
+static PyObject *g_retryable;        /* the AimuxError.retryable property */
+static PyObject *g_retry_after_ms;   /* the AimuxError.retry_after_ms property */
+static PyObject *g_own_retryable;    /* AimuxError._own_retryable (the function) */
+static PyObject *g_own_retry_after;  /* AimuxError._own_retry_after_ms (the function) */
 
 /* Interned names. */
 static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_truncated, *s_type,
-    *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_values, *s_extra, *s_wire, *s_error_name,
-    *s_payload_fields, *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins,
-    *s_retry_name;
+    *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_own_retryable, *s_own_retry_after,
+    *s_wire_root, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields, *s_cause_children,
+    *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -103,21 +108,42 @@ static int has_word_ci(const char *s, Py_ssize_t n, const char *word, Py_ssize_t
     return 0;
 }
 
-/* redact.has_anchor of an ASCII text: 1 anchor, 0 none, FALLBACK-as--1 never; ERR on a broken
- * secret list (reported as an anchor: the caller then lets Python decide). */
-static int has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n)
+/* One pass over an ASCII text: 1 when it holds "sk-", "key-", "bearer" in any case
+ * (redact._shaped_anchor), or, with `urls`, "://". */
+static int shaped_anchor(const char *s, Py_ssize_t n, int urls)
 {
-    if (memmem(s, (size_t)n, "sk-", 3) || memmem(s, (size_t)n, "key-", 4) ||
-        has_word_ci(s, n, "bearer", 6))
-        return 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        switch (s[i]) {
+        case 's':
+            if (i + 2 < n && s[i + 1] == 'k' && s[i + 2] == '-') return 1;
+            break;
+        case 'k':
+            if (i + 3 < n && s[i + 1] == 'e' && s[i + 2] == 'y' && s[i + 3] == '-') return 1;
+            break;
+        case 'b':
+        case 'B':
+            if (i + 5 < n && has_word_ci(s + i + 1, 5, "earer", 5)) return 1;
+            break;
+        case ':':
+            if (urls && i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/') return 1;
+            break;
+        default: break;
+        }
+    }
+    return 0;
+}
+
+/* redact.has_anchor of an ASCII text (1: an anchor; a secret list of another shape counts as
+ * one, so that Python decides), plus "://" with `urls`. */
+static int has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n, int urls)
+{
+    if (shaped_anchor(s, n, urls)) return 1;
     PyObject *secrets = ctx->secrets;
     Py_ssize_t count = PyTuple_GET_SIZE(secrets);
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *secret = PyTuple_GET_ITEM(secrets, i);
-        if (!PyUnicode_CheckExact(secret))
-            return 1; /* not a list this code knows: let Python scrub */
-        if (!PyUnicode_IS_ASCII(secret))
-            continue; /* a non-ASCII secret is never inside an ASCII text */
+        if (!PyUnicode_CheckExact(secret)) return 1; /* not a list this code knows: Python's */
+        if (!PyUnicode_IS_ASCII(secret)) continue;   /* never inside an ASCII text */
         Py_ssize_t len = PyUnicode_GET_LENGTH(secret);
         if (len == 0 || memmem(s, (size_t)n, ascii_data(secret), (size_t)len)) return 1;
     }
@@ -135,7 +161,7 @@ static PyObject *message_text(const Ctx *ctx, PyObject *raw, int *status)
     Py_ssize_t n = PyUnicode_GET_LENGTH(raw);
     const char *s = ascii_data(raw);
     if (n > MESSAGE_BYTES || memchr(s, 0, (size_t)n)) return NULL;
-    if (!memmem(s, (size_t)n, "://", 3) && !has_anchor(ctx, s, n)) {
+    if (!has_anchor(ctx, s, n, 1)) {
         *status = OK;
         return Py_NewRef(raw);
     }
@@ -194,7 +220,7 @@ static PyObject *small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize
 static int small_text(const Ctx *ctx, PyObject *v)
 {
     if (!ascii_text(v)) return FALLBACK;
-    return has_anchor(ctx, ascii_data(v), PyUnicode_GET_LENGTH(v)) ? FALLBACK : OK;
+    return has_anchor(ctx, ascii_data(v), PyUnicode_GET_LENGTH(v), 0) ? FALLBACK : OK;
 }
 
 static PyObject *small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound,
@@ -274,7 +300,7 @@ static PyObject *field_value(const Ctx *ctx, PyObject *value, int *status)
     PyTypeObject *t = Py_TYPE(value);
     if (t == &PyUnicode_Type) {
         if (!PyUnicode_IS_ASCII(value) || PyUnicode_GET_LENGTH(value) > VALUE_BYTES) return NULL;
-        if (!has_anchor(ctx, ascii_data(value), PyUnicode_GET_LENGTH(value))) {
+        if (!has_anchor(ctx, ascii_data(value), PyUnicode_GET_LENGTH(value), 0)) {
             *status = OK;
             return Py_NewRef(value);
         }
@@ -450,7 +476,7 @@ static int plain_exception(PyObject *exc, int depth)
 }
 
 /* causes.exception_type_name of a class: ``package.ClassName`` (``ClassName`` for builtins). */
-static PyObject *type_name(PyTypeObject *t)
+static PyObject *compute_type_name(PyTypeObject *t)
 {
     PyObject *module = PyObject_GetAttr((PyObject *)t, s_module);
     if (module == NULL) return NULL;
@@ -477,6 +503,41 @@ done:
     Py_DECREF(module);
     Py_DECREF(qual);
     return out;
+}
+
+/* Per class: (its __module__, its __qualname__, the name) as last computed; a class whose
+ * __module__ or __qualname__ was set since (another object) is computed again. Classes of other
+ * metaclasses are always computed. Bounded: cleared when full. */
+static PyObject *g_type_names;
+#define TYPE_NAMES_MAX 512
+
+static PyObject *type_name(PyTypeObject *t)
+{
+    if (Py_TYPE(t) != &PyType_Type) return compute_type_name(t);
+    int heap = PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE);
+    PyObject *module = NULL, *qual = NULL;
+    if (heap) {
+        module = PyDict_GetItemWithError(t->tp_dict, s_module);
+        qual = ((PyHeapTypeObject *)t)->ht_qualname;
+        if (module == NULL) return PyErr_Occurred() ? NULL : compute_type_name(t);
+    }
+    if (g_type_names == NULL && (g_type_names = PyDict_New()) == NULL) return NULL;
+    PyObject *held = PyDict_GetItemWithError(g_type_names, (PyObject *)t);
+    if (held != NULL &&
+        (!heap || (PyTuple_GET_ITEM(held, 0) == module && PyTuple_GET_ITEM(held, 1) == qual)))
+        return Py_NewRef(PyTuple_GET_ITEM(held, 2));
+    if (PyErr_Occurred()) return NULL;
+    PyObject *name = compute_type_name(t);
+    if (name == NULL) return NULL;
+    if (PyDict_GET_SIZE(g_type_names) >= TYPE_NAMES_MAX) PyDict_Clear(g_type_names);
+    PyObject *entry = PyTuple_Pack(3, heap ? module : Py_None, heap ? qual : Py_None, name);
+    if (entry == NULL || PyDict_SetItem(g_type_names, (PyObject *)t, entry) < 0) {
+        Py_XDECREF(entry);
+        Py_DECREF(name);
+        return NULL;
+    }
+    Py_DECREF(entry);
+    return name;
 }
 
 /* causes._next_link: __cause__, else __context__ unless suppressed, else an exception wrapped as
@@ -539,6 +600,65 @@ static int source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject *
 }
 
 /* -- root() ---------------------------------------------------------------------------------- */
+
+/* One of the root's hooks, as AimuxError's property answers it (``wire[i] if wire is not None
+ * else self._own_...()``) when the class keeps that property: the error's own method called
+ * directly (its base version's answer, `base`, without running it); the property otherwise. New
+ * reference, or NULL with an error set. */
+static PyObject *root_hook(PyObject *err, int keeps, PyObject *wire, PyObject *prop_name,
+                           PyObject *own_name, PyObject *own_base, PyObject *base)
+{
+    if (!keeps || wire != Py_None) return PyObject_GetAttr(err, prop_name);
+    PyObject *method = PyObject_GetAttr(err, own_name);
+    if (method == NULL) return NULL;
+    if (PyMethod_Check(method) && PyMethod_GET_FUNCTION(method) == own_base &&
+        PyMethod_GET_SELF(method) == err) {
+        Py_DECREF(method);
+        return Py_NewRef(base);
+    }
+    PyObject *out = PyObject_CallNoArgs(method);
+    Py_DECREF(method);
+    return out;
+}
+
+/* envelope._root's retryable and retryAfterMs members. */
+static int root_fields(PyObject *err, PyObject *root)
+{
+    PyTypeObject *t = Py_TYPE(err);
+    int keeps = _PyType_Lookup(t, s_retryable) == g_retryable &&
+                _PyType_Lookup(t, s_retry_after_ms) == g_retry_after_ms;
+    PyObject *wire = keeps ? PyObject_GetAttr(err, s_wire_root) : Py_NewRef(Py_None);
+    if (wire == NULL) return settle();
+    int rc = OK;
+    PyObject *retryable =
+        root_hook(err, keeps, wire, s_retryable, s_own_retryable, g_own_retryable, Py_False);
+    int truth = retryable ? PyObject_IsTrue(retryable) : -1;
+    Py_XDECREF(retryable);
+    if (truth < 0) {
+        Py_DECREF(wire);
+        return settle();
+    }
+    rc = put(root, s_retryable, Py_NewRef(truth ? Py_True : Py_False));
+    PyObject *after = rc != OK ? NULL
+                               : root_hook(err, keeps, wire, s_retry_after_ms, s_own_retry_after,
+                                           g_own_retry_after, Py_None);
+    Py_DECREF(wire);
+    if (rc != OK) return rc;
+    if (after == NULL) return settle();
+    if (after == Py_None) {
+        Py_DECREF(after);
+        return OK;
+    }
+    if (!PyLong_CheckExact(after)) { /* int(after) of another type: Python's */
+        Py_DECREF(after);
+        return FALLBACK;
+    }
+    if (_PyLong_Sign(after) < 0) {
+        Py_DECREF(after);
+        return OK;
+    }
+    return put(root, s_retryAfterMs, after);
+}
 
 /* envelope._root(err, DEFAULT_LIMITS) of an AimuxError: the root node with its chain, retryable
  * and retryAfterMs; FALLBACK when any node is not one this code handles. */
@@ -611,32 +731,7 @@ static int project_root(const Ctx *ctx, PyObject *err, PyObject **out)
         depth++;
     }
     for (int i = 0; i < nseen; i++) Py_DECREF(seen[i]);
-    if (rc == OK) {
-        PyObject *retryable = PyObject_GetAttr(err, s_retryable);
-        int truth = retryable ? PyObject_IsTrue(retryable) : -1;
-        Py_XDECREF(retryable);
-        if (truth < 0)
-            rc = settle();
-        else
-            rc = put(root, s_retryable, Py_NewRef(truth ? Py_True : Py_False));
-    }
-    if (rc == OK) {
-        PyObject *after = PyObject_GetAttr(err, s_retry_after_ms);
-        if (after == NULL) {
-            rc = settle();
-        } else if (after == Py_None) {
-            Py_DECREF(after);
-        } else if (!PyLong_CheckExact(after)) {
-            Py_DECREF(after);
-            rc = FALLBACK;
-        } else {
-            int neg = _PyLong_Sign(after) < 0;
-            if (neg)
-                Py_DECREF(after);
-            else
-                rc = put(root, s_retryAfterMs, after);
-        }
-    }
+    if (rc == OK) rc = root_fields(err, root);
     if (rc == OK && root_cut) rc = put(root, s_truncated, Py_BuildValue("[O]", s_cause));
     if (rc != OK) {
         Py_DECREF(root);
@@ -852,26 +947,99 @@ static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssiz
     return rc == OK ? out : Py_NewRef(Py_None);
 }
 
+/* -- packed() -------------------------------------------------------------------------------- */
+
+static void put_bytes(char **at, const void *data, size_t n)
+{
+    memcpy(*at, data, n);
+    *at += n;
+}
+
+/* The buffer the shim's _aimux_err_unpack reads (native/src/aimux_embed.py _packed): the root's
+ * retryable (uint8) and retryAfterMs (int64, -1 when absent), then per link its code (int32),
+ * the lengths (uint32) of its kind, name (0xFFFFFFFF: none), message and JSON, and those bytes;
+ * native byte order, no padding. */
+static PyObject *pack_walk(PyObject *walk)
+{
+    PyObject *fields = PyTuple_GET_ITEM(walk, 0), *links = PyTuple_GET_ITEM(walk, 1);
+    PyObject *after = PyTuple_GET_ITEM(fields, 1);
+    int64_t after_ms = -1;
+    if (after != Py_None) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(after, &overflow);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        after_ms = overflow ? -1 : (int64_t)v;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(links);
+    size_t size = 9;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *link = PyList_GET_ITEM(links, i);
+        size += 20;
+        for (int j = 1; j < 5; j++) {
+            PyObject *b = PyTuple_GET_ITEM(link, j);
+            if (b == Py_None) continue;
+            if ((size_t)PyBytes_GET_SIZE(b) >= 0xFFFFFFFFu) return Py_NewRef(Py_None);
+            size += (size_t)PyBytes_GET_SIZE(b);
+        }
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out == NULL) return NULL;
+    char *at = PyBytes_AS_STRING(out);
+    uint8_t retryable = PyTuple_GET_ITEM(fields, 0) == Py_True;
+    put_bytes(&at, &retryable, 1);
+    put_bytes(&at, &after_ms, 8);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *link = PyList_GET_ITEM(links, i);
+        long code = PyLong_AsLong(PyTuple_GET_ITEM(link, 0)); /* 0..2**31-1: checked */
+        int32_t code32 = (int32_t)code;
+        put_bytes(&at, &code32, 4);
+        for (int j = 1; j < 5; j++) {
+            PyObject *b = PyTuple_GET_ITEM(link, j);
+            uint32_t len = b == Py_None ? 0xFFFFFFFFu : (uint32_t)PyBytes_GET_SIZE(b);
+            put_bytes(&at, &len, 4);
+        }
+        for (int j = 1; j < 5; j++) {
+            PyObject *b = PyTuple_GET_ITEM(link, j);
+            if (b != Py_None) put_bytes(&at, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+        }
+    }
+    return out;
+}
+
+static PyObject *cproject_packed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *walk = cproject_chain(module, args, nargs);
+    if (walk == NULL || walk == Py_None) return walk;
+    PyObject *out = pack_walk(walk);
+    Py_DECREF(walk);
+    if (out == NULL && settle() != ERR) out = Py_NewRef(Py_None);
+    return out;
+}
+
 /* -- setup() --------------------------------------------------------------------------------- */
 
 static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *names[] = {"aimux_error",      "retry_error", "source_error", "payload_fields",
-                            "cause_children",   "redact",      "scrub_text",   "scrub_message",
-                            "is_secret_header", "dumps",       "link",         NULL};
-    PyObject *v[11];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOO", names, &v[0], &v[1], &v[2],
-                                     &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]))
+    static char *names[] = {
+        "aimux_error", "retry_error", "source_error",   "payload_fields",   "cause_children",
+        "redact",      "scrub_text",  "scrub_message",  "is_secret_header", "dumps",
+        "link",        "retryable",   "retry_after_ms", "own_retryable",    "own_retry_after_ms",
+        NULL};
+    PyObject *v[15];
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOO", names, &v[0], &v[1], &v[2],
+                                     &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
+                                     &v[11], &v[12], &v[13], &v[14]))
         return NULL;
     if (!PyType_Check(v[0]) || !PyType_Check(v[1]) || !PyType_Check(v[2]) || !PyType_Check(v[10]) ||
         !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "setup(): unexpected arguments");
         return NULL;
     }
-    PyObject **slots[] = {&g_aimux_error,      &g_retry_error, &g_source_error, &g_payload_fields,
-                          &g_cause_children,   &g_redact,      &g_scrub_text,   &g_scrub_message,
-                          &g_is_secret_header, &g_dumps,       &g_link};
+    PyObject **slots[] = {
+        &g_aimux_error, &g_retry_error, &g_source_error,   &g_payload_fields,   &g_cause_children,
+        &g_redact,      &g_scrub_text,  &g_scrub_message,  &g_is_secret_header, &g_dumps,
+        &g_link,        &g_retryable,   &g_retry_after_ms, &g_own_retryable,    &g_own_retry_after};
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
     Py_RETURN_NONE;
@@ -884,11 +1052,16 @@ PyDoc_STRVAR(root_doc,
 PyDoc_STRVAR(chain_doc,
              "chain(root, envelope_json) -> ((retryable, retryAfterMs), links) | None\n\n"
              "envelope.chain_links of nodes this process just projected, or None (Python's).");
+PyDoc_STRVAR(
+    packed_doc,
+    "packed(root, envelope_json) -> bytes | None\n\n"
+    "chain(root, envelope_json) packed as the shim's _aimux_err_unpack reads it, or None.");
 PyDoc_STRVAR(setup_doc, "setup(*, ...): the Python objects the projection uses (causes.py).");
 
 static PyMethodDef methods[] = {
     {"root", (PyCFunction)cproject_root, METH_O, root_doc},
     {"chain", (PyCFunction)(void (*)(void))cproject_chain, METH_FASTCALL, chain_doc},
+    {"packed", (PyCFunction)(void (*)(void))cproject_packed, METH_FASTCALL, packed_doc},
     {"setup", (PyCFunction)(void (*)(void))cproject_setup, METH_VARARGS | METH_KEYWORDS, setup_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -919,6 +1092,9 @@ static int intern_all(void)
         {&s_retryable, "retryable"},
         {&s_retryAfterMs, "retryAfterMs"},
         {&s_retry_after_ms, "retry_after_ms"},
+        {&s_own_retryable, "_own_retryable"},
+        {&s_own_retry_after, "_own_retry_after_ms"},
+        {&s_wire_root, "wire_root"},
         {&s_values, "_values"},
         {&s_extra, "_extra"},
         {&s_wire, "_wire"},

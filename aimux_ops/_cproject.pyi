@@ -18,8 +18,13 @@ def setup(
     is_secret_header: Any,
     dumps: Any,
     link: type[tuple[Any, ...]],
+    retryable: property,
+    retry_after_ms: property,
+    own_retryable: Any,
+    own_retry_after_ms: Any,
 ) -> None: ...
 def root(err: BaseException, /) -> dict[str, Any] | None: ...
 def chain(
     root: dict[str, Any], envelope_json: bytes, /
 ) -> tuple[tuple[bool, int | None], list[Any]] | None: ...
+def packed(root: dict[str, Any], envelope_json: bytes, /) -> bytes | None: ...

@@ -42,6 +42,7 @@ from .errors import TimeoutError as AITimeoutError
 __all__ = [
     "ENVELOPE_MAX_BYTES",
     "chain_links",
+    "chain_packed",
     "check_root",
     "decode_error",
     "native_chain",
@@ -74,11 +75,6 @@ def _as_aimux(exc: BaseException) -> AimuxError:
 
 
 def _root(err: AimuxError, limits: Limits) -> dict[str, Any]:
-    native = _native
-    if native is not None and limits is DEFAULT_LIMITS:
-        held = native.root(err)  # None: a chain the C walk leaves to the code below
-        if held is not None:
-            return held
     node = capture(err, limits)
     truncated = node.pop("truncated", None)
     node["retryable"] = bool(err.retryable)
@@ -129,8 +125,12 @@ _last: tuple[bytes, dict[str, Any]] = (b"", {})
 def _project(exc: BaseException) -> bytes:
     global _last
     try:
-        err = _as_aimux(exc)
-        root = _root(err, DEFAULT_LIMITS)
+        err = exc if isinstance(exc, AimuxError) else _as_aimux(exc)
+        native = _native
+        # the C walk with the default limits (None: a chain it leaves to the Python code)
+        root = None if native is None else native.root(err)
+        if root is None:
+            root = _root(err, DEFAULT_LIMITS)
         data = orjson.dumps(root)
         if len(data) <= ENVELOPE_MAX_BYTES:
             _last = (data, root)
@@ -352,6 +352,18 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     return root_fields(root), out
 
 
+def chain_packed(envelope_json: bytes) -> bytes | None:
+    """``chain_links(envelope_json)`` already packed for the C shim (``_aimux_err_unpack``'s
+    format, native/src/aimux_embed.py ``_packed``) by the C walk, when this process projected
+    those bytes just now and the walk handles its nodes; else None (the shim packs
+    ``chain_links``)."""
+    native = _native
+    held = _last
+    if native is None or held[0] is not envelope_json:
+        return None
+    return native.packed(held[1], envelope_json)  # type: ignore[no-any-return]
+
+
 def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
     """``chain_links``' links for nodes this process projected (``_last``): the same walk and
     the same answers as below, in one loop (every node is a dict; the root is the envelope's
@@ -428,6 +440,10 @@ def _load_native() -> Any:
         is_secret_header=redact.is_secret_header,
         dumps=orjson.dumps,
         link=Link,
+        retryable=AimuxError.__dict__["retryable"],
+        retry_after_ms=AimuxError.__dict__["retry_after_ms"],
+        own_retryable=AimuxError._own_retryable,
+        own_retry_after_ms=AimuxError._own_retry_after_ms,
     )
     return _cproject
 

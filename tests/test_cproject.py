@@ -9,12 +9,15 @@ and the shim's ``chain_links`` of each. The golden file runs both paths too
 
 from __future__ import annotations
 
+import ast
 import gc
 import os
 import random
+import struct
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpcore
@@ -24,7 +27,7 @@ import pytest
 
 from aimux_ops import envelope
 from aimux_ops import errors as E
-from aimux_ops.envelope import chain_links, project
+from aimux_ops.envelope import chain_links, chain_packed, project
 from aimux_ops.redact import remember_secret
 
 SEED = 16_2026
@@ -239,12 +242,39 @@ def chain(rng: random.Random) -> BaseException:
     return nodes[0]
 
 
+def shim_packed() -> Callable[[Any], bytes]:
+    """The shim's own ``_packed`` (native/src/aimux_embed.py, with its format constants), the
+    packing ``chain_packed`` must reproduce."""
+    source = Path(__file__).parent.parent / "native" / "src" / "aimux_embed.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    wanted = {"_ROOT", "_pack_root", "_pack", "_NO_NAME", "_packed"}
+    body = [
+        node for node in tree.body
+        if (isinstance(node, ast.FunctionDef) and node.name in wanted)
+        or (isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id in wanted for t in node.targets))
+    ]
+    assert len(body) == 5
+    names: dict[str, Any] = {"struct": struct}
+    exec(compile(ast.Module(body=body, type_ignores=[]), str(source), "exec"), names)
+    return names["_packed"]  # type: ignore[no-any-return]
+
+
+PACKED = shim_packed()
+packed_seen = [0]
+
+
 def both(exc: BaseException) -> tuple[tuple[bytes, Any], tuple[bytes, Any]]:
-    """(envelope, chain_links) with the C projection, then with the Python one."""
+    """(envelope, chain_links) with the C projection, then with the Python one; and the C walk's
+    packed buffer, when it gives one, is the shim's packing of those links."""
     saved = envelope._native
     try:
         c_env = project(exc)
+        c_packed = chain_packed(c_env)
         c_links = chain_links(c_env)
+        if c_packed is not None:
+            assert c_packed == PACKED(c_links)
+            packed_seen[0] += 1
         envelope._native = None
         py_env = project(exc)
         py_links = chain_links(py_env)
@@ -286,6 +316,7 @@ def test_random_chains_project_byte_identical() -> None:
     # the generator is meant to reach both paths: most chains fall back (they are built to), a
     # good share must not
     assert 0.1 * total < handled < 0.9 * total, (handled, total)
+    assert packed_seen[0] > 0.1 * total
 
 
 @needs_c
@@ -352,6 +383,7 @@ def test_the_common_failures_take_the_c_path(name: str) -> None:
     c, py = both(exc)
     assert c == py
     assert mod.chain(orjson.loads(c[0]), c[0]) == c[1]
+    assert mod.packed(orjson.loads(c[0]), c[0]) == PACKED(c[1])
     assert SECRETS[2].encode() not in c[0] and b"sk-0123" not in c[0]
 
 
@@ -391,7 +423,9 @@ def test_no_reference_leak() -> None:
         for exc in shapes:
             root = mod.root(exc)
             assert root is not None
-            mod.chain(root, orjson.dumps(root))
+            env = orjson.dumps(root)
+            mod.chain(root, env)
+            mod.packed(root, env)
     gc.collect()
     assert len(gc.get_objects()) - before < 50
 
@@ -402,3 +436,29 @@ def test_pure_python_on_request() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "AIMUX_PURE_PYTHON": "1"}, check=True)
     assert out.stdout.strip() == "True"
+
+
+@needs_c
+def test_a_renamed_class_is_named_anew() -> None:
+    """The C walk keeps each class's ``package.ClassName``; a class renamed since (its
+    ``__qualname__`` or ``__module__`` set) is named as Python names it now."""
+
+    class Renamed(Exception):
+        pass
+
+    def envelope_of() -> tuple[bytes, bytes]:
+        exc = E.APICallError("x")
+        exc.__cause__ = Renamed("inner")
+        assert native().root(exc) is not None
+        c, py = both(exc)
+        assert c == py
+        return c[0], py[0]
+
+    first, _ = envelope_of()
+    assert b'"type":"test_cproject.Renamed"' in first
+    Renamed.__qualname__ = "Other.Name"
+    assert b'"type":"test_cproject.Other.Name"' in envelope_of()[0]
+    Renamed.__module__ = "elsewhere.mod"
+    assert b'"type":"elsewhere.Other.Name"' in envelope_of()[0]
+    Renamed.__module__ = "builtins"
+    assert b'"type":"Other.Name"' in envelope_of()[0]
