@@ -455,7 +455,7 @@ def test_a_renamed_class_is_named_anew() -> None:
         return c[0], py[0]
 
     first, _ = envelope_of()
-    assert b'"type":"test_cproject.Renamed"' in first
+    assert f'"type":"test_cproject.{Renamed.__qualname__}"'.encode() in first
     Renamed.__qualname__ = "Other.Name"
     assert b'"type":"test_cproject.Other.Name"' in envelope_of()[0]
     Renamed.__module__ = "elsewhere.mod"
