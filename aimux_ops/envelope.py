@@ -316,7 +316,7 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
         if native is not None:
             walked = native.chain(root, envelope_json)  # None: the code below decides
             if walked is not None:
-                return walked
+                return walked  # type: ignore[no-any-return]
         check_root(root)
         return root_fields(root), _links_of_nodes(root, envelope_json)
     root = orjson.loads(envelope_json)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import itertools
 import os
 import random
 import struct
@@ -129,10 +130,22 @@ def json_value(rng: random.Random, depth: int = 0) -> Any:
     if pick == 6:
         return rng.randrange(1000)
     if pick in (7, 8):
-        keys = ["a", "message", "authorization", "x-api-key", "retry-after", "clé", "tokens",
-                "x-ratelimit-remaining-tokens", "data", "Secret-Thing"]
-        return {rng.choice(keys) + str(i % 3): json_value(rng, depth + 1)
-                for i in range(rng.randrange(0, 6))}
+        keys = [
+            "a",
+            "message",
+            "authorization",
+            "x-api-key",
+            "retry-after",
+            "clé",
+            "tokens",
+            "x-ratelimit-remaining-tokens",
+            "data",
+            "Secret-Thing",
+        ]
+        return {
+            rng.choice(keys) + str(i % 3): json_value(rng, depth + 1)
+            for i in range(rng.randrange(0, 6))
+        }
     if pick == 9:
         return [json_value(rng, depth + 1) for _ in range(rng.randrange(0, 6))]
     if pick == 10:
@@ -148,12 +161,24 @@ def field_value(rng: random.Random, hint_name: str) -> Any:
     if hint_name == "is_retryable":
         return rng.random() < 0.5
     if hint_name in ("available_ops", "available_providers", "available_tools"):
-        return [rng.choice(("aimux.version", "generate_text", "sk-abcdefghijk", "é"))
-                for _ in range(rng.randrange(0, 5))]
+        return [
+            rng.choice(("aimux.version", "generate_text", "sk-abcdefghijk", "é"))
+            for _ in range(rng.randrange(0, 5))
+        ]
     if hint_name == "response_headers":
-        return {rng.choice(("content-type", "x-request-id", "retry-after", "set-cookie",
-                            "authorization", "x-api-key")): text(rng)
-                for _ in range(rng.randrange(0, 4))}
+        return {
+            rng.choice(
+                (
+                    "content-type",
+                    "x-request-id",
+                    "retry-after",
+                    "set-cookie",
+                    "authorization",
+                    "x-api-key",
+                )
+            ): text(rng)
+            for _ in range(rng.randrange(0, 4))
+        }
     if hint_name in ("data", "value", "usage"):
         return json_value(rng)
     return text(rng)
@@ -223,7 +248,7 @@ def link(rng: random.Random) -> BaseException:
 
 def chain(rng: random.Random) -> BaseException:
     nodes = [link(rng) for _ in range(rng.choice((1, 1, 2, 3, 4, 5, 8, 16, 17, 20)))]
-    for outer, inner in zip(nodes, nodes[1:], strict=False):
+    for outer, inner in itertools.pairwise(nodes):
         how = rng.randrange(6)
         if how <= 2:
             outer.__cause__ = inner
@@ -249,10 +274,13 @@ def shim_packed() -> Callable[[Any], bytes]:
     tree = ast.parse(source.read_text(encoding="utf-8"))
     wanted = {"_ROOT", "_pack_root", "_pack", "_NO_NAME", "_packed"}
     body = [
-        node for node in tree.body
+        node
+        for node in tree.body
         if (isinstance(node, ast.FunctionDef) and node.name in wanted)
-        or (isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id in wanted for t in node.targets))
+        or (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id in wanted for t in node.targets)
+        )
     ]
     assert len(body) == 5
     names: dict[str, Any] = {"struct": struct}
@@ -350,28 +378,47 @@ def bench_shapes() -> dict[str, BaseException]:
     core = httpcore.ConnectError(refused)
     outer = httpx.ConnectError(str(core))
     outer.__cause__ = core
-    transport = E.APICallError("Cannot connect to API: [Errno 111] Connection refused",
-                               is_retryable=True)
+    transport = E.APICallError(
+        "Cannot connect to API: [Errno 111] Connection refused", is_retryable=True
+    )
     transport.__cause__ = outer
     body = {"error": {"message": "slow down", "type": "rate_limit", "code": None}}
-    http = E.APICallError("Too Many Requests", status_code=429, is_retryable=True,
-                          response_headers={"retry-after": "2", "x-request-id": "req_1",
-                                            "content-type": "application/json"},
-                          response_body=orjson.dumps(body).decode(), data=body)
-    unknown = E.UnknownOpError("unknown op 'no.such'", op="no.such",
-                               available_ops=["aimux.version", "generate_text"])
+    http = E.APICallError(
+        "Too Many Requests",
+        status_code=429,
+        is_retryable=True,
+        response_headers={
+            "retry-after": "2",
+            "x-request-id": "req_1",
+            "content-type": "application/json",
+        },
+        response_body=orjson.dumps(body).decode(),
+        data=body,
+    )
+    unknown = E.UnknownOpError(
+        "unknown op 'no.such'", op="no.such", available_ops=["aimux.version", "generate_text"]
+    )
     deep = E.APICallError("root", is_retryable=True)
     inner: BaseException = ConnectionRefusedError(111, "Connection refused")
     for level in range(3, 0, -1):
-        nxt: BaseException = (OSError(f"layer {level}") if level % 2 else
-                              E.TypeValidationError("t", value={"level": level, "a": [1, 2.5]}))
+        nxt: BaseException = (
+            OSError(f"layer {level}")
+            if level % 2
+            else E.TypeValidationError("t", value={"level": level, "a": [1, 2.5]})
+        )
         nxt.__cause__ = inner
         inner = nxt
     deep.__cause__ = inner
     url = E.APICallError("GET https://api.example.com/v1/models failed", status_code=404)
     secret = E.APICallError(f"rejected key {SECRETS[2]}", response_body="sk-0123456789abcdef")
-    return {"transport": transport, "http": http, "unknown": unknown, "deep": deep,
-            "url-in-message": url, "secret-scrubbed": secret}
+    return {
+        "transport": transport,
+        "http": http,
+        "unknown": unknown,
+        "deep": deep,
+        "url-in-message": url,
+        "secret-scrubbed": secret,
+    }
 
 
 @needs_c
@@ -433,8 +480,13 @@ def test_no_reference_leak() -> None:
 def test_pure_python_on_request() -> None:
     """AIMUX_PURE_PYTHON=1 (read once, at import) leaves the extension out."""
     code = "from aimux_ops import envelope; print(envelope._native is None)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "AIMUX_PURE_PYTHON": "1"}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AIMUX_PURE_PYTHON": "1"},
+        check=True,
+    )
     assert out.stdout.strip() == "True"
 
 
