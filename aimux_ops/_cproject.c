@@ -65,8 +65,8 @@ static PyObject *g_own_retry_after;  /* AimuxError._own_retry_after_ms (the func
 /* Interned names. */
 static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_truncated, *s_type,
     *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_own_retryable, *s_own_retry_after,
-    *s_wire_root, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields, *s_cause_children,
-    *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name;
+    *s_wire_root, *s_getattribute, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields,
+    *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -147,6 +147,50 @@ static int has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n, int urls)
         Py_ssize_t len = PyUnicode_GET_LENGTH(secret);
         if (len == 0 || memmem(s, (size_t)n, ascii_data(secret), (size_t)len)) return 1;
     }
+    return 0;
+}
+
+/* getattr(obj, name) for the attributes the walk reads: the instance's own value, else the
+ * class's plain (non-descriptor) value, exactly as object.__getattribute__ finds them, without the
+ * lookups of a class-level __getattr__ hook (AimuxError has one: it only answers what is not
+ * found). Anything else (a descriptor on the class, another __getattribute__, no such attribute)
+ * goes through PyObject_GetAttr. New reference or NULL with an error set. */
+static getattrofunc hook_getattro; /* tp_getattro of a class with a Python __getattr__ */
+static PyObject *object_getattribute;
+
+/* Whether the class finds attributes as object.__getattribute__ does (then a __getattr__ hook
+ * only answers what is not found). */
+static int standard_lookup(PyTypeObject *t)
+{
+    return t->tp_getattro == PyObject_GenericGetAttr ||
+           (t->tp_getattro == hook_getattro &&
+            _PyType_Lookup(t, s_getattribute) == object_getattribute);
+}
+
+static PyObject *get_attr(PyObject *obj, PyObject *name)
+{
+    PyTypeObject *t = Py_TYPE(obj);
+    if (!standard_lookup(t)) return PyObject_GetAttr(obj, name);
+    PyObject *descr = _PyType_Lookup(t, name); /* borrowed */
+    if (descr != NULL && Py_TYPE(descr)->tp_descr_get != NULL) return PyObject_GetAttr(obj, name);
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    if (dictptr != NULL && *dictptr != NULL) {
+        PyObject *v = PyDict_GetItemWithError(*dictptr, name);
+        if (v != NULL) return Py_NewRef(v);
+        if (PyErr_Occurred()) return NULL;
+    }
+    if (descr != NULL) return Py_NewRef(descr);
+    return PyObject_GetAttr(obj, name);
+}
+
+/* Whether obj.<name> is the class's function `function` (not shadowed by the instance). */
+static int is_class_function(PyObject *obj, PyObject *name, PyObject *function)
+{
+    if (!standard_lookup(Py_TYPE(obj)) || _PyType_Lookup(Py_TYPE(obj), name) != function) return 0;
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    if (dictptr == NULL || *dictptr == NULL) return 1;
+    PyObject *v = PyDict_GetItemWithError(*dictptr, name);
+    if (v == NULL) return PyErr_Occurred() ? -1 : 1;
     return 0;
 }
 
@@ -342,16 +386,16 @@ static int payload(const Ctx *ctx, PyObject *exc, PyObject *node)
     if (!class_keeps(exc, s_payload_fields, g_payload_fields)) return FALLBACK;
     int rc = FALLBACK;
     PyObject *extra = NULL, *values = NULL, *wire = NULL, *name = NULL, *error = NULL;
-    extra = PyObject_GetAttr(exc, s_extra);
+    extra = get_attr(exc, s_extra);
     if (extra == NULL) return settle();
     int truth = PyObject_IsTrue(extra);
     if (truth != 0) {
         rc = truth < 0 ? settle() : FALLBACK;
         goto done;
     }
-    values = PyObject_GetAttr(exc, s_values);
-    wire = values ? PyObject_GetAttr(exc, s_wire) : NULL;
-    name = wire ? PyObject_GetAttr(exc, s_error_name) : NULL;
+    values = get_attr(exc, s_values);
+    wire = values ? get_attr(exc, s_wire) : NULL;
+    name = wire ? get_attr(exc, s_error_name) : NULL;
     if (name == NULL) {
         rc = settle();
         goto done;
@@ -418,9 +462,9 @@ static int aimux_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **
     int rc = PyObject_IsInstance(exc, g_retry_error);
     if (rc != 0) return rc < 0 ? settle() : FALLBACK;
     if (!class_keeps(exc, s_cause_children, g_cause_children)) return FALLBACK;
-    PyObject *kind = PyObject_GetAttr(exc, s_kind);
-    PyObject *code = kind ? PyObject_GetAttr(exc, s_code) : NULL;
-    PyObject *raw = code ? PyObject_GetAttr(exc, s_message) : NULL;
+    PyObject *kind = get_attr(exc, s_kind);
+    PyObject *code = kind ? get_attr(exc, s_code) : NULL;
+    PyObject *raw = code ? get_attr(exc, s_message) : NULL;
     if (raw == NULL) {
         Py_XDECREF(kind);
         Py_XDECREF(code);
@@ -564,8 +608,8 @@ static int source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject *
     int rc = PyObject_IsInstance(exc, g_source_error);
     if (rc < 0) return settle();
     if (rc) {
-        raw = PyObject_GetAttr(exc, s_message);
-        type = raw ? PyObject_GetAttr(exc, s_type) : NULL;
+        raw = get_attr(exc, s_message);
+        type = raw ? get_attr(exc, s_type) : NULL;
         if (type == NULL) {
             Py_XDECREF(raw);
             return settle();
@@ -609,6 +653,9 @@ static PyObject *root_hook(PyObject *err, int keeps, PyObject *wire, PyObject *p
                            PyObject *own_name, PyObject *own_base, PyObject *base)
 {
     if (!keeps || wire != Py_None) return PyObject_GetAttr(err, prop_name);
+    int base_own = is_class_function(err, own_name, own_base);
+    if (base_own < 0) return NULL;
+    if (base_own) return Py_NewRef(base);
     PyObject *method = PyObject_GetAttr(err, own_name);
     if (method == NULL) return NULL;
     if (PyMethod_Check(method) && PyMethod_GET_FUNCTION(method) == own_base &&
@@ -627,7 +674,7 @@ static int root_fields(PyObject *err, PyObject *root)
     PyTypeObject *t = Py_TYPE(err);
     int keeps = _PyType_Lookup(t, s_retryable) == g_retryable &&
                 _PyType_Lookup(t, s_retry_after_ms) == g_retry_after_ms;
-    PyObject *wire = keeps ? PyObject_GetAttr(err, s_wire_root) : Py_NewRef(Py_None);
+    PyObject *wire = keeps ? get_attr(err, s_wire_root) : Py_NewRef(Py_None);
     if (wire == NULL) return settle();
     int rc = OK;
     PyObject *retryable =
@@ -1042,6 +1089,9 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
         &g_link,        &g_retryable,   &g_retry_after_ms, &g_own_retryable,    &g_own_retry_after};
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
+    /* AimuxError has a Python __getattr__: its tp_getattro is the hook every such class has */
+    hook_getattro = ((PyTypeObject *)g_aimux_error)->tp_getattro;
+    object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute); /* immortal type */
     Py_RETURN_NONE;
 }
 
@@ -1095,6 +1145,7 @@ static int intern_all(void)
         {&s_own_retryable, "_own_retryable"},
         {&s_own_retry_after, "_own_retry_after_ms"},
         {&s_wire_root, "wire_root"},
+        {&s_getattribute, "__getattribute__"},
         {&s_values, "_values"},
         {&s_extra, "_extra"},
         {&s_wire, "_wire"},
