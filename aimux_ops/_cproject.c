@@ -645,6 +645,21 @@ static int source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject *
 
 /* -- root() ---------------------------------------------------------------------------------- */
 
+/* envelope.RETRY_AFTER_MAX_MS (setup()): the largest retryAfterMs written or reported. */
+static long long g_retry_after_max = -1;
+
+/* Whether an int is a retryAfterMs from 0 to envelope.RETRY_AFTER_MAX_MS. */
+static int after_in_range(PyObject *after)
+{
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(after, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return overflow == 0 && v >= 0 && v <= g_retry_after_max;
+}
+
 /* One of the root's hooks, as AimuxError's property answers it (``wire[i] if wire is not None
  * else self._own_...()``) when the class keeps that property: the error's own method called
  * directly (its base version's answer, `base`, without running it); the property otherwise. New
@@ -700,7 +715,7 @@ static int root_fields(PyObject *err, PyObject *root)
         Py_DECREF(after);
         return FALLBACK;
     }
-    if (_PyLong_Sign(after) < 0) {
+    if (!after_in_range(after)) { /* envelope.RETRY_AFTER_MAX_MS: no hint beyond it */
         Py_DECREF(after);
         return OK;
     }
@@ -862,7 +877,7 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
     PyObject *after_out = Py_None;
     if (after != NULL) {
         if (!PyLong_CheckExact(after)) return FALLBACK;
-        if (_PyLong_Sign(after) >= 0) after_out = after;
+        if (after_in_range(after)) after_out = after;
     }
     PyObject *links = PyList_New(0);
     if (links == NULL) return ERR;
@@ -1068,15 +1083,28 @@ static PyObject *cproject_packed(PyObject *module, PyObject *const *args, Py_ssi
 static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *names[] = {
-        "aimux_error", "retry_error", "source_error",   "payload_fields",   "cause_children",
-        "redact",      "scrub_text",  "scrub_message",  "is_secret_header", "dumps",
-        "link",        "retryable",   "retry_after_ms", "own_retryable",    "own_retry_after_ms",
-        NULL};
+    static char *names[] = {"aimux_error",
+                            "retry_error",
+                            "source_error",
+                            "payload_fields",
+                            "cause_children",
+                            "redact",
+                            "scrub_text",
+                            "scrub_message",
+                            "is_secret_header",
+                            "dumps",
+                            "link",
+                            "retryable",
+                            "retry_after_ms",
+                            "own_retryable",
+                            "own_retry_after_ms",
+                            "retry_after_max",
+                            NULL};
     PyObject *v[15];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOO", names, &v[0], &v[1], &v[2],
+    long long after_max;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOOL", names, &v[0], &v[1], &v[2],
                                      &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
-                                     &v[11], &v[12], &v[13], &v[14]))
+                                     &v[11], &v[12], &v[13], &v[14], &after_max))
         return NULL;
     if (!PyType_Check(v[0]) || !PyType_Check(v[1]) || !PyType_Check(v[2]) || !PyType_Check(v[10]) ||
         !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type)) {
@@ -1091,6 +1119,7 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
     /* AimuxError has a Python __getattr__: its tp_getattro is the hook every such class has */
     hook_getattro = ((PyTypeObject *)g_aimux_error)->tp_getattro;
+    g_retry_after_max = after_max;
     object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute); /* immortal type */
     Py_RETURN_NONE;
 }

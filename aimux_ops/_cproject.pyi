@@ -22,6 +22,7 @@ def setup(
     retry_after_ms: property,
     own_retryable: Any,
     own_retry_after_ms: Any,
+    retry_after_max: int,
 ) -> None: ...
 def root(err: BaseException, /) -> dict[str, Any] | None: ...
 def chain(

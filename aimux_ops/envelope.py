@@ -460,6 +460,7 @@ def _load_native() -> Any:
         retry_after_ms=AimuxError.__dict__["retry_after_ms"],
         own_retryable=AimuxError._own_retryable,
         own_retry_after_ms=AimuxError._own_retry_after_ms,
+        retry_after_max=RETRY_AFTER_MAX_MS,
     )
     return _cproject
 

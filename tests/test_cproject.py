@@ -169,6 +169,9 @@ def field_value(rng: random.Random, hint_name: str) -> Any:
             for _ in range(rng.randrange(0, 5))
         ]
     if hint_name == "response_headers":
+        if rng.random() < 0.3:  # a retry hint: in range, beyond RETRY_AFTER_MAX_MS, negative
+            hint = rng.choice(("2", "1500", "1e20", "-1", "9223372036854", "9223372036855", "x"))
+            return {rng.choice(("retry-after-ms", "retry-after", "Retry-After")): hint}
         return {
             rng.choice(
                 (
