@@ -143,4 +143,4 @@ recordings: setup
 	$(PY) tests/make_recordings.py
 
 clean:
-	rm -rf native/build build aimux_ops.egg-info bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
+	rm -rf native/build build aimux_ops.egg-info aimux_ops/_cproject*.so bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
