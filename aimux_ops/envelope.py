@@ -11,14 +11,22 @@ bounds give more, the projection runs again with tighter ones (each cut still ma
 kind / code becomes ``UnknownError`` keeping the raw JSON), source nodes ``SourceError``; each link
 is ``__cause__``; a RetryError's attempts are decoded into ``errors`` and the last one is its
 ``__cause__`` (the AI SDK's ``lastError``). ``chain_links`` walks the same chain for the C shim.
+
+The optional C extension ``aimux_ops._cproject`` (DESIGN.md "The projection in C") projects the
+common chains with the default limits and walks their links; it answers None for anything else,
+and the Python code below (the reference) runs. ``AIMUX_PURE_PYTHON=1`` (read once, at import)
+or a missing or stale build leaves it out: the same bytes either way.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
+from . import redact
 from .causes import DEFAULT_LIMITS, Limits, capture
 from .errors import (
     AimuxError,
@@ -32,18 +40,25 @@ from .errors import (
 from .errors import TimeoutError as AITimeoutError
 
 __all__ = [
+    "CODE_MAX",
     "ENVELOPE_MAX_BYTES",
+    "RETRY_AFTER_MAX_MS",
     "chain_links",
+    "chain_packed",
     "check_root",
     "decode_error",
     "native_chain",
     "project",
     "root_fields",
     "to_envelope",
+    "whole_number",
 ]
 
 ENVELOPE_MAX_BYTES = 1024 * 1024
-_CODE_MAX = 0x7FFFFFFF  # a code is an int32_t in the C ABI
+CODE_MAX = 0x7FFFFFFF  # a code is an int32_t in the C ABI
+#: The largest ``retryAfterMs`` any decoder reports (DESIGN.md "Numbers on the wire"): the longest
+#: Go ``time.Duration`` in whole milliseconds (~292 years), exact in a double.
+RETRY_AFTER_MAX_MS = 9_223_372_036_854
 _DECODE_MAX_DEPTH = 256
 _TIGHTER = (
     Limits(message_bytes=1024, value_bytes=2048, depth=16, attempts=8),
@@ -70,7 +85,7 @@ def _root(err: AimuxError, limits: Limits) -> dict[str, Any]:
     truncated = node.pop("truncated", None)
     node["retryable"] = bool(err.retryable)
     after = err.retry_after_ms
-    if after is not None and after >= 0:
+    if after is not None and 0 <= after <= RETRY_AFTER_MAX_MS:
         node["retryAfterMs"] = int(after)
     if truncated:
         node["truncated"] = truncated
@@ -116,8 +131,12 @@ _last: tuple[bytes, dict[str, Any]] = (b"", {})
 def _project(exc: BaseException) -> bytes:
     global _last
     try:
-        err = _as_aimux(exc)
-        root = _root(err, DEFAULT_LIMITS)
+        err = exc if isinstance(exc, AimuxError) else _as_aimux(exc)
+        native = _native
+        # the C walk with the default limits (None: a chain it leaves to the Python code)
+        root = None if native is None else native.root(err)
+        if root is None:
+            root = _root(err, DEFAULT_LIMITS)
         data = orjson.dumps(root)
         if len(data) <= ENVELOPE_MAX_BYTES:
             _last = (data, root)
@@ -205,10 +224,23 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
     return exc
 
 
+def whole_number(value: Any) -> int | None:
+    """A JSON number's value when it is a whole number, else None: ``3`` and ``3.0`` (and
+    ``3e0``) alike, as JSON does not tell them apart and JavaScript's parser cannot (DESIGN.md
+    "Numbers on the wire"); a bool, a string or a fraction is not one."""
+    cls = value.__class__
+    if cls is int:
+        return value  # type: ignore[no-any-return]
+    if cls is float and value.is_integer():
+        return int(value)
+    return None
+
+
 def _wire_code(node: dict[str, Any]) -> int:
-    """A node's ``code`` when it is a non-negative integer, else 0."""
-    code = node.get("code")
-    return code if isinstance(code, int) and not isinstance(code, bool) and code >= 0 else 0
+    """A node's ``code`` when it is a whole number from 0 to 2**31-1 (what ``aimux_error_code``'s
+    ``int32_t`` holds), else 0."""
+    code = whole_number(node.get("code"))
+    return code if code is not None and 0 <= code <= CODE_MAX else 0
 
 
 def check_root(obj: dict[str, Any]) -> None:
@@ -220,12 +252,13 @@ def check_root(obj: dict[str, Any]) -> None:
         raise InvalidWireJSONError(
             "envelope has no 'kind': it is a source node, not an envelope", argument="envelope"
         )
-    if _wire_code(obj) > _CODE_MAX:
+    code = whole_number(obj.get("code"))
+    if code is not None and code > CODE_MAX:
         raise InvalidWireJSONError(
             "envelope 'code' is out of range (an integer from 1 to 2147483647)",
             argument="envelope",
         )
-    if _wire_code(obj) < 1:
+    if code is None or code < 1:
         error = obj.get("error")
         name = error.get("name") if isinstance(error, dict) else None
         if not isinstance(name, str) or lookup(kind, name, None) is None:
@@ -248,10 +281,10 @@ def decode_error(envelope: bytes | str | dict[str, Any]) -> AimuxError:
 def root_fields(root: dict[str, Any]) -> tuple[bool, int | None]:
     """The root's own ``(retryable, retryAfterMs)`` as given (CONTRACT §4): what every decoder
     reports. A ``retryable`` that is not a JSON bool reads as false; a ``retryAfterMs`` that is
-    not an integer ≥ 0 as absent."""
+    not a whole number from 0 to ``RETRY_AFTER_MAX_MS`` as absent."""
     retryable = root.get("retryable")
-    after = root.get("retryAfterMs")
-    ok_after = isinstance(after, int) and not isinstance(after, bool) and after >= 0
+    after = whole_number(root.get("retryAfterMs"))
+    ok_after = after is not None and 0 <= after <= RETRY_AFTER_MAX_MS
     return retryable is True, after if ok_after else None
 
 
@@ -299,6 +332,11 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     held = _last
     if held[0] is envelope_json:  # projected here just now: the same nodes, not parsed again
         root = held[1]
+        native = _native
+        if native is not None:
+            walked = native.chain(root, envelope_json)  # None: the code below decides
+            if walked is not None:
+                return walked  # type: ignore[no-any-return]
         check_root(root)
         return root_fields(root), _links_of_nodes(root, envelope_json)
     root = orjson.loads(envelope_json)
@@ -310,8 +348,6 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
         kind = link.get("kind")
         if isinstance(kind, str):
             code = _wire_code(link)
-            if code > _CODE_MAX:
-                code = 0
             error = link.get("error")
             name = error.get("name") if isinstance(error, dict) else None
         else:
@@ -334,6 +370,18 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     return root_fields(root), out
 
 
+def chain_packed(envelope_json: bytes) -> bytes | None:
+    """``chain_links(envelope_json)`` already packed for the C shim (``_aimux_err_unpack``'s
+    format, native/src/aimux_embed.py ``_packed``) by the C walk, when this process projected
+    those bytes just now and the walk handles its nodes; else None (the shim packs
+    ``chain_links``)."""
+    native = _native
+    held = _last
+    if native is None or held[0] is not envelope_json:
+        return None
+    return native.packed(held[1], envelope_json)  # type: ignore[no-any-return]
+
+
 def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
     """``chain_links``' links for nodes this process projected (``_last``): the same walk and
     the same answers as below, in one loop (every node is a dict; the root is the envelope's
@@ -345,10 +393,8 @@ def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
         nxt = node.get("cause")
         if isinstance(kind, str):
             code = node.get("code")
-            if code.__class__ is not int or code < 0 or code > _CODE_MAX:
+            if code.__class__ is not int or code < 0 or code > CODE_MAX:
                 code = _wire_code(node)
-                if code > _CODE_MAX:
-                    code = 0
             error = node.get("error")
             name = error.get("name") if isinstance(error, dict) else None
             if nxt is None and name == "AI_RetryError":
@@ -374,3 +420,50 @@ def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
         )
         node = nxt
     return out
+
+
+def _load_native() -> Any:
+    """``aimux_ops._cproject`` set up for this process, or None: disabled with
+    ``AIMUX_PURE_PYTHON=1``, not built, or (in a checkout, where its source lies next to it)
+    built from another version of ``_cproject.c`` than the one there."""
+    if os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _cproject
+    except ImportError:
+        return None
+    source = Path(__file__).with_name("_cproject.c")
+    try:
+        text = source.read_bytes()
+    except OSError:  # an installed payload or a wheel: no source to be stale against
+        pass
+    else:
+        import hashlib
+
+        if hashlib.sha256(text).hexdigest() != _cproject.SOURCE_SHA:
+            return None  # a stale build: run `make native` (or native/build_cproject.py)
+    from .errors import RetryError
+
+    _cproject.setup(
+        aimux_error=AimuxError,
+        retry_error=RetryError,
+        source_error=SourceError,
+        payload_fields=AimuxError.payload_fields,
+        cause_children=AimuxError.cause_children,
+        redact=redact,
+        scrub_text=redact.scrub_text,
+        scrub_message=redact.scrub_message,
+        is_secret_header=redact.is_secret_header,
+        dumps=orjson.dumps,
+        link=Link,
+        retryable=AimuxError.__dict__["retryable"],
+        retry_after_ms=AimuxError.__dict__["retry_after_ms"],
+        own_retryable=AimuxError._own_retryable,
+        own_retry_after_ms=AimuxError._own_retry_after_ms,
+        retry_after_max=RETRY_AFTER_MAX_MS,
+    )
+    return _cproject
+
+
+#: The C projection (None: the Python code alone). Tests switch it off and on.
+_native: Any = _load_native()
