@@ -220,21 +220,35 @@ class Notifier:
         self._lock = threading.Lock()
         self._signalled = False
         self._flush_scheduled = False
-        self._native = _native_ready()
-        if self._native is not None:
-            self._native[1]._aimux_rl_set_fd(self.wfd)
+        self._native: tuple[Any, Any] | None = None
+        native = _native_ready()
+        if native is not None:
+            self.adopt_native(*native)
+
+    def adopt_native(self, ffi: Any, lib: Any) -> None:
+        """Keep the list in libaimux from now on (``dispatch.use_native_queues``; also for a
+        notifier made before a Python host loaded the library): its pipe, and the handles
+        listed so far, move there (an extra byte in the pipe is a harmless wake-up)."""
+        with self._lock:
+            lib._aimux_rl_set_fd(self.wfd)
+            self._native = (ffi, lib)
+            while self._ready:
+                handle = self._ready.popleft()
+                lib._aimux_rl_mark(handle, 0)
+            self._listed.clear()
+            self._signalled = False
 
     def mark(self, handle: int) -> None:
         """``handle`` has something to poll (any thread; cheap when already listed). On the loop
         thread the byte is written once per loop iteration, after every stream that had data in
         it was served (one wake-up of the host for all of them, not one per event)."""
         if self._native is not None:
-            lib = self._native[1]
-            loop = asyncio._get_running_loop()
-            if lib._aimux_rl_mark(handle, 0 if loop is None else 1) == 1 and loop is not None:
-                loop.call_soon(lib._aimux_rl_write)
+            self._mark_native(handle)
             return
         with self._lock:
+            if self._native is not None:  # adopted meanwhile
+                self._mark_native(handle)
+                return
             if handle in self._listed:
                 return
             self._listed.add(handle)
@@ -252,6 +266,13 @@ class Notifier:
                     loop.call_soon(self._flush)
                 return
         self._write()
+
+    def _mark_native(self, handle: int) -> None:
+        assert self._native is not None
+        lib = self._native[1]
+        loop = asyncio._get_running_loop()
+        if lib._aimux_rl_mark(handle, 0 if loop is None else 1) == 1 and loop is not None:
+            loop.call_soon(lib._aimux_rl_write)
 
     def _flush(self) -> None:
         with self._lock:

@@ -669,6 +669,8 @@ def use_native_queues(ffi: Any, lib: Any) -> None:
     _native_ffi, _native = ffi, lib
     on_fork_child(lib._aimux_cq_after_fork)
     lib._aimux_rl_enable()  # and the ready list (aio.Notifier), for aimux_ready / poll_ready
+    if "aimux_ops.aio" in sys.modules and aio._notifier is not None:
+        aio._notifier.adopt_native(ffi, lib)  # a Python host streamed before it loaded us
 
 
 class _NativeStream(_Stream):
