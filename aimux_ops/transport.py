@@ -517,6 +517,33 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
 
 
+Origin = tuple[str, str, int | None]
+#: request URLs parsed, by their text: ``(httpx.URL, origin)``. A call to an endpoint parsed
+#: before neither parses its URL for the pool key nor again in ``build_request`` (about 400 of
+#: a call's ~2,000 Python function calls; ``httpx.URL`` is immutable, so one parse serves every
+#: thread). Bounded (new URLs past ``_URLS_MAX`` are parsed per call, as before); a URL httpx
+#: rejects is not kept: each send fails on its own parse as before.
+_URLS: dict[str, tuple[httpx.URL, Origin]] = {}
+_URLS_MAX = 512
+_NO_ORIGIN: Origin = ("", "", None)
+
+
+def _parsed(url: str) -> tuple[httpx.URL | str, Origin]:
+    """``url`` parsed and its origin (the pool key); an unparseable ``url`` as it is, with no
+    origin (its send then fails with httpx's own error, as it always did)."""
+    hit = _URLS.get(url)
+    if hit is not None:
+        return hit
+    try:
+        parsed = httpx.URL(url)
+        hit = (parsed, _origin(parsed))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return url, _NO_ORIGIN
+    if len(_URLS) < _URLS_MAX:
+        _URLS[url] = hit
+    return hit
+
+
 def _build_request(
     client: httpx.Client | httpx.AsyncClient,
     request: HTTPRequest,
@@ -570,7 +597,7 @@ def _send_following(
     is followed with the same method, body and headers (as fetch does), up to ``MAX_REDIRECTS``
     hops; any other redirect comes back as the answer: the request carries the API key, and
     another origin never gets it (and the same origin is the same pool)."""
-    raw = send(_build_request(client, request, request.url, rem, pool_s), rem)
+    raw = send(_build_request(client, request, _parsed(request.url)[0], rem, pool_s), rem)
     hops = 0
     while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
         target = _same_origin_target(raw)
@@ -626,7 +653,7 @@ class HttpTransport:
     def __init__(self, client: httpx.Client | None = None) -> None:
         self.limits = guest_limits()
         self._fixed = client
-        self._clients: dict[tuple[str, str, int | None], httpx.Client] = {}
+        self._clients: dict[Origin, httpx.Client] = {}
         self._lock = threading.Lock()
 
     def _new_client(self) -> httpx.Client:
@@ -680,10 +707,7 @@ class HttpTransport:
         """The pooled client of ``url``'s host (created on first use)."""
         if self._fixed is not None:
             return self._fixed
-        try:
-            key = _origin(httpx.URL(url))
-        except (httpx.InvalidURL, TypeError, ValueError):
-            key = ("", "", None)  # the send fails with the URL's own error
+        key = _parsed(url)[1]  # no origin: the send fails with the URL's own error
         client = self._clients.get(key)
         if client is None:
             with self._lock:
