@@ -323,7 +323,7 @@ class HttpResponse:
         self._raw = raw
         self.status: int = raw.status_code
         self.reason: str = raw.reason_phrase
-        self.headers: dict[str, str] = {k.lower(): v for k, v in raw.headers.items()}
+        self._headers: dict[str, str] | None = None  # ``headers``, made on first read
         self._deadline = deadline
         self._closed = False
         self._lock = threading.Lock()
@@ -344,6 +344,19 @@ class HttpResponse:
                 self._timer = threading.Timer(max(rem, 0.0), self._on_deadline)
                 self._timer.daemon = True
                 self._timer.start()
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Lower-cased names, raw values: read by error paths and recordings only, so a
+        successful call does not build it."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = {k.lower(): v for k, v in self._raw.headers.items()}
+        return headers
+
+    @headers.setter
+    def headers(self, value: dict[str, str]) -> None:
+        self._headers = value
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -508,6 +521,11 @@ def _no_cookies() -> http.cookiejar.CookieJar:
     return _no_cookies_class()
 
 
+def _no_extraction(response: httpx.Response) -> None:
+    """The live clients' ``Cookies.extract_cookies``: their jar (``_no_cookies``) stores nothing."""
+    return None
+
+
 #: same-origin 307/308 hops followed per request (fetch's limit is 20)
 MAX_REDIRECTS = 20
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -658,7 +676,7 @@ class HttpTransport:
 
     def _new_client(self) -> httpx.Client:
         lim = self.limits
-        return httpx.Client(
+        client = httpx.Client(
             timeout=httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
             limits=httpx.Limits(
                 max_connections=lim.pool_max_per_host,
@@ -667,6 +685,10 @@ class HttpTransport:
             follow_redirects=False,
             cookies=_no_cookies(),
         )
+        # Its jar never stores a cookie: httpx need not wrap every response and its request in
+        # urllib's cookie-compatible shapes to offer them to it (~150 Python calls per call).
+        client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
+        return client
 
     def async_client(self) -> tuple[httpx.AsyncClient, _Shard]:
         """A client of the stream loop (made on the loop thread, bound to that loop) and the
