@@ -200,6 +200,12 @@ def guard_url(url: str) -> str:
     """
     if "@" not in url and "?" not in url:
         return url  # no userinfo, no query: nothing to remember, nothing to drop (the hot path)
+    return _guard_parsed(url)
+
+
+def _guard_parsed(url: str) -> str:
+    """``guard_url`` by way of ``urlsplit``: what it answers for every URL (the fast path
+    above skips it only where it remembers nothing and returns the URL unchanged)."""
     try:
         parts = urlsplit(url)
         password = parts.password
