@@ -80,18 +80,13 @@ __all__ = [
 Reply = tuple[bytes | None, bytes | None]
 
 
-_project: Callable[[BaseException], bytes] | None = None
-
-
 def project(exc: BaseException) -> bytes:
-    """``envelope.project``, imported on the first failure (then kept: no import statement on
-    every error)."""
-    global _project
-    if _project is None:
-        from .envelope import project as loaded
+    """``envelope.project``, imported on the first failure; it then takes this function's place
+    (every later failure calls it directly: no import statement, no extra frame)."""
+    from .envelope import project as loaded
 
-        _project = loaded
-    return _project(exc)
+    globals()["project"] = loaded
+    return loaded(exc)
 
 
 def _op_name(op: str | bytes | None) -> str:
@@ -200,14 +195,20 @@ def _op_names() -> list[str]:
 
 
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
-    name = op if type(op) is str else _op_name(op)
+    if type(op) is str:
+        name = op
+    elif type(op) is bytes and op.isascii():  # a C caller's op: always decodes (no frame)
+        name = op.decode("ascii")
+    else:
+        name = _op_name(op)
     spec = get_op(name)
     if spec is not None and spec.mode == mode:
         return spec
     errors = _errors or _load_errors()
     if spec is None:
-        raise errors.UnknownOpError(
-            f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names()
+        shown = name[:200]
+        raise errors.UnknownOpError._of_values(
+            f"unknown op {shown!r}", {"op": shown, "available_ops": list(_op_names())}
         )
     if spec.mode != mode:
         raise errors.WrongModeError(
