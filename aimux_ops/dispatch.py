@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from . import aio
+    from .errors import AimuxError
 else:
     from ._lazy import LazyModule
 
@@ -78,6 +79,9 @@ __all__ = [
 ]
 
 Reply = tuple[bytes | None, bytes | None]
+
+#: The exception being handled where a ``raise`` would run (what it records as ``__context__``).
+_handled = sys.exception
 
 
 def project(exc: BaseException) -> bytes:
@@ -195,6 +199,16 @@ def _op_names() -> list[str]:
 
 
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
+    spec = _find_op(op, mode)
+    if isinstance(spec, BaseException):
+        raise spec
+    return spec
+
+
+def _find_op(op: str | bytes | None, mode: str) -> OpSpec | AimuxError:
+    """The op ``op`` names, or the error its call fails with (unknown op, wrong mode), not yet
+    raised (``call_json`` projects it without a raise when no exception is being handled: a raise
+    would record nothing the envelope shows). An op that is not text still raises here."""
     if type(op) is str:
         name = op
     elif type(op) is bytes and op.isascii():  # a C caller's op: always decodes (no frame)
@@ -205,17 +219,20 @@ def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
     if spec is not None and spec.mode == mode:
         return spec
     errors = _errors or _load_errors()
+    err: AimuxError
     if spec is None:
         shown = name[:200]
-        raise errors.UnknownOpError._of_values(
+        err = errors.UnknownOpError._of_values(
             f"unknown op {shown!r}", {"op": shown, "available_ops": list(_op_names())}
         )
+        return err
     if spec.mode != mode:
-        raise errors.WrongModeError(
+        err = errors.WrongModeError(
             f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
             op=name,
             expected=spec.mode,
         )
+        return err
     return spec
 
 
@@ -284,7 +301,11 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
             cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
             if cached is not None:
                 return cached, None
-        spec = _resolve(op, "call")
+        spec = _find_op(op, "call")
+        if isinstance(spec, BaseException):
+            if _handled() is not None:
+                raise spec  # records the exception being handled as its __context__, as ever
+            return None, project(spec)  # nothing for a raise to record: the same envelope
         params = _validate(spec, params_json)
         result = _dump(spec.handler(params))
         if spec.pure and op is not None and params_json is not None:
