@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from . import aio
+    from .here import CallerStream
 else:
     from ._lazy import LazyModule
 
@@ -645,14 +646,16 @@ class _Stream:
         self.ctx.cancel()
 
 
-_streams: dict[int, _Stream] = {}
+#: every open stream: on the stream loop (``_Stream``), or read on its caller's thread
+#: (``here.CallerStream``, the Python API's)
+_streams: dict[int, _Stream | CallerStream] = {}
 _streams_lock = threading.Lock()
 _handles = itertools.count(1)
 
 #: the reaper thread of this process (None until the first stream; reset in a forked child)
 _reaper: threading.Thread | None = None
 #: a forked child's inherited streams, kept reachable so that nothing of theirs runs there
-_abandoned: list[dict[int, _Stream]] = []
+_abandoned: list[dict[int, _Stream | CallerStream]] = []
 
 
 def _reap_loop(idle_ms: int) -> None:
@@ -757,7 +760,9 @@ def stream_next_batch_json(handle: int, max_events: int) -> tuple[bytes | None, 
         return None, True, project(exc)
 
 
-def _poll(stream: _Stream, max_events: int) -> tuple[bytes | None, bool, bytes | None]:
+def _poll(
+    stream: _Stream | CallerStream, max_events: int
+) -> tuple[bytes | None, bool, bytes | None]:
     """``stream.poll`` with its failures projected: ``(batch, ended, envelope or None)``."""
     try:
         batch, ended = stream.poll(max(1, max_events))
@@ -814,7 +819,7 @@ def reset_after_fork() -> None:
         aio.reset_after_fork()
 
 
-def _lookup(handle: int) -> _Stream:
+def _lookup(handle: int) -> _Stream | CallerStream:
     stream = _streams.get(handle)  # a single dict read is atomic: no lock on the hot path
     if stream is None:
         from .errors import InvalidHandleError
