@@ -190,7 +190,9 @@ def test_a_body_held_open_after_the_terminal_event_does_not_hold_the_caller(
         "maxRetries": 0,
     }
     got: list[Any] = []
-    reader = threading.Thread(target=lambda: got.append(list(aimux_ops.stream("stream_text", p))))
+    reader = threading.Thread(
+        target=lambda: got.append(list(aimux_ops.stream("stream_text", p))), daemon=True
+    )
     reader.start()
     reader.join(60)  # a bound that only ends a broken run: the drain gives up on its own
     assert not reader.is_alive(), "the caller waited for a body end that never came"
