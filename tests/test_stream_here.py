@@ -199,3 +199,57 @@ def test_a_body_held_open_after_the_terminal_event_does_not_hold_the_caller(
     assert [e["type"] for e in got[0]] == ["text-delta", "finish"]
     assert closed.wait(60), "the connection was closed, not kept"
     assert _stream_pool(port) == []
+
+
+SCENARIOS = [
+    "mode=ok",
+    "mode=chunks;n=300",
+    "mode=status;status=429;times=1",
+    "mode=status;status=500",
+    "mode=status;status=400",
+    "mode=errframe",
+    "mode=badchunk",
+    "mode=cut;after=2",
+    "mode=nodone",
+    "mode=drop",
+    "mode=tool",
+    "mode=tool;args=badjson",
+]
+
+
+def _loop_stream(p: dict[str, Any]) -> tuple[list[bytes], bytes | None]:
+    handle, env = dispatch.stream_json("stream_text", orjson.dumps(p))
+    if handle is None:
+        return [], env
+    events = []
+    while (event := dispatch.stream_next_json(handle)[0]) is not None:
+        events.append(event)
+    dispatch.stream_free(handle)
+    return events, None
+
+
+@pytest.mark.parametrize("fault", SCENARIOS)
+def test_the_callers_thread_gives_the_loops_events_and_envelopes(
+    server: FaultServer, fault: str
+) -> None:
+    """Retries before the first event, open failures, mid-stream failures and the terminal
+    events: byte for byte what a stream on the loop gives (each side its own scenario, so each
+    sees a fresh ``times=`` count)."""
+    loop_events, loop_env = _loop_stream(params(server, fault, scenario=f"loop {fault}"))
+    p = params(server, fault, scenario=f"here {fault}")
+    handle, env = here.stream_here_json("stream_text", orjson.dumps(p))
+    here_events = []
+    if handle is not None:
+        while (event := dispatch.stream_next_json(handle)[0]) is not None:
+            here_events.append(event)
+        dispatch.stream_free(handle)
+    assert (here_events, env) == (loop_events, loop_env)
+    assert here_events or env  # every scenario gives something
+    # the Python API on the caller's thread: the same events, or the open's failure raised
+    api_p = params(server, fault, scenario=f"api {fault}")
+    try:
+        api_events = list(aimux_ops.stream("stream_text", api_p))
+    except aimux_ops.AimuxError as exc:
+        assert loop_env is not None and exc.code == orjson.loads(loop_env)["code"]
+    else:
+        assert api_events == [orjson.loads(e) for e in loop_events]
