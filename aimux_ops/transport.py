@@ -516,10 +516,32 @@ _DRAIN_HERE_S = 0.05
 def _drain_here(raw: httpx.Response, chunks: Iterator[bytes]) -> None:
     """``_drain`` on the caller's thread (a sync response): read what is left of ``raw``'s
     body, at most ``_DRAIN_BYTES`` and ``_DRAIN_HERE_S``; a body read to its end puts the
-    connection back in the pool (httpx closes the response then), else ``close`` closes it."""
-    guard = threading.Timer(_DRAIN_HERE_S, _shutdown_unless_closed, (raw,))
-    guard.daemon = True
-    guard.start()
+    connection back in the pool (httpx closes the response then), else ``close`` closes it.
+
+    The time bound is the reads' own socket timeout: for the drain, the connection's network
+    stream (httpcore's ``network_stream`` extension) reads on this thread with what is left of
+    the bound, so no timer thread is started (the end usually came with the terminal event: no
+    read at all). Another thread that meanwhile got the connection from the pool reads as usual.
+    """
+    stream = raw.extensions.get("network_stream")
+    read = getattr(stream, "read", None)
+    ends = time.monotonic() + _DRAIN_HERE_S
+    me = threading.get_ident()
+
+    def bounded(max_bytes: int, timeout: float | None = None) -> bytes:
+        if threading.get_ident() == me:
+            timeout = max(ends - time.monotonic(), 0.0)
+        data: bytes = read(max_bytes, timeout=timeout)  # type: ignore[misc]
+        return data
+
+    guard: threading.Timer | None = None
+    try:
+        stream.read = bounded  # type: ignore[union-attr]
+    except (AttributeError, TypeError):  # not a stream whose reads can be bounded: a timer
+        stream = None
+        guard = threading.Timer(_DRAIN_HERE_S, _shutdown_unless_closed, (raw,))
+        guard.daemon = True
+        guard.start()
     try:
         left = _DRAIN_BYTES
         for chunk in chunks:
@@ -529,7 +551,13 @@ def _drain_here(raw: httpx.Response, chunks: Iterator[bytes]) -> None:
     except Exception:  # noqa: BLE001 - the connection is closed by the caller either way
         pass
     finally:
-        guard.cancel()
+        if stream is not None:
+            try:
+                del stream.read
+            except AttributeError:
+                pass
+        if guard is not None:
+            guard.cancel()
 
 
 def _shutdown_unless_closed(raw: httpx.Response) -> None:
