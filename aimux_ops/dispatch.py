@@ -7,15 +7,15 @@ exception (208) — is projected here, once, by ``envelope.project``.
 
 Streams live in a handle registry: handles count up from 1 and are never reused; a stale, freed or
 unknown handle answers 203. Every stream's op runs on the stream loop (``aio``: one thread for all
-streams) and fills a per-stream queue; the Python API's streams (``here.CallerStream``, in the
-same registry) run on the thread that reads them instead. ``stream_json`` waits until the first
-event (so a failure before the first event — where retries happen — fails the open); later
-failures become one terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained without
+streams) and fills a per-stream queue; the Python API's streams (``here.CallerStream``, in the same
+registry) run on the thread that reads them instead. ``stream_json`` waits until the first event (so
+a failure before the first event — where retries happen — fails the open); later failures become one
+terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained without
 blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the pipe of
 ``events_fd`` telling the host when to look. ``stream_next_batch_json`` blocks like
-``stream_next_json`` but takes every event ready (up to a maximum) as one JSON array: a C
-consumer crosses into Python once per batch, not once per event. ``stream_cancel`` may be
-called from any thread: it wakes a blocked ``stream_next_json``, which then reports the end.
+``stream_next_json`` but takes every event ready (up to a maximum) as one JSON array: a C consumer
+crosses into Python once per batch, not once per event. ``stream_cancel`` may be called from any
+thread: it wakes a blocked ``stream_next_json``, which then reports the end.
 
 Cold start: importing this module loads no pydantic model, no error class, no provider and no
 httpx; the errors, the projection and each op's module load the first time they are needed, and
