@@ -65,8 +65,8 @@ class CallerStream:
                 except BaseException:
                     self._close_op()
                     raise
-            if first:
-                self._pending.extend(first)
+                if first:
+                    self._pending.extend(first)
         finally:
             self._leave()
         # after the op's own cancel hook (registered by its first read), so a cancel shuts its
@@ -178,13 +178,13 @@ class CallerStream:
             try:
                 with self._run:
                     got, hold = self._next_locked()
+                    if got is not None and len(got) > max_events:
+                        pending.extend(got[max_events:])  # (``pending`` was empty: a read)
+                        got = got[:max_events]
             finally:
                 self._leave()
             if got is None and hold:
                 continue  # another consumer's read filled ``pending``
-            if got is not None and len(got) > max_events:
-                pending.extendleft(reversed(got[max_events:]))
-                got = got[:max_events]
             return got, hold
 
     def take(self, max_events: int) -> Iterator[Any] | None:

@@ -253,3 +253,34 @@ def test_the_callers_thread_gives_the_loops_events_and_envelopes(
         assert loop_env is not None and exc.code == orjson.loads(loop_env)["code"]
     else:
         assert api_events == [orjson.loads(e) for e in loop_events]
+
+
+def test_takes_and_batches_smaller_than_a_read_keep_every_event_in_order(
+    server: FaultServer,
+) -> None:
+    p = orjson.dumps(params(server, "mode=chunks;n=500"))
+    handle, env = here.stream_here_json("stream_text", p)
+    assert handle is not None and env is None
+    seen: list[Any] = []
+    while True:  # alternately: 3 objects, a JSON batch of up to 7, one event
+        batch = dispatch.stream_next_objects(handle, 3)[0]
+        if batch is None:
+            break
+        taken = list(batch)
+        assert 1 <= len(taken) <= 3
+        seen += taken
+        raw, ended, err = dispatch.stream_next_batch_json(handle, 7)
+        assert err is None
+        if raw is not None:
+            assert 1 <= len(orjson.loads(raw)) <= 7
+            seen += orjson.loads(raw)
+        if ended:
+            break
+        one = dispatch.stream_next_object(handle)[0]
+        if one is None:
+            break
+        seen.append(one)
+    dispatch.stream_free(handle)
+    texts = [e["text"] for e in seen if e["type"] == "text-delta"]
+    assert len(texts) == 500 and seen[-1]["type"] == "finish"
+    assert texts == [f"w{i} " for i in range(500)]
