@@ -32,7 +32,9 @@ from .errors import (
 from .errors import TimeoutError as AITimeoutError
 
 __all__ = [
+    "CODE_MAX",
     "ENVELOPE_MAX_BYTES",
+    "RETRY_AFTER_MAX_MS",
     "chain_links",
     "check_root",
     "decode_error",
@@ -40,10 +42,14 @@ __all__ = [
     "project",
     "root_fields",
     "to_envelope",
+    "whole_number",
 ]
 
 ENVELOPE_MAX_BYTES = 1024 * 1024
-_CODE_MAX = 0x7FFFFFFF  # a code is an int32_t in the C ABI
+CODE_MAX = 0x7FFFFFFF  # a code is an int32_t in the C ABI
+#: The largest ``retryAfterMs`` any decoder reports (DESIGN.md "Numbers on the wire"): the longest
+#: Go ``time.Duration`` in whole milliseconds (~292 years), exact in a double.
+RETRY_AFTER_MAX_MS = 9_223_372_036_854
 _DECODE_MAX_DEPTH = 256
 _TIGHTER = (
     Limits(message_bytes=1024, value_bytes=2048, depth=16, attempts=8),
@@ -70,7 +76,7 @@ def _root(err: AimuxError, limits: Limits) -> dict[str, Any]:
     truncated = node.pop("truncated", None)
     node["retryable"] = bool(err.retryable)
     after = err.retry_after_ms
-    if after is not None and after >= 0:
+    if after is not None and 0 <= after <= RETRY_AFTER_MAX_MS:
         node["retryAfterMs"] = int(after)
     if truncated:
         node["truncated"] = truncated
@@ -205,10 +211,23 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
     return exc
 
 
+def whole_number(value: Any) -> int | None:
+    """A JSON number's value when it is a whole number, else None: ``3`` and ``3.0`` (and
+    ``3e0``) alike, as JSON does not tell them apart and JavaScript's parser cannot (DESIGN.md
+    "Numbers on the wire"); a bool, a string or a fraction is not one."""
+    cls = value.__class__
+    if cls is int:
+        return value  # type: ignore[no-any-return]
+    if cls is float and value.is_integer():
+        return int(value)
+    return None
+
+
 def _wire_code(node: dict[str, Any]) -> int:
-    """A node's ``code`` when it is a non-negative integer, else 0."""
-    code = node.get("code")
-    return code if isinstance(code, int) and not isinstance(code, bool) and code >= 0 else 0
+    """A node's ``code`` when it is a whole number from 0 to 2**31-1 (what ``aimux_error_code``'s
+    ``int32_t`` holds), else 0."""
+    code = whole_number(node.get("code"))
+    return code if code is not None and 0 <= code <= CODE_MAX else 0
 
 
 def check_root(obj: dict[str, Any]) -> None:
@@ -220,12 +239,13 @@ def check_root(obj: dict[str, Any]) -> None:
         raise InvalidWireJSONError(
             "envelope has no 'kind': it is a source node, not an envelope", argument="envelope"
         )
-    if _wire_code(obj) > _CODE_MAX:
+    code = whole_number(obj.get("code"))
+    if code is not None and code > CODE_MAX:
         raise InvalidWireJSONError(
             "envelope 'code' is out of range (an integer from 1 to 2147483647)",
             argument="envelope",
         )
-    if _wire_code(obj) < 1:
+    if code is None or code < 1:
         error = obj.get("error")
         name = error.get("name") if isinstance(error, dict) else None
         if not isinstance(name, str) or lookup(kind, name, None) is None:
@@ -248,10 +268,10 @@ def decode_error(envelope: bytes | str | dict[str, Any]) -> AimuxError:
 def root_fields(root: dict[str, Any]) -> tuple[bool, int | None]:
     """The root's own ``(retryable, retryAfterMs)`` as given (CONTRACT §4): what every decoder
     reports. A ``retryable`` that is not a JSON bool reads as false; a ``retryAfterMs`` that is
-    not an integer ≥ 0 as absent."""
+    not a whole number from 0 to ``RETRY_AFTER_MAX_MS`` as absent."""
     retryable = root.get("retryable")
-    after = root.get("retryAfterMs")
-    ok_after = isinstance(after, int) and not isinstance(after, bool) and after >= 0
+    after = whole_number(root.get("retryAfterMs"))
+    ok_after = after is not None and 0 <= after <= RETRY_AFTER_MAX_MS
     return retryable is True, after if ok_after else None
 
 
@@ -310,8 +330,6 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
         kind = link.get("kind")
         if isinstance(kind, str):
             code = _wire_code(link)
-            if code > _CODE_MAX:
-                code = 0
             error = link.get("error")
             name = error.get("name") if isinstance(error, dict) else None
         else:
@@ -345,10 +363,8 @@ def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
         nxt = node.get("cause")
         if isinstance(kind, str):
             code = node.get("code")
-            if code.__class__ is not int or code < 0 or code > _CODE_MAX:
+            if code.__class__ is not int or code < 0 or code > CODE_MAX:
                 code = _wire_code(node)
-                if code > _CODE_MAX:
-                    code = 0
             error = node.get("error")
             name = error.get("name") if isinstance(error, dict) else None
             if nxt is None and name == "AI_RetryError":

@@ -8,6 +8,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .envelope import CODE_MAX, RETRY_AFTER_MAX_MS
+
 __all__ = ["AimuxNode", "CauseNode", "Envelope", "ErrorObject", "SourceNode"]
 
 Truncated = Annotated[
@@ -40,7 +42,7 @@ class AimuxNode(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     kind: str = Field(description="aimux | recording | binding | protocol (others: newer cores)")
-    code: int = Field(ge=0)
+    code: int = Field(ge=0, le=CODE_MAX)
     message: str = Field(max_length=1024)
     error: ErrorObject
     cause: CauseNode | None = None
@@ -55,12 +57,12 @@ class Envelope(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     kind: str
-    code: int = Field(ge=1)
+    code: int = Field(ge=1, le=CODE_MAX)
     message: str = Field(max_length=1024)
     error: ErrorObject
     cause: CauseNode | None = None
     retryable: bool
-    retryAfterMs: int | None = Field(default=None, ge=0)
+    retryAfterMs: int | None = Field(default=None, ge=0, le=RETRY_AFTER_MAX_MS)
     truncated: Truncated | None = None
 
 

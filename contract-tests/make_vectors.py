@@ -27,14 +27,31 @@ from aimux_ops.envelope import native_chain, project
 OUT = Path(__file__).parent / "vectors"
 
 
+#: DESIGN.md "Numbers on the wire": a code is read as a whole number from 0 to 2**31-1, a
+#: retryAfterMs as one from 0 to this (the longest Go time.Duration in whole milliseconds).
+CODE_MAX = 2**31 - 1
+RETRY_AFTER_MAX_MS = 9_223_372_036_854
+
+
+def whole(value: Any) -> int | None:
+    """A JSON number's value when it is a whole number (3 and 3.0 alike), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def neutral_chain(envelope: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for i, node in enumerate(native_chain(envelope)):
         if isinstance(node.get("kind"), str):
             err = node.get("error") if isinstance(node.get("error"), dict) else {}
             name = err.get("name") if isinstance(err.get("name"), str) else None
-            code = node.get("code")
-            if not isinstance(code, int) or isinstance(code, bool) or code < 0:
+            code = whole(node.get("code"))
+            if code is None or not 0 <= code <= CODE_MAX:
                 code = 0
             if i == 0 and code < 1:  # a root without a valid code: its known name supplies it
                 code = {c.error_name: c.code for c in E.catalogue() if c.kind == node["kind"]}[name]
@@ -442,6 +459,69 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
             "retryable": False,
         },
     )
+    api_root = {
+        "kind": "aimux",
+        "code": 11,
+        "message": "Too Many Requests",
+        "error": {"name": "AI_APICallError", "statusCode": 429},
+        "retryable": True,
+    }
+
+    def with_cause_code(code: Any) -> dict[str, Any]:
+        cause = {"kind": "aimux", "code": code, "message": "inner", "error": {"name": "AI_Newer"}}
+        return {**api_root, "cause": cause}
+
+    # DESIGN.md "Numbers on the wire": every decoder reads numbers by value, in the same ranges.
+    v["number-cause-code-beyond-int32"] = (
+        "A cause's code of 2**31 reads as 0 (aimux_error_code is an int32_t)",
+        with_cause_code(2**31),
+    )
+    v["number-cause-code-beyond-53-bits"] = (
+        "A cause's code of 2**60 + 1 reads as 0",
+        with_cause_code(2**60 + 1),
+    )
+    v["number-cause-code-negative"] = ("A cause's negative code reads as 0", with_cause_code(-5))
+    v["number-cause-code-whole-float"] = (
+        "A cause's code written 7.0 is the whole number 7 (JSON does not tell 7 from 7.0)",
+        with_cause_code(7.0),
+    )
+    v["number-cause-code-exponent"] = (
+        "A cause's code written 7e0 is the whole number 7",
+        '{"kind":"aimux","code":11,"message":"Too Many Requests","error":{"name":"AI_APICallError",'
+        '"statusCode":429},"retryable":true,"cause":{"kind":"aimux","code":7e0,"message":"inner",'
+        '"error":{"name":"AI_Newer"}}}',
+    )
+    v["number-cause-code-fraction"] = ("A cause's code 7.5 reads as 0", with_cause_code(7.5))
+    v["number-root-code-whole-float"] = (
+        "A root code written 11.0 is the code 11",
+        {**api_root, "code": 11.0},
+    )
+    v["number-retry-after-whole-float"] = (
+        "retryAfterMs written 1500.0 is 1500",
+        {**api_root, "retryAfterMs": 1500.0},
+    )
+    v["number-retry-after-exponent"] = (
+        "retryAfterMs written 1.5e3 is 1500",
+        '{"kind":"aimux","code":11,"message":"Too Many Requests","error":{"name":"AI_APICallError",'
+        '"statusCode":429},"retryable":true,"retryAfterMs":1.5e3}',
+    )
+    v["number-retry-after-fraction"] = (
+        "retryAfterMs 1500.5 is no hint (absent)",
+        {**api_root, "retryAfterMs": 1500.5},
+    )
+    v["number-retry-after-max"] = (
+        "retryAfterMs of 9223372036854 (the longest Go time.Duration in ms) is kept",
+        {**api_root, "retryAfterMs": RETRY_AFTER_MAX_MS},
+    )
+    v["number-retry-after-beyond-max"] = (
+        "retryAfterMs of 9223372036855 is no hint (absent): not every binding can hold it",
+        {**api_root, "retryAfterMs": RETRY_AFTER_MAX_MS + 1},
+    )
+    v["number-retry-after-beyond-64-bits"] = (
+        "retryAfterMs of 2**64 is no hint (absent)",
+        '{"kind":"aimux","code":11,"message":"Too Many Requests","error":{"name":"AI_APICallError",'
+        '"statusCode":429},"retryable":true,"retryAfterMs":18446744073709551616}',
+    )
     v["aimux-node-without-name"] = (
         "An aimux node whose error has no name: name is null, decoded by code",
         {
@@ -467,6 +547,16 @@ def rejects() -> dict[str, tuple[str, Any]]:
             "A root code of 2**31 (aimux_error_code is an int32_t): 202",
             {"kind": "aimux", "code": 2**31, "message": "m", "error": {}, "retryable": False},
         ),
+        "reject-root-code-whole-float-beyond-int32": (
+            "A root code written 2147483648.0 is 2**31: 202",
+            {
+                "kind": "aimux",
+                "code": 2147483648.0,
+                "message": "m",
+                "error": api,
+                "retryable": False,
+            },
+        ),
         "reject-root-code-zero": (
             "A root code 0 without a known name: 202",
             {"kind": "aimux", "code": 0, "message": "m", "error": {}, "retryable": False},
@@ -480,6 +570,18 @@ def rejects() -> dict[str, tuple[str, Any]]:
 
 
 LENIENT = {
+    "number-cause-code-beyond-int32",
+    "number-cause-code-beyond-53-bits",
+    "number-cause-code-negative",
+    "number-cause-code-whole-float",
+    "number-cause-code-exponent",
+    "number-cause-code-fraction",
+    "number-root-code-whole-float",
+    "number-retry-after-whole-float",
+    "number-retry-after-exponent",
+    "number-retry-after-fraction",
+    "number-retry-after-beyond-max",
+    "number-retry-after-beyond-64-bits",
     "aimux-node-without-name",
     "escaped-and-duplicate-keys",
     "root-code-from-known-name",
@@ -489,12 +591,10 @@ LENIENT = {
 
 def root_of(envelope: dict[str, Any]) -> dict[str, Any]:
     """The root fields every decoder reports: as given (DESIGN.md "Contract vectors")."""
-    after = envelope.get("retryAfterMs")
+    after = whole(envelope.get("retryAfterMs"))
     return {
         "retryable": envelope.get("retryable") is True,
-        "retryAfterMs": after
-        if isinstance(after, int) and not isinstance(after, bool) and after >= 0
-        else None,
+        "retryAfterMs": after if after is not None and 0 <= after <= RETRY_AFTER_MAX_MS else None,
     }
 
 

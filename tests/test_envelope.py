@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import httpx
 import orjson
 import pytest
 from helpers import assert_valid_envelope
 
 from aimux_ops import errors as E
-from aimux_ops.envelope import chain_links, project
+from aimux_ops.envelope import chain_links, decode_error, project
 from aimux_ops.redact import remember_secret
 
 
@@ -67,6 +70,26 @@ def test_retry_after_from_headers_only() -> None:
     # a number in the message is not a hint
     err = E.APICallError("retry after 5 seconds", status_code=429, is_retryable=True)
     assert "retryAfterMs" not in orjson.loads(project(err))
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("9223372036854", 9223372036854),  # the longest Go time.Duration in ms: kept
+        ("9223372036855", None),  # one more: no binding could hold it, so no hint is written
+        ("1e20", None),  # beyond 64 bits: it used to make the whole envelope the last resort
+    ],
+)
+def test_retry_after_beyond_what_every_binding_holds_is_not_written(
+    header: str, expected: int | None
+) -> None:
+    err = E.APICallError(
+        "slow down", status_code=429, is_retryable=True, response_headers={"retry-after-ms": header}
+    )
+    env = orjson.loads(project(err))
+    assert env["error"]["name"] == "AI_APICallError" and env["error"]["statusCode"] == 429
+    assert env.get("retryAfterMs") == expected
+    assert_valid_envelope(env)
 
 
 def test_retry_error_has_no_cause_and_lists_attempts() -> None:
@@ -270,3 +293,26 @@ def test_a_remembered_projection_is_not_projected_again(monkeypatch: pytest.Monk
     exc.__cause__ = OSError("another cause")
     again = orjson.loads(envelope.project(exc))
     assert calls[-1] is exc and again["cause"]["message"] == "another cause"
+
+
+def _vectors() -> list[tuple[str, dict[str, Any]]]:
+    root = Path(__file__).resolve().parent.parent / "contract-tests" / "vectors"
+    return [(p.stem, orjson.loads(p.read_bytes())) for p in sorted(root.glob("*.json"))]
+
+
+@pytest.mark.parametrize(("key", "doc"), _vectors(), ids=[k for k, _ in _vectors()])
+def test_both_python_decoders_read_every_vector_alike(key: str, doc: dict[str, Any]) -> None:
+    """``decode_error`` and ``chain_links`` (what the C accessors answer) read numbers the same
+    way (DESIGN.md "Numbers on the wire"): the codes and root fields every vector expects."""
+    text = doc.get("envelopeText") or orjson.dumps(doc["envelope"]).decode()
+    if "rejected" in doc:
+        with pytest.raises(E.InvalidWireJSONError):
+            decode_error(text)
+        with pytest.raises(E.InvalidWireJSONError):
+            chain_links(text.encode())
+        return
+    fields, links = chain_links(text.encode())
+    assert [link.code for link in links] == [entry["code"] for entry in doc["chain"]]
+    assert fields == (doc["root"]["retryable"], doc["root"]["retryAfterMs"])
+    err = decode_error(text)
+    assert (err.retryable, err.retry_after_ms) == fields

@@ -3,6 +3,7 @@ package aimux
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -233,20 +234,48 @@ func ParseEnvelope(envelope []byte) (decoded error, rejected *Error) {
 	return root, nil
 }
 
-// wireCode is a node's code when it is a JSON integer >= 0 (else 0), and whether it is beyond
-// an int32 (what aimux_error_code returns).
-func wireCode(raw json.RawMessage) (int64, bool) {
+// codeMax is the largest code a node may carry: aimux_error_code returns an int32_t.
+const codeMax = 0x7fffffff
+
+// retryAfterMaxMs is the largest retryAfterMs a root reports (aimux_ops.envelope.RETRY_AFTER_MAX_MS):
+// the longest time.Duration in whole milliseconds, exact in a double.
+const retryAfterMaxMs = int64(time.Duration(1<<63-1) / time.Millisecond)
+
+// wholeNumber reads a JSON number whose value is a whole number (3, 3.0 and 3e0 alike: JSON
+// does not tell them apart, and JavaScript's parser cannot; DESIGN.md "Numbers on the wire"):
+// its value (saturated to the int64 range) and whether it is one at all.
+func wholeNumber(raw json.RawMessage) (n int64, ok bool) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] < '0' || raw[0] > '9' {
-		return 0, false // absent, negative, or not a JSON number
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false // absent, or not a JSON number
 	}
-	for _, c := range raw {
-		if c < '0' || c > '9' {
-			return 0, false // a fraction or an exponent: not an integer
-		}
+	var num json.Number
+	if json.Unmarshal(raw, &num) != nil {
+		return 0, false
 	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || n > 0x7fffffff {
+	if i, err := num.Int64(); err == nil {
+		return i, true
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	switch {
+	case err != nil || math.IsInf(f, 0) || math.IsNaN(f) || f != math.Trunc(f):
+		return 0, false // a fraction, or beyond a double
+	case f >= 0x1p63:
+		return math.MaxInt64, true
+	case f < -0x1p63:
+		return math.MinInt64, true
+	}
+	return int64(f), true
+}
+
+// wireCode is a node's code when it is a whole number from 0 to 2147483647 (else 0), and
+// whether it is a whole number beyond that (a root with one is refused).
+func wireCode(raw json.RawMessage) (int64, bool) {
+	n, ok := wholeNumber(raw)
+	switch {
+	case !ok || n < 0:
+		return 0, false
+	case n > codeMax:
 		return 0, true
 	}
 	return n, false
@@ -309,7 +338,8 @@ func decodeNode(raw json.RawMessage, f map[string]json.RawMessage, root bool, bu
 
 	if kindRaw, ok := f["kind"]; ok && isJSONString(kindRaw) {
 		e := &Error{Kind: scalarText(kindRaw), Message: stringField(f, "message"), Raw: raw, Truncated: truncated}
-		e.Code = intField(f, "code")
+		code, _ := wireCode(f["code"])
+		e.Code = int(code)
 		var pf map[string]json.RawMessage
 		if p, ok := f["error"]; ok && !isNull(p) {
 			e.Payload = p
@@ -325,8 +355,7 @@ func decodeNode(raw json.RawMessage, f map[string]json.RawMessage, root bool, bu
 				_ = json.Unmarshal(r, &e.Retryable)
 			}
 			if ms, ok := f["retryAfterMs"]; ok {
-				var n int64
-				if json.Unmarshal(ms, &n) == nil && n >= 0 && n <= int64(time.Duration(1<<63-1)/time.Millisecond) {
+				if n, ok := wholeNumber(ms); ok && n >= 0 && n <= retryAfterMaxMs {
 					e.RetryAfter, e.HasRetryAfter = time.Duration(n)*time.Millisecond, true
 				}
 			}
@@ -397,20 +426,4 @@ func stringField(f map[string]json.RawMessage, key string) string {
 		return ""
 	}
 	return scalarText(v)
-}
-
-func intField(f map[string]json.RawMessage, key string) int {
-	v, ok := f[key]
-	v = bytes.TrimSpace(v)
-	if !ok || len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
-		return 0 // absent, or not a JSON number
-	}
-	var num json.Number
-	if json.Unmarshal(v, &num) != nil {
-		return 0
-	}
-	if i, err := num.Int64(); err == nil {
-		return int(i)
-	}
-	return 0 // not an integer (a float, a string, a bool): like the core, report 0
 }

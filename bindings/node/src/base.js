@@ -21,6 +21,23 @@ export function hasMarker(value, marker) {
   return value != null && (typeof value === 'object' || typeof value === 'function') && value[marker] === true;
 }
 
+/** The largest code a node may carry: aimux_error_code() returns an int32_t. */
+export const CODE_MAX = 0x7fffffff;
+
+/**
+ * The largest `retryAfterMs` a root reports (aimux_ops.envelope.RETRY_AFTER_MAX_MS):
+ * the longest Go time.Duration in whole milliseconds, exact in a double.
+ */
+export const RETRY_AFTER_MAX_MS = 9223372036854;
+
+/**
+ * A node's code as every decoder reads it (DESIGN.md "Numbers on the wire"): a whole
+ * number from 0 to 2^31-1 (3 and 3.0 alike), else 0.
+ */
+export function wireCode(code) {
+  return Number.isInteger(code) && code >= 0 && code <= CODE_MAX ? code : 0;
+}
+
 /** Own properties that payload fields must never overwrite. */
 const RESERVED = new Set([
   'name', 'message', 'cause', 'stack', 'kind', 'code', 'retryable', 'retryAfterMs',
@@ -49,7 +66,7 @@ function initAimuxNode(self, node, options, defaultName) {
   /** `error.name` as sent, or null when the node carried none. */
   defineHidden(self, 'errorName', errorName);
   self.kind = typeof node.kind === 'string' ? node.kind : String(node.kind);
-  self.code = Number.isInteger(node.code) ? node.code : 0;
+  self.code = wireCode(node.code);
   defineHidden(self, 'payload', payload);
   for (const [key, value] of Object.entries(payload)) {
     if (RESERVED.has(key)) continue;
@@ -87,8 +104,9 @@ export class AimuxError extends Error {
     super(messageOf(env), causeOption(options));
     initAimuxNode(this, env, options, new.target.prototype.name ?? 'AimuxError');
     this.retryable = env.retryable === true;
-    // Root-only, as given (CONTRACT §4): an integer >= 0, else absent.
-    if (Number.isInteger(env.retryAfterMs) && env.retryAfterMs >= 0) this.retryAfterMs = env.retryAfterMs;
+    // Root-only, as given (CONTRACT §4): a whole number from 0 to RETRY_AFTER_MAX_MS, else absent.
+    const after = env.retryAfterMs;
+    if (Number.isInteger(after) && after >= 0 && after <= RETRY_AFTER_MAX_MS) this.retryAfterMs = after;
     defineHidden(this, 'envelope', env);
     if (typeof options?.json === 'string') defineHidden(this, kJson, options.json);
   }

@@ -5,7 +5,7 @@
 // AimuxError / AimuxCauseError, with its raw JSON kept (toJSON()). A node without
 // `kind` is a source node (AimuxSourceError). The native chain is root → cause →
 // …; an AI_RetryError node's next link is the last of its `error.errors`.
-import { AimuxError, AimuxCauseError, AimuxSourceError, hasMarker, AIMUX_NODE_MARKER } from './base.js';
+import { AimuxError, AimuxCauseError, AimuxSourceError, hasMarker, AIMUX_NODE_MARKER, CODE_MAX, wireCode } from './base.js';
 import { ErrorCode, RetryError, VARIANTS } from './generated/variants.js';
 
 const byName = new Map();
@@ -33,8 +33,7 @@ function isObject(value) {
 export function lookupVariant(node) {
   const payload = isObject(node.error) ? node.error : {};
   if (typeof payload.name === 'string') return byName.get(`${node.kind}\u0000${payload.name}`);
-  if (Number.isInteger(node.code)) return byCode.get(`${node.kind}\u0000${node.code}`);
-  return undefined;
+  return byCode.get(`${node.kind}\u0000${wireCode(node.code)}`);
 }
 
 function isRetryNode(node) {
@@ -65,7 +64,7 @@ function decodeNode(node, isRoot, depth, json) {
     const Root = variant ? variant.Root : AimuxError;
     const root = new Root(node, options);
     // A root without a valid code: its known name supplies it (checkRootCode refused the rest).
-    if (!(Number.isInteger(node.code) && node.code >= 1) && variant) root.code = variant.code;
+    if (wireCode(node.code) < 1 && variant) root.code = variant.code;
     return root;
   }
   const Cause = variant ? variant.Cause : AimuxCauseError;
@@ -96,19 +95,14 @@ export function decodeEnvelope(envelope) {
   return decodeNode(value, true, 0, json);
 }
 
-/** The largest code a root may have: aimux_error_code() returns an int32_t. */
-const CODE_MAX = 0x7fffffff;
-
 /**
  * A root's code must be an integer from 1 to 2^31-1, or absent / not a positive integer
  * with an `error.name` this catalogue knows (aimux_ops.envelope.check_root): never a
  * root with code 0.
  */
 function checkRootCode(root) {
-  const code = root.code;
-  const wire = Number.isInteger(code) && code >= 0 ? code : 0;
-  if (wire > CODE_MAX) throw new TypeError('aimux: not an envelope: its code is out of range (1..2147483647)');
-  if (wire < 1) {
+  if (Number.isInteger(root.code) && root.code > CODE_MAX) throw new TypeError('aimux: not an envelope: its code is out of range (1..2147483647)');
+  if (wireCode(root.code) < 1) {
     const name = isObject(root.error) ? root.error.name : undefined;
     if (typeof name !== 'string' || !byName.has(`${root.kind}\u0000${name}`)) {
       throw new TypeError("aimux: not an envelope: no valid 'code' (an integer >= 1) and no known error name");

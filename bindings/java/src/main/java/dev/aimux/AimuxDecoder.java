@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 
 import dev.aimux.errors.AimuxErrorType;
 
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -62,12 +63,11 @@ public final class AimuxDecoder {
      * supplies it (aimux_ops.envelope.check_root): never a root with code 0.
      */
     private static void checkRootCode(JsonNode root, AimuxErrorType variant) {
-        JsonNode c = root.get("code");
-        boolean integral = c != null && c.isIntegralNumber() && c.bigIntegerValue().signum() >= 0;
-        if (integral && !c.canConvertToInt()) {
+        BigInteger whole = ErrorNode.wholeNumber(root.get("code"));
+        if (whole != null && whole.compareTo(BigInteger.valueOf(ErrorNode.CODE_MAX)) > 0) {
             throw new IllegalArgumentException("not an aimux envelope: its code is out of range (1..2147483647)");
         }
-        if (!integral || c.intValue() < 1) {
+        if (ErrorNode.wireCode(root.get("code")) < 1) {
             String name = errorName(root);
             if (name == null || variant == null || !name.equals(variant.errorName())) {
                 throw new IllegalArgumentException(
@@ -158,9 +158,7 @@ public final class AimuxDecoder {
     private static AimuxErrorType lookup(JsonNode json) {
         String kind = ErrorNode.text(json.get("kind"));
         String name = errorName(json);
-        JsonNode c = json.get("code");
-        Integer code = c != null && c.isIntegralNumber() && c.canConvertToInt() ? c.intValue() : null;
-        AimuxErrorType t = AimuxErrorType.lookup(kind, name, code).orElse(null);
+        AimuxErrorType t = AimuxErrorType.lookup(kind, name, ErrorNode.wireCode(json.get("code"))).orElse(null);
         if (t != null && name != null && !name.equals(t.errorName())) {
             return null;
         }

@@ -44,12 +44,12 @@ public class AimuxException extends RuntimeException implements AimuxNode {
     }
 
     /**
-     * The server's retry hint: the envelope's {@code retryAfterMs} as given (an integer &gt;= 0; zero
-     * means "retry now"), present only when one was observed.
+     * The server's retry hint: the envelope's {@code retryAfterMs} as given (a whole number from 0 to
+     * 9223372036854; zero means "retry now"), present only when one was observed.
      */
     public Optional<Duration> retryAfter() {
-        var r = node.json.get("retryAfterMs");
-        if (r == null || !r.isIntegralNumber() || !r.canConvertToLong() || r.longValue() < 0) {
+        var r = ErrorNode.wholeNumber(node.json.get("retryAfterMs"));
+        if (r == null || r.signum() < 0 || r.compareTo(java.math.BigInteger.valueOf(ErrorNode.RETRY_AFTER_MAX_MS)) > 0) {
             return Optional.empty();
         }
         return Optional.of(Duration.ofMillis(r.longValue()));

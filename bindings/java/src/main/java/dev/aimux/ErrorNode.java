@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.type.TypeReference;
 
 import dev.aimux.errors.AimuxErrorType;
 
+import java.math.BigInteger;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -32,14 +33,39 @@ public final class ErrorNode implements java.io.Serializable {
         this.json = json;
         this.rawJson = rawJson;
         this.kind = text(json.get("kind"));
-        JsonNode c = json.get("code");
-        int wire = c != null && c.canConvertToInt() && c.isIntegralNumber() ? c.intValue() : 0;
+        int wire = wireCode(json.get("code"));
         // A root without a valid code: its known name supplies it (the decoder refused the rest).
         this.code = rawJson != null && wire < 1 && variant != null ? variant.code() : wire;
         JsonNode err = json.get("error");
         this.name = err != null && err.isObject() ? text(err.get("name")) : null;
         this.message = messageOf(json);
         this.variant = variant;
+    }
+
+    /** The largest code a node may carry: aimux_error_code returns an int32_t. */
+    static final long CODE_MAX = 0x7fffffffL;
+
+    /**
+     * The largest {@code retryAfterMs} a root reports (aimux_ops.envelope.RETRY_AFTER_MAX_MS): the
+     * longest Go time.Duration in whole milliseconds, exact in a double.
+     */
+    static final long RETRY_AFTER_MAX_MS = 9_223_372_036_854L;
+
+    /**
+     * A JSON number's value when it is a whole number (3, 3.0 and 3e0 alike: JSON does not tell
+     * them apart, and JavaScript's parser cannot; docs/DESIGN.md "Numbers on the wire"), else null.
+     */
+    static BigInteger wholeNumber(JsonNode n) {
+        if (n == null || !n.isNumber() || !n.canConvertToExactIntegral()) {
+            return null;
+        }
+        return n.bigIntegerValue();
+    }
+
+    /** A node's code: a whole number from 0 to 2147483647, else 0. */
+    static int wireCode(JsonNode n) {
+        BigInteger v = wholeNumber(n);
+        return v != null && v.signum() >= 0 && v.compareTo(BigInteger.valueOf(CODE_MAX)) <= 0 ? v.intValue() : 0;
     }
 
     /** A node's message: the string, "" when absent or null, the JSON text of any other value. */
