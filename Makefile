@@ -29,8 +29,12 @@ DESTDIR   ?=
 help:
 	@echo "make demo | test | setup | native | install | schema | check-schema | lint | format | bench | fuzz | recordings | clean"
 
-## setup: .venv with the package (editable) and every dev tool, from the pinned lock file
-setup: $(STAMP)
+## setup: .venv with the package (editable) and every dev tool, from the pinned lock file, and
+## the optional C projection built in place (aimux_ops/_cproject*.so, native/build_cproject.py)
+CPROJECT  := aimux_ops/_cproject$(shell $(PYTHON3) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
+setup: $(STAMP) $(CPROJECT)
+$(CPROJECT): aimux_ops/_cproject.c native/build_cproject.py $(STAMP)
+	$(PY) native/build_cproject.py --out-dir aimux_ops
 $(STAMP): requirements/dev.lock pyproject.toml
 	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip==26.0.1
@@ -59,7 +63,7 @@ PY_LINTED := aimux_ops tests contract-tests bindings/python native setup.py
 C_GENERATED := native/aimux_codes.h native/src/aimux_early.h
 C_SOURCES := $(filter-out $(C_GENERATED),$(wildcard native/*.h native/src/*.c native/lint/*.[ch] \
              native/tests/*.c native/examples/*.c bindings/cpp/*.hpp bindings/cpp/tests/*.cpp \
-             bindings/cpp/tools/*.cpp fuzz/*.c bench/*.c bench/native/*.c))
+             bindings/cpp/tools/*.cpp fuzz/*.c bench/*.c bench/native/*.c aimux_ops/*.c))
 PY_INCLUDE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 CC ?= cc
 
@@ -75,9 +79,12 @@ lint: setup lint-tools
 	$(VENV)/bin/mypy --strict aimux_ops
 	clang-format --dry-run --Werror $(C_SOURCES)
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -I$(PY_INCLUDE) -Inative -Inative/src native/lint/shim_check.c
+	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -I$(PY_INCLUDE) aimux_ops/_cproject.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
 	  --suppress=missingIncludeSystem -Inative -Inative/src -DAIMUX_BUILD_PATHS='""' -DAIMUX_PYTHON_HOME='""' -DAIMUX_REPO='""' -DAIMUX_LIB_PATH='""' \
 	  native/src/aimux_shim.c native/tests/test_native.c native/tests/test_dlopen.c native/tests/test_guest.c native/examples/demo.c fuzz/fuzz_cabi.c
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
+	  --suppress=missingIncludeSystem aimux_ops/_cproject.c
 	$(MAKE) -C bindings/node lint $(SUB_ENV)
 	$(MAKE) -C bindings/go lint $(SUB_ENV)
 	$(MAKE) -C bindings/java lint $(SUB_ENV)
@@ -136,4 +143,4 @@ recordings: setup
 	$(PY) tests/make_recordings.py
 
 clean:
-	rm -rf native/build build aimux_ops.egg-info bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
+	rm -rf native/build build aimux_ops.egg-info aimux_ops/_cproject*.so bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)

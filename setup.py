@@ -4,8 +4,10 @@ setuptools runs this for `pip install <checkout>` / `pip wheel <checkout>`: afte
 files, it compiles native/build_libaimux.py into ``aimux_ops/native/lib/libaimux.so.1`` (SONAME
 libaimux.so.1; its payload is the site-packages it is installed in, ``../../..`` from its
 directory) and copies ``aimux.h`` (with the ``aimux_codes.h`` it includes) and ``aimux.hpp`` to
-``aimux_ops/native/include/``. The wheel is then a platform wheel for that CPython. Editable
-installs skip it (development uses native/build). Everything else is in pyproject.toml.
+``aimux_ops/native/include/``, and compiles the optional C projection
+(native/build_cproject.py) into ``aimux_ops/_cproject<EXT_SUFFIX>``. The wheel is then a
+platform wheel for that CPython. Editable installs skip it (development uses native/build and
+the in-place build of `make setup`). Everything else is in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ class BuildPyWithLibaimux(build_py):
             soname="libaimux.so.1",
             workdir=temp,
         )
+        cspec = importlib.util.spec_from_file_location(
+            "build_cproject", ROOT / "native" / "build_cproject.py"
+        )
+        assert cspec is not None and cspec.loader is not None
+        cmod = importlib.util.module_from_spec(cspec)
+        cspec.loader.exec_module(cmod)
+        cmod.build(Path(self.build_lib) / "aimux_ops", cc=shutil.which("cc") or "cc")
         (pkg / "include").mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "native" / "aimux.h", pkg / "include" / "aimux.h")
         shutil.copy2(ROOT / "native" / "aimux_codes.h", pkg / "include" / "aimux_codes.h")

@@ -11,14 +11,22 @@ bounds give more, the projection runs again with tighter ones (each cut still ma
 kind / code becomes ``UnknownError`` keeping the raw JSON), source nodes ``SourceError``; each link
 is ``__cause__``; a RetryError's attempts are decoded into ``errors`` and the last one is its
 ``__cause__`` (the AI SDK's ``lastError``). ``chain_links`` walks the same chain for the C shim.
+
+The optional C extension ``aimux_ops._cproject`` (DESIGN.md "The projection in C") projects the
+common chains with the default limits and walks their links; it answers None for anything else,
+and the Python code below (the reference) runs. ``AIMUX_PURE_PYTHON=1`` (read once, at import)
+or a missing or stale build leaves it out: the same bytes either way.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
+from . import redact
 from .causes import DEFAULT_LIMITS, Limits, capture
 from .errors import (
     AimuxError,
@@ -36,6 +44,7 @@ __all__ = [
     "ENVELOPE_MAX_BYTES",
     "RETRY_AFTER_MAX_MS",
     "chain_links",
+    "chain_packed",
     "check_root",
     "decode_error",
     "native_chain",
@@ -122,8 +131,12 @@ _last: tuple[bytes, dict[str, Any]] = (b"", {})
 def _project(exc: BaseException) -> bytes:
     global _last
     try:
-        err = _as_aimux(exc)
-        root = _root(err, DEFAULT_LIMITS)
+        err = exc if isinstance(exc, AimuxError) else _as_aimux(exc)
+        native = _native
+        # the C walk with the default limits (None: a chain it leaves to the Python code)
+        root = None if native is None else native.root(err)
+        if root is None:
+            root = _root(err, DEFAULT_LIMITS)
         data = orjson.dumps(root)
         if len(data) <= ENVELOPE_MAX_BYTES:
             _last = (data, root)
@@ -319,6 +332,11 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     held = _last
     if held[0] is envelope_json:  # projected here just now: the same nodes, not parsed again
         root = held[1]
+        native = _native
+        if native is not None:
+            walked = native.chain(root, envelope_json)  # None: the code below decides
+            if walked is not None:
+                return walked  # type: ignore[no-any-return]
         check_root(root)
         return root_fields(root), _links_of_nodes(root, envelope_json)
     root = orjson.loads(envelope_json)
@@ -350,6 +368,18 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
             )
         )
     return root_fields(root), out
+
+
+def chain_packed(envelope_json: bytes) -> bytes | None:
+    """``chain_links(envelope_json)`` already packed for the C shim (``_aimux_err_unpack``'s
+    format, native/src/aimux_embed.py ``_packed``) by the C walk, when this process projected
+    those bytes just now and the walk handles its nodes; else None (the shim packs
+    ``chain_links``)."""
+    native = _native
+    held = _last
+    if native is None or held[0] is not envelope_json:
+        return None
+    return native.packed(held[1], envelope_json)  # type: ignore[no-any-return]
 
 
 def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
@@ -390,3 +420,50 @@ def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
         )
         node = nxt
     return out
+
+
+def _load_native() -> Any:
+    """``aimux_ops._cproject`` set up for this process, or None: disabled with
+    ``AIMUX_PURE_PYTHON=1``, not built, or (in a checkout, where its source lies next to it)
+    built from another version of ``_cproject.c`` than the one there."""
+    if os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _cproject
+    except ImportError:
+        return None
+    source = Path(__file__).with_name("_cproject.c")
+    try:
+        text = source.read_bytes()
+    except OSError:  # an installed payload or a wheel: no source to be stale against
+        pass
+    else:
+        import hashlib
+
+        if hashlib.sha256(text).hexdigest() != _cproject.SOURCE_SHA:
+            return None  # a stale build: run `make native` (or native/build_cproject.py)
+    from .errors import RetryError
+
+    _cproject.setup(
+        aimux_error=AimuxError,
+        retry_error=RetryError,
+        source_error=SourceError,
+        payload_fields=AimuxError.payload_fields,
+        cause_children=AimuxError.cause_children,
+        redact=redact,
+        scrub_text=redact.scrub_text,
+        scrub_message=redact.scrub_message,
+        is_secret_header=redact.is_secret_header,
+        dumps=orjson.dumps,
+        link=Link,
+        retryable=AimuxError.__dict__["retryable"],
+        retry_after_ms=AimuxError.__dict__["retry_after_ms"],
+        own_retryable=AimuxError._own_retryable,
+        own_retry_after_ms=AimuxError._own_retry_after_ms,
+        retry_after_max=RETRY_AFTER_MAX_MS,
+    )
+    return _cproject
+
+
+#: The C projection (None: the Python code alone). Tests switch it off and on.
+_native: Any = _load_native()

@@ -323,7 +323,7 @@ class HttpResponse:
         self._raw = raw
         self.status: int = raw.status_code
         self.reason: str = raw.reason_phrase
-        self.headers: dict[str, str] = {k.lower(): v for k, v in raw.headers.items()}
+        self._headers: dict[str, str] | None = None  # ``headers``, made on first read
         self._deadline = deadline
         self._closed = False
         self._lock = threading.Lock()
@@ -347,6 +347,19 @@ class HttpResponse:
                 self._timer = threading.Timer(max(rem, 0.0), self._on_deadline)
                 self._timer.daemon = True
                 self._timer.start()
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Lower-cased names, raw values: read by error paths and recordings only, so a
+        successful call does not build it."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = {k.lower(): v for k, v in self._raw.headers.items()}
+        return headers
+
+    @headers.setter
+    def headers(self, value: dict[str, str]) -> None:
+        self._headers = value
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -588,6 +601,11 @@ def _no_cookies() -> http.cookiejar.CookieJar:
     return _no_cookies_class()
 
 
+def _no_extraction(response: httpx.Response) -> None:
+    """The live clients' ``Cookies.extract_cookies``: their jar (``_no_cookies``) stores nothing."""
+    return None
+
+
 #: same-origin 307/308 hops followed per request (fetch's limit is 20)
 MAX_REDIRECTS = 20
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -595,6 +613,33 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+Origin = tuple[str, str, int | None]
+#: request URLs parsed, by their text: ``(httpx.URL, origin)``. A call to an endpoint parsed
+#: before neither parses its URL for the pool key nor again in ``build_request`` (about 400 of
+#: a call's ~2,000 Python function calls; ``httpx.URL`` is immutable, so one parse serves every
+#: thread). Bounded (new URLs past ``_URLS_MAX`` are parsed per call, as before); a URL httpx
+#: rejects is not kept: each send fails on its own parse as before.
+_URLS: dict[str, tuple[httpx.URL, Origin]] = {}
+_URLS_MAX = 512
+_NO_ORIGIN: Origin = ("", "", None)
+
+
+def _parsed(url: str) -> tuple[httpx.URL | str, Origin]:
+    """``url`` parsed and its origin (the pool key); an unparseable ``url`` as it is, with no
+    origin (its send then fails with httpx's own error, as it always did)."""
+    hit = _URLS.get(url)
+    if hit is not None:
+        return hit
+    try:
+        parsed = httpx.URL(url)
+        hit = (parsed, _origin(parsed))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return url, _NO_ORIGIN
+    if len(_URLS) < _URLS_MAX:
+        _URLS[url] = hit
+    return hit
 
 
 def _build_request(
@@ -650,7 +695,7 @@ def _send_following(
     is followed with the same method, body and headers (as fetch does), up to ``MAX_REDIRECTS``
     hops; any other redirect comes back as the answer: the request carries the API key, and
     another origin never gets it (and the same origin is the same pool)."""
-    raw = send(_build_request(client, request, request.url, rem, pool_s), rem)
+    raw = send(_build_request(client, request, _parsed(request.url)[0], rem, pool_s), rem)
     hops = 0
     while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
         target = _same_origin_target(raw)
@@ -706,14 +751,14 @@ class HttpTransport:
     def __init__(self, client: httpx.Client | None = None) -> None:
         self.limits = guest_limits()
         self._fixed = client
-        self._clients: dict[tuple[str, str, int | None], httpx.Client] = {}
+        self._clients: dict[Origin, httpx.Client] = {}
         self._lock = threading.Lock()
         #: the pool of streams read on their caller's thread (``stream_client``)
         self._stream_client: httpx.Client | None = None
 
     def _new_client(self) -> httpx.Client:
         lim = self.limits
-        return httpx.Client(
+        client = httpx.Client(
             timeout=httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
             limits=httpx.Limits(
                 max_connections=lim.pool_max_per_host,
@@ -722,6 +767,10 @@ class HttpTransport:
             follow_redirects=False,
             cookies=_no_cookies(),
         )
+        # Its jar never stores a cookie: httpx need not wrap every response and its request in
+        # urllib's cookie-compatible shapes to offer them to it (~150 Python calls per call).
+        client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
+        return client
 
     def async_client(self) -> tuple[httpx.AsyncClient, _Shard]:
         """A client of the stream loop (made on the loop thread, bound to that loop) and the
@@ -780,10 +829,7 @@ class HttpTransport:
         """The pooled client of ``url``'s host (created on first use)."""
         if self._fixed is not None:
             return self._fixed
-        try:
-            key = _origin(httpx.URL(url))
-        except (httpx.InvalidURL, TypeError, ValueError):
-            key = ("", "", None)  # the send fails with the URL's own error
+        key = _parsed(url)[1]  # no origin: the send fails with the URL's own error
         client = self._clients.get(key)
         if client is None:
             with self._lock:

@@ -950,23 +950,23 @@ every other input so that the violations stay byte-identical). An installed libr
 payload byte-compiled (`native/install.py`): without it, a prefix its user cannot write compiled
 every module in every process (~560 ms vs ~250 ms for the replay, measured as `nobody`).
 
-**(2) The error path.** Since branch `errors` (DESIGN.md "The error path without pydantic"):
-no pydantic model is built or validated per error (field values of their declared types are
-stored as they are; projection reads them, the serializer only for values that need it), one
-substring probe replaces the scrub regexes on texts without an anchor, `capture` is one loop,
-small payload values skip the budgeted walk, and the shim's `chain_links` walks the nodes just
-projected instead of parsing them. What an unknown op still costs (in-process CPU time on this
-2-core machine, where the bare crossing is ~0.7 µs): raising it (~3 µs: `_resolve`, the
-`UnknownOpError` ~1.6 µs of which the Exception itself ~0.8 µs, the op-name list copied), `project`
-(~4.5 µs: `capture` ~3.3 µs for one node: the message probe, the payload's two fields, the
-list's join and probe; `retryable` / `retryAfterMs` ~0.4 µs; `orjson.dumps` ~0.25 µs),
-`chain_links` from the nodes (~1.5 µs), the packing, the C nodes and the embedded call (~3 µs
-more through the C ABI than in-process). Every piece is a few Python operations per node (~1.2
-µs a source node, 2–4 µs an aimux node with a payload); 5× the crossing (~3.5 µs for all of it)
-and 10× `orjson.dumps` at depth 4 (~1 µs a node) need the projection out of Python bytecode
-(a C or Rust walk of the chain, or envelopes of common errors assembled from pre-serialized
-pieces), not more trimming of this one. The invalid-params row also pays pydantic's params
-validation and its `ValidationError` (~40 % of that row).
+**(2) The error path.** Since branch `errors` (DESIGN.md "The error path without pydantic")
+no pydantic model is built or validated per error, and since branch `cproj` (DESIGN.md "The
+projection in C") the common chains are projected by a C walk (`aimux_ops._cproject`: every
+row of the projection table but the RetryError one takes it; anything it does not handle
+exactly, the Python projection does, with the same bytes), which also builds the shim's packed
+chain links. What is left of a projection is the Python around the walk (`project`, the root's
+`retryable` / `retry_after_ms` hooks of classes that override them, `orjson.dumps`) and the
+C API work per node (attribute reads, dicts, `str()` of a source exception). What an unknown op
+still costs in-process (CPU time on this 2-core machine, where the bare crossing is ~0.7 µs):
+raising it (~3.5 µs: `_resolve`, the `UnknownOpError` and its Exception, the op-name list
+copied, the traceback), `project` (~2 µs, of which the C walk ~1.3 µs), the packed links
+(~0.6 µs); through the C ABI the embedded call, the callback's Python and the C nodes add the
+rest. 5× the crossing (~3.5 µs for all of it) needs the raise side out of Python too (dispatch
+answering an unknown op from C, or a prebuilt error for the resolver's failures), not more
+trimming of the projection. The RetryError row stays in Python (attempts). The invalid-params
+row also pays pydantic's params validation and its `ValidationError` (a source node whose
+`__str__` is pydantic's: Python's projection).
 
 **(3) Streams.** Since branch `pystreams` (DESIGN.md "Streams: one hand-off per network read")
 every layer hands over one batch per network read: the SSE split, the provider's parse, the op,

@@ -62,6 +62,13 @@ def _chain_links(env):
     return _chain_links(env)
 
 
+def _chain_packed(env):
+    global _chain_packed
+    from aimux_ops.envelope import chain_packed as _chain_packed
+
+    return _chain_packed(env)
+
+
 class _ErrorsModule:
     def __getattr__(self, name):
         from aimux_ops import errors
@@ -123,9 +130,12 @@ def _packed(walk):
 
 
 def _chain(env):
-    # The envelope and its native chain: one packed buffer, one C call builds every node.
+    # The envelope and its native chain: one packed buffer, one C call builds every node. The
+    # core's C projection packs the nodes it just built itself (None: packed here).
     try:
-        buf = _packed(_chain_links(env))
+        buf = _chain_packed(env)
+        if buf is None:
+            buf = _packed(_chain_links(env))
     except BaseException as e:
         return _early(
             lib._AIMUX_EARLY_INTERNAL,

@@ -1,0 +1,1213 @@
+/* aimux_ops._cproject: the envelope projection of the common cause chains, in C.
+ *
+ * An optional accelerator of aimux_ops/causes.py (capture with the default limits, plus the
+ * root's retryable / retryAfterMs of envelope._root) and of envelope._links_of_nodes (the shim's
+ * chain links of the nodes just projected). The Python code stays the reference: every function
+ * here answers None for anything it does not handle exactly as the Python code would, and the
+ * caller then runs the Python code. What is handled (docs/DESIGN.md "The projection in C"):
+ *
+ * - aimux nodes whose class keeps the base payload_fields and cause_children (no RetryError, no
+ *   TimeoutError), no undeclared payload member, field values of exact types: str (ASCII, at most
+ *   16 KiB), int, bool, finite float, and lists / dicts of those (ASCII keys, nothing over the
+ *   16 KiB bound, no secret-named member holding a string, no string with a scrub anchor);
+ * - source nodes of exceptions whose str() is a builtin exception's (BaseException, OSError,
+ *   KeyError) over plain arguments (str, int, float, bool, None, or such exceptions), and
+ *   SourceError;
+ * - messages of at most 1 KiB of ASCII without NUL; one with a URL or a scrub anchor is scrubbed
+ *   by the Python scrubber itself (redact.scrub_message), a payload string with an anchor by
+ *   redact.scrub_text;
+ * - chains cut by the depth limit (16) or a cycle ("cause" marked).
+ *
+ * Everything else (non-ASCII or over-limit texts, anchors inside nested payload values, secret
+ * headers, models, exotic __str__ / __repr__, attempts, ...) answers None: Python projects it.
+ * An exception raised by a Python callback is cleared (the Python path raises it again) unless it
+ * is not an Exception (KeyboardInterrupt, SystemExit): that one propagates.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef AIMUX_CPROJECT_SOURCE_SHA
+#define AIMUX_CPROJECT_SOURCE_SHA ""
+#endif
+
+#define MESSAGE_BYTES   1024
+#define VALUE_BYTES     (16 * 1024)
+#define MAX_DEPTH       16  /* Limits.depth */
+#define BOUND_DEPTH     16  /* causes._small_bound's nesting bound */
+#define LINKS_MAX       256 /* envelope._DECODE_MAX_DEPTH */
+#define CODE_MAX        0x7FFFFFFFL
+#define PLAIN_EXC_DEPTH 4 /* how deep exception arguments are checked before giving up */
+
+/* Results of the internal steps: OK, FALLBACK (not handled, no Python error set), ERR (a Python
+ * error is set). */
+enum { ERR = -1, FALLBACK = 0, OK = 1 };
+
+/* What setup() hands over (strong references, kept for the life of the process). */
+static PyObject *g_aimux_error;      /* aimux_ops.errors.AimuxError */
+static PyObject *g_retry_error;      /* aimux_ops.errors.RetryError */
+static PyObject *g_source_error;     /* aimux_ops.errors.SourceError */
+static PyObject *g_payload_fields;   /* AimuxError.payload_fields (the function) */
+static PyObject *g_cause_children;   /* AimuxError.cause_children (the function) */
+static PyObject *g_redact;           /* the aimux_ops.redact module (_secret_list) */
+static PyObject *g_scrub_text;       /* redact.scrub_text */
+static PyObject *g_scrub_message;    /* redact.scrub_message */
+static PyObject *g_is_secret_header; /* redact.is_secret_header */
+static PyObject *g_dumps;            /* orjson.dumps */
+static PyObject *g_link;             /* envelope.Link (a tuple subclass) */
+static PyObject *g_retryable;        /* the AimuxError.retryable property */
+static PyObject *g_retry_after_ms;   /* the AimuxError.retry_after_ms property */
+static PyObject *g_own_retryable;    /* AimuxError._own_retryable (the function) */
+static PyObject *g_own_retry_after;  /* AimuxError._own_retry_after_ms (the function) */
+
+/* Interned names. */
+static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_truncated, *s_type,
+    *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_own_retryable, *s_own_retry_after,
+    *s_wire_root, *s_getattribute, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields,
+    *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name;
+
+/* The str() / repr() implementations of the builtin exceptions a source node may use. */
+static reprfunc base_str, base_repr, oserror_str, keyerror_str;
+
+typedef struct {
+    PyObject *secrets; /* redact._secret_list, read once per projection (a tuple of str) */
+} Ctx;
+
+/* -- helpers --------------------------------------------------------------------------------- */
+
+/* An error raised by a Python callback: an Exception becomes a fallback (the Python path meets
+ * it again), anything else (KeyboardInterrupt, SystemExit) propagates. */
+static int settle(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyErr_Clear();
+        return FALLBACK;
+    }
+    return ERR;
+}
+
+static int ascii_text(PyObject *s) { return PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s); }
+
+static const char *ascii_data(PyObject *s) { return (const char *)PyUnicode_DATA(s); }
+
+/* Case-insensitive (ASCII) search for the lower-case `word`. */
+static int has_word_ci(const char *s, Py_ssize_t n, const char *word, Py_ssize_t w)
+{
+    for (Py_ssize_t i = 0; i + w <= n; i++) {
+        Py_ssize_t j = 0;
+        while (j < w) {
+            char c = s[i + j];
+            if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+            if (c != word[j]) break;
+            j++;
+        }
+        if (j == w) return 1;
+    }
+    return 0;
+}
+
+/* One pass over an ASCII text: 1 when it holds "sk-", "key-", "bearer" in any case
+ * (redact._shaped_anchor), or, with `urls`, "://". */
+static int shaped_anchor(const char *s, Py_ssize_t n, int urls)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        switch (s[i]) {
+        case 's':
+            if (i + 2 < n && s[i + 1] == 'k' && s[i + 2] == '-') return 1;
+            break;
+        case 'k':
+            if (i + 3 < n && s[i + 1] == 'e' && s[i + 2] == 'y' && s[i + 3] == '-') return 1;
+            break;
+        case 'b':
+        case 'B':
+            if (i + 5 < n && has_word_ci(s + i + 1, 5, "earer", 5)) return 1;
+            break;
+        case ':':
+            if (urls && i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/') return 1;
+            break;
+        default: break;
+        }
+    }
+    return 0;
+}
+
+/* redact.has_anchor of an ASCII text (1: an anchor; a secret list of another shape counts as
+ * one, so that Python decides), plus "://" with `urls`. */
+static int has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n, int urls)
+{
+    if (shaped_anchor(s, n, urls)) return 1;
+    PyObject *secrets = ctx->secrets;
+    Py_ssize_t count = PyTuple_GET_SIZE(secrets);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *secret = PyTuple_GET_ITEM(secrets, i);
+        if (!PyUnicode_CheckExact(secret)) return 1; /* not a list this code knows: Python's */
+        if (!PyUnicode_IS_ASCII(secret)) continue;   /* never inside an ASCII text */
+        Py_ssize_t len = PyUnicode_GET_LENGTH(secret);
+        if (len == 0 || memmem(s, (size_t)n, ascii_data(secret), (size_t)len)) return 1;
+    }
+    return 0;
+}
+
+/* getattr(obj, name) for the attributes the walk reads: the instance's own value, else the
+ * class's plain (non-descriptor) value, exactly as object.__getattribute__ finds them, without the
+ * lookups of a class-level __getattr__ hook (AimuxError has one: it only answers what is not
+ * found). Anything else (a descriptor on the class, another __getattribute__, no such attribute)
+ * goes through PyObject_GetAttr. New reference or NULL with an error set. */
+static getattrofunc hook_getattro; /* tp_getattro of a class with a Python __getattr__ */
+static PyObject *object_getattribute;
+
+/* Whether the class finds attributes as object.__getattribute__ does (then a __getattr__ hook
+ * only answers what is not found). */
+static int standard_lookup(PyTypeObject *t)
+{
+    return t->tp_getattro == PyObject_GenericGetAttr ||
+           (t->tp_getattro == hook_getattro &&
+            _PyType_Lookup(t, s_getattribute) == object_getattribute);
+}
+
+static PyObject *get_attr(PyObject *obj, PyObject *name)
+{
+    PyTypeObject *t = Py_TYPE(obj);
+    if (!standard_lookup(t)) return PyObject_GetAttr(obj, name);
+    PyObject *descr = _PyType_Lookup(t, name); /* borrowed */
+    if (descr != NULL && Py_TYPE(descr)->tp_descr_get != NULL) return PyObject_GetAttr(obj, name);
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    if (dictptr != NULL && *dictptr != NULL) {
+        PyObject *v = PyDict_GetItemWithError(*dictptr, name);
+        if (v != NULL) return Py_NewRef(v);
+        if (PyErr_Occurred()) return NULL;
+    }
+    if (descr != NULL) return Py_NewRef(descr);
+    return PyObject_GetAttr(obj, name);
+}
+
+/* Whether obj.<name> is the class's function `function` (not shadowed by the instance). */
+static int is_class_function(PyObject *obj, PyObject *name, PyObject *function)
+{
+    if (!standard_lookup(Py_TYPE(obj)) || _PyType_Lookup(Py_TYPE(obj), name) != function) return 0;
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    if (dictptr == NULL || *dictptr == NULL) return 1;
+    PyObject *v = PyDict_GetItemWithError(*dictptr, name);
+    if (v == NULL) return PyErr_Occurred() ? -1 : 1;
+    return 0;
+}
+
+/* -- texts ----------------------------------------------------------------------------------- */
+
+/* causes._message_text for a message of at most 1 KiB of ASCII without NUL (its fast path);
+ * NULL with *status FALLBACK for any other message. */
+static PyObject *message_text(const Ctx *ctx, PyObject *raw, int *status)
+{
+    *status = FALLBACK;
+    if (!ascii_text(raw)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(raw);
+    const char *s = ascii_data(raw);
+    if (n > MESSAGE_BYTES || memchr(s, 0, (size_t)n)) return NULL;
+    if (!has_anchor(ctx, s, n, 1)) {
+        *status = OK;
+        return Py_NewRef(raw);
+    }
+    PyObject *text = PyObject_CallOneArg(g_scrub_message, raw);
+    if (text == NULL) {
+        *status = settle();
+        return NULL;
+    }
+    if (PyUnicode_Check(text) && PyUnicode_IS_ASCII(text) &&
+        PyUnicode_GET_LENGTH(text) <= MESSAGE_BYTES) {
+        *status = OK;
+        return text;
+    }
+    Py_DECREF(text);
+    return NULL;
+}
+
+/* -- payload values -------------------------------------------------------------------------- */
+
+static int plain_scalar(PyObject *v)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    if (v == Py_None || t == &PyLong_Type || t == &PyBool_Type) return 1;
+    return t == &PyFloat_Type && isfinite(PyFloat_AS_DOUBLE(v));
+}
+
+/* Whether a member of this (ASCII) name holding a string is redacted (redact.is_secret_header):
+ * OK not secret, FALLBACK secret (or undecided), ERR. */
+static int member_not_secret(PyObject *key)
+{
+    static const char *const words[] = {"auth",   "cookie",   "api",       "token",
+                                        "secret", "password", "credential"};
+    const char *s = ascii_data(key);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(key);
+    int any = 0;
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        if (has_word_ci(s, n, words[i], (Py_ssize_t)strlen(words[i]))) {
+            any = 1;
+            break;
+        }
+    }
+    if (!any) return OK;
+    PyObject *got = PyObject_CallOneArg(g_is_secret_header, key);
+    if (got == NULL) return settle();
+    int secret = got != Py_False;
+    Py_DECREF(got);
+    return secret ? FALLBACK : OK;
+}
+
+/* causes._small_clean of a list or dict when nothing in it needs scrubbing or redacting: a copy
+ * (new lists and dicts, the same strings and numbers) while _small_bound's bound stays within
+ * the limit. *bound accumulates the bound. */
+static PyObject *small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound,
+                            int *status);
+
+static int small_text(const Ctx *ctx, PyObject *v)
+{
+    if (!ascii_text(v)) return FALLBACK;
+    return has_anchor(ctx, ascii_data(v), PyUnicode_GET_LENGTH(v), 0) ? FALLBACK : OK;
+}
+
+static PyObject *small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize_t *bound,
+                            int *status)
+{
+    *status = FALLBACK;
+    if (depth > BOUND_DEPTH) return NULL;
+    int dict = PyDict_CheckExact(value);
+    if (!dict && !PyList_CheckExact(value))
+        return NULL; /* a tuple, a model, a non-finite float, ...: Python's */
+    PyObject *out = dict ? PyDict_New() : PyList_New(0);
+    if (out == NULL) {
+        *status = ERR;
+        return NULL;
+    }
+    int st = OK;
+    Py_ssize_t total = 2;
+    Py_ssize_t pos = 0, i = 0;
+    for (;;) {
+        PyObject *k = NULL, *v;
+        if (dict) {
+            if (!PyDict_Next(value, &pos, &k, &v)) break;
+            if (!ascii_text(k)) {
+                st = FALLBACK;
+                break;
+            }
+            Py_INCREF(k);
+        } else {
+            if (i >= PyList_GET_SIZE(value)) break;
+            v = PyList_GET_ITEM(value, i++);
+        }
+        Py_INCREF(v);
+        Py_ssize_t klen = k ? PyUnicode_GET_LENGTH(k) : 0;
+        PyObject *item = NULL;
+        if (PyUnicode_CheckExact(v)) {
+            st = small_text(ctx, v);
+            if (st == OK && k != NULL) st = member_not_secret(k);
+            if (st == OK) {
+                Py_ssize_t vlen = PyUnicode_GET_LENGTH(v);
+                total += k ? 6 * (klen + vlen) + 6 : 6 * vlen + 3;
+                item = Py_NewRef(v);
+            }
+        } else if (plain_scalar(v)) {
+            total += k ? 6 * klen + 28 : 25;
+            item = Py_NewRef(v);
+        } else {
+            Py_ssize_t inner = 0;
+            item = small_copy(ctx, v, depth + 1, &inner, &st);
+            if (item != NULL) total += k ? 6 * klen + 4 + inner : inner + 1;
+        }
+        Py_DECREF(v);
+        if (item != NULL) {
+            int rc = k ? PyDict_SetItem(out, k, item) : PyList_Append(out, item);
+            Py_DECREF(item);
+            if (rc < 0)
+                st = ERR;
+            else if (total > VALUE_BYTES)
+                st = FALLBACK; /* over the bound: _bounded_value's (Python's) */
+        }
+        Py_XDECREF(k);
+        if (st != OK) break;
+    }
+    if (st != OK) {
+        Py_DECREF(out);
+        *status = st;
+        return NULL;
+    }
+    *bound = total;
+    *status = OK;
+    return out;
+}
+
+/* One payload field value as causes._plain_payload gives it (NULL + *status otherwise). */
+static PyObject *field_value(const Ctx *ctx, PyObject *value, int *status)
+{
+    *status = FALLBACK;
+    PyTypeObject *t = Py_TYPE(value);
+    if (t == &PyUnicode_Type) {
+        if (!PyUnicode_IS_ASCII(value) || PyUnicode_GET_LENGTH(value) > VALUE_BYTES) return NULL;
+        if (!has_anchor(ctx, ascii_data(value), PyUnicode_GET_LENGTH(value), 0)) {
+            *status = OK;
+            return Py_NewRef(value);
+        }
+        PyObject *text = PyObject_CallOneArg(g_scrub_text, value);
+        if (text == NULL) {
+            *status = settle();
+            return NULL;
+        }
+        *status = OK;
+        return text;
+    }
+    if (t == &PyBool_Type || t == &PyLong_Type) {
+        *status = OK;
+        return Py_NewRef(value);
+    }
+    if (t == &PyFloat_Type) {
+        if (!isfinite(PyFloat_AS_DOUBLE(value))) return NULL;
+        *status = OK;
+        return Py_NewRef(value);
+    }
+    if (t == &PyList_Type || t == &PyDict_Type) {
+        Py_ssize_t bound = 0;
+        return small_copy(ctx, value, 0, &bound, status);
+    }
+    return NULL;
+}
+
+/* -- nodes ----------------------------------------------------------------------------------- */
+
+/* A borrowed class attribute is exactly `expected` (the base class's function). */
+static int class_keeps(PyObject *exc, PyObject *name, PyObject *expected)
+{
+    return _PyType_Lookup(Py_TYPE(exc), name) == expected;
+}
+
+/* node["error"] of an aimux node: {"name": ..., camelCase fields} (causes._plain_payload). */
+static int payload(const Ctx *ctx, PyObject *exc, PyObject *node)
+{
+    if (!class_keeps(exc, s_payload_fields, g_payload_fields)) return FALLBACK;
+    int rc = FALLBACK;
+    PyObject *extra = NULL, *values = NULL, *wire = NULL, *name = NULL, *error = NULL;
+    extra = get_attr(exc, s_extra);
+    if (extra == NULL) return settle();
+    int truth = PyObject_IsTrue(extra);
+    if (truth != 0) {
+        rc = truth < 0 ? settle() : FALLBACK;
+        goto done;
+    }
+    values = get_attr(exc, s_values);
+    wire = values ? get_attr(exc, s_wire) : NULL;
+    name = wire ? get_attr(exc, s_error_name) : NULL;
+    if (name == NULL) {
+        rc = settle();
+        goto done;
+    }
+    if (!PyDict_CheckExact(values) || !PyTuple_CheckExact(wire) || !PyUnicode_CheckExact(name))
+        goto done;
+    error = PyDict_New();
+    if (error == NULL || PyDict_SetItem(error, s_name, name) < 0) {
+        rc = ERR;
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(wire); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(wire, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 0)) ||
+            !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 1)))
+            goto done;
+        PyObject *value = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(pair, 0));
+        if (value == NULL) {
+            if (PyErr_Occurred()) {
+                rc = settle();
+                goto done;
+            }
+            continue;
+        }
+        if (value == Py_None) continue;
+        Py_INCREF(value);
+        int st;
+        PyObject *out = field_value(ctx, value, &st);
+        Py_DECREF(value);
+        if (out == NULL) {
+            rc = st == ERR ? settle() : st;
+            goto done;
+        }
+        int set = PyDict_SetItem(error, PyTuple_GET_ITEM(pair, 1), out);
+        Py_DECREF(out);
+        if (set < 0) {
+            rc = ERR;
+            goto done;
+        }
+    }
+    rc = PyDict_SetItem(node, s_error, error) < 0 ? ERR : OK;
+done:
+    Py_XDECREF(extra);
+    Py_XDECREF(values);
+    Py_XDECREF(wire);
+    Py_XDECREF(name);
+    Py_XDECREF(error);
+    return rc;
+}
+
+/* Sets a node member to a new reference (stolen). */
+static int put(PyObject *node, PyObject *key, PyObject *value)
+{
+    if (value == NULL) return ERR;
+    int rc = PyDict_SetItem(node, key, value);
+    Py_DECREF(value);
+    return rc < 0 ? ERR : OK;
+}
+
+/* The members of an aimux node up to its error payload; *next = __cause__ (new ref or NULL). */
+static int aimux_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
+{
+    int rc = PyObject_IsInstance(exc, g_retry_error);
+    if (rc != 0) return rc < 0 ? settle() : FALLBACK;
+    if (!class_keeps(exc, s_cause_children, g_cause_children)) return FALLBACK;
+    PyObject *kind = get_attr(exc, s_kind);
+    PyObject *code = kind ? get_attr(exc, s_code) : NULL;
+    PyObject *raw = code ? get_attr(exc, s_message) : NULL;
+    if (raw == NULL) {
+        Py_XDECREF(kind);
+        Py_XDECREF(code);
+        return settle();
+    }
+    rc = FALLBACK;
+    if (PyUnicode_CheckExact(kind) && PyLong_CheckExact(code)) {
+        int st;
+        PyObject *message = message_text(ctx, raw, &st);
+        if (message != NULL) {
+            rc = put(node, s_kind, Py_NewRef(kind));
+            if (rc == OK) rc = put(node, s_code, Py_NewRef(code));
+            if (rc == OK) rc = put(node, s_message, Py_NewRef(message));
+            if (rc == OK) rc = payload(ctx, exc, node);
+            Py_DECREF(message);
+        } else {
+            rc = st;
+        }
+    }
+    Py_DECREF(kind);
+    Py_DECREF(code);
+    Py_DECREF(raw);
+    if (rc == OK) *next = PyException_GetCause(exc);
+    return rc;
+}
+
+/* Whether str() of this exception is a builtin exception's over plain values (no Python code
+ * runs, the same text every time). */
+static int plain_exception(PyObject *exc, int depth)
+{
+    PyTypeObject *t = Py_TYPE(exc);
+    if (t->tp_repr != base_repr) return 0;
+    if (t->tp_str != base_str && t->tp_str != oserror_str && t->tp_str != keyerror_str) return 0;
+    if (PyObject_TypeCheck(exc, (PyTypeObject *)PyExc_OSError)) {
+        PyOSErrorObject *os = (PyOSErrorObject *)exc;
+        PyObject *fields[] = {os->myerrno, os->strerror, os->filename, os->filename2};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+            if (fields[i] != NULL && !PyUnicode_CheckExact(fields[i]) && !plain_scalar(fields[i]))
+                return 0;
+        }
+    }
+    PyObject *args = ((PyBaseExceptionObject *)exc)->args;
+    if (args == NULL || !PyTuple_CheckExact(args)) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        if (PyUnicode_CheckExact(a) || plain_scalar(a)) continue;
+        if (PyExceptionInstance_Check(a) && depth < PLAIN_EXC_DEPTH &&
+            plain_exception(a, depth + 1))
+            continue;
+        return 0;
+    }
+    return 1;
+}
+
+/* causes.exception_type_name of a class: ``package.ClassName`` (``ClassName`` for builtins). */
+static PyObject *compute_type_name(PyTypeObject *t)
+{
+    PyObject *module = PyObject_GetAttr((PyObject *)t, s_module);
+    if (module == NULL) return NULL;
+    PyObject *qual = PyObject_GetAttr((PyObject *)t, s_qualname);
+    if (qual == NULL) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    if (!PyUnicode_CheckExact(module) || !PyUnicode_CheckExact(qual)) {
+        PyErr_SetString(PyExc_TypeError, "a class without str __module__ / __qualname__");
+        goto done;
+    }
+    Py_ssize_t dot = PyUnicode_FindChar(module, '.', 0, PyUnicode_GET_LENGTH(module), 1);
+    if (dot == -2) goto done;
+    PyObject *first = dot < 0 ? Py_NewRef(module) : PyUnicode_Substring(module, 0, dot);
+    if (first == NULL) goto done;
+    if (PyUnicode_Compare(first, s_builtins) == 0)
+        out = Py_NewRef(qual);
+    else if (!PyErr_Occurred())
+        out = PyUnicode_FromFormat("%U.%U", first, qual);
+    Py_DECREF(first);
+done:
+    Py_DECREF(module);
+    Py_DECREF(qual);
+    return out;
+}
+
+/* Per class: (its __module__, its __qualname__, the name) as last computed; a class whose
+ * __module__ or __qualname__ was set since (another object) is computed again. Classes of other
+ * metaclasses are always computed. Bounded: cleared when full. */
+static PyObject *g_type_names;
+#define TYPE_NAMES_MAX 512
+
+static PyObject *type_name(PyTypeObject *t)
+{
+    if (Py_TYPE(t) != &PyType_Type) return compute_type_name(t);
+    int heap = PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE);
+    PyObject *module = NULL, *qual = NULL;
+    if (heap) {
+        module = PyDict_GetItemWithError(t->tp_dict, s_module);
+        qual = ((PyHeapTypeObject *)t)->ht_qualname;
+        if (module == NULL) return PyErr_Occurred() ? NULL : compute_type_name(t);
+    }
+    if (g_type_names == NULL && (g_type_names = PyDict_New()) == NULL) return NULL;
+    PyObject *held = PyDict_GetItemWithError(g_type_names, (PyObject *)t);
+    if (held != NULL &&
+        (!heap || (PyTuple_GET_ITEM(held, 0) == module && PyTuple_GET_ITEM(held, 1) == qual)))
+        return Py_NewRef(PyTuple_GET_ITEM(held, 2));
+    if (PyErr_Occurred()) return NULL;
+    PyObject *name = compute_type_name(t);
+    if (name == NULL) return NULL;
+    if (PyDict_GET_SIZE(g_type_names) >= TYPE_NAMES_MAX) PyDict_Clear(g_type_names);
+    PyObject *entry = PyTuple_Pack(3, heap ? module : Py_None, heap ? qual : Py_None, name);
+    if (entry == NULL || PyDict_SetItem(g_type_names, (PyObject *)t, entry) < 0) {
+        Py_XDECREF(entry);
+        Py_DECREF(name);
+        return NULL;
+    }
+    Py_DECREF(entry);
+    return name;
+}
+
+/* causes._next_link: __cause__, else __context__ unless suppressed, else an exception wrapped as
+ * the first argument (new reference or NULL). */
+static PyObject *next_link(PyObject *exc)
+{
+    PyObject *cause = PyException_GetCause(exc);
+    if (cause != NULL) return cause;
+    if (!((PyBaseExceptionObject *)exc)->suppress_context) {
+        PyObject *context = PyException_GetContext(exc);
+        if (context != NULL) return context;
+    }
+    PyObject *args = ((PyBaseExceptionObject *)exc)->args;
+    if (args != NULL && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 &&
+        PyExceptionInstance_Check(PyTuple_GET_ITEM(args, 0)))
+        return Py_NewRef(PyTuple_GET_ITEM(args, 0));
+    return NULL;
+}
+
+/* The members of a source node ({message, type}); *next as causes._next_link. */
+static int source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
+{
+    PyObject *raw, *type;
+    int rc = PyObject_IsInstance(exc, g_source_error);
+    if (rc < 0) return settle();
+    if (rc) {
+        raw = get_attr(exc, s_message);
+        type = raw ? get_attr(exc, s_type) : NULL;
+        if (type == NULL) {
+            Py_XDECREF(raw);
+            return settle();
+        }
+        if (!PyUnicode_CheckExact(type) || PyUnicode_GET_LENGTH(type) == 0) {
+            Py_DECREF(raw);
+            Py_DECREF(type);
+            return FALLBACK;
+        }
+    } else {
+        if (!plain_exception(exc, 0)) return FALLBACK;
+        raw = PyObject_Str(exc);
+        if (raw == NULL) return settle();
+        type = type_name(Py_TYPE(exc));
+        if (type == NULL) {
+            Py_DECREF(raw);
+            return settle();
+        }
+    }
+    int st;
+    PyObject *message = message_text(ctx, raw, &st);
+    Py_DECREF(raw);
+    if (message == NULL) {
+        Py_DECREF(type);
+        return st;
+    }
+    rc = put(node, s_message, message);
+    if (rc == OK) rc = put(node, s_type, Py_NewRef(type));
+    Py_DECREF(type);
+    if (rc == OK) *next = next_link(exc);
+    return rc;
+}
+
+/* -- root() ---------------------------------------------------------------------------------- */
+
+/* envelope.RETRY_AFTER_MAX_MS (setup()): the largest retryAfterMs written or reported. */
+static long long g_retry_after_max = -1;
+
+/* Whether an int is a retryAfterMs from 0 to envelope.RETRY_AFTER_MAX_MS. */
+static int after_in_range(PyObject *after)
+{
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(after, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return overflow == 0 && v >= 0 && v <= g_retry_after_max;
+}
+
+/* One of the root's hooks, as AimuxError's property answers it (``wire[i] if wire is not None
+ * else self._own_...()``) when the class keeps that property: the error's own method called
+ * directly (its base version's answer, `base`, without running it); the property otherwise. New
+ * reference, or NULL with an error set. */
+static PyObject *root_hook(PyObject *err, int keeps, PyObject *wire, PyObject *prop_name,
+                           PyObject *own_name, PyObject *own_base, PyObject *base)
+{
+    if (!keeps || wire != Py_None) return PyObject_GetAttr(err, prop_name);
+    int base_own = is_class_function(err, own_name, own_base);
+    if (base_own < 0) return NULL;
+    if (base_own) return Py_NewRef(base);
+    PyObject *method = PyObject_GetAttr(err, own_name);
+    if (method == NULL) return NULL;
+    if (PyMethod_Check(method) && PyMethod_GET_FUNCTION(method) == own_base &&
+        PyMethod_GET_SELF(method) == err) {
+        Py_DECREF(method);
+        return Py_NewRef(base);
+    }
+    PyObject *out = PyObject_CallNoArgs(method);
+    Py_DECREF(method);
+    return out;
+}
+
+/* envelope._root's retryable and retryAfterMs members. */
+static int root_fields(PyObject *err, PyObject *root)
+{
+    PyTypeObject *t = Py_TYPE(err);
+    int keeps = _PyType_Lookup(t, s_retryable) == g_retryable &&
+                _PyType_Lookup(t, s_retry_after_ms) == g_retry_after_ms;
+    PyObject *wire = keeps ? get_attr(err, s_wire_root) : Py_NewRef(Py_None);
+    if (wire == NULL) return settle();
+    int rc = OK;
+    PyObject *retryable =
+        root_hook(err, keeps, wire, s_retryable, s_own_retryable, g_own_retryable, Py_False);
+    int truth = retryable ? PyObject_IsTrue(retryable) : -1;
+    Py_XDECREF(retryable);
+    if (truth < 0) {
+        Py_DECREF(wire);
+        return settle();
+    }
+    rc = put(root, s_retryable, Py_NewRef(truth ? Py_True : Py_False));
+    PyObject *after = rc != OK ? NULL
+                               : root_hook(err, keeps, wire, s_retry_after_ms, s_own_retry_after,
+                                           g_own_retry_after, Py_None);
+    Py_DECREF(wire);
+    if (rc != OK) return rc;
+    if (after == NULL) return settle();
+    if (after == Py_None) {
+        Py_DECREF(after);
+        return OK;
+    }
+    if (!PyLong_CheckExact(after)) { /* int(after) of another type: Python's */
+        Py_DECREF(after);
+        return FALLBACK;
+    }
+    if (!after_in_range(after)) { /* envelope.RETRY_AFTER_MAX_MS: no hint beyond it */
+        Py_DECREF(after);
+        return OK;
+    }
+    return put(root, s_retryAfterMs, after);
+}
+
+/* envelope._root(err, DEFAULT_LIMITS) of an AimuxError: the root node with its chain, retryable
+ * and retryAfterMs; FALLBACK when any node is not one this code handles. */
+static int project_root(const Ctx *ctx, PyObject *err, PyObject **out)
+{
+    PyObject *seen[MAX_DEPTH + 1];
+    int nseen = 0;
+    int rc = OK;
+    int root_cut = 0;
+    PyObject *root = PyDict_New();
+    if (root == NULL) return ERR;
+    PyObject *node = root; /* borrowed (held by root) */
+    PyObject *exc = Py_NewRef(err);
+    int depth = 1;
+    for (;;) {
+        seen[nseen++] = exc; /* owned */
+        PyObject *next = NULL;
+        int is_aimux = PyObject_IsInstance(exc, g_aimux_error);
+        if (is_aimux < 0)
+            rc = settle();
+        else if (is_aimux)
+            rc = aimux_node(ctx, exc, node, &next);
+        else
+            rc = source_node(ctx, exc, node, &next);
+        if (rc != OK) {
+            Py_XDECREF(next);
+            break;
+        }
+        if (PyErr_Occurred()) { /* a failed getter of __cause__ / __context__ never sets one */
+            Py_XDECREF(next);
+            rc = settle();
+            break;
+        }
+        PyObject *child = NULL;
+        int cut = 0;
+        if (next != NULL) {
+            int cycle = 0;
+            for (int i = 0; i < nseen; i++) cycle |= seen[i] == next;
+            if (depth >= MAX_DEPTH || cycle) {
+                cut = 1;
+            } else {
+                child = PyDict_New();
+                if (child == NULL || PyDict_SetItem(node, s_cause, child) < 0) {
+                    Py_XDECREF(child);
+                    Py_DECREF(next);
+                    rc = ERR;
+                    break;
+                }
+                Py_DECREF(child); /* held by node */
+            }
+        }
+        if (cut) {
+            if (depth == 1) {
+                root_cut = 1; /* after retryable / retryAfterMs, as envelope._root puts it */
+            } else {
+                PyObject *marks = Py_BuildValue("[O]", s_cause);
+                if (put(node, s_truncated, marks) != OK) {
+                    Py_XDECREF(next);
+                    rc = ERR;
+                    break;
+                }
+            }
+        }
+        if (child == NULL) {
+            Py_XDECREF(next);
+            break;
+        }
+        node = child;
+        exc = next; /* owned, stored in seen next turn */
+        depth++;
+    }
+    for (int i = 0; i < nseen; i++) Py_DECREF(seen[i]);
+    if (rc == OK) rc = root_fields(err, root);
+    if (rc == OK && root_cut) rc = put(root, s_truncated, Py_BuildValue("[O]", s_cause));
+    if (rc != OK) {
+        Py_DECREF(root);
+        return rc;
+    }
+    *out = root;
+    return OK;
+}
+
+static PyObject *read_secrets(void)
+{
+    PyObject *secrets = PyObject_GetAttr(g_redact, s_secret_list);
+    if (secrets != NULL && !PyTuple_CheckExact(secrets)) {
+        Py_DECREF(secrets);
+        PyErr_SetString(PyExc_TypeError, "redact._secret_list is not a tuple");
+        return NULL;
+    }
+    return secrets;
+}
+
+static int ready(void)
+{
+    if (g_aimux_error == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "aimux_ops._cproject.setup() was not called");
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *cproject_root(PyObject *module, PyObject *err)
+{
+    (void)module;
+    if (!ready()) return NULL;
+    Ctx ctx;
+    ctx.secrets = read_secrets();
+    if (ctx.secrets == NULL) return settle() == ERR ? NULL : Py_NewRef(Py_None);
+    PyObject *root = NULL;
+    int rc = project_root(&ctx, err, &root);
+    Py_DECREF(ctx.secrets);
+    if (rc == ERR) {
+        if (settle() == ERR) return NULL;
+        rc = FALLBACK;
+    }
+    if (rc == FALLBACK) return Py_NewRef(Py_None);
+    return root;
+}
+
+/* -- chain() --------------------------------------------------------------------------------- */
+
+static PyObject *utf8(PyObject *s) { return PyUnicode_AsEncodedString(s, "utf-8", "replace"); }
+
+/* One envelope.Link (a tuple subclass built as namedtuple's __new__ builds it). Steals nothing. */
+static PyObject *make_link(PyObject *code, PyObject *kind, PyObject *name, PyObject *message,
+                           PyObject *json)
+{
+    PyObject *items = PyTuple_Pack(5, code, kind, name, message, json);
+    if (items == NULL) return NULL;
+    PyObject *args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (args == NULL) return NULL;
+    PyObject *link = PyTuple_Type.tp_new((PyTypeObject *)g_link, args, NULL);
+    Py_DECREF(args);
+    return link;
+}
+
+/* envelope.chain_links of the nodes this process just projected (check_root, root_fields and
+ * _links_of_nodes): FALLBACK for a root without a code in 1..2**31-1 or an AI_RetryError link
+ * without a cause (its attempts), or any member of an unexpected type. */
+static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
+{
+    PyObject *kind = PyDict_GetItemWithError(root, s_kind);
+    PyObject *code = kind ? PyDict_GetItemWithError(root, s_code) : NULL;
+    if (code == NULL || !PyUnicode_CheckExact(kind) || !PyLong_CheckExact(code))
+        return PyErr_Occurred() ? ERR : FALLBACK;
+    long c = PyLong_AsLong(code);
+    if (c == -1 && PyErr_Occurred()) return settle();
+    if (c < 1 || c > CODE_MAX) return FALLBACK;
+    PyObject *retryable = PyDict_GetItemWithError(root, s_retryable);
+    PyObject *after = PyDict_GetItemWithError(root, s_retryAfterMs);
+    if (PyErr_Occurred()) return ERR;
+    PyObject *after_out = Py_None;
+    if (after != NULL) {
+        if (!PyLong_CheckExact(after)) return FALLBACK;
+        if (after_in_range(after)) after_out = after;
+    }
+    PyObject *links = PyList_New(0);
+    if (links == NULL) return ERR;
+    int rc = OK;
+    PyObject *node = root;
+    while (node != NULL && PyDict_Check(node) && PyList_GET_SIZE(links) < LINKS_MAX) {
+        if (!PyDict_CheckExact(node)) {
+            rc = FALLBACK;
+            break;
+        }
+        int first = PyList_GET_SIZE(links) == 0;
+        PyObject *nkind = PyDict_GetItemWithError(node, s_kind);
+        PyObject *next = nkind || !PyErr_Occurred() ? PyDict_GetItemWithError(node, s_cause) : NULL;
+        if (PyErr_Occurred()) {
+            rc = ERR;
+            break;
+        }
+        PyObject *ncode, *kind_bytes, *name;
+        if (nkind != NULL && PyUnicode_Check(nkind)) {
+            if (!PyUnicode_CheckExact(nkind)) {
+                rc = FALLBACK;
+                break;
+            }
+            ncode = PyDict_GetItemWithError(node, s_code);
+            if (ncode == NULL || !PyLong_CheckExact(ncode)) {
+                rc = PyErr_Occurred() ? ERR : FALLBACK;
+                break;
+            }
+            long nc = PyLong_AsLong(ncode);
+            if (nc == -1 && PyErr_Occurred()) {
+                rc = settle();
+                break;
+            }
+            if (nc < 0 || nc > CODE_MAX || (first && nc < 1)) {
+                rc = FALLBACK;
+                break;
+            }
+            PyObject *error = PyDict_GetItemWithError(node, s_error);
+            name = NULL;
+            if (error != NULL && PyDict_Check(error)) {
+                if (!PyDict_CheckExact(error)) {
+                    rc = FALLBACK;
+                    break;
+                }
+                name = PyDict_GetItemWithError(error, s_name);
+            }
+            if (PyErr_Occurred()) {
+                rc = ERR;
+                break;
+            }
+            if (name != NULL && name != Py_None && !PyUnicode_CheckExact(name) &&
+                PyUnicode_Check(name)) {
+                rc = FALLBACK;
+                break;
+            }
+            if ((next == NULL || next == Py_None) && name != NULL && PyUnicode_CheckExact(name) &&
+                PyUnicode_Compare(name, s_retry_name) == 0) {
+                rc = FALLBACK; /* the attempts are the chain: Python's walk */
+                break;
+            }
+            Py_INCREF(ncode);
+            kind_bytes = utf8(nkind);
+        } else {
+            ncode = PyLong_FromLong(0);
+            kind_bytes = PyBytes_FromString("source");
+            name = PyDict_GetItemWithError(node, s_type);
+            if (PyErr_Occurred()) {
+                Py_XDECREF(ncode);
+                Py_XDECREF(kind_bytes);
+                rc = ERR;
+                break;
+            }
+            if (name != NULL && PyUnicode_Check(name) && !PyUnicode_CheckExact(name)) {
+                Py_XDECREF(ncode);
+                Py_XDECREF(kind_bytes);
+                rc = FALLBACK;
+                break;
+            }
+        }
+        PyObject *message = PyDict_GetItemWithError(node, s_message);
+        PyObject *name_bytes = NULL, *message_bytes = NULL, *json = NULL, *link = NULL;
+        if (ncode == NULL || kind_bytes == NULL) {
+            rc = ERR;
+        } else if (message == NULL || !PyUnicode_CheckExact(message)) {
+            rc = PyErr_Occurred() ? ERR : FALLBACK;
+        } else {
+            name_bytes =
+                name != NULL && PyUnicode_CheckExact(name) ? utf8(name) : Py_NewRef(Py_None);
+            message_bytes = name_bytes ? utf8(message) : NULL;
+            json = message_bytes == NULL ? NULL
+                   : first               ? Py_NewRef(envelope)
+                                         : PyObject_CallOneArg(g_dumps, node);
+            link = json ? make_link(ncode, kind_bytes, name_bytes, message_bytes, json) : NULL;
+            if (link == NULL || PyList_Append(links, link) < 0) rc = ERR;
+        }
+        Py_XDECREF(ncode);
+        Py_XDECREF(kind_bytes);
+        Py_XDECREF(name_bytes);
+        Py_XDECREF(message_bytes);
+        Py_XDECREF(json);
+        Py_XDECREF(link);
+        if (rc != OK) break;
+        node = next;
+    }
+    if (rc == OK) {
+        *out =
+            Py_BuildValue("((OO)N)", retryable == Py_True ? Py_True : Py_False, after_out, links);
+        return *out == NULL ? ERR : OK;
+    }
+    Py_DECREF(links);
+    return rc;
+}
+
+static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "chain(root, envelope_json) takes two arguments");
+        return NULL;
+    }
+    if (!ready()) return NULL;
+    if (!PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) return Py_NewRef(Py_None);
+    PyObject *out = NULL;
+    int rc = chain_links(args[0], args[1], &out);
+    if (rc == ERR) {
+        if (settle() == ERR) return NULL;
+        rc = FALLBACK;
+    }
+    return rc == OK ? out : Py_NewRef(Py_None);
+}
+
+/* -- packed() -------------------------------------------------------------------------------- */
+
+static void put_bytes(char **at, const void *data, size_t n)
+{
+    memcpy(*at, data, n);
+    *at += n;
+}
+
+/* The buffer the shim's _aimux_err_unpack reads (native/src/aimux_embed.py _packed): the root's
+ * retryable (uint8) and retryAfterMs (int64, -1 when absent), then per link its code (int32),
+ * the lengths (uint32) of its kind, name (0xFFFFFFFF: none), message and JSON, and those bytes;
+ * native byte order, no padding. */
+static PyObject *pack_walk(PyObject *walk)
+{
+    PyObject *fields = PyTuple_GET_ITEM(walk, 0), *links = PyTuple_GET_ITEM(walk, 1);
+    PyObject *after = PyTuple_GET_ITEM(fields, 1);
+    int64_t after_ms = -1;
+    if (after != Py_None) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(after, &overflow);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        after_ms = overflow ? -1 : (int64_t)v;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(links);
+    size_t size = 9;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *link = PyList_GET_ITEM(links, i);
+        size += 20;
+        for (int j = 1; j < 5; j++) {
+            PyObject *b = PyTuple_GET_ITEM(link, j);
+            if (b == Py_None) continue;
+            if ((size_t)PyBytes_GET_SIZE(b) >= 0xFFFFFFFFu) return Py_NewRef(Py_None);
+            size += (size_t)PyBytes_GET_SIZE(b);
+        }
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out == NULL) return NULL;
+    char *at = PyBytes_AS_STRING(out);
+    uint8_t retryable = PyTuple_GET_ITEM(fields, 0) == Py_True;
+    put_bytes(&at, &retryable, 1);
+    put_bytes(&at, &after_ms, 8);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *link = PyList_GET_ITEM(links, i);
+        long code = PyLong_AsLong(PyTuple_GET_ITEM(link, 0)); /* 0..2**31-1: checked */
+        int32_t code32 = (int32_t)code;
+        put_bytes(&at, &code32, 4);
+        for (int j = 1; j < 5; j++) {
+            PyObject *b = PyTuple_GET_ITEM(link, j);
+            uint32_t len = b == Py_None ? 0xFFFFFFFFu : (uint32_t)PyBytes_GET_SIZE(b);
+            put_bytes(&at, &len, 4);
+        }
+        for (int j = 1; j < 5; j++) {
+            PyObject *b = PyTuple_GET_ITEM(link, j);
+            if (b != Py_None) put_bytes(&at, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+        }
+    }
+    return out;
+}
+
+static PyObject *cproject_packed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *walk = cproject_chain(module, args, nargs);
+    if (walk == NULL || walk == Py_None) return walk;
+    PyObject *out = pack_walk(walk);
+    Py_DECREF(walk);
+    if (out == NULL && settle() != ERR) out = Py_NewRef(Py_None);
+    return out;
+}
+
+/* -- setup() --------------------------------------------------------------------------------- */
+
+static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    (void)module;
+    static char *names[] = {"aimux_error",
+                            "retry_error",
+                            "source_error",
+                            "payload_fields",
+                            "cause_children",
+                            "redact",
+                            "scrub_text",
+                            "scrub_message",
+                            "is_secret_header",
+                            "dumps",
+                            "link",
+                            "retryable",
+                            "retry_after_ms",
+                            "own_retryable",
+                            "own_retry_after_ms",
+                            "retry_after_max",
+                            NULL};
+    PyObject *v[15];
+    long long after_max;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOOL", names, &v[0], &v[1], &v[2],
+                                     &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
+                                     &v[11], &v[12], &v[13], &v[14], &after_max))
+        return NULL;
+    if (!PyType_Check(v[0]) || !PyType_Check(v[1]) || !PyType_Check(v[2]) || !PyType_Check(v[10]) ||
+        !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "setup(): unexpected arguments");
+        return NULL;
+    }
+    PyObject **slots[] = {
+        &g_aimux_error, &g_retry_error, &g_source_error,   &g_payload_fields,   &g_cause_children,
+        &g_redact,      &g_scrub_text,  &g_scrub_message,  &g_is_secret_header, &g_dumps,
+        &g_link,        &g_retryable,   &g_retry_after_ms, &g_own_retryable,    &g_own_retry_after};
+    for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
+        Py_XSETREF(*slots[i], Py_NewRef(v[i]));
+    /* AimuxError has a Python __getattr__: its tp_getattro is the hook every such class has */
+    hook_getattro = ((PyTypeObject *)g_aimux_error)->tp_getattro;
+    g_retry_after_max = after_max;
+    object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute); /* immortal type */
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(root_doc,
+             "root(err) -> dict | None\n\n"
+             "envelope._root(err, DEFAULT_LIMITS) of an AimuxError, or None when any node of its\n"
+             "chain needs the Python projection.");
+PyDoc_STRVAR(chain_doc,
+             "chain(root, envelope_json) -> ((retryable, retryAfterMs), links) | None\n\n"
+             "envelope.chain_links of nodes this process just projected, or None (Python's).");
+PyDoc_STRVAR(
+    packed_doc,
+    "packed(root, envelope_json) -> bytes | None\n\n"
+    "chain(root, envelope_json) packed as the shim's _aimux_err_unpack reads it, or None.");
+PyDoc_STRVAR(setup_doc, "setup(*, ...): the Python objects the projection uses (causes.py).");
+
+static PyMethodDef methods[] = {
+    {"root", (PyCFunction)cproject_root, METH_O, root_doc},
+    {"chain", (PyCFunction)(void (*)(void))cproject_chain, METH_FASTCALL, chain_doc},
+    {"packed", (PyCFunction)(void (*)(void))cproject_packed, METH_FASTCALL, packed_doc},
+    {"setup", (PyCFunction)(void (*)(void))cproject_setup, METH_VARARGS | METH_KEYWORDS, setup_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "aimux_ops._cproject",
+    .m_doc = "The envelope projection of the common cause chains, in C (optional; causes.py is "
+             "the reference).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+static int intern_all(void)
+{
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {
+        {&s_kind, "kind"},
+        {&s_code, "code"},
+        {&s_message, "message"},
+        {&s_error, "error"},
+        {&s_name, "name"},
+        {&s_cause, "cause"},
+        {&s_truncated, "truncated"},
+        {&s_type, "type"},
+        {&s_retryable, "retryable"},
+        {&s_retryAfterMs, "retryAfterMs"},
+        {&s_retry_after_ms, "retry_after_ms"},
+        {&s_own_retryable, "_own_retryable"},
+        {&s_own_retry_after, "_own_retry_after_ms"},
+        {&s_wire_root, "wire_root"},
+        {&s_getattribute, "__getattribute__"},
+        {&s_values, "_values"},
+        {&s_extra, "_extra"},
+        {&s_wire, "_wire"},
+        {&s_error_name, "error_name"},
+        {&s_payload_fields, "payload_fields"},
+        {&s_cause_children, "cause_children"},
+        {&s_module, "__module__"},
+        {&s_qualname, "__qualname__"},
+        {&s_secret_list, "_secret_list"},
+        {&s_builtins, "builtins"},
+        {&s_retry_name, "AI_RetryError"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (*names[i].slot == NULL) {
+            *names[i].slot = PyUnicode_InternFromString(names[i].text);
+            if (*names[i].slot == NULL) return -1;
+        }
+    }
+    return 0;
+}
+
+PyMODINIT_FUNC PyInit__cproject(void)
+{
+    if (intern_all() < 0) return NULL;
+    base_str = ((PyTypeObject *)PyExc_BaseException)->tp_str;
+    base_repr = ((PyTypeObject *)PyExc_BaseException)->tp_repr;
+    oserror_str = ((PyTypeObject *)PyExc_OSError)->tp_str;
+    keyerror_str = ((PyTypeObject *)PyExc_KeyError)->tp_str;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL) return NULL;
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA", AIMUX_CPROJECT_SOURCE_SHA) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

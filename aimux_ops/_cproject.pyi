@@ -1,0 +1,31 @@
+"""The envelope projection of the common cause chains, in C (aimux_ops/_cproject.c)."""
+
+from types import FunctionType, ModuleType
+from typing import Any
+
+SOURCE_SHA: str
+
+def setup(
+    *,
+    aimux_error: type[BaseException],
+    retry_error: type[BaseException],
+    source_error: type[BaseException],
+    payload_fields: FunctionType | Any,
+    cause_children: FunctionType | Any,
+    redact: ModuleType,
+    scrub_text: Any,
+    scrub_message: Any,
+    is_secret_header: Any,
+    dumps: Any,
+    link: type[tuple[Any, ...]],
+    retryable: property,
+    retry_after_ms: property,
+    own_retryable: Any,
+    own_retry_after_ms: Any,
+    retry_after_max: int,
+) -> None: ...
+def root(err: BaseException, /) -> dict[str, Any] | None: ...
+def chain(
+    root: dict[str, Any], envelope_json: bytes, /
+) -> tuple[tuple[bool, int | None], list[Any]] | None: ...
+def packed(root: dict[str, Any], envelope_json: bytes, /) -> bytes | None: ...
