@@ -817,12 +817,15 @@ class HttpTransport:
             with self._lock:
                 client = self._stream_client
                 if client is None:
-                    client = self._stream_client = httpx.Client(
+                    client = httpx.Client(
                         timeout=httpx.Timeout(None, connect=60.0),
                         limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
                         follow_redirects=False,
                         cookies=_no_cookies(),
                     )
+                    # as ``_new_client``: its jar stores nothing, so nothing is offered to it
+                    client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
+                    self._stream_client = client
         return client
 
     def client_for(self, url: str) -> httpx.Client:
