@@ -64,9 +64,9 @@ def call(op: str, params: Any = None) -> Any:
 def stream(op: str, params: Any = None) -> Iterator[dict[str, Any]]:
     """Run a stream op. A failure before the first event raises; a later one is yielded as an
     ``error`` event, after which the iteration ends. Closing the iterator cancels the stream.
-    The op runs on the thread that iterates (``here``: no stream loop, no hand-off)."""
+    The op runs on the thread that iterates (``caller_stream``: no stream loop, no hand-off)."""
+    from .caller_stream import stream_here_json
     from .dispatch import stream_free, stream_next_objects
-    from .here import stream_here_json
 
     handle, envelope = stream_here_json(op, _params_json(params))
     if envelope is not None:

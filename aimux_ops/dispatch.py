@@ -7,12 +7,12 @@ exception (208) — is projected here, once, by ``envelope.project``.
 
 Streams live in a handle registry: handles count up from 1 and are never reused; a stale, freed or
 unknown handle answers 203. Every stream's op runs on the stream loop (``aio``: one thread for all
-streams) and fills a per-stream queue; the Python API's streams (``here.CallerStream``, in the same
-registry) run on the thread that reads them instead. ``stream_json`` waits until the first event (so
-a failure before the first event — where retries happen — fails the open); later failures become one
-terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained without
-blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the pipe of
-``events_fd`` telling the host when to look. ``stream_next_batch_json`` blocks like
+streams) and fills a per-stream queue; the Python API's streams (``caller_stream.CallerStream``, in
+the same registry) run on the thread that reads them instead. ``stream_json`` waits until the first
+event (so a failure before the first event — where retries happen — fails the open); later failures
+become one terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained
+without blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the
+pipe of ``events_fd`` telling the host when to look. ``stream_next_batch_json`` blocks like
 ``stream_next_json`` but takes every event ready (up to a maximum) as one JSON array: a C consumer
 crosses into Python once per batch, not once per event. ``stream_cancel`` may be called from any
 thread: it wakes a blocked ``stream_next_json``, which then reports the end.
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from . import aio
-    from .here import CallerStream
+    from .caller_stream import CallerStream
 else:
     from ._lazy import LazyModule
 
@@ -648,7 +648,7 @@ class _Stream:
 
 
 #: every open stream: on the stream loop (``_Stream``), or read on its caller's thread
-#: (``here.CallerStream``, the Python API's)
+#: (``caller_stream.CallerStream``, the Python API's)
 _streams: dict[int, _Stream | CallerStream] = {}
 _streams_lock = threading.Lock()
 _handles = itertools.count(1)

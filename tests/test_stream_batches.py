@@ -134,7 +134,7 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
     stream takes the stream loop's client with the fewest requests in flight: 32 streams in a
     row reuse one connection (a few at most, should a drain still run when the next starts),
     not one per client of the loop. (Streams of the C ABI: the Python API's run on the caller's
-    thread, ``test_stream_here``.)"""
+    thread, ``test_caller_stream``.)"""
     import time
 
     import httpcore

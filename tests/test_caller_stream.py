@@ -1,4 +1,4 @@
-"""The Python API reads its stream on the caller's thread (``aimux_ops.here``): what the stream
+"""The Python API reads its stream on the caller's thread (``aimux_ops.caller_stream``): what the stream
 loop guarantees holds there too — a cancel from another thread wakes a blocked read and the op's
 cleanup has run when the caller hears the end, a reap ends the op without a read, the deadline
 ends a stalled read in a timeout event, a recording round-trips, and connections are reused
@@ -20,7 +20,7 @@ from helpers import provider_params as params
 from op_calls import wait_blocked_reader
 
 import aimux_ops
-from aimux_ops import dispatch, here, transport
+from aimux_ops import caller_stream, dispatch, transport
 
 
 def _handle(it: Iterator[dict[str, Any]]) -> int:
@@ -44,7 +44,7 @@ def test_the_python_api_stream_runs_on_the_callers_thread(server: FaultServer) -
     it = aimux_ops.stream("stream_text", params(server, "mode=chunks;n=3"))
     first = next(it)
     assert first["type"] == "text-delta"
-    assert type(dispatch._streams[_handle(it)]) is here.CallerStream
+    assert type(dispatch._streams[_handle(it)]) is caller_stream.CallerStream
     assert [e["type"] for e in it] == ["text-delta"] * 2 + ["finish"]
 
 
@@ -237,7 +237,7 @@ def test_the_callers_thread_gives_the_loops_events_and_envelopes(
     sees a fresh ``times=`` count)."""
     loop_events, loop_env = _loop_stream(params(server, fault, scenario=f"loop {fault}"))
     p = params(server, fault, scenario=f"here {fault}")
-    handle, env = here.stream_here_json("stream_text", orjson.dumps(p))
+    handle, env = caller_stream.stream_here_json("stream_text", orjson.dumps(p))
     here_events = []
     if handle is not None:
         while (event := dispatch.stream_next_json(handle)[0]) is not None:
@@ -259,7 +259,7 @@ def test_takes_and_batches_smaller_than_a_read_keep_every_event_in_order(
     server: FaultServer,
 ) -> None:
     p = orjson.dumps(params(server, "mode=chunks;n=500"))
-    handle, env = here.stream_here_json("stream_text", p)
+    handle, env = caller_stream.stream_here_json("stream_text", p)
     assert handle is not None and env is None
     seen: list[Any] = []
     while True:  # alternately: 3 objects, a JSON batch of up to 7, one event
