@@ -7,14 +7,15 @@ exception (208) — is projected here, once, by ``envelope.project``.
 
 Streams live in a handle registry: handles count up from 1 and are never reused; a stale, freed or
 unknown handle answers 203. Every stream's op runs on the stream loop (``aio``: one thread for all
-streams) and fills a per-stream queue. ``stream_json`` waits until the first event (so a failure
-before the first event — where retries happen — fails the open); later failures become one
-terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained without
-blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the pipe of
-``events_fd`` telling the host when to look. ``stream_next_batch_json`` blocks like
-``stream_next_json`` but takes every event ready (up to a maximum) as one JSON array: a C
-consumer crosses into Python once per batch, not once per event. ``stream_cancel`` may be
-called from any thread: it wakes a blocked ``stream_next_json``, which then reports the end.
+streams) and fills a per-stream queue; the Python API's streams (``caller_stream.CallerStream``, in
+the same registry) run on the thread that reads them instead. ``stream_json`` waits until the first
+event (so a failure before the first event — where retries happen — fails the open); later failures
+become one terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained
+without blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the
+pipe of ``events_fd`` telling the host when to look. ``stream_next_batch_json`` blocks like
+``stream_next_json`` but takes every event ready (up to a maximum) as one JSON array: a C consumer
+crosses into Python once per batch, not once per event. ``stream_cancel`` may be called from any
+thread: it wakes a blocked ``stream_next_json``, which then reports the end.
 
 Cold start: importing this module loads no pydantic model, no error class, no provider and no
 httpx; the errors, the projection and each op's module load the first time they are needed, and
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from . import aio
+    from .caller_stream import CallerStream
     from .errors import AimuxError
 else:
     from ._lazy import LazyModule
@@ -667,14 +669,16 @@ class _Stream:
         self.ctx.cancel()
 
 
-_streams: dict[int, _Stream] = {}
+#: every open stream: on the stream loop (``_Stream``), or read on its caller's thread
+#: (``caller_stream.CallerStream``, the Python API's)
+_streams: dict[int, _Stream | CallerStream] = {}
 _streams_lock = threading.Lock()
 _handles = itertools.count(1)
 
 #: the reaper thread of this process (None until the first stream; reset in a forked child)
 _reaper: threading.Thread | None = None
 #: a forked child's inherited streams, kept reachable so that nothing of theirs runs there
-_abandoned: list[dict[int, _Stream]] = []
+_abandoned: list[dict[int, _Stream | CallerStream]] = []
 
 
 def _reap_loop(idle_ms: int) -> None:
@@ -779,7 +783,9 @@ def stream_next_batch_json(handle: int, max_events: int) -> tuple[bytes | None, 
         return None, True, project(exc)
 
 
-def _poll(stream: _Stream, max_events: int) -> tuple[bytes | None, bool, bytes | None]:
+def _poll(
+    stream: _Stream | CallerStream, max_events: int
+) -> tuple[bytes | None, bool, bytes | None]:
     """``stream.poll`` with its failures projected: ``(batch, ended, envelope or None)``."""
     try:
         batch, ended = stream.poll(max(1, max_events))
@@ -836,7 +842,7 @@ def reset_after_fork() -> None:
         aio.reset_after_fork()
 
 
-def _lookup(handle: int) -> _Stream:
+def _lookup(handle: int) -> _Stream | CallerStream:
     stream = _streams.get(handle)  # a single dict read is atomic: no lock on the hot path
     if stream is None:
         from .errors import InvalidHandleError

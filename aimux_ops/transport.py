@@ -330,11 +330,14 @@ class HttpResponse:
         self._timer: Any = None  # a threading.Timer, or an asyncio.TimerHandle on the loop
         #: the body is read on the stream loop (``aio``), through the async client
         self._async = aio.in_stream()
-        self._chunks: Any = None  # the async body iterator once reading began
+        self._chunks: Any = None  # the body iterator once reading began
         self._eof = False  # the whole body was read
         self._broken = False  # a read failed
         self._aborted = False  # the socket was shut down (a cancel, the deadline)
         self._shard: _Shard | None = None  # the stream loop client's in-flight count
+        #: a stream read on its caller's thread (``HttpTransport.stream_client``): ``close``
+        #: drains what is left of the body so its connection is reused
+        self._drain_here = False
         rem = deadline.remaining()
         if rem is not None:
             if self._async:
@@ -404,7 +407,17 @@ class HttpResponse:
                         self._eof = True
                         return
             else:
-                yield from self._raw.iter_raw()
+                # the iterator is kept (not ``yield from``): closing this generator at the
+                # provider's terminal event leaves it open, so ``close`` can drain the body
+                body = self._chunks = self._raw.iter_raw()
+                read = body.__next__
+                while True:
+                    try:
+                        chunk = read()
+                    except StopIteration:
+                        self._eof = True
+                        return
+                    yield chunk
         except httpx.HTTPError as exc:
             self._broken = True
             self._raise(exc)
@@ -437,6 +450,15 @@ class HttpResponse:
                         return
                     aio.await_only(self._raw.aclose())
             else:
+                chunks = self._chunks
+                if (
+                    chunks is not None
+                    and self._drain_here
+                    and not (self._eof or self._broken or self._aborted or self._deadline.fired)
+                ):
+                    # a caller-thread stream stopped at its terminal event: read the body's
+                    # end here, briefly, so the connection goes back to the pool
+                    _drain_here(self._raw, chunks)
                 self._raw.close()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
@@ -497,6 +519,64 @@ async def _drain(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None
             pass
         if shard is not None:
             shard.done()
+
+
+#: a stream read on its caller's thread waits at most this long for its body's end after its
+#: terminal event (the end usually came with it: then nothing is waited for)
+_DRAIN_HERE_S = 0.05
+
+
+def _drain_here(raw: httpx.Response, chunks: Iterator[bytes]) -> None:
+    """``_drain`` on the caller's thread (a sync response): read what is left of ``raw``'s
+    body, at most ``_DRAIN_BYTES`` and ``_DRAIN_HERE_S``; a body read to its end puts the
+    connection back in the pool (httpx closes the response then), else ``close`` closes it.
+
+    The time bound is the reads' own socket timeout: for the drain, the connection's network
+    stream (httpcore's ``network_stream`` extension) reads on this thread with what is left of
+    the bound, so no timer thread is started (the end usually came with the terminal event: no
+    read at all). Another thread that meanwhile got the connection from the pool reads as usual.
+    """
+    stream = raw.extensions.get("network_stream")
+    read = getattr(stream, "read", None)
+    ends = time.monotonic() + _DRAIN_HERE_S
+    me = threading.get_ident()
+
+    def bounded(max_bytes: int, timeout: float | None = None) -> bytes:
+        if threading.get_ident() == me:
+            timeout = max(ends - time.monotonic(), 0.0)
+        data: bytes = read(max_bytes, timeout=timeout)  # type: ignore[misc]
+        return data
+
+    guard: threading.Timer | None = None
+    try:
+        stream.read = bounded  # type: ignore[union-attr]
+    except (AttributeError, TypeError):  # not a stream whose reads can be bounded: a timer
+        stream = None
+        guard = threading.Timer(_DRAIN_HERE_S, _shutdown_unless_closed, (raw,))
+        guard.daemon = True
+        guard.start()
+    try:
+        left = _DRAIN_BYTES
+        for chunk in chunks:
+            left -= len(chunk)
+            if left < 0:
+                break  # more than a body's end: not worth keeping the connection for
+    except Exception:  # noqa: BLE001 - the connection is closed by the caller either way
+        pass
+    finally:
+        if stream is not None:
+            try:
+                del stream.read
+            except AttributeError:
+                pass
+        if guard is not None:
+            guard.cancel()
+
+
+def _shutdown_unless_closed(raw: httpx.Response) -> None:
+    # as ``HttpResponse.abort``: a response closed meanwhile has handed its connection back
+    if not raw.is_closed:
+        _shutdown_socket(raw)
 
 
 _no_cookies_class: type[http.cookiejar.CookieJar] | None = None
@@ -673,6 +753,8 @@ class HttpTransport:
         self._fixed = client
         self._clients: dict[Origin, httpx.Client] = {}
         self._lock = threading.Lock()
+        #: the pool of streams read on their caller's thread (``stream_client``)
+        self._stream_client: httpx.Client | None = None
 
     def _new_client(self) -> httpx.Client:
         lim = self.limits
@@ -725,6 +807,27 @@ class HttpTransport:
             )
         return client, shard
 
+    def stream_client(self) -> httpx.Client:
+        """The pool of stream requests sent off the stream loop (a Python caller reading its
+        stream on its own thread, ``dispatch`` "caller-thread streams"): as the loop's clients,
+        no connection limit (a stream never waits for another one's connection, and streams
+        never fill the per-host pools of calls), 8 idle keep-alive connections."""
+        client = self._stream_client
+        if client is None:
+            with self._lock:
+                client = self._stream_client
+                if client is None:
+                    client = httpx.Client(
+                        timeout=httpx.Timeout(None, connect=60.0),
+                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
+                        follow_redirects=False,
+                        cookies=_no_cookies(),
+                    )
+                    # as ``_new_client``: its jar stores nothing, so nothing is offered to it
+                    client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
+                    self._stream_client = client
+        return client
+
     def client_for(self, url: str) -> httpx.Client:
         """The pooled client of ``url``'s host (created on first use)."""
         if self._fixed is not None:
@@ -752,8 +855,9 @@ class HttpTransport:
             hop_rem = rem
             return client.send(req, stream=True)
 
+        here = request.stream and self._fixed is None
         try:
-            client = self.client_for(request.url)
+            client = self.stream_client() if here else self.client_for(request.url)
             raw = _send_following(
                 client, request, deadline, rem, pool_s, send_hop, lambda raw: raw.close()
             )
@@ -764,7 +868,9 @@ class HttpTransport:
             raise _pool_limit_error(self.limits) from exc
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             raise map_transport_error(exc, deadline) from exc
-        return HttpResponse(raw, deadline)
+        response = HttpResponse(raw, deadline)
+        response._drain_here = here
+        return response
 
     def _send_async(
         self, request: HTTPRequest, deadline: Deadline, rem: float | None
@@ -874,6 +980,8 @@ def _close_inherited_sockets(transport: HttpTransport) -> None:
     TLS close_notify, so the parent's connections are untouched). Best effort over httpcore's
     internals; whatever is missed stays open, unused, until the child exits."""
     clients = list(transport._clients.values())
+    if transport._stream_client is not None:
+        clients.append(transport._stream_client)
     for client in clients:
         pool = getattr(getattr(client, "_transport", None), "_pool", None)
         for conn in list(getattr(pool, "_connections", ()) or ()):

@@ -335,6 +335,26 @@ class Peers:
                 raise RuntimeError(event)
         return n
 
+    def stream_python_on_loop(self) -> int:
+        """The Python API's consumption of a stream run on the stream loop (what
+        ``aimux_ops.stream`` did before it read on the caller's thread, and what the C ABI's
+        streams still do): ``dispatch.stream_json`` + ``stream_next_objects``, a batch per take."""
+        from aimux_ops.dispatch import stream_free, stream_json, stream_next_objects
+
+        handle, env = stream_json("stream_text", orjson.dumps(self.params))
+        assert handle is not None, env
+        n = 0
+        try:
+            while (batch := stream_next_objects(handle)[0]) is not None:
+                for event in batch:
+                    if type(event) is not dict:
+                        raise RuntimeError(event)
+                    if event["type"] == "text-delta":
+                        n += 1
+        finally:
+            stream_free(handle)
+        return n
+
     def stream_direct_experiment(self) -> int:
         """Experiment (not a surface): the stream_text op's own event generator iterated in-process,
         with no per-event registry lookup and no JSON round trip — what fix (a) below would give
@@ -457,6 +477,7 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
         "aimux C ABI (ctypes)": peers.stream_aimux_cabi,
         "openai-python": peers.stream_openai_python,
         "experiment: op generator, no JSON round trip": peers.stream_direct_experiment,
+        "aimux Python, stream loop + hand-off (the C ABI's path)": peers.stream_python_on_loop,
     }
     res: dict[str, list[float]] = {k: [] for k in fns}
     res["aimux C ABI (C caller)"] = []
@@ -952,11 +973,16 @@ row also pays pydantic's params validation and its `ValidationError` (a source n
 every layer hands over one batch per network read: the SSE split, the provider's parse, the op,
 the producer's queue, and the Python API, which takes every queued event in one step (~36 takes
 for a 5,000-event stream, not 5,000 pulls). The producer alone now runs at about the floor (the
-"op generator" row). What is left for the Python API is the two-thread design. The loop thread's
-producer uses ~9.8 ms of CPU per stream against the floor's 9.4 ms for its whole run, ~2.4 ms of
-it in the async HTTP read (httpx/anyio over asyncio) where the sync client takes ~1.4 ms for the
-same bytes. The caller's thread adds ~1–1.5 ms on top and waits for the loop thread ~88% of the
-time. The C caller with `aimux_stream_next` pays one C→Python crossing, the GIL and
+"op generator" row). Since branch `pystream` (DESIGN.md "Streams read on the caller's thread")
+the Python API runs the op on the thread that iterates: sync httpx read, SSE split, parse and op
+there, no loop thread and no hand-off, so it runs at the op generator's rate; what is left
+against the floor is the op itself (one `orjson.loads` and the provider's checks per chunk, the
+event dicts, the per-read httpx/h11 work the floor pays too). The "stream loop + hand-off" row is
+the previous design (what the C ABI's streams still use): the loop thread's producer used ~13.7
+ms of CPU per stream and the caller's ~1.7 ms against the floor's ~11.5 ms (profiled in the same
+process, thread CPU time), the two threads serialized by the GIL, the async HTTP read (httpx /
+anyio over asyncio, epoll, greenlet switches) costing ~1 ms more than the sync client's. The C
+caller with `aimux_stream_next` pays one C→Python crossing, the GIL and
 a malloc'd copy per event (~1.6 µs of consumer time); a batch (`aimux_stream_poll`,
 `aimux_stream_next_batch`, `aimux_poll_ready` for Node) is taken and serialized in one step
 (~0.2 µs an event), so what is left for the C and Node rows is the producer on the stream loop
