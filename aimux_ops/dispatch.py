@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from . import aio
     from .caller_stream import CallerStream
+    from .errors import AimuxError
 else:
     from ._lazy import LazyModule
 
@@ -81,19 +82,17 @@ __all__ = [
 
 Reply = tuple[bytes | None, bytes | None]
 
-
-_project: Callable[[BaseException], bytes] | None = None
+#: The exception being handled where a ``raise`` would run (what it records as ``__context__``).
+_handled = sys.exception
 
 
 def project(exc: BaseException) -> bytes:
-    """``envelope.project``, imported on the first failure (then kept: no import statement on
-    every error)."""
-    global _project
-    if _project is None:
-        from .envelope import project as loaded
+    """``envelope.project``, imported on the first failure; it then takes this function's place
+    (every later failure calls it directly: no import statement, no extra frame)."""
+    from .envelope import project as loaded
 
-        _project = loaded
-    return _project(exc)
+    globals()["project"] = loaded
+    return loaded(exc)
 
 
 def _op_name(op: str | bytes | None) -> str:
@@ -202,21 +201,40 @@ def _op_names() -> list[str]:
 
 
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
-    name = op if type(op) is str else _op_name(op)
+    spec = _find_op(op, mode)
+    if isinstance(spec, BaseException):
+        raise spec
+    return spec
+
+
+def _find_op(op: str | bytes | None, mode: str) -> OpSpec | AimuxError:
+    """The op ``op`` names, or the error its call fails with (unknown op, wrong mode), not yet
+    raised (``call_json`` projects it without a raise when no exception is being handled: a raise
+    would record nothing the envelope shows). An op that is not text still raises here."""
+    if type(op) is str:
+        name = op
+    elif type(op) is bytes and op.isascii():  # a C caller's op: always decodes (no frame)
+        name = op.decode("ascii")
+    else:
+        name = _op_name(op)
     spec = get_op(name)
     if spec is not None and spec.mode == mode:
         return spec
     errors = _errors or _load_errors()
+    err: AimuxError
     if spec is None:
-        raise errors.UnknownOpError(
-            f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names()
+        shown = name[:200]
+        err = errors.UnknownOpError._of_values(
+            f"unknown op {shown!r}", {"op": shown, "available_ops": list(_op_names())}
         )
+        return err
     if spec.mode != mode:
-        raise errors.WrongModeError(
+        err = errors.WrongModeError(
             f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
             op=name,
             expected=spec.mode,
         )
+        return err
     return spec
 
 
@@ -285,7 +303,11 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
             cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
             if cached is not None:
                 return cached, None
-        spec = _resolve(op, "call")
+        spec = _find_op(op, "call")
+        if isinstance(spec, BaseException):
+            if _handled() is not None:
+                raise spec  # records the exception being handled as its __context__, as ever
+            return None, project(spec)  # nothing for a raise to record: the same envelope
         params = _validate(spec, params_json)
         result = _dump(spec.handler(params))
         if spec.pure and op is not None and params_json is not None:

@@ -959,11 +959,12 @@ chain links. What is left of a projection is the Python around the walk (`projec
 `retryable` / `retry_after_ms` hooks of classes that override them, `orjson.dumps`) and the
 C API work per node (attribute reads, dicts, `str()` of a source exception). What an unknown op
 still costs in-process (CPU time on this 2-core machine, where the bare crossing is ~0.7 µs):
-raising it (~3.5 µs: `_resolve`, the `UnknownOpError` and its Exception, the op-name list
-copied, the traceback), `project` (~2 µs, of which the C walk ~1.3 µs), the packed links
-(~0.6 µs); through the C ABI the embedded call, the callback's Python and the C nodes add the
-rest. 5× the crossing (~3.5 µs for all of it) needs the raise side out of Python too (dispatch
-answering an unknown op from C, or a prebuilt error for the resolver's failures), not more
+building it (~1.5 µs: `dispatch._find_op`, the `UnknownOpError` from its own values, the
+op-name list copied; since branch `raise` it is no longer raised when no exception is being
+handled, DESIGN.md "The error round trip"), `project` (~2 µs, of which the C walk ~1.3 µs),
+the packed links (~0.6–0.9 µs); through the C ABI the embedded call, the callback's Python and
+the C nodes add the rest. 5× the crossing (~3.5 µs for all of it) needs the error side out of
+Python too (dispatch answering an unknown op from C, straight into the packed links), not more
 trimming of the projection. The RetryError row stays in Python (attempts). The invalid-params
 row also pays pydantic's params validation and its `ValidationError` (a source node whose
 `__str__` is pydantic's: Python's projection).
