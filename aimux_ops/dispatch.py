@@ -7,14 +7,15 @@ exception (208) — is projected here, once, by ``envelope.project``.
 
 Streams live in a handle registry: handles count up from 1 and are never reused; a stale, freed or
 unknown handle answers 203. Every stream's op runs on the stream loop (``aio``: one thread for all
-streams) and fills a per-stream queue. ``stream_json`` waits until the first event (so a failure
-before the first event — where retries happen — fails the open); later failures become one
-terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained without
-blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the pipe of
-``events_fd`` telling the host when to look. ``stream_next_batch_json`` blocks like
-``stream_next_json`` but takes every event ready (up to a maximum) as one JSON array: a C
-consumer crosses into Python once per batch, not once per event. ``stream_cancel`` may be
-called from any thread: it wakes a blocked ``stream_next_json``, which then reports the end.
+streams) and fills a per-stream queue; the Python API's streams (``caller_stream.CallerStream``, in
+the same registry) run on the thread that reads them instead. ``stream_json`` waits until the first
+event (so a failure before the first event — where retries happen — fails the open); later failures
+become one terminal ``error`` event. ``stream_start_json`` returns at once; its stream is drained
+without blocking by ``stream_poll_json`` (a batch per call) when ``ready_handles`` lists it, the
+pipe of ``events_fd`` telling the host when to look. ``stream_next_batch_json`` blocks like
+``stream_next_json`` but takes every event ready (up to a maximum) as one JSON array: a C consumer
+crosses into Python once per batch, not once per event. ``stream_cancel`` may be called from any
+thread: it wakes a blocked ``stream_next_json``, which then reports the end.
 
 Cold start: importing this module loads no pydantic model, no error class, no provider and no
 httpx; the errors, the projection and each op's module load the first time they are needed, and
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from . import aio
+    from .caller_stream import CallerStream
+    from .errors import AimuxError
 else:
     from ._lazy import LazyModule
 
@@ -82,19 +85,17 @@ __all__ = [
 
 Reply = tuple[bytes | None, bytes | None]
 
-
-_project: Callable[[BaseException], bytes] | None = None
+#: The exception being handled where a ``raise`` would run (what it records as ``__context__``).
+_handled = sys.exception
 
 
 def project(exc: BaseException) -> bytes:
-    """``envelope.project``, imported on the first failure (then kept: no import statement on
-    every error)."""
-    global _project
-    if _project is None:
-        from .envelope import project as loaded
+    """``envelope.project``, imported on the first failure; it then takes this function's place
+    (every later failure calls it directly: no import statement, no extra frame)."""
+    from .envelope import project as loaded
 
-        _project = loaded
-    return _project(exc)
+    globals()["project"] = loaded
+    return loaded(exc)
 
 
 def _op_name(op: str | bytes | None) -> str:
@@ -203,21 +204,40 @@ def _op_names() -> list[str]:
 
 
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
-    name = op if type(op) is str else _op_name(op)
+    spec = _find_op(op, mode)
+    if isinstance(spec, BaseException):
+        raise spec
+    return spec
+
+
+def _find_op(op: str | bytes | None, mode: str) -> OpSpec | AimuxError:
+    """The op ``op`` names, or the error its call fails with (unknown op, wrong mode), not yet
+    raised (``call_json`` projects it without a raise when no exception is being handled: a raise
+    would record nothing the envelope shows). An op that is not text still raises here."""
+    if type(op) is str:
+        name = op
+    elif type(op) is bytes and op.isascii():  # a C caller's op: always decodes (no frame)
+        name = op.decode("ascii")
+    else:
+        name = _op_name(op)
     spec = get_op(name)
     if spec is not None and spec.mode == mode:
         return spec
     errors = _errors or _load_errors()
+    err: AimuxError
     if spec is None:
-        raise errors.UnknownOpError(
-            f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names()
+        shown = name[:200]
+        err = errors.UnknownOpError._of_values(
+            f"unknown op {shown!r}", {"op": shown, "available_ops": list(_op_names())}
         )
+        return err
     if spec.mode != mode:
-        raise errors.WrongModeError(
+        err = errors.WrongModeError(
             f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
             op=name,
             expected=spec.mode,
         )
+        return err
     return spec
 
 
@@ -286,7 +306,11 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
             cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
             if cached is not None:
                 return cached, None
-        spec = _resolve(op, "call")
+        spec = _find_op(op, "call")
+        if isinstance(spec, BaseException):
+            if _handled() is not None:
+                raise spec  # records the exception being handled as its __context__, as ever
+            return None, project(spec)  # nothing for a raise to record: the same envelope
         params = _validate(spec, params_json)
         result = _dump(spec.handler(params))
         if spec.pure and op is not None and params_json is not None:
@@ -911,14 +935,16 @@ _seen = threading.local()
 _SIZE_MAX = 2**64 - 1
 
 
-_streams: dict[int, _Stream] = {}
+#: every open stream: on the stream loop (``_Stream``), or read on its caller's thread
+#: (``caller_stream.CallerStream``, the Python API's)
+_streams: dict[int, _Stream | CallerStream] = {}
 _streams_lock = threading.Lock()
 _handles = itertools.count(1)
 
 #: the reaper thread of this process (None until the first stream; reset in a forked child)
 _reaper: threading.Thread | None = None
 #: a forked child's inherited streams, kept reachable so that nothing of theirs runs there
-_abandoned: list[dict[int, _Stream]] = []
+_abandoned: list[dict[int, _Stream | CallerStream]] = []
 
 
 def _reap_loop(idle_ms: int) -> None:
@@ -1029,7 +1055,9 @@ def stream_next_batch_json(handle: int, max_events: int) -> tuple[bytes | None, 
         return None, True, project(exc)
 
 
-def _poll(stream: _Stream, max_events: int) -> tuple[bytes | None, bool, bytes | None]:
+def _poll(
+    stream: _Stream | CallerStream, max_events: int
+) -> tuple[bytes | None, bool, bytes | None]:
     """``stream.poll`` with its failures projected: ``(batch, ended, envelope or None)``."""
     try:
         batch, ended = stream.poll(max(1, max_events))
@@ -1096,7 +1124,7 @@ def reset_after_fork() -> None:
         aio.reset_after_fork()
 
 
-def _lookup(handle: int) -> _Stream:
+def _lookup(handle: int) -> _Stream | CallerStream:
     stream = _streams.get(handle)  # a single dict read is atomic: no lock on the hot path
     if stream is None:
         from .errors import InvalidHandleError

@@ -198,6 +198,14 @@ def guard_url(url: str) -> str:
     Basic credential, plain and base64) and secret query values — and return the URL without its
     userinfo (the key goes in ``Authorization``; httpx would otherwise replace it with Basic auth).
     """
+    if "@" not in url and "?" not in url:
+        return url  # no userinfo, no query: nothing to remember, nothing to drop (the hot path)
+    return _guard_parsed(url)
+
+
+def _guard_parsed(url: str) -> str:
+    """``guard_url`` by way of ``urlsplit``: what it answers for every URL (the fast path
+    above skips it only where it remembers nothing and returns the URL unchanged)."""
     try:
         parts = urlsplit(url)
         password = parts.password

@@ -323,18 +323,21 @@ class HttpResponse:
         self._raw = raw
         self.status: int = raw.status_code
         self.reason: str = raw.reason_phrase
-        self.headers: dict[str, str] = {k.lower(): v for k, v in raw.headers.items()}
+        self._headers: dict[str, str] | None = None  # ``headers``, made on first read
         self._deadline = deadline
         self._closed = False
         self._lock = threading.Lock()
         self._timer: Any = None  # a threading.Timer, or an asyncio.TimerHandle on the loop
         #: the body is read on the stream loop (``aio``), through the async client
         self._async = aio.in_stream()
-        self._chunks: Any = None  # the async body iterator once reading began
+        self._chunks: Any = None  # the body iterator once reading began
         self._eof = False  # the whole body was read
         self._broken = False  # a read failed
         self._aborted = False  # the socket was shut down (a cancel, the deadline)
         self._shard: _Shard | None = None  # the stream loop client's in-flight count
+        #: a stream read on its caller's thread (``HttpTransport.stream_client``): ``close``
+        #: drains what is left of the body so its connection is reused
+        self._drain_here = False
         rem = deadline.remaining()
         if rem is not None:
             if self._async:
@@ -344,6 +347,19 @@ class HttpResponse:
                 self._timer = threading.Timer(max(rem, 0.0), self._on_deadline)
                 self._timer.daemon = True
                 self._timer.start()
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Lower-cased names, raw values: read by error paths and recordings only, so a
+        successful call does not build it."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = {k.lower(): v for k, v in self._raw.headers.items()}
+        return headers
+
+    @headers.setter
+    def headers(self, value: dict[str, str]) -> None:
+        self._headers = value
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -391,7 +407,17 @@ class HttpResponse:
                         self._eof = True
                         return
             else:
-                yield from self._raw.iter_raw()
+                # the iterator is kept (not ``yield from``): closing this generator at the
+                # provider's terminal event leaves it open, so ``close`` can drain the body
+                body = self._chunks = self._raw.iter_raw()
+                read = body.__next__
+                while True:
+                    try:
+                        chunk = read()
+                    except StopIteration:
+                        self._eof = True
+                        return
+                    yield chunk
         except httpx.HTTPError as exc:
             self._broken = True
             self._raise(exc)
@@ -424,6 +450,15 @@ class HttpResponse:
                         return
                     aio.await_only(self._raw.aclose())
             else:
+                chunks = self._chunks
+                if (
+                    chunks is not None
+                    and self._drain_here
+                    and not (self._eof or self._broken or self._aborted or self._deadline.fired)
+                ):
+                    # a caller-thread stream stopped at its terminal event: read the body's
+                    # end here, briefly, so the connection goes back to the pool
+                    _drain_here(self._raw, chunks)
                 self._raw.close()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
@@ -486,6 +521,64 @@ async def _drain(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None
             shard.done()
 
 
+#: a stream read on its caller's thread waits at most this long for its body's end after its
+#: terminal event (the end usually came with it: then nothing is waited for)
+_DRAIN_HERE_S = 0.05
+
+
+def _drain_here(raw: httpx.Response, chunks: Iterator[bytes]) -> None:
+    """``_drain`` on the caller's thread (a sync response): read what is left of ``raw``'s
+    body, at most ``_DRAIN_BYTES`` and ``_DRAIN_HERE_S``; a body read to its end puts the
+    connection back in the pool (httpx closes the response then), else ``close`` closes it.
+
+    The time bound is the reads' own socket timeout: for the drain, the connection's network
+    stream (httpcore's ``network_stream`` extension) reads on this thread with what is left of
+    the bound, so no timer thread is started (the end usually came with the terminal event: no
+    read at all). Another thread that meanwhile got the connection from the pool reads as usual.
+    """
+    stream = raw.extensions.get("network_stream")
+    read = getattr(stream, "read", None)
+    ends = time.monotonic() + _DRAIN_HERE_S
+    me = threading.get_ident()
+
+    def bounded(max_bytes: int, timeout: float | None = None) -> bytes:
+        if threading.get_ident() == me:
+            timeout = max(ends - time.monotonic(), 0.0)
+        data: bytes = read(max_bytes, timeout=timeout)  # type: ignore[misc]
+        return data
+
+    guard: threading.Timer | None = None
+    try:
+        stream.read = bounded  # type: ignore[union-attr]
+    except (AttributeError, TypeError):  # not a stream whose reads can be bounded: a timer
+        stream = None
+        guard = threading.Timer(_DRAIN_HERE_S, _shutdown_unless_closed, (raw,))
+        guard.daemon = True
+        guard.start()
+    try:
+        left = _DRAIN_BYTES
+        for chunk in chunks:
+            left -= len(chunk)
+            if left < 0:
+                break  # more than a body's end: not worth keeping the connection for
+    except Exception:  # noqa: BLE001 - the connection is closed by the caller either way
+        pass
+    finally:
+        if stream is not None:
+            try:
+                del stream.read
+            except AttributeError:
+                pass
+        if guard is not None:
+            guard.cancel()
+
+
+def _shutdown_unless_closed(raw: httpx.Response) -> None:
+    # as ``HttpResponse.abort``: a response closed meanwhile has handed its connection back
+    if not raw.is_closed:
+        _shutdown_socket(raw)
+
+
 _no_cookies_class: type[http.cookiejar.CookieJar] | None = None
 
 
@@ -508,6 +601,11 @@ def _no_cookies() -> http.cookiejar.CookieJar:
     return _no_cookies_class()
 
 
+def _no_extraction(response: httpx.Response) -> None:
+    """The live clients' ``Cookies.extract_cookies``: their jar (``_no_cookies``) stores nothing."""
+    return None
+
+
 #: same-origin 307/308 hops followed per request (fetch's limit is 20)
 MAX_REDIRECTS = 20
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -515,6 +613,33 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+Origin = tuple[str, str, int | None]
+#: request URLs parsed, by their text: ``(httpx.URL, origin)``. A call to an endpoint parsed
+#: before neither parses its URL for the pool key nor again in ``build_request`` (about 400 of
+#: a call's ~2,000 Python function calls; ``httpx.URL`` is immutable, so one parse serves every
+#: thread). Bounded (new URLs past ``_URLS_MAX`` are parsed per call, as before); a URL httpx
+#: rejects is not kept: each send fails on its own parse as before.
+_URLS: dict[str, tuple[httpx.URL, Origin]] = {}
+_URLS_MAX = 512
+_NO_ORIGIN: Origin = ("", "", None)
+
+
+def _parsed(url: str) -> tuple[httpx.URL | str, Origin]:
+    """``url`` parsed and its origin (the pool key); an unparseable ``url`` as it is, with no
+    origin (its send then fails with httpx's own error, as it always did)."""
+    hit = _URLS.get(url)
+    if hit is not None:
+        return hit
+    try:
+        parsed = httpx.URL(url)
+        hit = (parsed, _origin(parsed))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return url, _NO_ORIGIN
+    if len(_URLS) < _URLS_MAX:
+        _URLS[url] = hit
+    return hit
 
 
 def _build_request(
@@ -570,7 +695,7 @@ def _send_following(
     is followed with the same method, body and headers (as fetch does), up to ``MAX_REDIRECTS``
     hops; any other redirect comes back as the answer: the request carries the API key, and
     another origin never gets it (and the same origin is the same pool)."""
-    raw = send(_build_request(client, request, request.url, rem, pool_s), rem)
+    raw = send(_build_request(client, request, _parsed(request.url)[0], rem, pool_s), rem)
     hops = 0
     while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
         target = _same_origin_target(raw)
@@ -626,12 +751,14 @@ class HttpTransport:
     def __init__(self, client: httpx.Client | None = None) -> None:
         self.limits = guest_limits()
         self._fixed = client
-        self._clients: dict[tuple[str, str, int | None], httpx.Client] = {}
+        self._clients: dict[Origin, httpx.Client] = {}
         self._lock = threading.Lock()
+        #: the pool of streams read on their caller's thread (``stream_client``)
+        self._stream_client: httpx.Client | None = None
 
     def _new_client(self) -> httpx.Client:
         lim = self.limits
-        return httpx.Client(
+        client = httpx.Client(
             timeout=httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
             limits=httpx.Limits(
                 max_connections=lim.pool_max_per_host,
@@ -640,6 +767,10 @@ class HttpTransport:
             follow_redirects=False,
             cookies=_no_cookies(),
         )
+        # Its jar never stores a cookie: httpx need not wrap every response and its request in
+        # urllib's cookie-compatible shapes to offer them to it (~150 Python calls per call).
+        client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
+        return client
 
     def async_client(self) -> tuple[httpx.AsyncClient, _Shard]:
         """A client of the stream loop (made on the loop thread, bound to that loop) and the
@@ -676,14 +807,32 @@ class HttpTransport:
             )
         return client, shard
 
+    def stream_client(self) -> httpx.Client:
+        """The pool of stream requests sent off the stream loop (a Python caller reading its
+        stream on its own thread, ``dispatch`` "caller-thread streams"): as the loop's clients,
+        no connection limit (a stream never waits for another one's connection, and streams
+        never fill the per-host pools of calls), 8 idle keep-alive connections."""
+        client = self._stream_client
+        if client is None:
+            with self._lock:
+                client = self._stream_client
+                if client is None:
+                    client = httpx.Client(
+                        timeout=httpx.Timeout(None, connect=60.0),
+                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
+                        follow_redirects=False,
+                        cookies=_no_cookies(),
+                    )
+                    # as ``_new_client``: its jar stores nothing, so nothing is offered to it
+                    client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
+                    self._stream_client = client
+        return client
+
     def client_for(self, url: str) -> httpx.Client:
         """The pooled client of ``url``'s host (created on first use)."""
         if self._fixed is not None:
             return self._fixed
-        try:
-            key = _origin(httpx.URL(url))
-        except (httpx.InvalidURL, TypeError, ValueError):
-            key = ("", "", None)  # the send fails with the URL's own error
+        key = _parsed(url)[1]  # no origin: the send fails with the URL's own error
         client = self._clients.get(key)
         if client is None:
             with self._lock:
@@ -706,8 +855,9 @@ class HttpTransport:
             hop_rem = rem
             return client.send(req, stream=True)
 
+        here = request.stream and self._fixed is None
         try:
-            client = self.client_for(request.url)
+            client = self.stream_client() if here else self.client_for(request.url)
             raw = _send_following(
                 client, request, deadline, rem, pool_s, send_hop, lambda raw: raw.close()
             )
@@ -718,7 +868,9 @@ class HttpTransport:
             raise _pool_limit_error(self.limits) from exc
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             raise map_transport_error(exc, deadline) from exc
-        return HttpResponse(raw, deadline)
+        response = HttpResponse(raw, deadline)
+        response._drain_here = here
+        return response
 
     def _send_async(
         self, request: HTTPRequest, deadline: Deadline, rem: float | None
@@ -828,6 +980,8 @@ def _close_inherited_sockets(transport: HttpTransport) -> None:
     TLS close_notify, so the parent's connections are untouched). Best effort over httpcore's
     internals; whatever is missed stays open, unused, until the child exits."""
     clients = list(transport._clients.values())
+    if transport._stream_client is not None:
+        clients.append(transport._stream_client)
     for client in clients:
         pool = getattr(getattr(client, "_transport", None), "_pool", None)
         for conn in list(getattr(pool, "_connections", ()) or ()):

@@ -335,6 +335,26 @@ class Peers:
                 raise RuntimeError(event)
         return n
 
+    def stream_python_on_loop(self) -> int:
+        """The Python API's consumption of a stream run on the stream loop (what
+        ``aimux_ops.stream`` did before it read on the caller's thread, and what the C ABI's
+        streams still do): ``dispatch.stream_json`` + ``stream_next_objects``, a batch per take."""
+        from aimux_ops.dispatch import stream_free, stream_json, stream_next_objects
+
+        handle, env = stream_json("stream_text", orjson.dumps(self.params))
+        assert handle is not None, env
+        n = 0
+        try:
+            while (batch := stream_next_objects(handle)[0]) is not None:
+                for event in batch:
+                    if type(event) is not dict:
+                        raise RuntimeError(event)
+                    if event["type"] == "text-delta":
+                        n += 1
+        finally:
+            stream_free(handle)
+        return n
+
     def stream_direct_experiment(self) -> int:
         """Experiment (not a surface): the stream_text op's own event generator iterated in-process,
         with no per-event registry lookup and no JSON round trip — what fix (a) below would give
@@ -457,6 +477,7 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
         "aimux C ABI (ctypes)": peers.stream_aimux_cabi,
         "openai-python": peers.stream_openai_python,
         "experiment: op generator, no JSON round trip": peers.stream_direct_experiment,
+        "aimux Python, stream loop + hand-off (the C ABI's path)": peers.stream_python_on_loop,
     }
     res: dict[str, list[float]] = {k: [] for k in fns}
     res["aimux C ABI (C caller)"] = []
@@ -938,11 +959,12 @@ chain links. What is left of a projection is the Python around the walk (`projec
 `retryable` / `retry_after_ms` hooks of classes that override them, `orjson.dumps`) and the
 C API work per node (attribute reads, dicts, `str()` of a source exception). What an unknown op
 still costs in-process (CPU time on this 2-core machine, where the bare crossing is ~0.7 µs):
-raising it (~3.5 µs: `_resolve`, the `UnknownOpError` and its Exception, the op-name list
-copied, the traceback), `project` (~2 µs, of which the C walk ~1.3 µs), the packed links
-(~0.6 µs); through the C ABI the embedded call, the callback's Python and the C nodes add the
-rest. 5× the crossing (~3.5 µs for all of it) needs the raise side out of Python too (dispatch
-answering an unknown op from C, or a prebuilt error for the resolver's failures), not more
+building it (~1.5 µs: `dispatch._find_op`, the `UnknownOpError` from its own values, the
+op-name list copied; since branch `raise` it is no longer raised when no exception is being
+handled, DESIGN.md "The error round trip"), `project` (~2 µs, of which the C walk ~1.3 µs),
+the packed links (~0.6–0.9 µs); through the C ABI the embedded call, the callback's Python and
+the C nodes add the rest. 5× the crossing (~3.5 µs for all of it) needs the error side out of
+Python too (dispatch answering an unknown op from C, straight into the packed links), not more
 trimming of the projection. The RetryError row stays in Python (attempts). The invalid-params
 row also pays pydantic's params validation and its `ValidationError` (a source node whose
 `__str__` is pydantic's: Python's projection).
@@ -951,17 +973,22 @@ row also pays pydantic's params validation and its `ValidationError` (a source n
 every layer hands over one batch per network read: the SSE split, the provider's parse, the op,
 the producer's queue, and the Python API, which takes every queued event in one step (~36 takes
 for a 5,000-event stream, not 5,000 pulls). The producer alone now runs at about the floor (the
-"op generator" row). What is left for the Python API is the two-thread design. The loop thread's
-producer uses ~9.8 ms of CPU per stream against the floor's 9.4 ms for its whole run, ~2.4 ms of
-it in the async HTTP read (httpx/anyio over asyncio) where the sync client takes ~1.4 ms for the
-same bytes. The caller's thread adds ~1–1.5 ms on top and waits for the loop thread ~88% of the
-time. Since branch `cstream` (DESIGN.md "Streams: a C queue per stream") a stream opened
-through the C ABI is serialized once per network read on the loop thread, into a C queue that
-every C ABI read (`aimux_stream_next`, `aimux_stream_next_batch`, `aimux_stream_poll`,
-`aimux_ready`, `aimux_poll_ready` for Node) takes from without the interpreter lock: the C and
-Node rows no longer wait for the loop thread to release the GIL, and what is left for them is
-the producer on the stream loop (async read, parse, one `orjson.dumps` per read) plus, for
-Node, the JS side of each wake-up.
+"op generator" row). Since branch `pystream` (DESIGN.md "Streams read on the caller's thread")
+the Python API runs the op on the thread that iterates: sync httpx read, SSE split, parse and op
+there, no loop thread and no hand-off, so it runs at the op generator's rate; what is left
+against the floor is the op itself (one `orjson.loads` and the provider's checks per chunk, the
+event dicts, the per-read httpx/h11 work the floor pays too). The "stream loop + hand-off" row is
+the previous design (what the C ABI's streams still use): the loop thread's producer used ~13.7
+ms of CPU per stream and the caller's ~1.7 ms against the floor's ~11.5 ms (profiled in the same
+process, thread CPU time), the two threads serialized by the GIL, the async HTTP read (httpx /
+anyio over asyncio, epoll, greenlet switches) costing ~1 ms more than the sync client's. Since
+branch `cstream` (DESIGN.md "Streams: a C queue per stream") a stream opened through the C ABI
+is serialized once per network read on the loop thread, into a C queue that every C ABI read
+(`aimux_stream_next`, `aimux_stream_next_batch`, `aimux_stream_poll`, `aimux_ready`,
+`aimux_poll_ready` for Node) takes from without the interpreter lock: the C and Node rows no
+longer wait for the loop thread to release the GIL, and what is left for them is the producer on
+the stream loop (async read, parse, one `orjson.dumps` per read) plus, for Node, its own threads
+on the same cores.
 
 **(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
 h11, pool bookkeeping), like the floor. The C threads overlap while they wait on the 20 ms

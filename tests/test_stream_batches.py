@@ -133,7 +133,8 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
     body's last chunk) is read in the background so the connection goes back to the pool, and a
     stream takes the stream loop's client with the fewest requests in flight: 32 streams in a
     row reuse one connection (a few at most, should a drain still run when the next starts),
-    not one per client of the loop."""
+    not one per client of the loop. (Streams of the C ABI: the Python API's run on the caller's
+    thread, ``test_caller_stream``.)"""
     import time
 
     import httpcore
@@ -141,7 +142,14 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
     from aimux_ops import aio, transport
 
     for _ in range(2 * transport._SHARDS):
-        events = list(aimux_ops.stream("stream_text", params(server, "mode=chunks;n=3")))
+        handle, env = dispatch.stream_json(
+            "stream_text", orjson.dumps(params(server, "mode=chunks;n=3"))
+        )
+        assert handle is not None and env is None
+        events = []
+        while (event := dispatch.stream_next_json(handle)[0]) is not None:
+            events.append(orjson.loads(event))
+        dispatch.stream_free(handle)
         assert [e["type"] for e in events] == ["text-delta"] * 3 + ["finish"]
     for _ in range(6000):  # the drains run on the loop, after each stream's end (a bound of
         # at least 60 s only ends a broken run: the loop waits for the drains, not for a time)

@@ -5,7 +5,8 @@ JSON-ready dict). A ``stream`` op's handler takes the params and a ``StreamConte
 an iterator of events (JSON-ready dicts, or the bytes of one serialized event); an exception
 raised before the first event fails the open, one raised later becomes the terminal ``error``
 event. A stream handler runs on the core's stream loop (``aio``, shared by every stream): it must
-never block its thread; it waits through ``aio`` (the transport's reads, ``aio.sleep``). When
+never block its thread; it waits through ``aio`` (the transport's reads, ``aio.sleep``). (The
+Python API's streams run their handler on the reading thread, where those waits block it.) When
 its ``StreamContext.batches`` is set (the dispatcher sets it) it may yield an ``EventBatch`` (the
 events of one network read, in order) in place of single events: one hand-off per read.
 

@@ -1,0 +1,299 @@
+"""Streams read on their caller's thread: the Python API's streams (``aimux_ops.stream``).
+
+A Python caller iterating a stream blocks its own thread anyway, so its stream's op runs there:
+the read (httpx's sync client, ``HttpTransport.stream_client``), the SSE split, the provider's
+parse and the op, one network read per ``take``, with no stream loop, queue or hand-off between
+threads (DESIGN.md "Streams read on the caller's thread"). Every other consumer (the C ABI and
+the bindings on it) keeps the stream loop (``dispatch._Stream``).
+
+A ``CallerStream`` lives in the same handle registry as a loop stream and answers the same
+consumer calls (``take``, ``pull``, ``next``, ``next_batch``, ``poll``, ``reap``, ``close``), so
+everything the registry guarantees holds for it: ``stream_cancel`` / ``stream_free`` from any
+thread (the op's cancel hook shuts the socket down: a blocked read wakes; the op's cleanup runs
+on the reading thread, or on the cancelling one when nobody reads), the idle reaper (never
+during a read), a forked child's 203, a held batch emptied by a cancel, a reap or a fork. A
+failure before the first event fails the open (retries happen there); a later one is one
+terminal ``error`` event with the same envelope.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from operator import length_hint
+from typing import Any
+
+from . import dispatch
+from .ops.registry import EventBatch, StreamContext
+
+__all__ = ["CallerStream", "open_here", "stream_here_json"]
+
+
+class CallerStream:
+    """One stream whose op is driven by its consumers' calls, on their thread."""
+
+    def __init__(self, handle: int, ctx: StreamContext) -> None:
+        self.handle = handle
+        self.ctx = ctx
+        self._it: Iterator[Any] | None = None  # the op's iterator
+        self._run = threading.Lock()  # held while the op runs (a read, its cleanup)
+        self._state = threading.Lock()  # readers, reaped, held: the reaper vs the readers
+        self._pending: deque[Any] = deque()  # events read and not handed out yet
+        self._ended = False  # the op is over (ran to its end, failed or was closed)
+        self._done = False  # a consumer saw the end
+        #: the terminal event of a stream the reaper closed
+        self._reaped: bytes | None = None
+        #: monotonic time of the last read's end (or of the open); the reaper's clock
+        self.idle_since = time.monotonic()
+        self._readers = 0  # consumers reading right now (never idle meanwhile)
+        #: the last batch ``take`` handed out and its consumer's iterator over it
+        self._held: tuple[list[Any], Iterator[Any]] | None = None
+        self._held_left = 0
+
+    # -- the op (caller's thread, ``_run`` held) ---------------------------------------------
+
+    def open(self, events: Callable[[], Iterator[Any]]) -> None:
+        """Run the op until its first event (or its end); raise its failure before it."""
+        self._enter()
+        try:
+            with self._run:
+                try:
+                    self._it = events()
+                    first = self._read()
+                except BaseException:
+                    self._close_op()
+                    raise
+                if first:
+                    self._pending.extend(first)
+        finally:
+            self._leave()
+        # after the op's own cancel hook (registered by its first read), so a cancel shuts its
+        # socket down before the cleanup this one runs (which then never drains a body)
+        self.ctx.on_cancel(self._on_cancel)
+
+    def _read(self) -> list[Any] | None:
+        """The events of the op's next network read, or None at its end."""
+        it = self._it
+        assert it is not None
+        for item in it:
+            if type(item) is EventBatch:
+                if item:
+                    return item
+                continue
+            return [item]
+        self._ended = True
+        return None
+
+    def _close_op(self) -> None:
+        """End the op: its cleanup runs now (``_run`` held)."""
+        if self._ended:
+            return
+        self._ended = True
+        close = getattr(self._it, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - the op's cleanup is best effort here
+                pass
+
+    def _next_locked(self) -> tuple[list[Any] | None, bool]:
+        """(events, hold) from one read, or (None, False) at the end (``_run`` held)."""
+        reaped = self._reaped
+        if reaped is not None:
+            self._reaped = None
+            self._done = True
+            self._close_op()
+            return [reaped], False
+        if self._done:
+            return None, False
+        if self.ctx.cancelled.is_set():
+            self._done = True
+            self._pending.clear()
+            self._close_op()
+            return None, False
+        if self._pending:  # another consumer read meanwhile
+            return None, True
+        if self._ended:
+            self._done = True
+            return None, False
+        try:
+            batch = self._read()
+        except KeyboardInterrupt:
+            self._done = self._ended = True
+            raise  # the host's, not the stream's: the stream ends (as on the loop)
+        except BaseException as exc:  # noqa: BLE001 - the terminal error event
+            self._ended = True
+            if self.ctx.cancelled.is_set():
+                self._done = True
+                return None, False
+            return [b'{"type":"error","error":' + dispatch.project(exc) + b"}"], False
+        if batch is None:
+            self._done = True
+            return None, False
+        return batch, True
+
+    def _enter(self) -> None:
+        with self._state:
+            self._readers += 1
+
+    def _leave(self) -> None:
+        with self._state:
+            self._readers -= 1
+            self.idle_since = time.monotonic()
+        self._settle()
+
+    def _settle(self) -> None:
+        """A cancelled stream's op ends as soon as nobody runs it (any thread)."""
+        if self.ctx.cancelled.is_set() and not self._ended and self._run.acquire(blocking=False):
+            try:
+                self._close_op()
+            finally:
+                self._run.release()
+
+    def _on_cancel(self) -> None:
+        self._drop_held()
+        self._settle()
+
+    # -- consumers (any thread) ---------------------------------------------------------------
+
+    def _get(self, max_events: int) -> tuple[list[Any] | None, bool]:
+        """Up to ``max_events`` events (pending ones first, else one read) and whether they
+        may be held, or (None, False) at the end."""
+        pending = self._pending
+        while True:
+            if pending and not self._done and not self.ctx.cancelled.is_set():
+                out: list[Any] = []
+                pop = pending.popleft
+                try:
+                    for _ in range(min(len(pending), max_events)):
+                        out.append(pop())
+                except IndexError:
+                    pass
+                if out:
+                    self.idle_since = time.monotonic()
+                    return out, True
+            self._enter()
+            try:
+                with self._run:
+                    got, hold = self._next_locked()
+                    if got is not None and len(got) > max_events:
+                        pending.extend(got[max_events:])  # (``pending`` was empty: a read)
+                        got = got[:max_events]
+            finally:
+                self._leave()
+            if got is None and hold:
+                continue  # another consumer's read filled ``pending``
+            return got, hold
+
+    def take(self, max_events: int) -> Iterator[Any] | None:
+        """``dispatch._Stream.take``: an iterator over up to ``max_events`` events, held (a
+        cancel, a reap or a fork empties it), or None at the end."""
+        self._held = None
+        got, hold = self._get(max_events)
+        if got is None:
+            return None
+        if not hold:
+            return iter(got)  # a terminal event: never dropped by a cancel that follows
+        it = iter(got)
+        self._held = (got, it)
+        self._held_left = len(got)
+        if self.ctx.cancelled.is_set():
+            got.clear()  # a cancel that came meanwhile: as if it came after the hand-off
+        return it
+
+    def _drop_held(self) -> None:
+        held = self._held
+        if held is not None:
+            held[0].clear()
+
+    def pull(self) -> Any:
+        """The next event, or None at the end."""
+        self._held = None
+        got, _hold = self._get(1)
+        return None if not got else got[0]
+
+    def next(self) -> bytes | None:
+        event = self.pull()
+        return None if event is None else dispatch._dump(event)
+
+    def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
+        """Up to ``max_events`` events as one JSON array (blocks for one read), or (None, True)
+        at the end."""
+        self._held = None
+        got, _hold = self._get(max_events)
+        if got is None:
+            return None, True
+        return dispatch._dump_batch(got, self._pending), False
+
+    def poll(self, max_events: int) -> tuple[bytes | None, bool]:
+        """Never blocks: the events already read (the op reads only when a consumer blocks)."""
+        self.idle_since = time.monotonic()
+        if self._done or self._reaped is not None or self.ctx.cancelled.is_set():
+            return self.next_batch(max_events)  # the end or the reaper's event: no read
+        if not self._pending:
+            return None, False
+        return self.next_batch(max_events)
+
+    def reap(self, idle_ms: int) -> bool:
+        """``dispatch._Stream.reap``: close the stream if nobody read it for ``idle_ms``."""
+        with self._state:
+            if self._done or self._readers or self._reaped is not None:
+                return False
+            held = self._held
+            if held is not None:
+                left = length_hint(held[1])
+                if left != self._held_left:
+                    self._held_left = left
+                    self.idle_since = time.monotonic()
+            if (time.monotonic() - self.idle_since) * 1000 < idle_ms:
+                return False
+            from .errors import TimeoutError as AITimeoutError
+
+            err = AITimeoutError(
+                f"The stream was closed by the core after {idle_ms} ms without a read "
+                f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
+                timeout_ms=idle_ms,
+            )
+            self._reaped = b'{"type":"error","error":' + dispatch.project(err) + b"}"
+            self._pending.clear()
+            self._drop_held()
+        self.ctx.cancel()  # outside the lock: its callbacks (the op's cleanup) run now
+        return True
+
+    def close(self) -> None:
+        self.ctx.cancel()
+        self._settle()
+
+
+def open_here(op: str | bytes | None, params_json: bytes | str | None) -> int:
+    """``dispatch.open_stream`` for a stream read on its caller's thread: its handle once the
+    first event is in; raises the op's failure before it."""
+    spec = dispatch._resolve(op, "stream")
+    params = dispatch._validate(spec, params_json)
+    ctx = StreamContext(batches=True)
+    with dispatch._streams_lock:
+        handle = next(dispatch._handles)
+        stream = CallerStream(handle, ctx)
+        dispatch._streams[handle] = stream
+    dispatch._start_reaper()
+    try:
+        stream.open(lambda: iter(spec.handler(params, ctx)))
+    except BaseException:
+        dispatch.stream_free(handle)
+        raise
+    return handle
+
+
+def stream_here_json(
+    op: str | bytes | None, params_json: bytes | str | None
+) -> tuple[int | None, bytes | None]:
+    """``dispatch.stream_json`` for a stream read on its caller's thread. Never raises (but a
+    host's ``KeyboardInterrupt``)."""
+    try:
+        return open_here(op, params_json), None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
+        return None, dispatch.project(exc)
