@@ -981,13 +981,14 @@ event dicts, the per-read httpx/h11 work the floor pays too). The "stream loop +
 the previous design (what the C ABI's streams still use): the loop thread's producer used ~13.7
 ms of CPU per stream and the caller's ~1.7 ms against the floor's ~11.5 ms (profiled in the same
 process, thread CPU time), the two threads serialized by the GIL, the async HTTP read (httpx /
-anyio over asyncio, epoll, greenlet switches) costing ~1 ms more than the sync client's. The C
-caller with `aimux_stream_next` pays one C→Python crossing, the GIL and
-a malloc'd copy per event (~1.6 µs of consumer time); a batch (`aimux_stream_poll`,
-`aimux_stream_next_batch`, `aimux_poll_ready` for Node) is taken and serialized in one step
-(~0.2 µs an event), so what is left for the C and Node rows is the producer on the stream loop
-(async read, parse) and the interpreter lock the consumer's crossing waits for while the loop
-thread parses the next read (docs/DESIGN.md, "Streams through the C ABI and Node").
+anyio over asyncio, epoll, greenlet switches) costing ~1 ms more than the sync client's. Since
+branch `cstream` (DESIGN.md "Streams: a C queue per stream") a stream opened through the C ABI
+is serialized once per network read on the loop thread, into a C queue that every C ABI read
+(`aimux_stream_next`, `aimux_stream_next_batch`, `aimux_stream_poll`, `aimux_ready`,
+`aimux_poll_ready` for Node) takes from without the interpreter lock: the C and Node rows no
+longer wait for the loop thread to release the GIL, and what is left for them is the producer on
+the stream loop (async read, parse, one `orjson.dumps` per read) plus, for Node, its own threads
+on the same cores.
 
 **(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
 h11, pool bookkeeping), like the floor. The C threads overlap while they wait on the 20 ms
