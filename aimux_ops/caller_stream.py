@@ -22,7 +22,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from operator import length_hint
 from typing import Any
 
 from . import dispatch
@@ -239,24 +238,10 @@ class CallerStream:
     def reap(self, idle_ms: int) -> bool:
         """``dispatch._Stream.reap``: close the stream if nobody read it for ``idle_ms``."""
         with self._state:
-            if self._done or self._readers or self._reaped is not None:
+            reaped = dispatch.reaped_event(self, idle_ms)
+            if reaped is None:
                 return False
-            held = self._held
-            if held is not None:
-                left = length_hint(held[1])
-                if left != self._held_left:
-                    self._held_left = left
-                    self.idle_since = time.monotonic()
-            if (time.monotonic() - self.idle_since) * 1000 < idle_ms:
-                return False
-            from .errors import TimeoutError as AITimeoutError
-
-            err = AITimeoutError(
-                f"The stream was closed by the core after {idle_ms} ms without a read "
-                f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
-                timeout_ms=idle_ms,
-            )
-            self._reaped = b'{"type":"error","error":' + dispatch.project(err) + b"}"
+            self._reaped = reaped
             self._pending.clear()
             self._drop_held()
         self.ctx.cancel()  # outside the lock: its callbacks (the op's cleanup) run now

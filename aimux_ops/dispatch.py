@@ -340,6 +340,37 @@ _HIGH_WATER = 1024
 _LOW_WATER = 256
 
 
+def reaped_event(stream: Any, idle_ms: int) -> bytes | None:
+    """The reaper's look at one stream (its lock held): None while it is in use or was read less
+    than ``idle_ms`` ago, else the terminal ``error`` event its reader gets (a timeout naming the
+    setting). A stream's ``_done``, ``_readers``, ``_reaped``, ``_held`` (an in-process
+    consumer's batch: events taken from it since the last look are reads) and ``idle_since`` are
+    what it reads; shared by ``_Stream`` and ``caller_stream.CallerStream``."""
+    if stream._done or stream._readers or stream._reaped is not None:
+        return None
+    held = stream._held
+    if held is not None:
+        left = length_hint(held[1])
+        if left != stream._held_left:
+            stream._held_left = left
+            stream.idle_since = time.monotonic()
+    if (time.monotonic() - stream.idle_since) * 1000 < idle_ms:
+        return None
+    return reap_timeout_event(idle_ms)
+
+
+def reap_timeout_event(idle_ms: int) -> bytes:
+    """The terminal ``error`` event of a stream the reaper closed after ``idle_ms``."""
+    from .errors import TimeoutError as AITimeoutError
+
+    err = AITimeoutError(
+        f"The stream was closed by the core after {idle_ms} ms without a read "
+        f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
+        timeout_ms=idle_ms,
+    )
+    return b'{"type":"error","error":' + project(err) + b"}"
+
+
 class _Stream:
     """One open stream. Its op runs on the stream loop (``aio``), pushing events into a queue;
     consumers take them from any thread: blocking (``pull``) or not (``poll``)."""
@@ -643,26 +674,10 @@ class _Stream:
         """Close the stream if nobody read it for ``idle_ms`` (the reaper); True when closed.
         Its reader then gets one terminal ``error`` event (a timeout naming the setting)."""
         with self._cond:
-            if self._done or self._readers or self._reaped is not None:
+            reaped = reaped_event(self, idle_ms)
+            if reaped is None:
                 return False
-            held = self._held
-            if held is not None:
-                left = length_hint(held[1])
-                if left != self._held_left:
-                    # the in-process consumer took events from its batch since the last look:
-                    # reads (each would have been a pull)
-                    self._held_left = left
-                    self.idle_since = time.monotonic()
-            if (time.monotonic() - self.idle_since) * 1000 < idle_ms:
-                return False
-            from .errors import TimeoutError as AITimeoutError
-
-            err = AITimeoutError(
-                f"The stream was closed by the core after {idle_ms} ms without a read "
-                f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
-                timeout_ms=idle_ms,
-            )
-            self._reaped = b'{"type":"error","error":' + project(err) + b"}"
+            self._reaped = reaped
             self._events.clear()
             self._drop_held()
         self.ctx.cancel()  # outside the lock: its callbacks take it
@@ -865,14 +880,7 @@ class _NativeStream(_Stream):
             deadline = time.monotonic() - idle_ms / 1000
             if self.idle_since > deadline or _native._aimux_cq_last_read(self._q) > deadline:
                 return False
-            from .errors import TimeoutError as AITimeoutError
-
-            err = AITimeoutError(
-                f"The stream was closed by the core after {idle_ms} ms without a read "
-                f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
-                timeout_ms=idle_ms,
-            )
-            event = b'{"type":"error","error":' + project(err) + b"}"
+            event = reap_timeout_event(idle_ms)
             if not _native._aimux_cq_reap(self._q, deadline, event, len(event)):
                 return False
             self._reaped = event
