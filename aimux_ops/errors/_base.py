@@ -177,27 +177,27 @@ def _literal(options: tuple[Any, ...]) -> Check:
     return check
 
 
-def _exact_of(hint: Any) -> type | None:
-    """``str`` / ``int`` / ``bool`` when the field is declared that type (or that or None): a
-    value of exactly that type is stored as it is (what its check would answer)."""
+def _unless_none(hint: Any) -> Any:
+    """``T`` for a field declared ``T | None``, the hint itself when it is no union, None for
+    any other union."""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = typing.get_args(hint)
         rest = [a for a in args if a is not type(None)]
-        if len(args) != 2 or len(rest) != 1:
-            return None
-        hint = rest[0]
+        return rest[0] if len(args) == 2 and len(rest) == 1 else None
+    return hint
+
+
+def _exact_of(hint: Any) -> type | None:
+    """``str`` / ``int`` / ``bool`` when the field is declared that type (or that or None): a
+    value of exactly that type is stored as it is (what its check would answer)."""
+    hint = _unless_none(hint)
     return hint if hint in (str, int, bool) else None
 
 
 def _is_str_list(hint: Any) -> bool:
     """Whether the field is declared ``list[str]`` (or that or None): its check is
     ``_list_of(_is_str)`` (optional), which ``AimuxError.__init__`` runs inline."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = typing.get_args(hint)
-        rest = [a for a in args if a is not type(None)]
-        if len(args) != 2 or len(rest) != 1:
-            return False
-        hint = rest[0]
+    hint = _unless_none(hint)
     return typing.get_origin(hint) is list and typing.get_args(hint) == (str,)
 
 
