@@ -156,7 +156,7 @@ static int has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n, int urls)
  * lookups of a class-level __getattr__ hook (AimuxError has one: it only answers what is not
  * found). Anything else (a descriptor on the class, another __getattribute__, no such attribute)
  * goes through PyObject_GetAttr. New reference or NULL with an error set. */
-static getattrofunc hook_getattro; /* tp_getattro of a class with a Python __getattr__ */
+static getattrofunc hook_getattro;       /* tp_getattro of a class with a Python __getattr__ */
 static PyObject *object_getattribute;    /* object.__dict__["__getattribute__"] */
 static PyObject *exception_getattribute; /* BaseException.__dict__["__getattribute__"] */
 
@@ -787,8 +787,8 @@ static int root_fields(PyObject *err, PyObject *root)
         if (!(v >= 0.0 && v <= (double)g_retry_after_max)) return OK;
         return put(root, s_retryAfterMs, PyLong_FromDouble(v));
     }
-    if (!PyLong_CheckExact(after)) { /* int(after) of another type: Python's (the hooks run
-                                       * again there: docs/DESIGN.md) */
+    /* int(after) of another type: Python's (its hooks run again there: docs/DESIGN.md) */
+    if (!PyLong_CheckExact(after)) {
         Py_DECREF(after);
         return FALLBACK;
     }
@@ -1242,8 +1242,8 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
     object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute);
     exception_getattribute = _PyType_Lookup((PyTypeObject *)PyExc_BaseException, s_getattribute);
     for (size_t i = 0; i < sizeof base_descrs / sizeof *base_descrs; i++)
-        *base_descrs[i].descr = _PyType_Lookup((PyTypeObject *)PyExc_BaseException,
-                                               *base_descrs[i].name);
+        *base_descrs[i].descr =
+            _PyType_Lookup((PyTypeObject *)PyExc_BaseException, *base_descrs[i].name);
     Py_RETURN_NONE;
 }
 

@@ -747,9 +747,11 @@ class RetryHint(E.APICallError):
 @needs_c
 @pytest.mark.parametrize(
     "hint",
-    [1500.0, 1500.75, 0.0, -0.0, -0.5, -1.0, float("nan"), float("inf"), float("-inf"), 1e300]
-    + [float(envelope.RETRY_AFTER_MAX_MS), float(envelope.RETRY_AFTER_MAX_MS) + 2048.0]
-    + [True, False, 7, -7],
+    [
+        *(1500.0, 1500.75, 0.0, -0.0, -0.5, -1.0, float("nan"), float("inf"), float("-inf")),
+        *(1e300, float(envelope.RETRY_AFTER_MAX_MS), float(envelope.RETRY_AFTER_MAX_MS) + 2048.0),
+        *(True, False, 7, -7),
+    ],
     ids=repr,
 )
 def test_retry_hints_of_floats_and_bools_call_the_hooks_once(hint: Any) -> None:
