@@ -8,8 +8,9 @@
  *
  * - aimux nodes whose class keeps the base payload_fields and cause_children (no RetryError, no
  *   TimeoutError), no undeclared payload member, field values of exact types: str (ASCII, at most
- *   16 KiB), int, bool, finite float, and lists / dicts of those (ASCII keys, nothing over the
- *   16 KiB bound, no secret-named member holding a string, no string with a scrub anchor);
+ *   16 KiB), int, bool, finite float, and lists / dicts of those (ASCII keys without a scrub
+ *   anchor, nothing over the 16 KiB bound, no secret-named member holding a string, no string
+ *   with a scrub anchor);
  * - source nodes of exceptions whose str() is a builtin exception's (BaseException, OSError,
  *   KeyError) over plain arguments (str, int, float, bool, None, or such exceptions), and
  *   SourceError;
@@ -110,16 +111,18 @@ static int has_word_ci(const char *s, Py_ssize_t n, const char *word, Py_ssize_t
 }
 
 /* One pass over an ASCII text: 1 when it holds "sk-", "key-", "bearer" in any case
- * (redact._shaped_anchor), or, with `urls`, "://". */
+ * (redact._shaped_anchor; _PATTERN_RE ignores case), or, with `urls`, "://". */
 static int shaped_anchor(const char *s, Py_ssize_t n, int urls)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         switch (s[i]) {
         case 's':
-            if (i + 2 < n && s[i + 1] == 'k' && s[i + 2] == '-') return 1;
+        case 'S':
+            if (i + 2 < n && (s[i + 1] | 0x20) == 'k' && s[i + 2] == '-') return 1;
             break;
         case 'k':
-            if (i + 3 < n && s[i + 1] == 'e' && s[i + 2] == 'y' && s[i + 3] == '-') return 1;
+        case 'K':
+            if (i + 3 < n && has_word_ci(s + i + 1, 3, "ey-", 3)) return 1;
             break;
         case 'b':
         case 'B':
@@ -309,7 +312,8 @@ static PyObject *small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize
         PyObject *k = NULL, *v;
         if (dict) {
             if (!PyDict_Next(value, &pos, &k, &v)) break;
-            if (!ascii_text(k)) {
+            /* a key with a scrub anchor is scrubbed by Python (causes._clean) */
+            if (!ascii_text(k) || has_anchor(ctx, ascii_data(k), PyUnicode_GET_LENGTH(k), 0)) {
                 st = FALLBACK;
                 break;
             }

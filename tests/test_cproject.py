@@ -803,3 +803,49 @@ def test_a_new_class_at_a_collected_class_address_is_named_anew() -> None:
         del cls, exc
         gc.collect()
     assert len(names) == 200
+
+
+# -- secret scrubbing gaps of both paths (case, payload keys) -----------------------------------
+
+CANARY = "abcdefghijklmnop0123"
+
+
+def secret_carriers() -> dict[str, BaseException]:
+    """A secret-shaped token in upper / mixed case in every text that leaves, and as the key of
+    payload members (at the top, nested, in a value too long for the small path)."""
+    upper = "SK-" + CANARY.upper()
+    mixed = "Key-" + CANARY + CANARY
+    source = ValueError(f"bad {upper}")
+    with_source = E.APICallError("outer")
+    with_source.__cause__ = source
+    return {
+        "upper token in a message": E.APICallError(f"rejected {upper}"),
+        "mixed-case key- token in a message": E.OtherError(f"rejected {mixed}"),
+        "upper token in a source message": with_source,
+        "upper token in a payload text": E.APICallError("x", response_body=f"body {upper}"),
+        "upper token nested in data": E.APICallError("x", data={"k": [f"v {upper}"]}),
+        "token as a payload key": E.APICallError("x", data={"sk-" + CANARY: 1}),
+        "upper token as a payload key": E.APICallError("x", data={upper: "v"}),
+        "token as a nested key": E.APICallError("x", data={"a": [{"sk-" + CANARY: None}]}),
+        "token as a header name": E.APICallError("x", response_headers={"sk-" + CANARY: "v"}),
+        "token as a key of a long value": E.APICallError(
+            "x", data={"sk-" + CANARY: "y" * 20_000, "z": 1}
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(secret_carriers()))
+def test_secret_shaped_tokens_in_any_case_and_as_keys_never_leave(name: str) -> None:
+    """Both paths: the token (``_PATTERN_RE`` ignores case) is scrubbed wherever it is, keys
+    included; the bytes are the same."""
+    exc = secret_carriers()[name]
+    saved = envelope._native
+    try:
+        envelope._native = None
+        py = project(exc)
+    finally:
+        envelope._native = saved
+    for env in (project(exc), py):
+        assert CANARY.encode() not in env.lower(), env
+        assert b"[REDACTED]" in env, env
+    assert project(exc) == py
