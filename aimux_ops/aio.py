@@ -199,6 +199,15 @@ def set_none(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
+def _native_ready() -> tuple[Any, Any] | None:
+    """libaimux's ready list (its cffi ``ffi`` and ``lib``) when the library runs this core
+    (``dispatch.use_native_queues``): the list, with the same rules, is then kept in C, so the C
+    ABI's ``aimux_ready`` / ``aimux_poll_ready`` take handles without the interpreter lock."""
+    dispatch = sys.modules.get("aimux_ops.dispatch")
+    lib = getattr(dispatch, "_native", None)
+    return None if lib is None else (getattr(dispatch, "_native_ffi", None), lib)
+
+
 class Notifier:
     """The ready list: handles of event-driven streams with something to poll, and the pipe
     that tells a host's event loop (one byte per empty → non-empty transition of the list)."""
@@ -211,12 +220,35 @@ class Notifier:
         self._lock = threading.Lock()
         self._signalled = False
         self._flush_scheduled = False
+        self._native: tuple[Any, Any] | None = None
+        native = _native_ready()
+        if native is not None:
+            self.adopt_native(*native)
+
+    def adopt_native(self, ffi: Any, lib: Any) -> None:
+        """Keep the list in libaimux from now on (``dispatch.use_native_queues``; also for a
+        notifier made before a Python host loaded the library): its pipe, and the handles
+        listed so far, move there (an extra byte in the pipe is a harmless wake-up)."""
+        with self._lock:
+            lib._aimux_rl_set_fd(self.wfd)
+            self._native = (ffi, lib)
+            while self._ready:
+                handle = self._ready.popleft()
+                lib._aimux_rl_mark(handle, 0)
+            self._listed.clear()
+            self._signalled = False
 
     def mark(self, handle: int) -> None:
         """``handle`` has something to poll (any thread; cheap when already listed). On the loop
         thread the byte is written once per loop iteration, after every stream that had data in
         it was served (one wake-up of the host for all of them, not one per event)."""
+        if self._native is not None:
+            self._mark_native(handle)
+            return
         with self._lock:
+            if self._native is not None:  # adopted meanwhile
+                self._mark_native(handle)
+                return
             if handle in self._listed:
                 return
             self._listed.add(handle)
@@ -235,6 +267,13 @@ class Notifier:
                 return
         self._write()
 
+    def _mark_native(self, handle: int) -> None:
+        assert self._native is not None
+        lib = self._native[1]
+        loop = asyncio._get_running_loop()
+        if lib._aimux_rl_mark(handle, 0 if loop is None else 1) == 1 and loop is not None:
+            loop.call_soon(lib._aimux_rl_write)
+
     def _flush(self) -> None:
         with self._lock:
             self._flush_scheduled = False
@@ -248,6 +287,16 @@ class Notifier:
 
     def take(self, capacity: int) -> list[int]:
         """Up to ``capacity`` listed handles, oldest first; each leaves the list."""
+        if self._native is not None:
+            ffi, lib = self._native
+            out: list[int] = []
+            buf = ffi.new("uint64_t[]", 256)
+            while len(out) < capacity:
+                n = lib._aimux_rl_take(buf, min(256, capacity - len(out)))
+                out.extend(buf[0:n])
+                if n < 256:
+                    break
+            return out
         with self._lock:
             n = min(capacity, len(self._ready))
             out = [self._ready.popleft() for _ in range(n)]

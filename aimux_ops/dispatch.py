@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from . import aio
     from .caller_stream import CallerStream
+    from .errors import AimuxError
 else:
     from ._lazy import LazyModule
 
@@ -66,6 +67,7 @@ __all__ = [
     "call_json",
     "events_fd",
     "open_stream",
+    "poll_entry_json",
     "poll_ready_json",
     "ready_handles",
     "stream_cancel",
@@ -77,23 +79,23 @@ __all__ = [
     "stream_next_objects",
     "stream_poll_json",
     "stream_start_json",
+    "stream_wake",
+    "use_native_queues",
 ]
 
 Reply = tuple[bytes | None, bytes | None]
 
-
-_project: Callable[[BaseException], bytes] | None = None
+#: The exception being handled where a ``raise`` would run (what it records as ``__context__``).
+_handled = sys.exception
 
 
 def project(exc: BaseException) -> bytes:
-    """``envelope.project``, imported on the first failure (then kept: no import statement on
-    every error)."""
-    global _project
-    if _project is None:
-        from .envelope import project as loaded
+    """``envelope.project``, imported on the first failure; it then takes this function's place
+    (every later failure calls it directly: no import statement, no extra frame)."""
+    from .envelope import project as loaded
 
-        _project = loaded
-    return _project(exc)
+    globals()["project"] = loaded
+    return loaded(exc)
 
 
 def _op_name(op: str | bytes | None) -> str:
@@ -202,21 +204,40 @@ def _op_names() -> list[str]:
 
 
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
-    name = op if type(op) is str else _op_name(op)
+    spec = _find_op(op, mode)
+    if isinstance(spec, BaseException):
+        raise spec
+    return spec
+
+
+def _find_op(op: str | bytes | None, mode: str) -> OpSpec | AimuxError:
+    """The op ``op`` names, or the error its call fails with (unknown op, wrong mode), not yet
+    raised (``call_json`` projects it without a raise when no exception is being handled: a raise
+    would record nothing the envelope shows). An op that is not text still raises here."""
+    if type(op) is str:
+        name = op
+    elif type(op) is bytes and op.isascii():  # a C caller's op: always decodes (no frame)
+        name = op.decode("ascii")
+    else:
+        name = _op_name(op)
     spec = get_op(name)
     if spec is not None and spec.mode == mode:
         return spec
     errors = _errors or _load_errors()
+    err: AimuxError
     if spec is None:
-        raise errors.UnknownOpError(
-            f"unknown op {name[:200]!r}", op=name[:200], available_ops=_op_names()
+        shown = name[:200]
+        err = errors.UnknownOpError._of_values(
+            f"unknown op {shown!r}", {"op": shown, "available_ops": list(_op_names())}
         )
+        return err
     if spec.mode != mode:
-        raise errors.WrongModeError(
+        err = errors.WrongModeError(
             f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
             op=name,
             expected=spec.mode,
         )
+        return err
     return spec
 
 
@@ -285,7 +306,11 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
             cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
             if cached is not None:
                 return cached, None
-        spec = _resolve(op, "call")
+        spec = _find_op(op, "call")
+        if isinstance(spec, BaseException):
+            if _handled() is not None:
+                raise spec  # records the exception being handled as its __context__, as ever
+            return None, project(spec)  # nothing for a raise to record: the same envelope
         params = _validate(spec, params_json)
         result = _dump(spec.handler(params))
         if spec.pure and op is not None and params_json is not None:
@@ -647,6 +672,269 @@ class _Stream:
         self.ctx.cancel()
 
 
+#: The C queue functions of libaimux (its cffi ``ffi`` and ``lib``), set by the library's init
+#: code (``use_native_queues``): a stream opened through the C ABI then hands serialized batches
+#: to a C queue its C consumers read without the interpreter lock. None in a plain Python process.
+_native: Any = None
+_native_ffi: Any = None
+
+# _NativeStream's flags for _aimux_cq_flag (native/src/aimux_queue.c)
+_Q_END, _Q_PY, _Q_CANCEL, _Q_STOPPED = 1, 2, 4, 8
+# _aimux_cq_take's answers and wake-ups
+_T_DATA, _T_END, _T_EMPTY, _T_PY = 0, 1, 2, 3
+_W_ROOM, _W_RELIST = 1, 2
+
+
+def use_native_queues(ffi: Any, lib: Any) -> None:
+    """Called once by libaimux's init code: streams opened with ``native=True`` (the C ABI's)
+    get a C queue (``_NativeStream``), the ready list is kept in C too (``aio.Notifier``), and
+    a forked child forgets the parent's queues and listed handles."""
+    global _native, _native_ffi
+    _native_ffi, _native = ffi, lib
+    on_fork_child(lib._aimux_cq_after_fork)
+    lib._aimux_rl_enable()  # and the ready list (aio.Notifier), for aimux_ready / poll_ready
+    if "aimux_ops.aio" in sys.modules and aio._notifier is not None:
+        aio._notifier.adopt_native(ffi, lib)  # a Python host streamed before it loaded us
+
+
+class _NativeStream(_Stream):
+    """A stream opened through the C ABI (docs/DESIGN.md "Streams: a C queue per stream").
+
+    The producer serializes each batch of events once, on the loop thread, and pushes the bytes
+    to the stream's C queue; the C ABI's reads take them there without the interpreter lock and
+    call into Python only when that queue is empty and the stream needs this side (the failed
+    open of an event-driven stream, or events that only the per-event path could serialize, which
+    then stay in the Python queue: the stream's "fallback"). The end, a cancel, the reaper's
+    event and the high-water mark follow the Python queue's rules, in C. The consumer methods
+    below serve Python callers of the same stream: the C queue first, then ``_Stream``'s own."""
+
+    def __init__(self, handle: int, ctx: StreamContext, notify: bool) -> None:
+        super().__init__(handle, ctx, notify)
+        q = _native._aimux_cq_new(handle, 1 if notify else 0, _LOW_WATER)
+        self._q = _native_ffi.gc(q, _native._aimux_cq_unref) if q else None
+        self._fallback = q == _native_ffi.NULL  # no C queue (out of memory): Python's alone
+        self._pushed = False  # pushed since the last flush
+        self._count = 0  # the C queue's length after the last push (at least what it holds)
+        self._py_readers = 0
+
+    @property
+    def _readers(self) -> int:
+        """Consumers blocked in a read now: in the C queue or in ``_Stream._wait_locked``."""
+        c = _native._aimux_cq_readers(self._q) if self._q is not None else 0
+        _seen.c = c
+        return self._py_readers + c
+
+    @_readers.setter
+    def _readers(self, value: int) -> None:
+        # only ``_wait_locked``'s ``+= 1`` / ``-= 1`` (getter then setter, on one thread): keep
+        # the Python count apart from the C count that getter added
+        self._py_readers = value - getattr(_seen, "c", 0)
+        _seen.c = 0
+
+    # -- the producer -------------------------------------------------------------------------
+
+    def _queued(self) -> int:
+        n = len(self._events)
+        return n if self._fallback else n + _native._aimux_cq_count(self._q)
+
+    def _put(self, events: list[Any]) -> None:
+        """Serialize ``events`` once and push them to the C queue (loop thread); events only the
+        per-event path can serialize (or a failure) switch the stream to its Python queue."""
+        if not self._fallback:
+            try:
+                data = _dump_batch(events, deque())
+            except Exception:  # noqa: BLE001 - the consumer's per-event path reports it
+                pass
+            else:
+                count = _native._aimux_cq_push(self._q, data, len(data), len(events))
+                if count != _SIZE_MAX:
+                    self._count = count
+                    self._pushed = True
+                    return
+            self._fallback = True
+            _native._aimux_cq_flag(self._q, _Q_PY)
+        self._events.extend(events)
+
+    def _produce(self, events: Callable[[], Iterator[Any]]) -> None:
+        cancelled = self.ctx.cancelled
+        self._greenlet = g = aio.current()
+        if cancelled.is_set():
+            return  # cancelled before it ran: nothing was opened
+        if self._interrupt_pending:
+            aio.interrupt(g)
+        g.on_suspend = self._flush  # consumers are woken per push; the ready list per suspension
+        put = self._put
+        produced = False
+        try:
+            for item in events():
+                batch = item if type(item) is EventBatch else [item]
+                # the events of one network read: pushed at once while they fit under the
+                # high-water mark, else up to it, then the producer waits for room (exactly as
+                # _Stream._produce)
+                while batch:
+                    produced = True
+                    if self._count + len(batch) < _HIGH_WATER and not self._fallback:
+                        put(batch)
+                        break
+                    room = _HIGH_WATER - self._queued()
+                    if len(batch) < room:
+                        put(batch)
+                        break
+                    if room > 0:
+                        put(batch[:room])
+                        batch = batch[room:]
+                    if cancelled.is_set():
+                        if batch:
+                            put(batch)
+                        break
+                    self._wait_room()
+        except BaseException as exc:  # noqa: BLE001 - becomes the open failure or an event
+            if not cancelled.is_set():
+                if produced:
+                    put([b'{"type":"error","error":' + project(exc) + b"}"])
+                else:
+                    self._open_exc = exc
+        finally:
+            g.on_suspend = None
+            with self._cond:
+                self._ended = True
+                self._opened = True
+                self._cond.notify_all()
+            if self._q is not None:
+                fallback = self._fallback or self._open_exc is not None
+                _native._aimux_cq_flag(self._q, _Q_PY if fallback else _Q_END)
+            if self._notifier is not None:
+                self._notifier.mark(self.handle)
+
+    def _flush(self) -> None:
+        if self._fallback:
+            super()._flush()
+        if not self._pushed:
+            return
+        self._pushed = False
+        if not self._opened:
+            with self._cond:
+                self._opened = True
+                self._cond.notify_all()
+        if self._notifier is not None:
+            self._notifier.mark(self.handle)
+
+    def _wait_room(self) -> None:
+        import asyncio
+
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with self._cond:
+            if self._fallback and self._q is None:
+                if len(self._events) < _HIGH_WATER:
+                    return
+            elif not _native._aimux_cq_want_room(self._q, _HIGH_WATER - len(self._events)):
+                return
+            self._space = fut
+        aio.wait(fut)  # False: cancelled (the loop then sees it)
+
+    def _took(self) -> None:
+        fut = self._space
+        if fut is not None and self._queued() <= _LOW_WATER:
+            self._space = None
+            fut.get_loop().call_soon_threadsafe(aio.set_none, fut)
+
+    def _stopped(self, _future: object) -> None:
+        super()._stopped(_future)
+        if self._q is not None:
+            _native._aimux_cq_flag(self._q, _Q_STOPPED)
+
+    def _on_cancel(self) -> None:
+        if self._q is not None:
+            _native._aimux_cq_flag(self._q, _Q_CANCEL)  # the C reads end at once
+        super()._on_cancel()
+
+    def wake(self, what: int) -> None:
+        """A C read reported ``_aimux_cq_take``'s wake-ups (any thread, no lock held)."""
+        if what & _W_ROOM:
+            with self._cond:
+                self._took()
+        if what & _W_RELIST and self._notifier is not None:
+            self._notifier.mark(self.handle)
+
+    def reap(self, idle_ms: int) -> bool:
+        if self._q is None:
+            return super().reap(idle_ms)
+        with self._cond:
+            if self._done or self._readers or self._reaped is not None:
+                return False
+            deadline = time.monotonic() - idle_ms / 1000
+            if self.idle_since > deadline or _native._aimux_cq_last_read(self._q) > deadline:
+                return False
+            from .errors import TimeoutError as AITimeoutError
+
+            err = AITimeoutError(
+                f"The stream was closed by the core after {idle_ms} ms without a read "
+                f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
+                timeout_ms=idle_ms,
+            )
+            event = b'{"type":"error","error":' + project(err) + b"}"
+            if not _native._aimux_cq_reap(self._q, deadline, event, len(event)):
+                return False
+            self._reaped = event
+            self._events.clear()
+        self.ctx.cancel()  # outside the lock: its callbacks take it
+        return True
+
+    # -- consumers from Python (the C ABI reads the C queue itself) ------------------------------
+
+    def _take_native(self, max_events: int, blocking: bool) -> tuple[int, bytes | None, bool]:
+        """``_aimux_cq_take``: (answer, event or batch, ended); ``_T_PY`` without a C queue."""
+        if self._q is None:
+            return _T_PY, None, False
+        ffi, lib = _native_ffi, _native
+        out = ffi.new("char **")
+        ended = ffi.new("int32_t *")
+        wake = ffi.new("int *")
+        st = lib._aimux_cq_take(self._q, max_events, 1 if blocking else 0, out, ended, wake)
+        data = None
+        if out[0] != ffi.NULL:
+            data = ffi.string(out[0])
+            lib._aimux_cq_free_string(out[0])
+        if wake[0]:
+            self.wake(wake[0])
+        if st == _T_DATA and data is None:
+            raise MemoryError("cannot take the stream's events")
+        return st, data, bool(ended[0])
+
+    def pull(self) -> Any:
+        st, data, _ = self._take_native(0, True)
+        if st == _T_PY:
+            return super().pull()
+        return data  # an event (bytes, as an op may hand over), or None at the end
+
+    def take(self, max_events: int) -> Iterator[Any] | None:
+        event = self.pull()
+        return None if event is None else iter((event,))
+
+    def poll(self, max_events: int) -> tuple[bytes | None, bool]:
+        st, data, ended = self._take_native(max_events, False)
+        if st == _T_PY:
+            return super().poll(max_events)
+        return data, ended
+
+    def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
+        st, data, ended = self._take_native(max_events, True)
+        if st == _T_PY:
+            return super().next_batch(max_events)
+        return data, ended
+
+    def _relist(self) -> None:
+        if self._notifier is not None and (self._events or (self._q and self._queued())):
+            self._notifier.mark(self.handle)
+
+
+#: the C readers ``_NativeStream._readers``'s getter added, per thread (for its setter)
+_seen = threading.local()
+
+#: _aimux_cq_push's answer when it could not take the events (out of memory)
+_SIZE_MAX = 2**64 - 1
+
+
 #: every open stream: on the stream loop (``_Stream``), or read on its caller's thread
 #: (``caller_stream.CallerStream``, the Python API's)
 _streams: dict[int, _Stream | CallerStream] = {}
@@ -681,13 +969,16 @@ def _start_reaper() -> None:
             _reaper.start()
 
 
-def _start(op: str | bytes | None, params_json: bytes | str | None, notify: bool) -> _Stream:
+def _start(
+    op: str | bytes | None, params_json: bytes | str | None, notify: bool, native: bool = False
+) -> _Stream:
     spec = _resolve(op, "stream")
     params = _validate(spec, params_json)
     ctx = StreamContext()
+    kind = _NativeStream if native and _native is not None else _Stream
     with _streams_lock:
         handle = next(_handles)
-        stream = _Stream(handle, ctx, notify)
+        stream = kind(handle, ctx, notify)
         _streams[handle] = stream
     ctx.batches = True  # the producer takes an op's EventBatch as its events
     stream.start(lambda: iter(spec.handler(params, ctx)))
@@ -695,10 +986,13 @@ def _start(op: str | bytes | None, params_json: bytes | str | None, notify: bool
     return stream
 
 
-def open_stream(op: str | bytes | None, params_json: bytes | str | None) -> int:
+def open_stream(
+    op: str | bytes | None, params_json: bytes | str | None, native: bool = False
+) -> int:
     """Open a stream op and return its handle once its first event is in; raises the op's
-    ``AimuxError`` on failure (a failure before the first event fails the open)."""
-    stream = _start(op, params_json, notify=False)
+    ``AimuxError`` on failure (a failure before the first event fails the open). ``native``:
+    read through the C ABI (a C queue, when libaimux runs this core)."""
+    stream = _start(op, params_json, notify=False, native=native)
     try:
         stream.wait_open()
     except BaseException:
@@ -708,11 +1002,11 @@ def open_stream(op: str | bytes | None, params_json: bytes | str | None) -> int:
 
 
 def stream_json(
-    op: str | bytes | None, params_json: bytes | str | None
+    op: str | bytes | None, params_json: bytes | str | None, native: bool = False
 ) -> tuple[int | None, bytes | None]:
     """Open a stream op: ``(handle, None)`` or ``(None, envelope JSON)``. Never raises."""
     try:
-        return open_stream(op, params_json), None
+        return open_stream(op, params_json, native), None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001
@@ -720,14 +1014,14 @@ def stream_json(
 
 
 def stream_start_json(
-    op: str | bytes | None, params_json: bytes | str | None
+    op: str | bytes | None, params_json: bytes | str | None, native: bool = False
 ) -> tuple[int | None, bytes | None]:
     """Start a stream op without waiting (``aimux_stream_start``): ``(handle, None)``, or
     ``(None, envelope)`` for a failure found before any I/O (op, params). A failure of the open
     itself is reported by the stream's first ``stream_poll_json`` / ``stream_next_json``; the
     handle is listed by ``ready_handles`` whenever it has something to poll. Never raises."""
     try:
-        return _start(op, params_json, notify=True).handle, None
+        return _start(op, params_json, notify=True, native=native).handle, None
     except KeyboardInterrupt:
         raise  # the host's, not the stream's (as in call_json)
     except BaseException as exc:  # noqa: BLE001
@@ -785,18 +1079,28 @@ def poll_ready_json(max_events: int) -> bytes | None:
     """``ready_handles`` and ``stream_poll_json`` of each in one step (``aimux_poll_ready``): a
     JSON array of ``[handle, ended, events or null, open-failure envelope or null]``, one entry
     per listed stream that still exists, or None when none is listed. Never raises."""
-    entries: list[bytes] = []
-    for handle in aio.notifier().take(1 << 30):
-        stream = _streams.get(handle)
-        if stream is None:
-            continue  # freed since it was listed
-        batch, ended, env = _poll(stream, max_events)
-        entries.append(
-            b"[%d,%d,%s,%s]" % (handle, 1 if ended else 0, batch or b"null", env or b"null")
-        )
+    entries = [e for h in aio.notifier().take(1 << 30) if (e := poll_entry_json(h, max_events))]
     if not entries:
         return None
     return b"[" + b",".join(entries) + b"]"
+
+
+def poll_entry_json(handle: int, max_events: int) -> bytes | None:
+    """One entry of ``poll_ready_json``, or None when the stream was freed since it was listed
+    (``aimux_poll_ready`` asks this for a stream its C queue cannot answer). Never raises."""
+    stream = _streams.get(handle)
+    if stream is None:
+        return None
+    batch, ended, env = _poll(stream, max_events)
+    return b"[%d,%d,%s,%s]" % (handle, 1 if ended else 0, batch or b"null", env or b"null")
+
+
+def stream_wake(handle: int, what: int) -> None:
+    """A C read of ``handle``'s C queue needs this side (``_aimux_cq_take``'s wake-ups: let a
+    producer waiting for room go on, list the stream again). Never raises."""
+    stream = _streams.get(handle)
+    if isinstance(stream, _NativeStream):
+        stream.wake(what)
 
 
 def events_fd() -> int:
@@ -884,3 +1188,5 @@ def stream_free(handle: int) -> None:
         stream = _streams.pop(handle, None)
     if stream is not None:
         stream.close()
+        if isinstance(stream, _NativeStream):
+            _native._aimux_cq_unregister(handle)

@@ -959,11 +959,12 @@ chain links. What is left of a projection is the Python around the walk (`projec
 `retryable` / `retry_after_ms` hooks of classes that override them, `orjson.dumps`) and the
 C API work per node (attribute reads, dicts, `str()` of a source exception). What an unknown op
 still costs in-process (CPU time on this 2-core machine, where the bare crossing is ~0.7 µs):
-raising it (~3.5 µs: `_resolve`, the `UnknownOpError` and its Exception, the op-name list
-copied, the traceback), `project` (~2 µs, of which the C walk ~1.3 µs), the packed links
-(~0.6 µs); through the C ABI the embedded call, the callback's Python and the C nodes add the
-rest. 5× the crossing (~3.5 µs for all of it) needs the raise side out of Python too (dispatch
-answering an unknown op from C, or a prebuilt error for the resolver's failures), not more
+building it (~1.5 µs: `dispatch._find_op`, the `UnknownOpError` from its own values, the
+op-name list copied; since branch `raise` it is no longer raised when no exception is being
+handled, DESIGN.md "The error round trip"), `project` (~2 µs, of which the C walk ~1.3 µs),
+the packed links (~0.6–0.9 µs); through the C ABI the embedded call, the callback's Python and
+the C nodes add the rest. 5× the crossing (~3.5 µs for all of it) needs the error side out of
+Python too (dispatch answering an unknown op from C, straight into the packed links), not more
 trimming of the projection. The RetryError row stays in Python (attempts). The invalid-params
 row also pays pydantic's params validation and its `ValidationError` (a source node whose
 `__str__` is pydantic's: Python's projection).
@@ -980,13 +981,14 @@ event dicts, the per-read httpx/h11 work the floor pays too). The "stream loop +
 the previous design (what the C ABI's streams still use): the loop thread's producer used ~13.7
 ms of CPU per stream and the caller's ~1.7 ms against the floor's ~11.5 ms (profiled in the same
 process, thread CPU time), the two threads serialized by the GIL, the async HTTP read (httpx /
-anyio over asyncio, epoll, greenlet switches) costing ~1 ms more than the sync client's. The C
-caller with `aimux_stream_next` pays one C→Python crossing, the GIL and
-a malloc'd copy per event (~1.6 µs of consumer time); a batch (`aimux_stream_poll`,
-`aimux_stream_next_batch`, `aimux_poll_ready` for Node) is taken and serialized in one step
-(~0.2 µs an event), so what is left for the C and Node rows is the producer on the stream loop
-(async read, parse) and the interpreter lock the consumer's crossing waits for while the loop
-thread parses the next read (docs/DESIGN.md, "Streams through the C ABI and Node").
+anyio over asyncio, epoll, greenlet switches) costing ~1 ms more than the sync client's. Since
+branch `cstream` (DESIGN.md "Streams: a C queue per stream") a stream opened through the C ABI
+is serialized once per network read on the loop thread, into a C queue that every C ABI read
+(`aimux_stream_next`, `aimux_stream_next_batch`, `aimux_stream_poll`, `aimux_ready`,
+`aimux_poll_ready` for Node) takes from without the interpreter lock: the C and Node rows no
+longer wait for the loop thread to release the GIL, and what is left for them is the producer on
+the stream loop (async read, parse, one `orjson.dumps` per read) plus, for Node, its own threads
+on the same cores.
 
 **(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
 h11, pool bookkeeping), like the floor. The C threads overlap while they wait on the 20 ms

@@ -25,7 +25,7 @@ import threading
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.alias_generators import to_camel
@@ -189,6 +189,18 @@ def _exact_of(hint: Any) -> type | None:
     return hint if hint in (str, int, bool) else None
 
 
+def _is_str_list(hint: Any) -> bool:
+    """Whether the field is declared ``list[str]`` (or that or None): its check is
+    ``_list_of(_is_str)`` (optional), which ``AimuxError.__init__`` runs inline."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        rest = [a for a in args if a is not type(None)]
+        if len(args) != 2 or len(rest) != 1:
+            return False
+        hint = rest[0]
+    return typing.get_origin(hint) is list and typing.get_args(hint) == (str,)
+
+
 def _check_of(hint: Any) -> Check | None:
     """The cheap check of a declared type, or None (every value goes through the model)."""
     if hint is Any:
@@ -291,6 +303,9 @@ class AimuxError(Exception):
     #: Per field declared ``str`` / ``int`` / ``bool`` (or that or None): the type a value of
     #: which is stored as it is without a call (what its check would answer).
     _exact: ClassVar[dict[str, type]] = {}
+    #: The fields declared ``list[str]`` (or that or None): a list of exactly-str items is
+    #: stored as a copy without a call (what its check would answer).
+    _str_lists: ClassVar[frozenset[str]] = frozenset()
     _defaults: ClassVar[dict[str, Any]] = {}
     _wire: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The field values (the dict ``payload``'s model view shares) and the members a newer core
@@ -325,6 +340,10 @@ class AimuxError(Exception):
             **{f: t for f, t in cls._exact.items() if f not in fields},
             **{f: t for f, t in own_exact.items() if t is not None},
         }
+        cls._str_lists = frozenset(
+            {f for f in cls._str_lists if f not in fields}
+            | {f for f, (hint, _) in fields.items() if _is_str_list(hint)}
+        )
         cls._defaults = {**cls._defaults, **{f: default for f, (_, default) in fields.items()}}
         cls._wire = tuple((f, to_camel(f)) for f in cls._field_names)
         for hook in ("retryable", "retry_after_ms"):
@@ -360,15 +379,24 @@ class AimuxError(Exception):
         it does not validate)."""
         if payload is not None:
             self.payload = payload
+        elif not fields:
+            self._values = self._defaults.copy()
         else:
-            values = dict(self._defaults)
-            checks = self._checks
+            values = self._defaults.copy()
             exact = self._exact
             for key, value in fields.items():
-                if type(value) is exact.get(key):
+                kind = type(value)
+                if kind is exact.get(key):
                     values[key] = value
                     continue
-                check = checks.get(key)
+                if kind is list and key in self._str_lists:
+                    for item in value:  # what its check does, without two calls
+                        if type(item) is not str:
+                            break
+                    else:
+                        values[key] = list(value)
+                        continue
+                check = self._checks.get(key)
                 got = _SLOW if check is None else check(value)
                 if got is _SLOW:  # coercion, a camelCase or unknown name, or a validation error
                     self.payload = self.Payload(**fields)
@@ -376,8 +404,21 @@ class AimuxError(Exception):
                 values[key] = got
             else:
                 self._values = values
-        self.message: str = message if message is not None else self.default_message()
-        BaseException.__init__(self, self.message)
+        if message is None:
+            message = self.default_message()
+        self.message: str = message
+        BaseException.__init__(self, message)
+
+    @classmethod
+    def _of_values(cls, message: str, values: dict[str, Any]) -> Self:
+        """``cls(message, **values)`` for field values the core itself built with exactly their
+        declared types (each what ``__init__``'s check would store, lists already copies): the
+        same error, without the keyword dict and the per-field checks. Only for classes that
+        keep ``AimuxError.__init__``."""
+        err = cls.__new__(cls, message)  # BaseException.__new__: args == (message,)
+        err._values = {**cls._defaults, **values}
+        err.message = message
+        return err
 
     def __getattr__(self, name: str) -> Any:
         # Members a newer core sent that this version does not declare (kept when decoding).

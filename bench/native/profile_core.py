@@ -33,8 +33,10 @@ def main() -> None:
     rows = [
         ("call_json(aimux.version) (the core's pure-op cache)",
          ns("c(b'aimux.version', b'{}')", c=call)),
-        ("call_json(no.such.op) (raise + project the envelope)",
+        ("call_json(no.such.op) (the error + its envelope; raised only inside a handler)",
          ns("c(b'no.such.op', b'{}')", c=call)),
+        ("  of which the UnknownOpError (dispatch._find_op, not raised)",
+         ns("f(b'no.such.op', 'call')", f=dispatch._find_op)),
         ("  of which envelope.project(UnknownOpError)", ns("p(e)", p=project, e=err)),
         ("project + chain_links (the shim's path: the nodes just projected, not parsed)",
          ns("c(p(e))", c=chain_links, p=project, e=err)),
@@ -48,8 +50,8 @@ def main() -> None:
             "Read with the table above: a libaimux call costs the floor (C->Python crossing, GIL, "
             "argument and result copies) plus the core's `call_json`; an error adds `chain_links` "
             "(the nodes the projection just built, one packed buffer, one C call building "
-            "every node). The error round trip is dominated by the core: raising the error "
-            "and projecting it (`project`).",
+            "every node). The error round trip is dominated by the core: building the error "
+            "(`dispatch._find_op`) and projecting it (`project`).",
             ""]
     text = "\n".join(out)
     print(text)

@@ -52,9 +52,14 @@ static int _aimux_py_ready(uint64_t *out, size_t capacity, size_t *count)
     (void)out, (void)capacity, (void)count;
     return -1;
 }
-static int _aimux_py_poll_ready(size_t max, char **out, aimux_error_t **err)
+static int _aimux_py_poll_one(uint64_t h, size_t max, char **out)
 {
-    (void)max, (void)out, (void)err;
+    (void)h, (void)max, (void)out;
+    return -1;
+}
+static int _aimux_py_wake(uint64_t h, int what)
+{
+    (void)h, (void)what;
     return -1;
 }
 static int _aimux_py_events_fd(int *out, aimux_error_t **err)

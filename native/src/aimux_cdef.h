@@ -10,6 +10,26 @@ aimux_error_t *_aimux_err_early(int which, const char *message, const char *argu
 const char *_aimux_paths(void);
 void _aimux_note_interrupt(void);
 
+/* the C queue of a stream opened through the C ABI (aimux_queue.c; dispatch._NativeStream) */
+void *_aimux_cq_new(uint64_t handle, int notify, size_t low);
+void _aimux_cq_unref(void *q);
+void _aimux_cq_unregister(uint64_t handle);
+void _aimux_cq_after_fork(void);
+size_t _aimux_cq_push(void *q, const char *buf, size_t len, size_t n);
+size_t _aimux_cq_count(void *q);
+void _aimux_cq_flag(void *q, unsigned flag);
+int _aimux_cq_want_room(void *q, size_t threshold);
+double _aimux_cq_last_read(void *q);
+int _aimux_cq_readers(void *q);
+int _aimux_cq_reap(void *q, double deadline, const char *event, size_t len);
+int _aimux_cq_take(void *q, size_t max, int blocking, char **out, int32_t *ended, int *wake);
+void _aimux_cq_free_string(char *s);
+void _aimux_rl_enable(void);
+void _aimux_rl_set_fd(int wfd);
+void _aimux_rl_write(void);
+int _aimux_rl_mark(uint64_t handle, int defer);
+size_t _aimux_rl_take(uint64_t *out, size_t cap);
+
 extern "Python" int _aimux_py_call(const char *, const char *, char **, aimux_error_t **);
 extern "Python" int _aimux_py_stream(const char *, const char *, uint64_t *, aimux_error_t **);
 extern "Python" int _aimux_py_stream_next(uint64_t, char **, aimux_error_t **);
@@ -17,7 +37,8 @@ extern "Python" int _aimux_py_stream_ctl(uint64_t, int);
 extern "Python" int _aimux_py_stream_start(const char *, const char *, uint64_t *, aimux_error_t **);
 extern "Python" int _aimux_py_stream_poll(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
 extern "Python" int _aimux_py_stream_next_batch(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
-extern "Python" int _aimux_py_poll_ready(size_t, char **, aimux_error_t **);
+extern "Python" int _aimux_py_poll_one(uint64_t, size_t, char **);
+extern "Python" int _aimux_py_wake(uint64_t, int);
 extern "Python" int _aimux_py_ready(uint64_t *, size_t, size_t *);
 extern "Python" int _aimux_py_events_fd(int *, aimux_error_t **);
 extern "Python" int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);

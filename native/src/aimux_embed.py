@@ -36,8 +36,10 @@ try:
     _stream_poll = _dispatch.stream_poll_json
     _stream_next_batch = _dispatch.stream_next_batch_json
     _ready = _dispatch.ready_handles
-    _poll_ready = _dispatch.poll_ready_json
+    _poll_one = _dispatch.poll_entry_json
+    _wake = _dispatch.stream_wake
     _events_fd = _dispatch.events_fd
+    _dispatch.use_native_queues(ffi, lib)  # streams opened here get a C queue (aimux_queue.c)
 except BaseException as _e:  # recorded, reported by every call as a 207
     _init_error = (
         "cannot load the aimux_ops core from %s: %s: %s"
@@ -190,8 +192,12 @@ if _init_error is not None:
         return 0
 
     @ffi.def_extern(error=-1)
-    def _aimux_py_poll_ready(max_events, out_json, out_err):
-        return _fail(out_err)
+    def _aimux_py_poll_one(handle, max_events, out_entry):
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_wake(handle, what):
+        return 0
 
     @ffi.def_extern(error=-1)
     def _aimux_py_events_fd(out_fd, out_err):
@@ -210,7 +216,7 @@ else:
         _s=ffi.string,
         _call=_call_json,
         _dup=lib._aimux_strndup,
-        _chain=_chain,
+        _unpack=lib._aimux_err_unpack,
     ):
         try:
             res, env = _call(_s(op) if op else None, _s(params) if params else None)
@@ -220,7 +226,21 @@ else:
                     raise MemoryError("cannot allocate the result")
                 out_result[0] = r
             else:
-                out_err[0] = _chain(env)
+                # _chain(env), inline (one frame less on every failed call): the same steps
+                try:
+                    buf = _chain_packed(env)
+                    if buf is None:
+                        buf = _packed(_chain_links(env))
+                except BaseException as e:
+                    out_err[0] = _early(
+                        lib._AIMUX_EARLY_INTERNAL,
+                        "libaimux: cannot walk the error envelope: %s: %s" % (type(e).__name__, e),
+                    )
+                else:
+                    err = _unpack(buf, len(buf))
+                    if not err:
+                        raise MemoryError("cannot allocate the error chain")
+                    out_err[0] = err
         except MemoryError:
             raise
         except BaseException as e:
@@ -232,7 +252,8 @@ else:
         # in the core function they call: one callback body, bound to each (no call per open).
         def callback(op, params, out_stream, out_err, _s=ffi.string, _open=_open):
             try:
-                handle, env = _open(_s(op) if op else None, _s(params) if params else None)
+                # native: the stream's events go to its C queue (read without the GIL)
+                handle, env = _open(_s(op) if op else None, _s(params) if params else None, True)
                 if env is None:
                     out_stream[0] = handle
                 else:
@@ -312,20 +333,25 @@ else:
         return 0
 
     @ffi.def_extern(error=-1)
-    def _aimux_py_poll_ready(
-        max_events, out_json, out_err, _take=_poll_ready, _dup=lib._aimux_strndup
-    ):
+    def _aimux_py_poll_one(handle, max_events, out_entry, _one=_poll_one, _dup=lib._aimux_strndup):
+        # one entry of aimux_poll_ready for a stream its C queue cannot answer (None: freed)
         try:
-            text = _take(max_events)
-            if text is not None:
-                r = _dup(text, len(text))
-                if not r:
-                    raise MemoryError("cannot allocate the batch")
-                out_json[0] = r
-        except MemoryError:
-            raise
-        except BaseException as e:
-            out_err[0] = _internal("poll_ready_json", e)
+            entry = _one(handle, max_events)
+        except BaseException:
+            entry = None
+        if entry is not None:
+            r = _dup(entry, len(entry))
+            if not r:
+                return -1  # out of memory: the shim reports it
+            out_entry[0] = r
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_wake(handle, what, _wake=_wake):
+        try:
+            _wake(handle, what)
+        except BaseException:
+            pass
         return 0
 
     @ffi.def_extern(error=-1)

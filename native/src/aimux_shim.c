@@ -29,8 +29,9 @@ static int _aimux_py_stream_start(const char *, const char *, uint64_t *, aimux_
 static int _aimux_py_stream_poll(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
 static int _aimux_py_stream_next_batch(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
 static int _aimux_py_ready(uint64_t *, size_t, size_t *);
-static int _aimux_py_poll_ready(size_t, char **, aimux_error_t **);
 static int _aimux_py_events_fd(int *, aimux_error_t **);
+static int _aimux_py_wake(uint64_t, int);
+static int _aimux_py_poll_one(uint64_t, size_t, char **);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
    retryable / retry_after_ms are decided once, by the Python side (aimux_embed.py `_packed`) or
@@ -228,6 +229,8 @@ static void _aimux_buf_json_string(_aimux_buf *b, const char *s, size_t n)
     _aimux_buf_put(b, s + start, n - start);
     _aimux_buf_put(b, "\"", 1);
 }
+
+#include "aimux_queue.c"
 
 /* Length of a valid-UTF-8 prefix of s[0..n) cut at <= max bytes on a character boundary;
    invalid bytes end the prefix (the shim's own messages are ASCII; this is a guard). */
@@ -677,12 +680,25 @@ static void _aimux_start_runtime(void)
 }
 
 /* Run once (pthread_once): the guest checks around the runtime's start-up. */
+/* Once the runtime runs, this library stays mapped until the process ends (RTLD_NODELETE):
+   the interpreter's threads (the stream loop, the reaper) call into its code, e.g. the C queues,
+   and a host's loader may dlclose it at exit (Node does, while those threads still run). */
+static void _aimux_pin(void)
+{
+    Dl_info info;
+    if (dladdr((void *)&aimux_abi_version, &info) != 0 && info.dli_fname != NULL)
+        (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 static void _aimux_start(void)
 {
     _aimux_save_signals();
     _aimux_start_runtime();
     _aimux_restore_signals();
-    if (_aimux_ready) _aimux_install_atfork();
+    if (_aimux_ready) {
+        _aimux_pin();
+        _aimux_install_atfork();
+    }
 }
 
 static aimux_error_t *_aimux_runtime(void)
@@ -763,14 +779,36 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream(const char *op, const char *params_js
     return _aimux_open_stream(_aimux_py_stream, op, params_json, out_stream);
 }
 
+/* A read from the stream's C queue (aimux_queue.c), without the interpreter lock: _AIMUX_T_PY
+   when the stream has no C queue (or the Python side must answer), else the queue's answer. */
+static int _aimux_fast_take(uint64_t stream, size_t max, int blocking, char **out, int32_t *ended)
+{
+    _aimux_q *q = _aimux_q_get(stream);
+    int st, wake = 0;
+    if (q == NULL) return _AIMUX_T_PY;
+    st = _aimux_cq_take(q, max, blocking, out, ended, &wake);
+    _aimux_cq_unref(q);
+    if (wake & _AIMUX_W_RELIST) (void)_aimux_rl_mark(stream, 0);
+    /* rare: a full queue drained (the producer waits in Python) */
+    if (wake & _AIMUX_W_ROOM) (void)_aimux_py_wake(stream, _AIMUX_W_ROOM);
+    return st;
+}
+
 CFFI_DLLEXPORT aimux_error_t *aimux_stream_next(uint64_t stream, char **out_event_json)
 {
     aimux_error_t *err;
     char *ev = NULL;
+    int32_t ended = 0;
     int rc;
     if (out_event_json == NULL) return _aimux_null_arg("out_event_json");
     *out_event_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
+    switch (_aimux_fast_take(stream, 0, 1, &ev, &ended)) {
+    case _AIMUX_T_DATA: *out_event_json = ev; return NULL;
+    case _AIMUX_T_END: return NULL;
+    case _AIMUX_T_OOM: return &_aimux_oom;
+    default: break;
+    }
     rc = _aimux_py_stream_next(stream, &ev, &err);
     if ((err = _aimux_after(rc, err)) != NULL) {
         free(ev);
@@ -827,16 +865,21 @@ CFFI_DLLEXPORT aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity
     if (out_streams == NULL && capacity > 0) return _aimux_null_arg("out_streams");
     if (capacity == 0) return NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
+    if (_aimux_rl_native) { /* the ready list is kept in C (aimux_queue.c) */
+        *out_count = _aimux_rl_take(out_streams, capacity);
+        return NULL;
+    }
     rc = _aimux_py_ready(out_streams, capacity, &n);
     if ((err = _aimux_after(rc, NULL)) != NULL) return err;
     *out_count = n > capacity ? capacity : n;
     return NULL;
 }
 
-/* aimux_stream_poll (never blocks) and aimux_stream_next_batch (waits): the core's `batch_fn` */
+/* aimux_stream_poll (never blocks) and aimux_stream_next_batch (waits): the stream's C queue,
+   else the core's `batch_fn` */
 typedef int (*_aimux_batch_fn)(uint64_t, size_t, char **, int32_t *, aimux_error_t **);
 
-static aimux_error_t *_aimux_stream_batch(_aimux_batch_fn batch_fn, uint64_t stream,
+static aimux_error_t *_aimux_stream_batch(_aimux_batch_fn batch_fn, int blocking, uint64_t stream,
                                           size_t max_events, char **out_events_json,
                                           int32_t *out_ended)
 {
@@ -849,6 +892,16 @@ static aimux_error_t *_aimux_stream_batch(_aimux_batch_fn batch_fn, uint64_t str
     if (out_ended == NULL) return _aimux_null_arg("out_ended");
     *out_ended = AIMUX_STREAM_OPEN;
     if ((err = _aimux_runtime()) != NULL) return err;
+    switch (_aimux_fast_take(stream, max_events ? max_events : 1, blocking, &batch, &ended)) {
+    case _AIMUX_T_DATA:
+    case _AIMUX_T_END:
+    case _AIMUX_T_EMPTY:
+        *out_events_json = batch;
+        *out_ended = ended ? AIMUX_STREAM_ENDED : AIMUX_STREAM_OPEN;
+        return NULL;
+    case _AIMUX_T_OOM: return &_aimux_oom;
+    default: break;
+    }
     rc = batch_fn(stream, max_events, &batch, &ended, &err);
     if ((err = _aimux_after(rc, err)) != NULL) {
         free(batch);
@@ -862,31 +915,89 @@ static aimux_error_t *_aimux_stream_batch(_aimux_batch_fn batch_fn, uint64_t str
 CFFI_DLLEXPORT aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events,
                                                 char **out_events_json, int32_t *out_ended)
 {
-    return _aimux_stream_batch(_aimux_py_stream_poll, stream, max_events, out_events_json,
+    return _aimux_stream_batch(_aimux_py_stream_poll, 0, stream, max_events, out_events_json,
                                out_ended);
 }
 
 CFFI_DLLEXPORT aimux_error_t *aimux_stream_next_batch(uint64_t stream, size_t max_events,
                                                       char **out_events_json, int32_t *out_ended)
 {
-    return _aimux_stream_batch(_aimux_py_stream_next_batch, stream, max_events, out_events_json,
+    return _aimux_stream_batch(_aimux_py_stream_next_batch, 1, stream, max_events, out_events_json,
                                out_ended);
+}
+
+/* One entry of aimux_poll_ready: [stream, ended, events|null, null] from the stream's C queue,
+   else from the core (which also answers the open failure, and skips a freed stream). */
+static void _aimux_poll_entry(_aimux_buf *b, uint64_t h, size_t max_events)
+{
+    char *batch = NULL, *entry = NULL, num[24];
+    int32_t ended = 0;
+    int i = 23;
+    switch (_aimux_fast_take(h, max_events ? max_events : 1, 0, &batch, &ended)) {
+    case _AIMUX_T_DATA:
+    case _AIMUX_T_END:
+    case _AIMUX_T_EMPTY:
+        num[i] = 0;
+        do {
+            num[--i] = (char)('0' + h % 10);
+            h /= 10;
+        } while (h);
+        _aimux_buf_put(b, b->len > 1 ? ",[" : "[", b->len > 1 ? 2 : 1);
+        _aimux_buf_str(b, num + i);
+        _aimux_buf_str(b, ended ? ",1," : ",0,");
+        _aimux_buf_str(b, batch ? batch : "null");
+        _aimux_buf_str(b, ",null]");
+        free(batch);
+        return;
+    case _AIMUX_T_OOM: b->oom = 1; return;
+    default: break;
+    }
+    if (_aimux_py_poll_one(h, max_events, &entry) != 0) b->oom = 1;
+    if (entry != NULL) {
+        if (b->len > 1) _aimux_buf_put(b, ",", 1);
+        _aimux_buf_str(b, entry);
+        free(entry);
+    }
 }
 
 CFFI_DLLEXPORT aimux_error_t *aimux_poll_ready(size_t max_events, char **out_json)
 {
     aimux_error_t *err;
-    char *json = NULL;
+    _aimux_buf b = {0};
+    uint64_t ready[256];
+    size_t n, i;
     int rc;
     if (out_json == NULL) return _aimux_null_arg("out_json");
     *out_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
-    rc = _aimux_py_poll_ready(max_events, &json, &err);
-    if ((err = _aimux_after(rc, err)) != NULL) {
-        free(json);
-        return err;
+    _aimux_buf_put(&b, "[", 1);
+    do { /* every listed handle leaves the list, oldest first */
+        n = 0;
+        if (_aimux_rl_native) {
+            n = _aimux_rl_take(ready, sizeof ready / sizeof ready[0]);
+        } else {
+            rc = _aimux_py_ready(ready, sizeof ready / sizeof ready[0], &n);
+            if ((err = _aimux_after(rc, NULL)) != NULL) {
+                free(b.p);
+                return err;
+            }
+        }
+        for (i = 0; i < n; i++) _aimux_poll_entry(&b, ready[i], max_events);
+    } while (n == sizeof ready / sizeof ready[0]);
+    if (b.oom) {
+        free(b.p);
+        return &_aimux_oom;
     }
-    *out_json = json;
+    if (b.len <= 1) { /* no stream listed (or none still there) */
+        free(b.p);
+        return NULL;
+    }
+    _aimux_buf_put(&b, "]", 1);
+    if (b.oom) {
+        free(b.p);
+        return &_aimux_oom;
+    }
+    *out_json = b.p;
     return NULL;
 }
 
