@@ -31,7 +31,7 @@ help:
 
 ## setup: .venv with the package (editable) and every dev tool, from the pinned lock file, and
 ## the optional C projection built in place (aimux_ops/_cproject*.so, native/build_cproject.py)
-CPROJECT  := aimux_ops/_cproject$(shell $(PYTHON3) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
+CPROJECT  := aimux_ops/_cproject$(shell $(if $(wildcard $(PY)),$(PY),$(PYTHON3)) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
 setup: $(STAMP) $(CPROJECT)
 $(CPROJECT): aimux_ops/_cproject.c native/build_cproject.py $(STAMP)
 	$(PY) native/build_cproject.py --out-dir aimux_ops

@@ -8,8 +8,9 @@
  *
  * - aimux nodes whose class keeps the base payload_fields and cause_children (no RetryError, no
  *   TimeoutError), no undeclared payload member, field values of exact types: str (ASCII, at most
- *   16 KiB), int, bool, finite float, and lists / dicts of those (ASCII keys, nothing over the
- *   16 KiB bound, no secret-named member holding a string, no string with a scrub anchor);
+ *   16 KiB), int, bool, finite float, and lists / dicts of those (ASCII keys without a scrub
+ *   anchor, nothing over the 16 KiB bound, no secret-named member holding a string, no string
+ *   with a scrub anchor);
  * - source nodes of exceptions whose str() is a builtin exception's (BaseException, OSError,
  *   KeyError) over plain arguments (str, int, float, bool, None, or such exceptions), and
  *   SourceError;
@@ -66,7 +67,8 @@ static PyObject *g_own_retry_after;  /* AimuxError._own_retry_after_ms (the func
 static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_truncated, *s_type,
     *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_own_retryable, *s_own_retry_after,
     *s_wire_root, *s_getattribute, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields,
-    *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name;
+    *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name,
+    *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -109,16 +111,18 @@ static int has_word_ci(const char *s, Py_ssize_t n, const char *word, Py_ssize_t
 }
 
 /* One pass over an ASCII text: 1 when it holds "sk-", "key-", "bearer" in any case
- * (redact._shaped_anchor), or, with `urls`, "://". */
+ * (redact._shaped_anchor; _PATTERN_RE ignores case), or, with `urls`, "://". */
 static int shaped_anchor(const char *s, Py_ssize_t n, int urls)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         switch (s[i]) {
         case 's':
-            if (i + 2 < n && s[i + 1] == 'k' && s[i + 2] == '-') return 1;
+        case 'S':
+            if (i + 2 < n && (s[i + 1] | 0x20) == 'k' && s[i + 2] == '-') return 1;
             break;
         case 'k':
-            if (i + 3 < n && s[i + 1] == 'e' && s[i + 2] == 'y' && s[i + 3] == '-') return 1;
+        case 'K':
+            if (i + 3 < n && has_word_ci(s + i + 1, 3, "ey-", 3)) return 1;
             break;
         case 'b':
         case 'B':
@@ -155,43 +159,64 @@ static int has_anchor(const Ctx *ctx, const char *s, Py_ssize_t n, int urls)
  * lookups of a class-level __getattr__ hook (AimuxError has one: it only answers what is not
  * found). Anything else (a descriptor on the class, another __getattribute__, no such attribute)
  * goes through PyObject_GetAttr. New reference or NULL with an error set. */
-static getattrofunc hook_getattro; /* tp_getattro of a class with a Python __getattr__ */
-static PyObject *object_getattribute;
+static getattrofunc hook_getattro;       /* tp_getattro of a class with a Python __getattr__ */
+static PyObject *object_getattribute;    /* object.__dict__["__getattribute__"] */
+static PyObject *exception_getattribute; /* BaseException.__dict__["__getattribute__"] */
 
 /* Whether the class finds attributes as object.__getattribute__ does (then a __getattr__ hook
- * only answers what is not found). */
+ * only answers what is not found). An exception class finds BaseException's own
+ * __getattribute__ (BaseException sets tp_getattro, so its __dict__ holds a slot wrapper of its
+ * own): it wraps PyObject_GenericGetAttr too. */
 static int standard_lookup(PyTypeObject *t)
 {
-    return t->tp_getattro == PyObject_GenericGetAttr ||
-           (t->tp_getattro == hook_getattro &&
-            _PyType_Lookup(t, s_getattribute) == object_getattribute);
+    if (t->tp_getattro == PyObject_GenericGetAttr) return 1;
+    if (t->tp_getattro != hook_getattro) return 0;
+    PyObject *getattribute = _PyType_Lookup(t, s_getattribute);
+    return getattribute == object_getattribute || getattribute == exception_getattribute;
 }
 
 static PyObject *get_attr(PyObject *obj, PyObject *name)
 {
     PyTypeObject *t = Py_TYPE(obj);
     if (!standard_lookup(t)) return PyObject_GetAttr(obj, name);
-    PyObject *descr = _PyType_Lookup(t, name); /* borrowed */
-    if (descr != NULL && Py_TYPE(descr)->tp_descr_get != NULL) return PyObject_GetAttr(obj, name);
+    /* held for the whole lookup, as PyObject_GenericGetAttr holds it: a colliding key's __eq__
+     * in the instance dict may delete the class attribute */
+    PyObject *descr = Py_XNewRef(_PyType_Lookup(t, name));
+    if (descr != NULL && Py_TYPE(descr)->tp_descr_get != NULL) {
+        Py_DECREF(descr);
+        return PyObject_GetAttr(obj, name);
+    }
     PyObject **dictptr = _PyObject_GetDictPtr(obj);
     if (dictptr != NULL && *dictptr != NULL) {
-        PyObject *v = PyDict_GetItemWithError(*dictptr, name);
-        if (v != NULL) return Py_NewRef(v);
-        if (PyErr_Occurred()) return NULL;
+        PyObject *dict = Py_NewRef(*dictptr);
+        PyObject *v = Py_XNewRef(PyDict_GetItemWithError(dict, name));
+        Py_DECREF(dict);
+        if (v != NULL || PyErr_Occurred()) {
+            Py_XDECREF(descr);
+            return v;
+        }
     }
-    if (descr != NULL) return Py_NewRef(descr);
+    if (descr != NULL) return descr;
     return PyObject_GetAttr(obj, name);
+}
+
+/* Whether the instance's own __dict__ holds `name`: 1, 0, or -1 with an error set. */
+static int instance_has(PyObject *obj, PyObject *name)
+{
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    if (dictptr == NULL || *dictptr == NULL) return 0;
+    PyObject *dict = Py_NewRef(*dictptr);
+    int rc = PyDict_Contains(dict, name);
+    Py_DECREF(dict);
+    return rc;
 }
 
 /* Whether obj.<name> is the class's function `function` (not shadowed by the instance). */
 static int is_class_function(PyObject *obj, PyObject *name, PyObject *function)
 {
     if (!standard_lookup(Py_TYPE(obj)) || _PyType_Lookup(Py_TYPE(obj), name) != function) return 0;
-    PyObject **dictptr = _PyObject_GetDictPtr(obj);
-    if (dictptr == NULL || *dictptr == NULL) return 1;
-    PyObject *v = PyDict_GetItemWithError(*dictptr, name);
-    if (v == NULL) return PyErr_Occurred() ? -1 : 1;
-    return 0;
+    int has = instance_has(obj, name);
+    return has < 0 ? -1 : !has;
 }
 
 /* -- texts ----------------------------------------------------------------------------------- */
@@ -287,7 +312,8 @@ static PyObject *small_copy(const Ctx *ctx, PyObject *value, int depth, Py_ssize
         PyObject *k = NULL, *v;
         if (dict) {
             if (!PyDict_Next(value, &pos, &k, &v)) break;
-            if (!ascii_text(k)) {
+            /* a key with a scrub anchor is scrubbed by Python (causes._clean) */
+            if (!ascii_text(k) || has_anchor(ctx, ascii_data(k), PyUnicode_GET_LENGTH(k), 0)) {
                 st = FALLBACK;
                 break;
             }
@@ -380,6 +406,31 @@ static int class_keeps(PyObject *exc, PyObject *name, PyObject *expected)
     return _PyType_Lookup(Py_TYPE(exc), name) == expected;
 }
 
+/* BaseException's own descriptors of the members the walk reads from the C struct (setup()). */
+static PyObject *d_cause, *d_context, *d_suppress_context, *d_args;
+static const struct {
+    PyObject **descr;
+    PyObject **name;
+} base_descrs[] = {
+    {&d_cause, &s_dunder_cause},
+    {&d_context, &s_dunder_context},
+    {&d_suppress_context, &s_dunder_suppress},
+    {&d_args, &s_args},
+};
+
+/* Whether the exception's class finds BaseException's own __cause__, __context__,
+ * __suppress_context__ and args (then the C struct's members are what Python reads); a class
+ * overriding any of them (a property, a class attribute) is Python's. */
+static int keeps_exception_members(PyObject *exc)
+{
+    PyTypeObject *t = Py_TYPE(exc);
+    for (size_t i = 0; i < sizeof base_descrs / sizeof *base_descrs; i++) {
+        PyObject *descr = *base_descrs[i].descr;
+        if (descr == NULL || _PyType_Lookup(t, *base_descrs[i].name) != descr) return 0;
+    }
+    return 1;
+}
+
 /* node["error"] of an aimux node: {"name": ..., camelCase fields} (causes._plain_payload). */
 static int payload(const Ctx *ctx, PyObject *exc, PyObject *node)
 {
@@ -462,6 +513,10 @@ static int aimux_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **
     int rc = PyObject_IsInstance(exc, g_retry_error);
     if (rc != 0) return rc < 0 ? settle() : FALLBACK;
     if (!class_keeps(exc, s_cause_children, g_cause_children)) return FALLBACK;
+    /* an instance's own cause_children / payload_fields (set on the error) is Python's */
+    rc = instance_has(exc, s_cause_children);
+    if (rc == 0) rc = instance_has(exc, s_payload_fields);
+    if (rc != 0) return rc < 0 ? settle() : FALLBACK;
     PyObject *kind = get_attr(exc, s_kind);
     PyObject *code = kind ? get_attr(exc, s_code) : NULL;
     PyObject *raw = code ? get_attr(exc, s_message) : NULL;
@@ -549,38 +604,53 @@ done:
     return out;
 }
 
-/* Per class: (its __module__, its __qualname__, the name) as last computed; a class whose
- * __module__ or __qualname__ was set since (another object) is computed again. Classes of other
- * metaclasses are always computed. Bounded: cleared when full. */
+/* Per class: {id(class): (weakref(class), its __module__, its __qualname__, the name)} as last
+ * computed; a class whose __module__ or __qualname__ was set since (another object) is computed
+ * again, and an entry whose weak reference no longer points at the class (collected: the id may
+ * be another class's now) too. The class itself is never held: a local exception class is
+ * collected as in pure Python. Classes of other metaclasses are always computed. Bounded: cleared
+ * when full. */
 static PyObject *g_type_names;
 #define TYPE_NAMES_MAX 512
 
 static PyObject *type_name(PyTypeObject *t)
 {
     if (Py_TYPE(t) != &PyType_Type) return compute_type_name(t);
-    int heap = PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE);
-    PyObject *module = NULL, *qual = NULL;
-    if (heap) {
-        module = PyDict_GetItemWithError(t->tp_dict, s_module);
-        qual = ((PyHeapTypeObject *)t)->ht_qualname;
+    /* strong references for the whole function: an allocation below may run a finalizer that
+     * renames the class (frees the old __module__ / __qualname__) */
+    PyObject *module, *qual;
+    if (PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE)) {
+        module = Py_XNewRef(PyDict_GetItemWithError(t->tp_dict, s_module));
         if (module == NULL) return PyErr_Occurred() ? NULL : compute_type_name(t);
+        qual = Py_NewRef(((PyHeapTypeObject *)t)->ht_qualname);
+    } else {
+        module = Py_NewRef(Py_None);
+        qual = Py_NewRef(Py_None);
     }
-    if (g_type_names == NULL && (g_type_names = PyDict_New()) == NULL) return NULL;
-    PyObject *held = PyDict_GetItemWithError(g_type_names, (PyObject *)t);
-    if (held != NULL &&
-        (!heap || (PyTuple_GET_ITEM(held, 0) == module && PyTuple_GET_ITEM(held, 1) == qual)))
-        return Py_NewRef(PyTuple_GET_ITEM(held, 2));
-    if (PyErr_Occurred()) return NULL;
-    PyObject *name = compute_type_name(t);
-    if (name == NULL) return NULL;
+    PyObject *key = NULL, *name = NULL, *held = NULL, *ref = NULL, *entry = NULL;
+    if (g_type_names == NULL && (g_type_names = PyDict_New()) == NULL) goto done;
+    key = PyLong_FromVoidPtr(t);
+    if (key == NULL) goto done;
+    held = Py_XNewRef(PyDict_GetItemWithError(g_type_names, key));
+    if (held == NULL && PyErr_Occurred()) goto done;
+    if (held != NULL && PyWeakref_GetObject(PyTuple_GET_ITEM(held, 0)) == (PyObject *)t &&
+        PyTuple_GET_ITEM(held, 1) == module && PyTuple_GET_ITEM(held, 2) == qual) {
+        name = Py_NewRef(PyTuple_GET_ITEM(held, 3));
+        goto done;
+    }
+    name = compute_type_name(t);
+    if (name == NULL) goto done;
     if (PyDict_GET_SIZE(g_type_names) >= TYPE_NAMES_MAX) PyDict_Clear(g_type_names);
-    PyObject *entry = PyTuple_Pack(3, heap ? module : Py_None, heap ? qual : Py_None, name);
-    if (entry == NULL || PyDict_SetItem(g_type_names, (PyObject *)t, entry) < 0) {
-        Py_XDECREF(entry);
-        Py_DECREF(name);
-        return NULL;
-    }
-    Py_DECREF(entry);
+    ref = PyWeakref_NewRef((PyObject *)t, NULL);
+    entry = ref ? PyTuple_Pack(4, ref, module, qual, name) : NULL;
+    if (entry == NULL || PyDict_SetItem(g_type_names, key, entry) < 0) Py_CLEAR(name);
+done:
+    Py_XDECREF(entry);
+    Py_XDECREF(ref);
+    Py_XDECREF(held);
+    Py_XDECREF(key);
+    Py_DECREF(module);
+    Py_DECREF(qual);
     return name;
 }
 
@@ -711,7 +781,18 @@ static int root_fields(PyObject *err, PyObject *root)
         Py_DECREF(after);
         return OK;
     }
-    if (!PyLong_CheckExact(after)) { /* int(after) of another type: Python's */
+    if (PyBool_Check(after) || PyFloat_CheckExact(after)) {
+        /* envelope._root's ``0 <= after <= RETRY_AFTER_MAX_MS`` then ``int(after)``, here, so
+         * that the hooks (already called) are not called again by a fallback: a bool is 0 / 1;
+         * a float compares exactly (RETRY_AFTER_MAX_MS < 2**53 is a double) and truncates, NaN
+         * and the infinities are out of range */
+        double v = PyBool_Check(after) ? (after == Py_True ? 1.0 : 0.0) : PyFloat_AS_DOUBLE(after);
+        Py_DECREF(after);
+        if (!(v >= 0.0 && v <= (double)g_retry_after_max)) return OK;
+        return put(root, s_retryAfterMs, PyLong_FromDouble(v));
+    }
+    /* int(after) of another type: Python's (its hooks run again there: docs/DESIGN.md) */
+    if (!PyLong_CheckExact(after)) {
         Py_DECREF(after);
         return FALLBACK;
     }
@@ -738,6 +819,10 @@ static int project_root(const Ctx *ctx, PyObject *err, PyObject **out)
     for (;;) {
         seen[nseen++] = exc; /* owned */
         PyObject *next = NULL;
+        if (!keeps_exception_members(exc)) {
+            rc = FALLBACK;
+            break;
+        }
         int is_aimux = PyObject_IsInstance(exc, g_aimux_error);
         if (is_aimux < 0)
             rc = settle();
@@ -827,6 +912,7 @@ static PyObject *cproject_root(PyObject *module, PyObject *err)
 {
     (void)module;
     if (!ready()) return NULL;
+    if (!PyExceptionInstance_Check(err)) return Py_NewRef(Py_None); /* Python's (and its error) */
     Ctx ctx;
     ctx.secrets = read_secrets();
     if (ctx.secrets == NULL) return settle() == ERR ? NULL : Py_NewRef(Py_None);
@@ -859,111 +945,139 @@ static PyObject *make_link(PyObject *code, PyObject *kind, PyObject *name, PyObj
     return link;
 }
 
+/* A new reference to d[key], or NULL (an error set, or not there). */
+static PyObject *dict_get(PyObject *d, PyObject *key)
+{
+    return Py_XNewRef(PyDict_GetItemWithError(d, key));
+}
+
 /* envelope.chain_links of the nodes this process just projected (check_root, root_fields and
  * _links_of_nodes): FALLBACK for a root without a code in 1..2**31-1 or an AI_RetryError link
- * without a cause (its attempts), or any member of an unexpected type. */
+ * without a cause (its attempts), or any member of an unexpected type. Every value read from the
+ * caller's dicts is held (strong) while in use: an allocation or orjson.dumps may run a
+ * finalizer that changes those dicts. */
 static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
 {
-    PyObject *kind = PyDict_GetItemWithError(root, s_kind);
-    PyObject *code = kind ? PyDict_GetItemWithError(root, s_code) : NULL;
-    if (code == NULL || !PyUnicode_CheckExact(kind) || !PyLong_CheckExact(code))
-        return PyErr_Occurred() ? ERR : FALLBACK;
-    long c = PyLong_AsLong(code);
-    if (c == -1 && PyErr_Occurred()) return settle();
-    if (c < 1 || c > CODE_MAX) return FALLBACK;
-    PyObject *retryable = PyDict_GetItemWithError(root, s_retryable);
-    PyObject *after = PyDict_GetItemWithError(root, s_retryAfterMs);
-    if (PyErr_Occurred()) return ERR;
-    PyObject *after_out = Py_None;
+    int rc = OK;
+    PyObject *kind = dict_get(root, s_kind);
+    PyObject *code = kind ? dict_get(root, s_code) : NULL;
+    if (code == NULL || !PyUnicode_CheckExact(kind) || !PyLong_CheckExact(code)) {
+        rc = PyErr_Occurred() ? ERR : FALLBACK;
+    } else {
+        long c = PyLong_AsLong(code);
+        if (c == -1 && PyErr_Occurred())
+            rc = settle();
+        else if (c < 1 || c > CODE_MAX)
+            rc = FALLBACK;
+    }
+    Py_XDECREF(kind);
+    Py_XDECREF(code);
+    if (rc != OK) return rc;
+    PyObject *retryable = dict_get(root, s_retryable);
+    int retryable_true = retryable == Py_True;
+    Py_XDECREF(retryable);
+    PyObject *after = dict_get(root, s_retryAfterMs);
+    if (PyErr_Occurred()) {
+        Py_XDECREF(after);
+        return ERR;
+    }
+    PyObject *after_out = Py_NewRef(Py_None);
     if (after != NULL) {
-        if (!PyLong_CheckExact(after)) return FALLBACK;
-        if (after_in_range(after)) after_out = after;
+        if (!PyLong_CheckExact(after)) {
+            Py_DECREF(after);
+            Py_DECREF(after_out);
+            return FALLBACK;
+        }
+        if (after_in_range(after))
+            Py_SETREF(after_out, after);
+        else
+            Py_DECREF(after);
     }
     PyObject *links = PyList_New(0);
-    if (links == NULL) return ERR;
-    int rc = OK;
-    PyObject *node = root;
+    if (links == NULL) {
+        Py_DECREF(after_out);
+        return ERR;
+    }
+    PyObject *node = Py_NewRef(root);
     while (node != NULL && PyDict_Check(node) && PyList_GET_SIZE(links) < LINKS_MAX) {
         if (!PyDict_CheckExact(node)) {
             rc = FALLBACK;
             break;
         }
         int first = PyList_GET_SIZE(links) == 0;
-        PyObject *nkind = PyDict_GetItemWithError(node, s_kind);
-        PyObject *next = nkind || !PyErr_Occurred() ? PyDict_GetItemWithError(node, s_cause) : NULL;
-        if (PyErr_Occurred()) {
-            rc = ERR;
-            break;
-        }
-        PyObject *ncode, *kind_bytes, *name;
-        if (nkind != NULL && PyUnicode_Check(nkind)) {
-            if (!PyUnicode_CheckExact(nkind)) {
-                rc = FALLBACK;
+        PyObject *nkind = dict_get(node, s_kind);
+        PyObject *next = nkind || !PyErr_Occurred() ? dict_get(node, s_cause) : NULL;
+        PyObject *ncode = NULL, *kind_bytes = NULL, *name = NULL, *error = NULL, *message = NULL;
+        PyObject *name_bytes = NULL, *message_bytes = NULL, *json = NULL, *link = NULL;
+        do {
+            if (PyErr_Occurred()) {
+                rc = ERR;
                 break;
             }
-            ncode = PyDict_GetItemWithError(node, s_code);
-            if (ncode == NULL || !PyLong_CheckExact(ncode)) {
-                rc = PyErr_Occurred() ? ERR : FALLBACK;
-                break;
-            }
-            long nc = PyLong_AsLong(ncode);
-            if (nc == -1 && PyErr_Occurred()) {
-                rc = settle();
-                break;
-            }
-            if (nc < 0 || nc > CODE_MAX || (first && nc < 1)) {
-                rc = FALLBACK;
-                break;
-            }
-            PyObject *error = PyDict_GetItemWithError(node, s_error);
-            name = NULL;
-            if (error != NULL && PyDict_Check(error)) {
-                if (!PyDict_CheckExact(error)) {
+            if (nkind != NULL && PyUnicode_Check(nkind)) {
+                if (!PyUnicode_CheckExact(nkind)) {
                     rc = FALLBACK;
                     break;
                 }
-                name = PyDict_GetItemWithError(error, s_name);
+                ncode = dict_get(node, s_code);
+                if (ncode == NULL || !PyLong_CheckExact(ncode)) {
+                    rc = PyErr_Occurred() ? ERR : FALLBACK;
+                    break;
+                }
+                long nc = PyLong_AsLong(ncode);
+                if (nc == -1 && PyErr_Occurred()) {
+                    rc = settle();
+                    break;
+                }
+                if (nc < 0 || nc > CODE_MAX || (first && nc < 1)) {
+                    rc = FALLBACK;
+                    break;
+                }
+                error = dict_get(node, s_error);
+                if (error != NULL && PyDict_Check(error)) {
+                    if (!PyDict_CheckExact(error)) {
+                        rc = FALLBACK;
+                        break;
+                    }
+                    name = dict_get(error, s_name);
+                }
+                if (PyErr_Occurred()) {
+                    rc = ERR;
+                    break;
+                }
+                if (name != NULL && name != Py_None && !PyUnicode_CheckExact(name) &&
+                    PyUnicode_Check(name)) {
+                    rc = FALLBACK;
+                    break;
+                }
+                if ((next == NULL || next == Py_None) && name != NULL &&
+                    PyUnicode_CheckExact(name) && PyUnicode_Compare(name, s_retry_name) == 0) {
+                    rc = FALLBACK; /* the attempts are the chain: Python's walk */
+                    break;
+                }
+                kind_bytes = utf8(nkind);
+            } else {
+                ncode = PyLong_FromLong(0);
+                kind_bytes = ncode ? PyBytes_FromString("source") : NULL;
+                name = kind_bytes ? dict_get(node, s_type) : NULL;
+                if (PyErr_Occurred()) {
+                    rc = ERR;
+                    break;
+                }
+                if (name != NULL && PyUnicode_Check(name) && !PyUnicode_CheckExact(name)) {
+                    rc = FALLBACK;
+                    break;
+                }
             }
-            if (PyErr_Occurred()) {
+            if (kind_bytes == NULL) {
                 rc = ERR;
                 break;
             }
-            if (name != NULL && name != Py_None && !PyUnicode_CheckExact(name) &&
-                PyUnicode_Check(name)) {
-                rc = FALLBACK;
+            message = dict_get(node, s_message);
+            if (message == NULL || !PyUnicode_CheckExact(message)) {
+                rc = PyErr_Occurred() ? ERR : FALLBACK;
                 break;
             }
-            if ((next == NULL || next == Py_None) && name != NULL && PyUnicode_CheckExact(name) &&
-                PyUnicode_Compare(name, s_retry_name) == 0) {
-                rc = FALLBACK; /* the attempts are the chain: Python's walk */
-                break;
-            }
-            Py_INCREF(ncode);
-            kind_bytes = utf8(nkind);
-        } else {
-            ncode = PyLong_FromLong(0);
-            kind_bytes = PyBytes_FromString("source");
-            name = PyDict_GetItemWithError(node, s_type);
-            if (PyErr_Occurred()) {
-                Py_XDECREF(ncode);
-                Py_XDECREF(kind_bytes);
-                rc = ERR;
-                break;
-            }
-            if (name != NULL && PyUnicode_Check(name) && !PyUnicode_CheckExact(name)) {
-                Py_XDECREF(ncode);
-                Py_XDECREF(kind_bytes);
-                rc = FALLBACK;
-                break;
-            }
-        }
-        PyObject *message = PyDict_GetItemWithError(node, s_message);
-        PyObject *name_bytes = NULL, *message_bytes = NULL, *json = NULL, *link = NULL;
-        if (ncode == NULL || kind_bytes == NULL) {
-            rc = ERR;
-        } else if (message == NULL || !PyUnicode_CheckExact(message)) {
-            rc = PyErr_Occurred() ? ERR : FALLBACK;
-        } else {
             name_bytes =
                 name != NULL && PyUnicode_CheckExact(name) ? utf8(name) : Py_NewRef(Py_None);
             message_bytes = name_bytes ? utf8(message) : NULL;
@@ -972,21 +1086,29 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
                                          : PyObject_CallOneArg(g_dumps, node);
             link = json ? make_link(ncode, kind_bytes, name_bytes, message_bytes, json) : NULL;
             if (link == NULL || PyList_Append(links, link) < 0) rc = ERR;
-        }
+        } while (0);
+        Py_XDECREF(nkind);
         Py_XDECREF(ncode);
         Py_XDECREF(kind_bytes);
+        Py_XDECREF(error);
+        Py_XDECREF(name);
+        Py_XDECREF(message);
         Py_XDECREF(name_bytes);
         Py_XDECREF(message_bytes);
         Py_XDECREF(json);
         Py_XDECREF(link);
-        if (rc != OK) break;
-        node = next;
+        if (rc != OK) {
+            Py_XDECREF(next);
+            break;
+        }
+        Py_SETREF(node, next);
     }
+    Py_XDECREF(node);
     if (rc == OK) {
-        *out =
-            Py_BuildValue("((OO)N)", retryable == Py_True ? Py_True : Py_False, after_out, links);
+        *out = Py_BuildValue("((ON)N)", retryable_true ? Py_True : Py_False, after_out, links);
         return *out == NULL ? ERR : OK;
     }
+    Py_DECREF(after_out);
     Py_DECREF(links);
     return rc;
 }
@@ -1120,7 +1242,12 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
     /* AimuxError has a Python __getattr__: its tp_getattro is the hook every such class has */
     hook_getattro = ((PyTypeObject *)g_aimux_error)->tp_getattro;
     g_retry_after_max = after_max;
-    object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute); /* immortal type */
+    /* static types, never freed: borrowed for the life of the process */
+    object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute);
+    exception_getattribute = _PyType_Lookup((PyTypeObject *)PyExc_BaseException, s_getattribute);
+    for (size_t i = 0; i < sizeof base_descrs / sizeof *base_descrs; i++)
+        *base_descrs[i].descr =
+            _PyType_Lookup((PyTypeObject *)PyExc_BaseException, *base_descrs[i].name);
     Py_RETURN_NONE;
 }
 
@@ -1186,6 +1313,10 @@ static int intern_all(void)
         {&s_secret_list, "_secret_list"},
         {&s_builtins, "builtins"},
         {&s_retry_name, "AI_RetryError"},
+        {&s_dunder_cause, "__cause__"},
+        {&s_dunder_context, "__context__"},
+        {&s_dunder_suppress, "__suppress_context__"},
+        {&s_args, "args"},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (*names[i].slot == NULL) {

@@ -122,9 +122,10 @@ def _sanitize(value: Any, limit: int, budget: _Budget) -> Any:
             if budget.left <= 0:
                 budget.cut = True
                 break
-            key = str(k)
+            raw_key = str(k)
+            key = scrub_text(raw_key)  # a key is text that leaves too (a token as a key)
             budget.left -= len(key)
-            redacted = isinstance(v, str) and is_secret_header(key)
+            redacted = isinstance(v, str) and is_secret_header(raw_key)
             out[key] = REDACTED if redacted else _sanitize(v, limit, budget)
         return out
     if isinstance(value, (list, tuple)):
@@ -188,6 +189,7 @@ def _small_bound(value: Any, texts: list[str], depth: int) -> int:
         for k, v in value.items():
             if type(k) is not str or not k.isascii():
                 return -1
+            texts.append(k)  # keys are probed (and scrubbed) as the values are
             kind = type(v)
             if kind is str:  # the common members inline (no call per member)
                 if not v.isascii():
@@ -223,7 +225,8 @@ def _small_bound(value: Any, texts: list[str], depth: int) -> int:
 
 def _clean(value: Any, scrub: bool) -> Any:
     """What _sanitize gives a value ``_small_bound`` accepted within the limit (nothing is cut,
-    no budget is reached): secret-named members redacted, strings scrubbed when ``scrub``."""
+    no budget is reached): secret-named members redacted, strings (and keys) scrubbed when
+    ``scrub``."""
     kind = type(value)
     if kind is str:
         return scrub_text(value) if scrub else value
@@ -231,12 +234,13 @@ def _clean(value: Any, scrub: bool) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             kind = type(v)
+            key = scrub_text(k) if scrub else k
             if kind is str:
-                out[k] = REDACTED if is_secret_header(k) else (scrub_text(v) if scrub else v)
+                out[key] = REDACTED if is_secret_header(k) else (scrub_text(v) if scrub else v)
             elif kind is dict or kind is list:
-                out[k] = _clean(v, scrub)
+                out[key] = _clean(v, scrub)
             else:
-                out[k] = v
+                out[key] = v
         return out
     if kind is list:
         return [

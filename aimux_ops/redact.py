@@ -62,8 +62,11 @@ _PROBE_BY_SUBSTRING = 16
 
 
 def _shaped_anchor(text: str) -> bool:
-    """Whether ``text`` holds an anchor of ``_PATTERN_RE``'s secret-shaped tokens."""
-    return "sk-" in text or "key-" in text or "bearer" in text.lower()
+    """Whether ``text`` holds an anchor of ``_PATTERN_RE``'s secret-shaped tokens, in any case
+    as the pattern matches them (``SK-…`` and ``Key-…`` are tokens too; casefold, not lower:
+    the pattern's ignore-case also matches ``ſ`` for ``s`` and the Kelvin sign for ``k``)."""
+    folded = text.casefold()
+    return "sk-" in folded or "key-" in folded or "bearer" in folded
 
 
 def has_anchor(text: str) -> bool:

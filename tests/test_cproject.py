@@ -520,3 +520,332 @@ def test_a_renamed_class_is_named_anew() -> None:
     assert b'"type":"elsewhere.Other.Name"' in envelope_of()[0]
     Renamed.__module__ = "builtins"
     assert b'"type":"Other.Name"' in envelope_of()[0]
+
+
+# -- the review's defects (each seen failing or crashing before its fix) ------------------------
+
+
+def run_script(code: str) -> str:
+    """Runs `code` in a fresh interpreter on this tree (a crash fails the test, not the
+    session); its stdout."""
+    root = str(Path(envelope.__file__).resolve().parents[1])
+    prelude = (
+        "import sys\n"
+        f"sys.path.insert(0, {root!r})\n"
+        "from aimux_ops import envelope, errors as E\n"
+        "from aimux_ops.envelope import project\n"
+        "assert envelope._native is not None\n"
+        "def py_project(exc):\n"
+        "    saved, envelope._native = envelope._native, None\n"
+        "    try:\n"
+        "        return project(exc)\n"
+        "    finally:\n"
+        "        envelope._native = saved\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", prelude + code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    return out.stdout
+
+
+@needs_c
+def test_a_non_exception_claiming_an_aimux_class_is_pythons() -> None:
+    """An object whose ``__class__`` claims APICallError is no exception: the C walk leaves it
+    to Python (it read its cause from a struct it does not have: a segfault)."""
+    out = run_script(
+        "class Fake:\n"
+        "    __class__ = property(lambda s: E.APICallError)\n"
+        "    payload_fields = E.AimuxError.payload_fields\n"
+        "    cause_children = E.AimuxError.cause_children\n"
+        "    kind = 'aimux'; code = 11; message = 'fake'; _extra = None; _values = {}\n"
+        "    _wire = (); error_name = 'AI_APICallError'\n"
+        "f = Fake()\n"
+        "assert isinstance(f, E.AimuxError)\n"
+        "assert envelope._native.root(f) is None\n"
+        "print(project(f) == py_project(f))\n"
+    )
+    assert out.strip() == "True"
+
+
+@needs_c
+def test_a_class_renamed_by_a_finalizer_during_the_walk() -> None:
+    """A collection inside the walk runs a finalizer that renames the source's class (its old
+    ``__module__`` freed while the walk still used it: a segfault)."""
+    out = run_script(
+        "import gc, itertools\n"
+        "counter = itertools.count()\n"
+        "class Src(Exception):\n"
+        "    pass\n"
+        "Src.__module__ = 'mod' + str(next(counter)) * 3\n"
+        "class Bomb:\n"
+        "    def __init__(self):\n"
+        "        self.me = self\n"
+        "    def __del__(self):\n"
+        "        Src.__module__ = 'mod' + str(next(counter)) * 3\n"
+        "        Bomb()\n"
+        "Bomb()\n"
+        "native = envelope._native\n"
+        "gc.set_threshold(1)\n"
+        "for i in range(20000):\n"
+        "    hold = [(i, i, i) for _ in range(300)]\n"
+        "    e = E.APICallError('x'); e.__cause__ = Src('inner')\n"
+        "    pad = [[] for _ in range(i % 7)]\n"
+        "    root = native.root(e)\n"
+        "    assert root['cause']['type'].startswith('mod'), root\n"
+        "    del hold\n"
+        "gc.set_threshold(700)\n"
+        "print('ok')\n"
+    )
+    assert out.strip() == "ok"
+
+
+@needs_c
+def test_a_class_attribute_deleted_during_the_lookup() -> None:
+    """A colliding key's ``__eq__`` in the instance dict deletes the class attribute the lookup
+    found (held borrowed before: a use after free, seen under ASan)."""
+    out = run_script(
+        "class S(E.SourceError):\n"
+        "    pass\n"
+        "class K:\n"
+        "    def __hash__(self): return hash('type')\n"
+        "    def __eq__(self, other):\n"
+        "        if 'type' in S.__dict__:\n"
+        "            del S.type\n"
+        "        return False\n"
+        "for _ in range(200):\n"
+        "    S.type = ''.join(['pkg.', 'Y'] * 50)\n"
+        "    s = S('msg', None)\n"
+        "    del s.__dict__['type']\n"
+        "    s.__dict__[K()] = 1\n"
+        "    e = E.APICallError('x'); e.__cause__ = s\n"
+        "    r = envelope._native.root(e)\n"
+        "    assert r is None or r['cause']['type'] == 'pkg.' + 'Ypkg.' * 49 + 'Y', r\n"
+        "print('ok')\n"
+    )
+    assert out.strip() == "ok"
+
+
+@needs_c
+def test_chain_holds_what_it_reads_from_the_nodes() -> None:
+    """A finalizer replaces the root's cause and retryAfterMs while chain() walks them (held
+    borrowed before: a use after free, seen under ASan)."""
+    out = run_script(
+        "import gc, orjson\n"
+        "N = envelope._native\n"
+        "state = {}\n"
+        "class Bomb:\n"
+        "    def __init__(self): self.me = self\n"
+        "    def __del__(self):\n"
+        "        r = state.get('root')\n"
+        "        if r is not None and 'cause' in r:\n"
+        "            r['cause'] = {'kind': 'aimux', 'code': 3, 'message': 'replaced'}\n"
+        "            r['retryAfterMs'] = int('123456789')\n"
+        "        Bomb()\n"
+        "Bomb()\n"
+        "gc.set_threshold(1)\n"
+        "for i in range(5000):\n"
+        "    root = {'kind': 'aimux', 'code': 11, 'message': 'm', 'error': {'name': 'A'},\n"
+        "            'cause': {'kind': 'aimux', 'code': 2, 'message': 'c' * (i % 5),\n"
+        "                      'error': {'name': 'X'},\n"
+        "                      'cause': {'message': 's', 'type': 'ValueError'}},\n"
+        "            'retryable': False, 'retryAfterMs': int('987654321')}\n"
+        "    env = orjson.dumps(root)\n"
+        "    state['root'] = root\n"
+        "    pad = [[] for _ in range(i % 7)]\n"
+        "    walk = N.chain(root, env)\n"
+        "    state['root'] = None\n"
+        "    assert walk is not None and walk[0][1] in (987654321, 123456789), walk\n"
+        "    assert [link[3] for link in walk[1]][-1] in (b's', b'replaced'), walk\n"
+        "gc.set_threshold(700)\n"
+        "print('ok')\n"
+    )
+    assert out.strip() == "ok"
+
+
+class PropertyCause(ValueError):
+    @property  # type: ignore[override]
+    def __cause__(self) -> BaseException | None:
+        return ValueError("hidden via property")
+
+    @__cause__.setter
+    def __cause__(self, value: BaseException | None) -> None:
+        pass
+
+
+class ArgsProperty(ValueError):
+    args = property(lambda self: (ValueError("from args property"),))  # type: ignore[assignment]
+
+
+class SuppressingClass(ValueError):
+    __suppress_context__ = True
+
+
+class AimuxPropertyCause(E.APICallError):
+    @property  # type: ignore[override]
+    def __cause__(self) -> BaseException | None:
+        return ValueError("prop cause")
+
+    @__cause__.setter
+    def __cause__(self, value: BaseException | None) -> None:
+        pass
+
+
+def overridden_members() -> dict[str, BaseException]:
+    own_children = E.APICallError("outer")
+    own_children.cause_children = lambda: [E.OtherError("attempt sk-abcdefghijklmnop")]  # type: ignore[method-assign]
+    own_fields = E.APICallError("outer")
+    own_fields.payload_fields = lambda: {"name": "Own"}  # type: ignore[method-assign,assignment]
+    by_property = E.APICallError("outer")
+    by_property.__cause__ = PropertyCause("p")
+    by_args = E.APICallError("outer")
+    by_args.__cause__ = ArgsProperty("real")
+    suppressing = SuppressingClass("s")
+    suppressing.__context__ = ValueError("ctx")
+    by_suppress = E.APICallError("o")
+    by_suppress.__cause__ = suppressing
+    return {
+        "instance cause_children": own_children,
+        "instance payload_fields": own_fields,
+        "__cause__ property on a source": by_property,
+        "args property on a source": by_args,
+        "__suppress_context__ class attribute": by_suppress,
+        "__cause__ property on an aimux class": AimuxPropertyCause("x"),
+    }
+
+
+@needs_c
+@pytest.mark.parametrize("name", sorted(overridden_members()))
+def test_overridden_exception_members_are_pythons(name: str) -> None:
+    """A class (or instance) overriding what the C walk reads from the exception struct or the
+    base class: Python projects it (the C walk gave other bytes)."""
+    exc = overridden_members()[name]
+    assert native().root(envelope._as_aimux(exc)) is None
+    c, py = both(exc)
+    assert c == py
+
+
+#: what RetryHint's hooks answer and the calls they saw (module state: a class annotation of an
+#: error class is a payload field)
+retry_hint: dict[str, Any] = {"hint": None, "calls": []}
+
+
+class RetryHint(E.APICallError):
+    def _own_retryable(self) -> bool:
+        retry_hint["calls"].append("retryable")
+        return True
+
+    def _own_retry_after_ms(self) -> Any:
+        retry_hint["calls"].append("after")
+        return retry_hint["hint"]
+
+
+@needs_c
+@pytest.mark.parametrize(
+    "hint",
+    [
+        *(1500.0, 1500.75, 0.0, -0.0, -0.5, -1.0, float("nan"), float("inf"), float("-inf")),
+        *(1e300, float(envelope.RETRY_AFTER_MAX_MS), float(envelope.RETRY_AFTER_MAX_MS) + 2048.0),
+        *(True, False, 7, -7),
+    ],
+    ids=repr,
+)
+def test_retry_hints_of_floats_and_bools_call_the_hooks_once(hint: Any) -> None:
+    """A float or bool retry hint is Python's ``0 <= after <= MAX`` then ``int(after)`` in C
+    too: no fallback after the hooks ran (they ran twice)."""
+    retry_hint["hint"] = hint
+    exc = RetryHint("x")
+    assert native().root(exc) is not None
+    retry_hint["calls"] = []
+    c_env = project(exc)
+    assert retry_hint["calls"] == ["retryable", "after"]
+    c, py = both(exc)
+    assert c == py
+    assert c_env == py[0]
+
+
+@needs_c
+def test_a_local_class_is_collected_after_the_walk() -> None:
+    """The class-name cache holds classes weakly: a local exception class goes as in Python."""
+    import weakref
+
+    def make() -> Any:
+        class Tmp(Exception):
+            pass
+
+        exc = E.APICallError("x")
+        exc.__cause__ = Tmp("y")
+        assert native().root(exc) is not None
+        assert b'"type":"test_cproject.' in project(exc)
+        return weakref.ref(Tmp)
+
+    ref = make()
+    gc.collect()
+    assert ref() is None
+
+
+@needs_c
+def test_a_new_class_at_a_collected_class_address_is_named_anew() -> None:
+    """An id reused by another class after the first was collected: the cache's weak reference
+    tells them apart."""
+    names = set()
+    for i in range(200):
+        cls = type(f"Local{i}", (Exception,), {"__module__": f"pkg{i}.mod"})
+        exc = E.APICallError("x")
+        exc.__cause__ = cls("y")
+        c, py = both(exc)
+        assert c == py
+        names.add(orjson.loads(c[0])["cause"]["type"])
+        del cls, exc
+        gc.collect()
+    assert len(names) == 200
+
+
+# -- secret scrubbing gaps of both paths (case, payload keys) -----------------------------------
+
+CANARY = "abcdefghijklmnop0123"
+
+
+def secret_carriers() -> dict[str, BaseException]:
+    """A secret-shaped token in upper / mixed case in every text that leaves, and as the key of
+    payload members (at the top, nested, in a value too long for the small path)."""
+    upper = "SK-" + CANARY.upper()
+    mixed = "Key-" + CANARY + CANARY
+    source = ValueError(f"bad {upper}")
+    with_source = E.APICallError("outer")
+    with_source.__cause__ = source
+    return {
+        "upper token in a message": E.APICallError(f"rejected {upper}"),
+        "mixed-case key- token in a message": E.OtherError(f"rejected {mixed}"),
+        "upper token in a source message": with_source,
+        "upper token in a payload text": E.APICallError("x", response_body=f"body {upper}"),
+        "upper token nested in data": E.APICallError("x", data={"k": [f"v {upper}"]}),
+        "token as a payload key": E.APICallError("x", data={"sk-" + CANARY: 1}),
+        "upper token as a payload key": E.APICallError("x", data={upper: "v"}),
+        "token as a nested key": E.APICallError("x", data={"a": [{"sk-" + CANARY: None}]}),
+        "token as a header name": E.APICallError("x", response_headers={"sk-" + CANARY: "v"}),
+        "token as a key of a long value": E.APICallError(
+            "x", data={"sk-" + CANARY: "y" * 20_000, "z": 1}
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(secret_carriers()))
+def test_secret_shaped_tokens_in_any_case_and_as_keys_never_leave(name: str) -> None:
+    """Both paths: the token (``_PATTERN_RE`` ignores case) is scrubbed wherever it is, keys
+    included; the bytes are the same."""
+    exc = secret_carriers()[name]
+    saved = envelope._native
+    try:
+        envelope._native = None
+        py = project(exc)
+    finally:
+        envelope._native = saved
+    for env in (project(exc), py):
+        assert CANARY.encode() not in env.lower(), env
+        assert b"[REDACTED]" in env, env
+    assert project(exc) == py
