@@ -991,10 +991,16 @@ the stream loop (async read, parse, one `orjson.dumps` per read) plus, for Node,
 on the same cores.
 
 **(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
-h11, pool bookkeeping), like the floor. The C threads overlap while they wait on the 20 ms
-server; what does not overlap is each call's Python CPU time, serialized by the GIL and shared
-with the other processes on this 2-core machine (at 16 threads the GIL saturates when the
-per-call CPU exceeds ~1.3 ms).
+h11, pool bookkeeping), like the floor. Since branch `latency` (DESIGN.md "The non-stream call
+path") a `generate_text` makes ~1,460 Python calls where the floor's httpx POST makes ~1,660
+(aimux made ~2,030 before; counted with `sys.setprofile`, which load does not change): a request
+URL is parsed once per endpoint (httpx parsed it twice per call, for the pool key and the
+request), the live clients skip httpx's cookie extraction (their jar stores nothing), and the
+response's header dict is made when first read. aimux's own work per call is ~100 Python calls
+(params validation is one pydantic-core call of ~3 µs). The C threads overlap while they wait
+on the 20 ms server; what does not overlap is each call's Python CPU time, serialized by the GIL
+and shared with the other processes on this 2-core machine (each round of 16 calls takes 20 ms
+plus 16 × the per-call CPU).
 """
 
 
