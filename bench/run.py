@@ -988,7 +988,12 @@ is serialized once per network read on the loop thread, into a C queue that ever
 `aimux_poll_ready` for Node) takes from without the interpreter lock: the C and Node rows no
 longer wait for the loop thread to release the GIL, and what is left for them is the producer on
 the stream loop (async read, parse, one `orjson.dumps` per read) plus, for Node, its own threads
-on the same cores.
+on the same cores. Those C rows move the most from run to run (0.6–0.9× for the same code on a
+machine no other job was using): the consumer mostly waits on the queue's condition variable, so
+its rate is the producer's, a thread of another process sharing the 2 cores with the floor's and
+the server's. The lever left (not measured): the C ABI's producer on the sync read the Python API
+now uses (the "stream loop + hand-off" row against the Python API row is that difference for a
+Python consumer), instead of httpx's async read on the shared loop.
 
 **(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
 h11, pool bookkeeping), like the floor. Since branch `latency` (DESIGN.md "The non-stream call
