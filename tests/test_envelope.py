@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-from helpers import assert_valid_envelope
+from helpers import assert_valid_envelope, load_vectors
 
 from aimux_ops import errors as E
 from aimux_ops.envelope import chain_links, decode_error, project
@@ -295,12 +294,7 @@ def test_a_remembered_projection_is_not_projected_again(monkeypatch: pytest.Monk
     assert calls[-1] is exc and again["cause"]["message"] == "another cause"
 
 
-def _vectors() -> list[tuple[str, dict[str, Any]]]:
-    root = Path(__file__).resolve().parent.parent / "contract-tests" / "vectors"
-    return [(p.stem, orjson.loads(p.read_bytes())) for p in sorted(root.glob("*.json"))]
-
-
-@pytest.mark.parametrize(("key", "doc"), _vectors(), ids=[k for k, _ in _vectors()])
+@pytest.mark.parametrize(("key", "doc"), load_vectors(), ids=[k for k, _ in load_vectors()])
 def test_both_python_decoders_read_every_vector_alike(key: str, doc: dict[str, Any]) -> None:
     """``decode_error`` and ``chain_links`` (what the C accessors answer) read numbers the same
     way (DESIGN.md "Numbers on the wire"): the codes and root fields every vector expects."""
