@@ -169,7 +169,11 @@ int main(int argc, char **argv)
         {"error round trip (unknown op + aimux_error_json + free)", run_error, {0}, 0, 0, 0},
         {"varied error round trip: a new unknown op per call", run_error_varied, {0}, 0, 0, 0},
         {"varied error round trip: a new unknown op per call, answered by the core (not plain)",
-         run_error_core, {0}, 0, 0, 0},
+         run_error_core,
+         {0},
+         0,
+         0,
+         0},
         {"varied error round trip: new bad params (301 + cause)", run_error_params, {0}, 0, 0, 0},
         {"accessors on a held 301 (json + message + code + walk)", run_accessors, {0}, 0, 0, 0},
     };

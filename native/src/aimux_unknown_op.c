@@ -29,11 +29,11 @@ typedef struct {
 
 static pthread_mutex_t _aimux_uo_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-    uint64_t gen;       /* moved by every change */
-    int hold;           /* changes under way: nothing is armed meanwhile */
-    int refused;        /* the core declined to arm at this generation: don't ask again */
-    atomic_int armed;   /* read without the lock first (the common disarmed case costs nothing) */
-    char *blob;         /* the held copy of the core's blob (armed only) */
+    uint64_t gen;     /* moved by every change */
+    int hold;         /* changes under way: nothing is armed meanwhile */
+    int refused;      /* the core declined to arm at this generation: don't ask again */
+    atomic_int armed; /* read without the lock first (the common disarmed case costs nothing) */
+    char *blob;       /* the held copy of the core's blob (armed only) */
     unsigned char plain[256];
     size_t max_len;
     int32_t code;
@@ -124,7 +124,8 @@ int _aimux_uo_arm(uint64_t gen, const char *blob, size_t len)
     total = (size_t)n_json + n_known + n_secrets;
     all = (_aimux_uo_str *)malloc(sizeof *all * total);
     if (all == NULL) goto out;
-    if (!_aimux_uo_read(copy, len, &off, &plain) || !_aimux_uo_read(copy, len, &off, &_aimux_uo.kind) ||
+    if (!_aimux_uo_read(copy, len, &off, &plain) ||
+        !_aimux_uo_read(copy, len, &off, &_aimux_uo.kind) ||
         !_aimux_uo_read(copy, len, &off, &_aimux_uo.name) ||
         !_aimux_uo_read(copy, len, &off, &_aimux_uo.msg[0]) ||
         !_aimux_uo_read(copy, len, &off, &_aimux_uo.msg[1]))

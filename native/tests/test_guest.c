@@ -400,7 +400,8 @@ static void test_fork_unknown(void)
     CHECK(unknown_op_answered("no.such.op") && unknown_op_answered("no.such.op"),
           "unknown ops answered before the threads start");
     atomic_store(&g_stop_busy, 0);
-    for (round = 0; round < 2; round++) pthread_create(&t[round], NULL, unknown_ops_thread, &bad[round]);
+    for (round = 0; round < 2; round++)
+        pthread_create(&t[round], NULL, unknown_ops_thread, &bad[round]);
     for (round = 0; round < 200; round++) {
         int status = 0;
         pid_t pid = fork();
@@ -700,7 +701,8 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         fprintf(stderr,
-                "usage: test_guest fork-warm|fork-busy|fork-unknown|signals|sigint|streams200|limits PYTHON\n");
+                "usage: test_guest "
+                "fork-warm|fork-busy|fork-unknown|signals|sigint|streams200|limits PYTHON\n");
         return 2;
     }
     alarm(180);
