@@ -159,14 +159,15 @@ def scrub_message(text: str) -> str:
 
 
 def scrub_json(value: Any) -> Any:
-    """Every string inside a JSON value scrubbed with ``scrub_text`` (keys of secret-looking
-    names have their values redacted)."""
+    """Every string inside a JSON value scrubbed with ``scrub_text``, the keys of its objects
+    too (keys of secret-looking names have their values redacted; two keys that scrub alike
+    keep the later value)."""
     if isinstance(value, str):
         return scrub_text(value)
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            key = str(k)
+            key = scrub_text(str(k))
             if isinstance(v, str) and is_secret_header(key):
                 out[key] = REDACTED
             else:
