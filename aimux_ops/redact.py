@@ -23,9 +23,11 @@ from collections import OrderedDict
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .changes import SECRETS
 from .guest import on_fork_child
 
 __all__ = [
+    "PLAIN",
     "REDACTED",
     "guard_url",
     "has_anchor",
@@ -34,6 +36,7 @@ __all__ = [
     "redact_url",
     "remember_header_secrets",
     "remember_secret",
+    "remembered",
     "scrub_json",
     "scrub_message",
     "scrub_text",
@@ -43,6 +46,12 @@ REDACTED = "[REDACTED]"
 _MAX_SECRETS = 256
 _secrets: OrderedDict[str, None] = OrderedDict()
 _secrets_lock = threading.Lock()
+
+#: Characters no scrub rule acts on: a text made only of these, holding no remembered secret, is
+#: left as it is by ``scrub_text`` and ``scrub_message`` (every shaped token needs a ``-`` or a
+#: space, a URL ``://``). libaimux answers an unknown op with such a name in C
+#: (``unknown_op_template``); a new rule that could match such a text must shrink this set.
+PLAIN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._"
 
 
 @on_fork_child
@@ -106,12 +115,18 @@ def remember_secret(value: str | None) -> None:
         if value in _secrets:
             _secrets.move_to_end(value)
             return
-        _secrets[value] = None
-        while len(_secrets) > _MAX_SECRETS:
-            _secrets.popitem(last=False)
-        ordered = sorted(_secrets, key=len, reverse=True)
-        _secret_re = re.compile("|".join(re.escape(s) for s in ordered))
-        _secret_list = tuple(ordered)
+        with SECRETS:  # libaimux copies those made of PLAIN (unknown_op_template)
+            _secrets[value] = None
+            while len(_secrets) > _MAX_SECRETS:
+                _secrets.popitem(last=False)
+            ordered = sorted(_secrets, key=len, reverse=True)
+            _secret_re = re.compile("|".join(re.escape(s) for s in ordered))
+            _secret_list = tuple(ordered)
+
+
+def remembered() -> tuple[str, ...]:
+    """The secrets remembered now (longest first)."""
+    return _secret_list
 
 
 def _pattern_sub(m: re.Match[str]) -> str:
@@ -144,14 +159,15 @@ def scrub_message(text: str) -> str:
 
 
 def scrub_json(value: Any) -> Any:
-    """Every string inside a JSON value scrubbed with ``scrub_text`` (keys of secret-looking
-    names have their values redacted)."""
+    """Every string inside a JSON value scrubbed with ``scrub_text``, the keys of its objects
+    too (keys of secret-looking names have their values redacted; two keys that scrub alike
+    keep the later value)."""
     if isinstance(value, str):
         return scrub_text(value)
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            key = str(k)
+            key = scrub_text(str(k))
             if isinstance(v, str) and is_secret_header(key):
                 out[key] = REDACTED
             else:

@@ -957,15 +957,16 @@ row of the projection table but the RetryError one takes it; anything it does no
 exactly, the Python projection does, with the same bytes), which also builds the shim's packed
 chain links. What is left of a projection is the Python around the walk (`project`, the root's
 `retryable` / `retry_after_ms` hooks of classes that override them, `orjson.dumps`) and the
-C API work per node (attribute reads, dicts, `str()` of a source exception). What an unknown op
-still costs in-process (CPU time on this 2-core machine, where the bare crossing is ~0.7 µs):
-building it (~1.5 µs: `dispatch._find_op`, the `UnknownOpError` from its own values, the
-op-name list copied; since branch `raise` it is no longer raised when no exception is being
-handled, DESIGN.md "The error round trip"), `project` (~2 µs, of which the C walk ~1.3 µs),
-the packed links (~0.6–0.9 µs); through the C ABI the embedded call, the callback's Python and
-the C nodes add the rest. 5× the crossing (~3.5 µs for all of it) needs the error side out of
-Python too (dispatch answering an unknown op from C, straight into the packed links), not more
-trimming of the projection. The RetryError row stays in Python (attempts). The invalid-params
+C API work per node (attribute reads, dicts, `str()` of a source exception). Since branch
+`reject` (DESIGN.md "Unknown ops in C") the shim answers an unknown op with a plain name itself,
+from a template the core cut from its own answer and checked: the "error round trip" and
+"varied … a new unknown op" rows are that path (no interpreter, one allocation). The row "…
+answered by the core (not plain)" (`no-such-op-N`) is the error path every other failure takes,
+and it stays about 10× the crossing. In-process it costs (CPU time on this 2-core machine,
+where the bare crossing is ~0.7 µs): building the error (~1.5 µs: `dispatch._find_op`, the
+`UnknownOpError` from its own values, the op-name list copied), `project` (~2 µs, of which the
+C walk ~1.3 µs), the packed links (~0.6–0.9 µs); through the C ABI the embedded call, the
+callback's Python and the C nodes add the rest. The RetryError row stays in Python (attempts). The invalid-params
 row also pays pydantic's params validation and its `ValidationError` (a source node whose
 `__str__` is pydantic's: Python's projection).
 

@@ -72,7 +72,7 @@ def batch_op() -> Iterator[threading.Event]:
 
     registry.register_op("test.batch", mode="stream", params=BatchParams)(handler)
     yield woke
-    registry._OPS.pop("test.batch", None)
+    registry.unregister_op("test.batch")
     # the event-driven streams of the test were freed, but their handles may still be listed:
     # leave the process's ready list empty for the tests that read it
     ready_handles(1 << 30)

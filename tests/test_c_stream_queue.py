@@ -241,7 +241,7 @@ def tricky_op() -> Iterator[None]:
 
     registry.register_op("test.tricky", mode="stream", params=TrickyParams)(handler)
     yield
-    registry._OPS.pop("test.tricky", None)
+    registry.unregister_op("test.tricky")
 
 
 def python_events() -> list[bytes]:

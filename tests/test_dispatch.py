@@ -55,7 +55,7 @@ def tick_op() -> Iterator[threading.Event]:
 
     registry.register_op("test.tick", mode="stream", params=TickParams)(handler)
     yield woke
-    registry._OPS.pop("test.tick", None)
+    registry.unregister_op("test.tick")
 
 
 def test_version_and_manifest() -> None:
@@ -139,7 +139,7 @@ def test_unexpected_exception_is_internal_with_its_chain() -> None:
     try:
         env = env_of(call_json("test.broken", b"{}"))
     finally:
-        registry._OPS.pop("test.broken")
+        registry.unregister_op("test.broken")
     assert env["code"] == 208 and env["cause"]["type"] == "RuntimeError"
     assert env["cause"]["cause"] == {"message": "'missing'", "type": "KeyError"}
 
@@ -151,7 +151,7 @@ def test_unserializable_result_is_205() -> None:
     try:
         env = env_of(call_json("test.unserializable", b"{}"))
     finally:
-        registry._OPS.pop("test.unserializable")
+        registry.unregister_op("test.unserializable")
     assert env["code"] == 205 and env["cause"]["type"] == "TypeError"
 
 

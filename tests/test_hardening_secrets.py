@@ -56,6 +56,20 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
     ("generate_text", "mode=tool", {"tools": {"weather": {}}}),
     ("generate_text", "mode=tool;args=badjson", {"tools": {"weather": {}}}),
     ("generate_text", "mode=tool;tool=unknown", {"tools": {"weather": {}}}),
+    # a secret as a key of the params and of the request body (a tool named with it, a property
+    # of its input schema): keys are scrubbed as values are
+    (
+        "generate_text",
+        "mode=ok",
+        {
+            "tools": {
+                CANARY: {
+                    "description": "d",
+                    "inputSchema": {"type": "object", "properties": {CANARY: {"type": "string"}}},
+                }
+            },
+        },
+    ),
     ("stream_text", "mode=ok", {}),
     ("stream_text", "mode=echo", {}),
     ("stream_text", "mode=status;status=500", {}),

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..changes import OP_NAMES
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -34,6 +36,7 @@ __all__ = [
     "declare_lazy",
     "get_op",
     "register_op",
+    "unregister_op",
 ]
 
 Mode = Literal["call", "stream"]
@@ -136,9 +139,10 @@ _all_loaded = False
 def declare_lazy(module: str, *names: str) -> None:
     """Declare that importing ``module`` registers ``names``."""
     global _all_loaded
-    for name in names:
-        _LAZY[name] = module
-    _all_loaded = False
+    with OP_NAMES:  # libaimux copies the names (aimux_ops.unknown_op_template)
+        for name in names:
+            _LAZY[name] = module
+        _all_loaded = False
 
 
 def register_op(
@@ -154,10 +158,17 @@ def register_op(
     """Decorator registering ``handler`` as op ``name``."""
 
     def deco(handler: Callable[..., Any]) -> Callable[..., Any]:
-        _OPS[name] = OpSpec(name, mode, params, result, event, handler, description, pure)
+        with OP_NAMES:
+            _OPS[name] = OpSpec(name, mode, params, result, event, handler, description, pure)
         return handler
 
     return deco
+
+
+def unregister_op(name: str) -> None:
+    """Remove op ``name`` (registered with ``register_op``; tests' own ops)."""
+    with OP_NAMES:
+        _OPS.pop(name, None)
 
 
 def get_op(name: str) -> OpSpec | None:

@@ -4,6 +4,8 @@
  *   - an error round trip: aimux_call("no.such.op") + aimux_error_json + both frees
  *   - the same with varied input: a different unknown op name per call; invalid params (a 301
  *     with a cause) different per call
+ *   - an unknown op the core answers (a name with a '-': not plain, so the shim does not answer
+ *     it in C, DESIGN.md "Unknown ops in C"), a different one per call
  * beside the floor: one cffi-embedded C -> Python -> string call through libaimux_noop.so (built
  * for the bench only, same cffi, same interpreter, same process), measured interleaved in the
  * same run. Several rounds; the table reports medians (and min / max) in ns per call.
@@ -92,6 +94,24 @@ static double run_error_varied(int n)
     return (now_ns() - t0) / n;
 }
 
+/* An unknown op with a name the shim leaves to the core (not plain: "no-such-op-N"): the core's
+   error path, the UnknownOpError built and projected in Python, as any other error is. */
+static char g_core_names[VARIED_NAMES][32];
+
+static double run_error_core(int n)
+{
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) {
+        char *out = NULL;
+        aimux_error_t *e = aimux_call(g_core_names[i % VARIED_NAMES], "{}", &out);
+        char *j = aimux_error_json(e);
+        if (!e || !j || aimux_error_code(e) != 300) g_bad++;
+        aimux_string_free(j);
+        aimux_error_free(e);
+    }
+    return (now_ns() - t0) / n;
+}
+
 /* A params failure (InvalidParamsError 301 with its cause: pydantic validates the params, the
    envelope carries the violations list and a source node), the value varying per call. */
 static double run_error_params(int n)
@@ -148,11 +168,19 @@ int main(int argc, char **argv)
         {"aimux_call(\"aimux.version\")", run_version, {0}, 0, 0, 0},
         {"error round trip (unknown op + aimux_error_json + free)", run_error, {0}, 0, 0, 0},
         {"varied error round trip: a new unknown op per call", run_error_varied, {0}, 0, 0, 0},
+        {"varied error round trip: a new unknown op per call, answered by the core (not plain)",
+         run_error_core,
+         {0},
+         0,
+         0,
+         0},
         {"varied error round trip: new bad params (301 + cause)", run_error_params, {0}, 0, 0, 0},
         {"accessors on a held 301 (json + message + code + walk)", run_accessors, {0}, 0, 0, 0},
     };
-    for (int i = 0; i < VARIED_NAMES; i++)
+    for (int i = 0; i < VARIED_NAMES; i++) {
         snprintf(g_names[i], sizeof g_names[i], "no.such.op.%d", i);
+        snprintf(g_core_names[i], sizeof g_core_names[i], "no-such-op-%d", i);
+    }
     const int ns = (int)(sizeof s / sizeof s[0]);
 
     /* warm up: starts the runtime (libaimux first: it sets up sys.path for both libraries) */

@@ -32,6 +32,7 @@ static int _aimux_py_ready(uint64_t *, size_t, size_t *);
 static int _aimux_py_events_fd(int *, aimux_error_t **);
 static int _aimux_py_wake(uint64_t, int);
 static int _aimux_py_poll_one(uint64_t, size_t, char **);
+static int _aimux_py_unknown_op_arm(uint64_t);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
    retryable / retry_after_ms are decided once, by the Python side (aimux_embed.py `_packed`) or
@@ -63,10 +64,12 @@ static struct aimux_error _aimux_oom = {_AIMUX_OOM_CODE,
 
 #define _AIMUX_NO_NAME 0xFFFFFFFFu
 
-/* name == NULL: the node has no name. Strings are copied (each NUL-terminated). */
-static aimux_error_t *_aimux_node_new(int32_t code, const char *kind, size_t kind_len,
-                                      const char *name, size_t name_len, const char *msg,
-                                      size_t msg_len, const char *json, size_t json_len)
+/* One allocation for a node: kind and name copied (name == NULL: the node has no name), room
+   for a message of msg_len and a JSON text of json_len bytes, NUL-terminated, for the caller to
+   fill in. */
+static aimux_error_t *_aimux_node_alloc(int32_t code, const char *kind, size_t kind_len,
+                                        const char *name, size_t name_len, size_t msg_len,
+                                        size_t json_len)
 {
     struct aimux_error *e;
     char *p;
@@ -87,17 +90,27 @@ static aimux_error_t *_aimux_node_new(int32_t code, const char *kind, size_t kin
     p += name_len + 1;
     e->message = p;
     e->message_len = msg_len;
-    memcpy(p, msg, msg_len);
     p[msg_len] = 0;
     p += msg_len + 1;
     e->json = p;
     e->json_len = json_len;
-    memcpy(p, json, json_len);
     p[json_len] = 0;
     e->code = code;
     e->retryable = 0;
     e->retry_after_ms = -1;
     e->cause = NULL;
+    return e;
+}
+
+/* name == NULL: the node has no name. Strings are copied (each NUL-terminated). */
+static aimux_error_t *_aimux_node_new(int32_t code, const char *kind, size_t kind_len,
+                                      const char *name, size_t name_len, const char *msg,
+                                      size_t msg_len, const char *json, size_t json_len)
+{
+    aimux_error_t *e = _aimux_node_alloc(code, kind, kind_len, name, name_len, msg_len, json_len);
+    if (e == NULL) return NULL;
+    memcpy((char *)e->message, msg, msg_len);
+    memcpy((char *)e->json, json, json_len);
     return e;
 }
 
@@ -231,6 +244,7 @@ static void _aimux_buf_json_string(_aimux_buf *b, const char *s, size_t n)
 }
 
 #include "aimux_queue.c"
+#include "aimux_unknown_op.c"
 
 /* Length of a valid-UTF-8 prefix of s[0..n) cut at <= max bytes on a character boundary;
    invalid bytes end the prefix (the shim's own messages are ASCII; this is a guard). */
@@ -553,6 +567,9 @@ static void _aimux_fork_child(void)
 
 static void _aimux_install_atfork(void)
 {
+    /* prepare handlers run in the reverse order of registration: the interpreter lock first,
+       then the unknown-op template's leaf lock (aimux_unknown_op.c) */
+    pthread_atfork(_aimux_uo_fork_prepare, _aimux_uo_fork_after, _aimux_uo_fork_after);
     pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
 }
 
@@ -740,9 +757,11 @@ CFFI_DLLEXPORT aimux_error_t *aimux_call(const char *op, const char *params_json
     if (out_result_json == NULL) return _aimux_null_arg("out_result_json");
     *out_result_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
+    if ((err = _aimux_uo_answer(op)) != NULL) return err; /* a plain unknown name: no Python */
     rc = _aimux_py_call(op, params_json, &res, &err);
     if ((err = _aimux_after(rc, err)) != NULL) {
         free(res);
+        if (err->code == 300) _aimux_uo_arm_soon();
         return err;
     }
     if (res == NULL)

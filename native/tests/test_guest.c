@@ -10,6 +10,8 @@
  *                            a stream opened before the fork is 203 in the child
  *   test_guest fork-busy     another thread inside a call when the host forks: the child's calls
  *                            complete, the parent's call gets its own answer
+ *   test_guest fork-unknown  two threads answered unknown ops in C (no interpreter) while the
+ *                            host forks 200 times: each child answers its own unknown ops
  *   test_guest signals       every disposition and the mask are the same before and after calls
  *   test_guest sigint        a real SIGINT to a host blocked in a slow call: it dies by SIGINT;
  *                            with its own handler, the handler runs and the call completes
@@ -357,6 +359,71 @@ static void test_fork_busy(void)
           busy_bad);
 }
 
+/* unknown ops answered in C (aimux_unknown_op.c: its own lock, no interpreter) by other threads
+   while the host forks: the lock is never copied held, each child answers its own unknown ops */
+static void *unknown_ops_thread(void *arg)
+{
+    char name[64];
+    int i = 0, *bad = (int *)arg;
+    while (!atomic_load(&g_stop_busy)) {
+        char *out = NULL;
+        aimux_error_t *e;
+        snprintf(name, sizeof name, "no.such.op.%d", i++ % 1000);
+        e = aimux_call(name, "{}", &out);
+        if (e == NULL || aimux_error_code(e) != 300) (*bad)++;
+        aimux_error_free(e);
+        aimux_string_free(out);
+    }
+    return NULL;
+}
+
+static int unknown_op_answered(const char *name)
+{
+    char *out = NULL, *msg;
+    char want[128];
+    aimux_error_t *e = aimux_call(name, "{}", &out);
+    int ok;
+    if (e == NULL) return 0;
+    msg = aimux_error_message(e);
+    snprintf(want, sizeof want, "unknown op '%s'", name);
+    ok = aimux_error_code(e) == 300 && msg != NULL && strcmp(msg, want) == 0;
+    aimux_string_free(msg);
+    aimux_error_free(e);
+    return ok;
+}
+
+static void test_fork_unknown(void)
+{
+    int round, bad[2] = {0, 0};
+    pthread_t t[2];
+    /* the first unknown op goes to the core, which arms the C answer for the next ones */
+    CHECK(unknown_op_answered("no.such.op") && unknown_op_answered("no.such.op"),
+          "unknown ops answered before the threads start");
+    atomic_store(&g_stop_busy, 0);
+    for (round = 0; round < 2; round++)
+        pthread_create(&t[round], NULL, unknown_ops_thread, &bad[round]);
+    for (round = 0; round < 200; round++) {
+        int status = 0;
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(10); /* a child stuck on a lock copied held dies by SIGALRM: a failure */
+            _exit(unknown_op_answered("no.such.op.in.the.child") &&
+                          unknown_op_answered("another.one")
+                      ? 0
+                      : 1);
+        }
+        CHECK(pid > 0, "fork");
+        CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "round %d: child exited with status %#x", round, status);
+        if (g_fail) break;
+    }
+    atomic_store(&g_stop_busy, 1);
+    for (round = 0; round < 2; round++) pthread_join(t[round], NULL);
+    CHECK(bad[0] + bad[1] == 0, "the threads' unknown ops were each answered 300 (%d were not)",
+          bad[0] + bad[1]);
+}
+
 /* --- signals ------------------------------------------------------------------------------- */
 #define NSIGS        65
 #define SA_RESTORER_ 0x04000000 /* the C library adds it to every action it sets */
@@ -634,7 +701,8 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         fprintf(stderr,
-                "usage: test_guest fork-warm|fork-busy|signals|sigint|streams200|limits PYTHON\n");
+                "usage: test_guest "
+                "fork-warm|fork-busy|fork-unknown|signals|sigint|streams200|limits PYTHON\n");
         return 2;
     }
     alarm(180);
@@ -648,6 +716,8 @@ int main(int argc, char **argv)
         test_fork_warm();
     else if (strcmp(mode, "fork-busy") == 0)
         test_fork_busy();
+    else if (strcmp(mode, "fork-unknown") == 0)
+        test_fork_unknown();
     else if (strcmp(mode, "signals") == 0)
         test_signals();
     else if (strcmp(mode, "sigint") == 0) {
