@@ -43,6 +43,7 @@ import orjson
 
 from . import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
 from ._version import ABI_VERSION, __version__
+from .changes import OP_NAMES
 from .guest import limits, on_fork_child
 from .ops import registry
 from .ops.registry import EventBatch, OpSpec, StreamContext, all_ops, get_op
@@ -263,6 +264,13 @@ def _dump_batch(items: list[Any], queue: deque[Any]) -> bytes:
     already bytes; otherwise (or when that fails) event by event, and a failure then puts the
     events after the failing one back in front of ``queue`` and raises (as taking and dumping
     them one at a time did)."""
+    try:
+        # the list as it is: when orjson takes it, each event is what ``_dump`` makes of it
+        # (orjson refuses bytes and pydantic models, the only events ``_dump`` treats apart),
+        # without a pass over the events first (a stream's hot path: one call per network read)
+        return orjson.dumps(items)
+    except Exception:  # noqa: BLE001 - the paths below
+        pass
     fragment = orjson.Fragment
     try:
         return orjson.dumps(
@@ -297,6 +305,25 @@ _VERSION = orjson.dumps({"name": "aimux-ops", "version": __version__, "abiVersio
 for _key in (b"aimux.version", "aimux.version"):
     for _params in (b"{}", "{}"):
         _pure_results[(_key, _params)] = _VERSION
+#: The spec each cached op name's results came from (the precomputed answer: none).
+_pure_specs: dict[str, OpSpec] = {}
+
+
+def _forget_stale_pure_results() -> None:
+    """After a change of the op names: the cached results of an op that is gone, or that was
+    registered anew since, are dropped."""
+    for key in list(_pure_results):
+        op = key[0]
+        name = op.decode("utf-8", "replace") if isinstance(op, bytes) else op
+        current = registry._OPS.get(name)
+        cached_from = _pure_specs.get(name)
+        if (current is None and name not in registry._LAZY) or (
+            cached_from is not None and current is not cached_from
+        ):
+            _pure_results.pop(key, None)
+
+
+OP_NAMES.watch(lambda: None, _forget_stale_pure_results)
 
 
 def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
@@ -315,6 +342,7 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
         result = _dump(spec.handler(params))
         if spec.pure and op is not None and params_json is not None:
             if len(params_json) <= _PURE_KEY_MAX and len(_pure_results) < 1024:
+                _pure_specs[spec.name] = spec
                 _pure_results[(op, params_json)] = result
         return result, None
     except KeyboardInterrupt:

@@ -115,7 +115,7 @@ def remember_secret(value: str | None) -> None:
         if value in _secrets:
             _secrets.move_to_end(value)
             return
-        with SECRETS:  # libaimux copies those made of PLAIN (unknown_op_template)
+        with SECRETS.change():  # libaimux copies those made of PLAIN (unknown_op_template)
             _secrets[value] = None
             while len(_secrets) > _MAX_SECRETS:
                 _secrets.popitem(last=False)

@@ -15,8 +15,10 @@ from __future__ import annotations
 import ctypes
 import os
 import random
+import signal
 import struct
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -252,7 +254,7 @@ def test_a_change_under_way_keeps_the_template_withdrawn(lib: Probe) -> None:
     try:
         _change()
     finally:
-        changes.OP_NAMES._watchers.pop()
+        changes.OP_NAMES.unwatch(during)
     assert seen and all(seen), "an unknown op was answered in C during a change"
 
 
@@ -312,3 +314,109 @@ def test_the_template_is_given_only_when_every_probe_agrees() -> None:
 
     for answer in (escaped_when_long, with_a_cause, succeeds):
         assert t.blob(answer) is None, answer.__name__
+
+
+def test_a_secret_across_the_name_and_the_text_around_it_sends_the_call_to_the_core(
+    lib: Probe,
+) -> None:
+    """A remembered secret that is not plain can still be in the message: across the quote
+    around the name (``'abcdefgh``), or the name's tail and the closing quote. Those answers are
+    the core's (scrubbed), with more than 16 secrets too (the core then scrubs with one regex)."""
+    straddling = ["'abcdefgh", "tail.9'", "op 'xy"]
+    others = [f"other-secret-{i:02d}-zzzzzz" for i in range(18)]  # more than 16 in all
+    for secret in straddling + others:
+        redact.remember_secret(secret)
+    names = [b"abcdefgh.tail", b"x.tail.9", b"xyz", b"abcdefg", b"fine.name"]
+    core: dict[bytes, View | bytes] = {}
+    os.environ["AIMUX_PURE_PYTHON"] = "1"
+    try:
+        _change()
+        for name in names:
+            core[name], _ = lib.answer(name)
+    finally:
+        del os.environ["AIMUX_PURE_PYTHON"]
+    _armed(lib)
+    for name in names:
+        view, ran = lib.answer(name)
+        assert view == core[name], name
+        assert isinstance(view, tuple)
+        leaked = [s for s in straddling if s.encode() in view[3] + view[4]]
+        assert not leaked, (name, leaked)
+        assert ran == (b"[REDACTED]" in view[3]), name  # the core answered exactly those
+    assert lib.answer(b"fine.name")[1] is False
+
+
+def test_a_pure_op_removed_or_registered_anew_answers_afresh(lib: Probe) -> None:
+    name = "test.unknown_op_c.pure"
+    registry.register_op(name, mode="call", params=_NoParams, pure=True)(lambda p: {"v": 1})
+    try:
+        assert lib.answer(name.encode())[0] == b'{"v":1}'
+        assert lib.answer(name.encode())[0] == b'{"v":1}'  # the cached result
+        registry.register_op(name, mode="call", params=_NoParams, pure=True)(lambda p: {"v": 2})
+        assert lib.answer(name.encode())[0] == b'{"v":2}'
+    finally:
+        registry.unregister_op(name)
+    view, _ = lib.answer(name.encode())
+    assert isinstance(view, tuple) and view[0] == 300
+
+
+def test_an_interrupt_while_the_template_is_built_is_handed_back(
+    lib: Probe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Python host's SIGINT during the arm callback is the host's (DESIGN.md "Signals"), and
+    the template is asked for again on the next unknown op."""
+    from aimux_ops import unknown_op_template
+
+    def interrupted(answer: object) -> bytes | None:
+        raise KeyboardInterrupt
+
+    _change()
+    monkeypatch.setattr(unknown_op_template, "blob", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        view, _ = lib.answer(b"no.such.op")
+        assert isinstance(view, tuple) and view[0] == 300  # the call itself was answered
+        for _ in range(1000):  # the interrupt is raised at the next check of the eval loop
+            pass
+    monkeypatch.undo()
+    assert lib.answer(b"no.such.op")[1]  # not armed: the core answers and asks again
+    assert not lib.answer(b"no.such.op")[1]
+
+
+def test_a_fork_during_a_change_leaves_the_child_its_own_template(lib: Probe) -> None:
+    """The child of a fork taken while another thread changes the op names gets a fresh lock and
+    no change under way: after a change of its own, its unknown ops are answered in C again."""
+    _armed(lib)
+    stop = threading.Event()
+
+    def changes_() -> None:
+        i = 0
+        while not stop.is_set():
+            registry.register_op(f"test.fork.chg{i % 3}", mode="call", params=_NoParams)(dict)
+            registry.unregister_op(f"test.fork.chg{i % 3}")
+            i += 1
+
+    def answers() -> None:
+        while not stop.is_set():
+            lib.call_raw(b"no.such.op", b"{}")
+
+    threads = [threading.Thread(target=changes_), threading.Thread(target=answers)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(40):
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    signal.alarm(20)  # a child stuck on a lock copied held: a failure
+                    _change()
+                    ran = [lib.answer(b"child.op")[1] for _ in range(3)]
+                    code = 0 if ran[0] and not ran[-1] else 4
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()

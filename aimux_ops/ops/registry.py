@@ -139,7 +139,7 @@ _all_loaded = False
 def declare_lazy(module: str, *names: str) -> None:
     """Declare that importing ``module`` registers ``names``."""
     global _all_loaded
-    with OP_NAMES:  # libaimux copies the names (aimux_ops.unknown_op_template)
+    with OP_NAMES.change():  # libaimux copies the names (aimux_ops.unknown_op_template)
         for name in names:
             _LAZY[name] = module
         _all_loaded = False
@@ -158,7 +158,7 @@ def register_op(
     """Decorator registering ``handler`` as op ``name``."""
 
     def deco(handler: Callable[..., Any]) -> Callable[..., Any]:
-        with OP_NAMES:
+        with OP_NAMES.change():
             _OPS[name] = OpSpec(name, mode, params, result, event, handler, description, pure)
         return handler
 
@@ -167,7 +167,7 @@ def register_op(
 
 def unregister_op(name: str) -> None:
     """Remove op ``name`` (registered with ``register_op``; tests' own ops)."""
-    with OP_NAMES:
+    with OP_NAMES.change():
         _OPS.pop(name, None)
 
 

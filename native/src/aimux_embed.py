@@ -432,6 +432,11 @@ else:
             from aimux_ops.unknown_op_template import blob
 
             b = blob(_answer)
+        except KeyboardInterrupt:
+            # a Python host's SIGINT: handed back once the call returns (_aimux_after); nothing
+            # is armed or declined, the next unknown op asks again
+            lib._aimux_note_interrupt()
+            return 0
         except BaseException:
             b = None  # declined: the core answers every call, as without a template
         lib._aimux_uo_arm(gen, b if b is not None else NULL, len(b) if b is not None else 0)

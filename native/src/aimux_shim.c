@@ -567,9 +567,9 @@ static void _aimux_fork_child(void)
 
 static void _aimux_install_atfork(void)
 {
-    /* prepare handlers run in the reverse order of registration: the interpreter lock first,
-       then the unknown-op template's leaf lock (aimux_unknown_op.c) */
-    pthread_atfork(_aimux_uo_fork_prepare, _aimux_uo_fork_after, _aimux_uo_fork_after);
+    /* child handlers run in the order of registration: the unknown-op template is reset
+       (aimux_unknown_op.c) before the interpreter's after-fork hooks run */
+    pthread_atfork(NULL, NULL, _aimux_uo_fork_child);
     pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
 }
 
@@ -759,9 +759,11 @@ CFFI_DLLEXPORT aimux_error_t *aimux_call(const char *op, const char *params_json
     if ((err = _aimux_runtime()) != NULL) return err;
     if ((err = _aimux_uo_answer(op)) != NULL) return err; /* a plain unknown name: no Python */
     rc = _aimux_py_call(op, params_json, &res, &err);
+    if (rc == 0 && err != NULL && err->code == 300)
+        _aimux_uo_arm_soon(); /* before _aimux_after:
+            it hands back an interrupt noted there */
     if ((err = _aimux_after(rc, err)) != NULL) {
         free(res);
-        if (err->code == 300) _aimux_uo_arm_soon();
         return err;
     }
     if (res == NULL)

@@ -4,10 +4,10 @@
  * digits, '.', '_'; up to a length) that error is the same envelope with the name put in: the
  * core hands the shim a template (aimux_ops.unknown_op_template: the pieces of its own
  * projection around a probe name, checked against the projection of other probes), the known
- * op names and the remembered secrets a plain name could hold. With a template armed,
- * aimux_call answers such a name here: no GIL, no Python frame. Everything else (a known name,
- * a name with any other character, one holding a remembered secret, a longer one) goes to the
- * core as before.
+ * op names and the remembered secrets the message could hold once a plain name is in it. With a
+ * template armed, aimux_call answers such a name here: no GIL, no Python frame. Everything else
+ * (a known name, a name with any other character, a message holding a remembered secret, a
+ * longer name) goes to the core as before.
  *
  * The template is withdrawn (disarmed) around every change of what it copies: the core calls
  * _aimux_uo_hold(+1) before it registers an op or remembers a secret and _aimux_uo_hold(-1)
@@ -15,8 +15,10 @@
  * before a change is refused (the generation moved). The next unknown op that reaches the core
  * re-arms it (_aimux_uo_arm_soon, once per change).
  *
- * The lock is a leaf: no thread holding it waits for anything else (the GIL included). Around
- * fork() it is taken (prepare) and given back in both processes.
+ * The lock is a leaf: no thread holding it waits for anything else (the GIL included). It is
+ * not held across fork() (a host's own fork handlers may call aimux_call): a forked child starts
+ * with a fresh lock and nothing armed (the first unknown op there arms it again), and leaves the
+ * parent's template memory alone (a parent thread may have been changing it at the fork).
  *
  * Included by aimux_shim.c (one translation unit); not compiled on its own.
  */
@@ -44,7 +46,7 @@ static struct {
     size_t n_json;
     _aimux_uo_str *known; /* the op names the core knows (they go to the core) */
     size_t n_known;
-    _aimux_uo_str *secrets; /* remembered secrets made of plain characters */
+    _aimux_uo_str *secrets; /* remembered secrets that could be in the message */
     size_t n_secrets;
 } _aimux_uo;
 
@@ -65,7 +67,6 @@ void _aimux_uo_hold(int delta)
     pthread_mutex_lock(&_aimux_uo_mu);
     _aimux_uo.gen++;
     _aimux_uo.hold += delta;
-    if (_aimux_uo.hold < 0) _aimux_uo.hold = 0;
     _aimux_uo.refused = 0;
     _aimux_uo_drop();
     pthread_mutex_unlock(&_aimux_uo_mu);
@@ -87,7 +88,7 @@ static int _aimux_uo_read(const char *blob, size_t len, size_t *off, _aimux_uo_s
 
 /* The core's answer to _aimux_py_unknown_op_arm(gen): a template blob (the format:
    aimux_ops/unknown_op_template.py), or NULL to decline until the next change. Installed only
-   when nothing changed since `gen` was handed out. 1: armed. */
+   when nothing changed since `gen` was handed out and no change is under way. 1: armed. */
 int _aimux_uo_arm(uint64_t gen, const char *blob, size_t len)
 {
     /* header: int32 code, uint8 retryable, int64 retry_after_ms, uint32 max_len, n_json,
@@ -187,8 +188,6 @@ static aimux_error_t *_aimux_uo_answer(const char *op)
     if (n == 0) goto out;
     for (i = 0; i < _aimux_uo.n_known; i++)
         if (_aimux_uo.known[i].n == n && memcmp(_aimux_uo.known[i].p, op, n) == 0) goto out;
-    for (i = 0; i < _aimux_uo.n_secrets; i++)
-        if (_aimux_uo_holds(op, n, &_aimux_uo.secrets[i])) goto out;
     msg_len = _aimux_uo.msg[0].n + n + _aimux_uo.msg[1].n;
     json_len = (_aimux_uo.n_json - 1) * n;
     for (i = 0; i < _aimux_uo.n_json; i++) json_len += _aimux_uo.json[i].n;
@@ -199,6 +198,14 @@ static aimux_error_t *_aimux_uo_answer(const char *op)
     memcpy(p, _aimux_uo.msg[0].p, _aimux_uo.msg[0].n);
     memcpy(p + _aimux_uo.msg[0].n, op, n);
     memcpy(p + _aimux_uo.msg[0].n + n, _aimux_uo.msg[1].p, _aimux_uo.msg[1].n);
+    /* a remembered secret in the message (inside the name, or across its ends and the text
+       around it): the core scrubs it */
+    for (i = 0; i < _aimux_uo.n_secrets; i++)
+        if (_aimux_uo_holds(p, msg_len, &_aimux_uo.secrets[i])) {
+            free(e);
+            e = NULL;
+            goto out;
+        }
     p = (char *)e->json;
     for (i = 0; i < _aimux_uo.n_json; i++) {
         if (i > 0) {
@@ -230,5 +237,17 @@ static void _aimux_uo_arm_soon(void)
     if (ask) (void)_aimux_py_unknown_op_arm(gen);
 }
 
-static void _aimux_uo_fork_prepare(void) { pthread_mutex_lock(&_aimux_uo_mu); }
-static void _aimux_uo_fork_after(void) { pthread_mutex_unlock(&_aimux_uo_mu); }
+/* In a forked child, first of the shim's child handlers: a fresh lock, nothing armed, no change
+   under way (the thread that made one is not in the child). The parent's template memory is
+   left allocated: a parent thread may have been changing it at the fork. */
+static void _aimux_uo_fork_child(void)
+{
+    pthread_mutex_init(&_aimux_uo_mu, NULL);
+    atomic_store(&_aimux_uo.armed, 0);
+    _aimux_uo.gen++;
+    _aimux_uo.hold = 0;
+    _aimux_uo.refused = 0;
+    _aimux_uo.blob = NULL;
+    _aimux_uo.json = _aimux_uo.known = _aimux_uo.secrets = NULL;
+    _aimux_uo.n_json = _aimux_uo.n_known = _aimux_uo.n_secrets = 0;
+}

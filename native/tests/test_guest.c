@@ -11,7 +11,8 @@
  *   test_guest fork-busy     another thread inside a call when the host forks: the child's calls
  *                            complete, the parent's call gets its own answer
  *   test_guest fork-unknown  two threads answered unknown ops in C (no interpreter) while the
- *                            host forks 200 times: each child answers its own unknown ops
+ *                            host forks 200 times: each child answers its own unknown ops; the
+ *                            host's own fork handler (registered first) makes calls each time
  *   test_guest signals       every disposition and the mask are the same before and after calls
  *   test_guest sigint        a real SIGINT to a host blocked in a slow call: it dies by SIGINT;
  *                            with its own handler, the handler runs and the call completes
@@ -392,10 +393,25 @@ static int unknown_op_answered(const char *name)
     return ok;
 }
 
+/* the host's own fork handler, registered before its first aimux call (so it runs inside the
+   shim's fork window): it makes calls, the known op and a plain unknown one */
+static atomic_int g_handler_ok, g_handler_bad;
+static void host_parent_handler(void)
+{
+    char *out = NULL;
+    aimux_error_t *e = aimux_call("aimux.version", "{}", &out);
+    int ok = e == NULL && out != NULL;
+    aimux_error_free(e);
+    aimux_string_free(out);
+    atomic_fetch_add(ok && unknown_op_answered("from.the.handler") ? &g_handler_ok : &g_handler_bad,
+                     1);
+}
+
 static void test_fork_unknown(void)
 {
-    int round, bad[2] = {0, 0};
+    int round, forks = 0, bad[2] = {0, 0};
     pthread_t t[2];
+    pthread_atfork(NULL, host_parent_handler, NULL);
     /* the first unknown op goes to the core, which arms the C answer for the next ones */
     CHECK(unknown_op_answered("no.such.op") && unknown_op_answered("no.such.op"),
           "unknown ops answered before the threads start");
@@ -413,6 +429,7 @@ static void test_fork_unknown(void)
                       : 1);
         }
         CHECK(pid > 0, "fork");
+        forks++;
         CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
               "round %d: child exited with status %#x", round, status);
@@ -422,6 +439,9 @@ static void test_fork_unknown(void)
     for (round = 0; round < 2; round++) pthread_join(t[round], NULL);
     CHECK(bad[0] + bad[1] == 0, "the threads' unknown ops were each answered 300 (%d were not)",
           bad[0] + bad[1]);
+    CHECK(atomic_load(&g_handler_ok) == forks && atomic_load(&g_handler_bad) == 0,
+          "the host's fork handler's calls were answered in every round (%d ok, %d not, %d forks)",
+          atomic_load(&g_handler_ok), atomic_load(&g_handler_bad), forks);
 }
 
 /* --- signals ------------------------------------------------------------------------------- */
