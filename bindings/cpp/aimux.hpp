@@ -14,7 +14,11 @@
 #ifndef AIMUX_HPP
 #define AIMUX_HPP
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <deque>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -51,6 +55,31 @@ inline std::optional<std::string> take_opt(char *s)
 struct ErrorDeleter {
     void operator()(aimux_error_t *e) const noexcept { aimux_error_free(e); }
 };
+
+/// In a batch "[e1,e2,...]" (aimux_stream_next_batch), the index of the ',' or ']' that ends the
+/// event starting at b[pos]: depth 0, outside strings (the library's own scanner, so an event's
+/// bytes are exactly what aimux_stream_next returns).
+inline std::size_t event_end(const char *b, std::size_t pos, std::size_t len) noexcept
+{
+    int depth = 0;
+    for (std::size_t i = pos; i < len; i++) {
+        char c = b[i];
+        if (c == '"') {
+            for (i++; i < len && b[i] != '"'; i++)
+                if (b[i] == '\\') i++;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0) return i;
+            depth--;
+        } else if (c == ',' && depth == 0) {
+            return i;
+        }
+    }
+    return len; /* malformed: the rest (never for the library's arrays) */
+}
+
+struct StreamTestAccess;  // the binding's tests look at what a Stream holds
 }  // namespace detail
 
 /// One node of an aimux error chain, as a C++ exception. The root owns the C chain (shared by
@@ -211,9 +240,23 @@ inline std::uint32_t abi_version() noexcept { return aimux_abi_version(); }
 /// is one JSON string ({"type": "text-delta", ...}, ..., {"type": "error", "error": <envelope>}).
 /// next() and iteration throw NativeError for an invalid handle; cancel() may be called from
 /// any thread and ends the iteration.
+///
+/// Events are read in batches (aimux_stream_next_batch: every event the stream has ready, up to
+/// batch_events, in one crossing) and handed out one by one, byte for byte what
+/// aimux_stream_next gives, in the same order. Events taken and not yet handed out are dropped
+/// by cancel() (the next next() reports the end, as aimux_stream_next would) and freed with the
+/// stream. While it hands out a batch, next() calls aimux_stream_poll (one event at most, kept
+/// in order) whenever touch_interval has passed since its last call into the library, so the
+/// core's idle reaper (AIMUX_STREAM_IDLE_TIMEOUT_MS) sees a consumer that keeps calling next()
+/// as read, as it does one that reads each event from the library.
 class Stream
 {
   public:
+    /// At most this many events per crossing (the library's queue bound).
+    static constexpr std::size_t batch_events = 1024;
+    /// While events are held: a read of the library (aimux_stream_poll) at least this often.
+    static constexpr std::chrono::milliseconds touch_interval{100};
+
     Stream(const std::string &op, const std::string &params_json)
     {
         detail::check_no_nul(op, params_json, "params_json");
@@ -221,12 +264,12 @@ class Stream
     }
     Stream(const Stream &) = delete;
     Stream &operator=(const Stream &) = delete;
-    Stream(Stream &&other) noexcept : handle_(std::exchange(other.handle_, 0)) {}
+    Stream(Stream &&other) noexcept { take_from(other); }
     Stream &operator=(Stream &&other) noexcept
     {
         if (this != &other) {
             reset();
-            handle_ = std::exchange(other.handle_, 0);
+            take_from(other);
         }
         return *this;
     }
@@ -235,15 +278,41 @@ class Stream
     /// The next event, or nullopt when the stream has ended (or was cancelled).
     std::optional<std::string> next()
     {
-        char *event = nullptr;
-        check(aimux_stream_next(handle_, &event));
-        return detail::take_opt(event);
+        if (cancelled_.load(std::memory_order_acquire)) drop_held();
+        if (holding()) {
+            auto now = std::chrono::steady_clock::now();
+            if (now - last_read_ >= touch_interval) touch(now);
+            if (holding()) return take_held();
+        }
+        if (ended_) return std::nullopt;
+        char *batch = nullptr;
+        std::int32_t ended = AIMUX_STREAM_OPEN;
+        aimux_error_t *err = aimux_stream_next_batch(handle_, batch_events, &batch, &ended);
+        last_read_ = std::chrono::steady_clock::now();
+        if (err != nullptr) {
+            aimux_string_free(batch);  // NULL per the ABI; freed should a library ever set both
+            throw NativeError::adopt(err);
+        }
+        if (batch == nullptr) return std::nullopt;  // the end
+        batch_.reset(batch);
+        batch_len_ = std::strlen(batch);
+        batch_pos_ = 1;
+        ended_ = ended == AIMUX_STREAM_ENDED;
+        if (cancelled_.load(std::memory_order_acquire)) {  // a cancel that came meanwhile
+            drop_held();
+            return next();
+        }
+        return take_held();
     }
 
-    /// Cancels the stream (thread-safe): a blocked next() wakes and reports the end.
+    /// Cancels the stream (thread-safe): a blocked next() wakes and reports the end; events
+    /// already taken from the library and not handed out yet are dropped.
     void cancel() noexcept
     {
-        if (handle_ != 0) aimux_stream_cancel(handle_);
+        if (handle_ != 0) {
+            cancelled_.store(true, std::memory_order_release);
+            aimux_stream_cancel(handle_);
+        }
     }
 
     std::uint64_t handle() const noexcept { return handle_; }
@@ -284,11 +353,82 @@ class Stream
     iterator end() { return iterator(); }
 
   private:
+    friend struct detail::StreamTestAccess;
+
+    bool holding() const noexcept { return batch_ != nullptr || !polled_.empty(); }
+
+    /// The next held event: the rest of the batch first, then what touch() took after it.
+    std::string take_held()
+    {
+        if (batch_ != nullptr) {
+            const char *b = batch_.get();
+            std::size_t end = detail::event_end(b, batch_pos_, batch_len_);
+            std::string ev(b + batch_pos_, end - batch_pos_);
+            batch_pos_ = end + 1;
+            if (batch_pos_ >= batch_len_) batch_.reset();
+            return ev;
+        }
+        std::string ev = std::move(polled_.front());
+        polled_.pop_front();
+        return ev;
+    }
+
+    /// A read of the library while events are held (aimux_stream_poll, one event at most, never
+    /// blocks): the core's reaper counts it. Its event goes after the held ones; its error (the
+    /// stream is then over) is thrown now, as the next per-event read would have thrown it.
+    void touch(std::chrono::steady_clock::time_point now)
+    {
+        char *batch = nullptr;
+        std::int32_t ended = AIMUX_STREAM_OPEN;
+        aimux_error_t *err = aimux_stream_poll(handle_, 1, &batch, &ended);
+        last_read_ = now;
+        detail::CString owned(batch);
+        if (err != nullptr) {
+            drop_held();
+            throw NativeError::adopt(err);
+        }
+        if (owned) {
+            std::size_t len = std::strlen(owned.get());
+            if (len >= 2) polled_.emplace_back(owned.get() + 1, len - 2);  // "[ev]" → ev
+        }
+        if (ended == AIMUX_STREAM_ENDED) ended_ = true;
+    }
+
+    void drop_held() noexcept
+    {
+        batch_.reset();
+        polled_.clear();
+    }
+
+    void take_from(Stream &other) noexcept
+    {
+        handle_ = std::exchange(other.handle_, 0);
+        batch_ = std::move(other.batch_);
+        batch_len_ = std::exchange(other.batch_len_, 0);
+        batch_pos_ = std::exchange(other.batch_pos_, 0);
+        polled_ = std::move(other.polled_);
+        other.polled_.clear();
+        ended_ = std::exchange(other.ended_, false);
+        cancelled_.store(other.cancelled_.exchange(false));
+        last_read_ = other.last_read_;
+    }
+
     void reset() noexcept
     {
+        drop_held();
+        ended_ = false;
+        cancelled_.store(false);
         if (handle_ != 0) aimux_stream_free(std::exchange(handle_, 0));
     }
+
     std::uint64_t handle_ = 0;
+    detail::CString batch_;           // the batch being handed out ("[e1,e2,...]"), or null
+    std::size_t batch_len_ = 0;       // its length
+    std::size_t batch_pos_ = 0;       // where its next event starts
+    std::deque<std::string> polled_;  // events touch() took, after the batch's
+    bool ended_ = false;              // no event follows the held ones
+    std::atomic<bool> cancelled_{false};
+    std::chrono::steady_clock::time_point last_read_{};
 };
 
 }  // namespace aimux

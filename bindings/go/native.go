@@ -26,6 +26,10 @@ static __typeof__(aimux_error_message) *p_error_message;
 static __typeof__(aimux_error_json)    *p_error_json;
 static __typeof__(aimux_error_free)    *p_error_free;
 static __typeof__(aimux_string_free)   *p_string_free;
+// Extensions (aimux.h, below the contract): NULL when the library lacks them; the stream then
+// reads one event per aimux_stream_next.
+static __typeof__(aimux_stream_next_batch) *p_stream_next_batch;
+static __typeof__(aimux_stream_poll)       *p_stream_poll;
 
 // Ownership accounting: every non-NULL string / error the library hands out, and every one we
 // give back. The tests check that the two match (each freed exactly once).
@@ -63,6 +67,9 @@ static char *aimuxgo_load(const char *path) {
 	AIMUXGO_SYM(p_error_json, "aimux_error_json");
 	AIMUXGO_SYM(p_error_free, "aimux_error_free");
 	AIMUXGO_SYM(p_string_free, "aimux_string_free");
+	*(void **)(&p_stream_next_batch) = dlsym(h, "aimux_stream_next_batch");
+	*(void **)(&p_stream_poll) = dlsym(h, "aimux_stream_poll");
+	if (!p_stream_next_batch || !p_stream_poll) p_stream_next_batch = NULL, p_stream_poll = NULL;
 	return NULL;
 }
 
@@ -95,6 +102,17 @@ static aimux_error_t *aimuxgo_stream(const char *op, const char *params, uint64_
 static aimux_error_t *aimuxgo_stream_next(uint64_t h, char **out) {
 	aimux_error_t *err = p_stream_next(h, out);
 	aimuxgo_count(err, *out);
+	return err;
+}
+
+static int aimuxgo_has_batches(void) { return p_stream_next_batch != NULL; }
+
+// A batch of events (blocking: aimux_stream_next_batch; else aimux_stream_poll), *len its length.
+static aimux_error_t *aimuxgo_stream_batch(int blocking, uint64_t h, size_t max, char **out,
+                                           size_t *len, int32_t *ended) {
+	aimux_error_t *err = (blocking ? p_stream_next_batch : p_stream_poll)(h, max, out, ended);
+	aimuxgo_count(err, *out);
+	*len = *out ? strlen(*out) : 0;
 	return err;
 }
 
@@ -427,6 +445,33 @@ func streamNext(h uint64) (json.RawMessage, error) {
 		return nil, nil
 	}
 	return json.RawMessage(takeString(out)), nil
+}
+
+// batchesLoaded: the loaded library has aimux_stream_next_batch and aimux_stream_poll (an
+// extension of the C ABI; without them a stream reads one event per aimux_stream_next).
+func batchesLoaded() bool { return C.aimuxgo_has_batches() != 0 }
+
+// streamBatch returns the next events as one JSON array ("[e1,e2,...]", a Go copy) and whether
+// the stream is over after them: blocking, aimux_stream_next_batch (nil only at the end); else
+// aimux_stream_poll (never blocks; nil when nothing is ready).
+func streamBatch(h uint64, max int, blocking bool) ([]byte, bool, error) {
+	var out *C.char
+	var n C.size_t
+	var ended C.int32_t
+	b := C.int(0)
+	if blocking {
+		b = 1
+	}
+	if e := C.aimuxgo_stream_batch(b, C.uint64_t(h), C.size_t(max), &out, &n, &ended); e != nil {
+		C.aimuxgo_string_free(out) // NULL per the contract; freed anyway should it not be
+		return nil, true, takeError(e)
+	}
+	if out == nil {
+		return nil, ended != 0, nil
+	}
+	batch := C.GoBytes(unsafe.Pointer(out), C.int(n))
+	C.aimuxgo_string_free(out)
+	return batch, ended != 0, nil
 }
 
 func streamCancel(h uint64) { C.aimuxgo_stream_cancel(C.uint64_t(h)) }

@@ -50,12 +50,19 @@ final class Native {
         static final Path PATH;
         static final MethodHandle ABI_VERSION, CALL, STREAM, STREAM_NEXT, STREAM_CANCEL, STREAM_FREE,
                 ERROR_CODE, ERROR_MESSAGE, ERROR_JSON, ERROR_FREE, STRING_FREE;
+        /**
+         * Extensions (aimux.h, below the contract): {@code aimux_stream_next_batch} and {@code aimux_stream_poll},
+         * both null when the library lacks either (a stream then reads one event per {@code aimux_stream_next}).
+         */
+        static final MethodHandle STREAM_NEXT_BATCH, STREAM_POLL;
         /** Why loading failed (reported on every use, not only the first), or null. */
         private static final String FAILURE;
 
         static {
             Path path = null;
             MethodHandle[] hs = new MethodHandle[11];
+            MethodHandle nextBatch = null;
+            MethodHandle poll = null;
             String failure = null;
             try {
                 Found found = locate();
@@ -85,6 +92,13 @@ final class Native {
                             .orElseThrow(() -> new LoadFailure("aimux: " + p + " has no symbol " + name + ". " + FIX));
                     hs[i] = linker.downcallHandle(sym, fds[i]);
                 }
+                FunctionDescriptor batchFd = FunctionDescriptor.of(ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS);
+                var nb = lib.find("aimux_stream_next_batch");
+                var pl = lib.find("aimux_stream_poll");
+                if (nb.isPresent() && pl.isPresent()) {
+                    nextBatch = linker.downcallHandle(nb.get(), batchFd);
+                    poll = linker.downcallHandle(pl.get(), batchFd);
+                }
                 int abi = (int) hs[0].invokeExact();
                 if (abi != AimuxManifest.ABI_VERSION) {
                     throw new LoadFailure("aimux: " + path + " has ABI version " + abi + "; this binding was generated for "
@@ -111,6 +125,8 @@ final class Native {
             ERROR_JSON = hs[8];
             ERROR_FREE = hs[9];
             STRING_FREE = hs[10];
+            STREAM_NEXT_BATCH = nextBatch;
+            STREAM_POLL = poll;
         }
 
         /** Throws a fresh 207 RuntimeInitError (an AimuxException) if loading failed. */
@@ -320,6 +336,38 @@ final class Native {
                 throw takeError(err);
             }
             return takeString(out.get(ADDRESS, 0));
+        } catch (AimuxException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Whether the loaded library has the batch reads ({@code aimux_stream_next_batch}, {@code aimux_stream_poll}). */
+    static boolean batchesLoaded() {
+        return Lib.FAILURE == null && Lib.STREAM_NEXT_BATCH != null;
+    }
+
+    /** A batch of events: the JSON array text ({@code [e1,e2,...]}) or null, and whether no event follows it. */
+    record Batch(String json, boolean ended) {}
+
+    /**
+     * The next events of a stream, at most {@code max}: blocking, {@code aimux_stream_next_batch} (no batch only at
+     * the end); else {@code aimux_stream_poll} (never blocks; no batch when nothing is ready).
+     */
+    static Batch streamBatch(long handle, long max, boolean blocking) {
+        Lib.check();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            MemorySegment ended = arena.allocate(JAVA_INT);
+            MemorySegment err = blocking
+                    ? (MemorySegment) Lib.STREAM_NEXT_BATCH.invokeExact(handle, max, out, ended)
+                    : (MemorySegment) Lib.STREAM_POLL.invokeExact(handle, max, out, ended);
+            if (!isNull(err)) {
+                takeString(out.get(ADDRESS, 0)); // NULL per the ABI; freed should a library ever set both
+                throw takeError(err);
+            }
+            return new Batch(takeString(out.get(ADDRESS, 0)), ended.get(JAVA_INT, 0) != 0);
         } catch (AimuxException e) {
             throw e;
         } catch (Throwable t) {
