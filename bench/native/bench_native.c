@@ -80,30 +80,17 @@ static double run_error(int n)
 #define VARIED_NAMES 1000
 static char g_names[VARIED_NAMES][32];
 
-static double run_error_varied(int n)
-{
-    double t0 = now_ns();
-    for (int i = 0; i < n; i++) {
-        char *out = NULL;
-        aimux_error_t *e = aimux_call(g_names[i % VARIED_NAMES], "{}", &out);
-        char *j = aimux_error_json(e);
-        if (!e || !j || aimux_error_code(e) != 300) g_bad++;
-        aimux_string_free(j);
-        aimux_error_free(e);
-    }
-    return (now_ns() - t0) / n;
-}
-
 /* An unknown op with a name the shim leaves to the core (not plain: "no-such-op-N"): the core's
    error path, the UnknownOpError built and projected in Python, as any other error is. */
 static char g_core_names[VARIED_NAMES][32];
 
-static double run_error_core(int n)
+/* n round trips, each with the next of `names` */
+static double run_error_names(char (*names)[32], int n)
 {
     double t0 = now_ns();
     for (int i = 0; i < n; i++) {
         char *out = NULL;
-        aimux_error_t *e = aimux_call(g_core_names[i % VARIED_NAMES], "{}", &out);
+        aimux_error_t *e = aimux_call(names[i % VARIED_NAMES], "{}", &out);
         char *j = aimux_error_json(e);
         if (!e || !j || aimux_error_code(e) != 300) g_bad++;
         aimux_string_free(j);
@@ -111,6 +98,9 @@ static double run_error_core(int n)
     }
     return (now_ns() - t0) / n;
 }
+
+static double run_error_varied(int n) { return run_error_names(g_names, n); }
+static double run_error_core(int n) { return run_error_names(g_core_names, n); }
 
 /* A params failure (InvalidParamsError 301 with its cause: pydantic validates the params, the
    envelope carries the violations list and a source node), the value varying per call. */
