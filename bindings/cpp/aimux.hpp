@@ -26,6 +26,8 @@
 #include <string>
 #include <utility>
 
+#include <pthread.h>
+
 #include "aimux.h"
 
 namespace aimux
@@ -55,6 +57,17 @@ inline std::optional<std::string> take_opt(char *s)
 struct ErrorDeleter {
     void operator()(aimux_error_t *e) const noexcept { aimux_error_free(e); }
 };
+
+/// How many forks made this process, counted in each child (a pthread_atfork child handler,
+/// registered on the first call): events a Stream holds belong to the process that took them.
+inline unsigned fork_generation() noexcept
+{
+    static std::atomic<unsigned> forks{0};
+    static const int registered = pthread_atfork(
+        nullptr, nullptr, +[] { forks.fetch_add(1, std::memory_order_relaxed); });
+    (void)registered;
+    return forks.load(std::memory_order_relaxed);
+}
 
 /// In a batch "[e1,e2,...]" (aimux_stream_next_batch), the index of the ',' or ']' that ends the
 /// event starting at b[pos]: depth 0, outside strings (the library's own scanner, so an event's
@@ -248,7 +261,8 @@ inline std::uint32_t abi_version() noexcept { return aimux_abi_version(); }
 /// stream. While it hands out a batch, next() calls aimux_stream_poll (one event at most, kept
 /// in order) whenever touch_interval has passed since its last call into the library, so the
 /// core's idle reaper (AIMUX_STREAM_IDLE_TIMEOUT_MS) sees a consumer that keeps calling next()
-/// as read, as it does one that reads each event from the library.
+/// as read, as it does one that reads each event from the library. In a forked child the held
+/// events are dropped: its next() asks the library, which answers 203 for the parent's stream.
 class Stream
 {
   public:
@@ -279,6 +293,10 @@ class Stream
     std::optional<std::string> next()
     {
         if (cancelled_.load(std::memory_order_acquire)) drop_held();
+        if (holding() && held_by_ != detail::fork_generation()) {  // a forked child: not ours
+            drop_held();
+            ended_ = false;
+        }
         if (holding()) {
             auto now = std::chrono::steady_clock::now();
             if (now - last_read_ >= touch_interval) touch(now);
@@ -297,6 +315,7 @@ class Stream
         batch_.reset(batch);
         batch_len_ = std::strlen(batch);
         batch_pos_ = 1;
+        held_by_ = detail::fork_generation();
         ended_ = ended == AIMUX_STREAM_ENDED;
         if (cancelled_.load(std::memory_order_acquire)) {  // a cancel that came meanwhile
             drop_held();
@@ -409,6 +428,7 @@ class Stream
         polled_ = std::move(other.polled_);
         other.polled_.clear();
         ended_ = std::exchange(other.ended_, false);
+        held_by_ = other.held_by_;
         cancelled_.store(other.cancelled_.exchange(false));
         last_read_ = other.last_read_;
     }
@@ -427,6 +447,7 @@ class Stream
     std::size_t batch_pos_ = 0;       // where its next event starts
     std::deque<std::string> polled_;  // events touch() took, after the batch's
     bool ended_ = false;              // no event follows the held ones
+    unsigned held_by_ = 0;            // detail::fork_generation() of the process that took them
     std::atomic<bool> cancelled_{false};
     std::chrono::steady_clock::time_point last_read_{};
 };

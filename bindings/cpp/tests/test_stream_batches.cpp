@@ -344,6 +344,49 @@ TEST(StreamBatches, CancelWakesABlockedNext)
     EXPECT_TRUE(server_saw("gone", spec));
 }
 
+/// A forked child gets none of the events its parent's Stream holds: its next() asks the library,
+/// which answers 203 for a stream of the parent (as one aimux_stream_next per event would); the
+/// parent goes on with them.
+TEST(StreamBatches, AForkedChildGetsNoneOfTheParentsHeldEvents)
+{
+    const std::string spec =
+        "mode=stall;parts=40;after=40;stall_ms=60000;text=forked" + std::string(34, 'f');
+    aimux::Stream s("stream_text", params(spec));
+    std::size_t deltas = 0;
+    ASSERT_TRUE(
+        server_saw("stall", spec));  // all 40 deltas were sent: the first batch takes what arrived
+    while (StreamTestAccess::held(s) == 0 && deltas < 40) {
+        auto ev = s.next();
+        ASSERT_TRUE(ev.has_value());
+        deltas++;
+    }
+    ASSERT_GT(StreamTestAccess::held(s), 0u) << "no batch held more than one event";
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int code = 1;  // an event handed out
+        try {
+            (void)s.next();
+        } catch (const aimux::NativeError &e) {
+            code = e.code() == 203 ? 0 : 2;
+        } catch (...) {
+            code = 3;
+        }
+        _exit(code);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child did not exit";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a held event was handed out; 2: not 203";
+    while (deltas < 40) {  // the parent keeps its events
+        auto ev = s.next();
+        ASSERT_TRUE(ev.has_value());
+        ASSERT_FALSE(aimux::event_error(*ev).has_value()) << *ev;
+        deltas++;
+    }
+    s.cancel();
+}
+
 /// A consumer that keeps calling next() while it works through a held batch is a reader: the
 /// core's idle reaper (AIMUX_STREAM_IDLE_TIMEOUT_MS) must not close its stream, as it would not
 /// with one read per event. Runs in a child (the limit is read once per process).
