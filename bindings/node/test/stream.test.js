@@ -107,13 +107,14 @@ test('an error inside a stream arrives as an error event with a decoded AimuxErr
 test('a call does not block the event loop while the server holds it', async () => {
   // The server answers only once this event loop, while the call waits, has seen the request
   // held and released it (a blocked loop could do neither: the hold would run out after a
-  // minute, and the call resolve before the release).
+  // minute, and the call resolve before the release). `released` is set before the release is
+  // sent: once the server lets the call go, its answer and the release's own reply race back.
   const spec = 'mode=ok;hold=node-loop';
   let released = false;
   const pending = call('generate_text', params(spec, { timeoutMs: 120_000 })).then((v) => ({ v, released }));
   await serverSaw('held', spec);
-  await release('node-loop');
   released = true;
+  await release('node-loop');
   const { v, released: releasedFirst } = await pending;
   assert.equal(v.text, 'Hello!');
   assert.ok(releasedFirst, 'the call was answered only after this loop released it');
