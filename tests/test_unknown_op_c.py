@@ -420,3 +420,27 @@ def test_a_fork_during_a_change_leaves_the_child_its_own_template(lib: Probe) ->
         stop.set()
         for t in threads:
             t.join()
+
+
+def test_a_secret_in_the_messages_own_words_keeps_every_call_in_the_core(lib: Probe) -> None:
+    """A remembered secret inside "unknown op '" itself changes the text around every name, and
+    a second, longer secret may overlap that text and the name: the core replaces the longer one
+    (``op 'ab`` in ``unknown op 'abc.x'``), which the scrubbed text around a name no longer
+    shows. No template then."""
+    with redact._secrets_lock:
+        saved = (redact._secrets.copy(), redact._secret_re, redact._secret_list)
+    try:
+        redact.remember_secret("op '")
+        redact.remember_secret("op 'ab")
+        for name in (b"no.such.op", b"abc.x", b"abc.x"):
+            view, ran = lib.answer(name)
+            assert isinstance(view, tuple) and view[0] == 300
+            if name == b"abc.x":
+                assert view[3] == b"unknown [REDACTED]c.x'", view[3]  # the longer secret
+            assert ran, f"{name!r} was answered in C"
+    finally:
+        with redact._secrets_lock:
+            secrets, redact._secret_re, redact._secret_list = saved
+            redact._secrets.clear()
+            redact._secrets.update(secrets)
+        _change()  # the template is built again from the secrets put back
