@@ -195,12 +195,7 @@ class CallerStream:
             return None
         if not hold:
             return iter(got)  # a terminal event: never dropped by a cancel that follows
-        it = iter(got)
-        self._held = (got, it)
-        self._held_left = len(got)
-        if self.ctx.cancelled.is_set():
-            got.clear()  # a cancel that came meanwhile: as if it came after the hand-off
-        return it
+        return dispatch.hold_batch(self, got)
 
     def _drop_held(self) -> None:
         held = self._held

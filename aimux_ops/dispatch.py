@@ -387,6 +387,19 @@ def reaped_event(stream: Any, idle_ms: int) -> bytes | None:
     return reap_timeout_event(idle_ms)
 
 
+def hold_batch(stream: Any, events: list[Any]) -> Iterator[Any]:
+    """An iterator over ``events``, held by ``stream`` as ``reaped_event`` reads it (``_held``,
+    ``_held_left``): a cancel, a reap or a fork empties the list. A cancel that came meanwhile
+    empties it at once, as if it came after the hand-off. Shared by ``_Stream.take`` and
+    ``caller_stream.CallerStream.take``."""
+    it = iter(events)
+    stream._held = (events, it)
+    stream._held_left = len(events)
+    if stream.ctx.cancelled.is_set():
+        events.clear()
+    return it
+
+
 def reap_timeout_event(idle_ms: int) -> bytes:
     """The terminal ``error`` event of a stream the reaper closed after ``idle_ms``."""
     from .errors import TimeoutError as AITimeoutError
@@ -622,12 +635,7 @@ class _Stream:
             self.idle_since = time.monotonic()
             if not out:
                 return self.take(max_events)
-            it = iter(out)
-            self._held = (out, it)
-            self._held_left = len(out)
-            if self.ctx.cancelled.is_set():
-                out.clear()  # a cancel that came meanwhile: as if it came after the hand-off
-            return it
+            return hold_batch(self, out)
         # one event, answered by ``pull`` itself (after a cancel or a reap too): nothing held
         self._held = None
         event = self.pull()

@@ -163,16 +163,6 @@ out:
     return ok;
 }
 
-/* Whether s[0..n) holds t (n, t.n small: a plain scan). */
-static int _aimux_uo_holds(const char *s, size_t n, const _aimux_uo_str *t)
-{
-    size_t i;
-    if (t->n > n) return 0;
-    for (i = 0; i + t->n <= n; i++)
-        if (s[i] == t->p[0] && memcmp(s + i, t->p, t->n) == 0) return 1;
-    return 0;
-}
-
 /* The unknown op's error for `op`, built from the armed template; NULL when the core must
    answer (nothing armed, not a plain name, a known op, a remembered secret inside, no memory). */
 static aimux_error_t *_aimux_uo_answer(const char *op)
@@ -201,7 +191,7 @@ static aimux_error_t *_aimux_uo_answer(const char *op)
     /* a remembered secret in the message (inside the name, or across its ends and the text
        around it): the core scrubs it */
     for (i = 0; i < _aimux_uo.n_secrets; i++)
-        if (_aimux_uo_holds(p, msg_len, &_aimux_uo.secrets[i])) {
+        if (memmem(p, msg_len, _aimux_uo.secrets[i].p, _aimux_uo.secrets[i].n) != NULL) {
             free(e);
             e = NULL;
             goto out;
