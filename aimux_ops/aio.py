@@ -32,6 +32,8 @@ from typing import Any, TypeVar
 
 import greenlet
 
+from .guest import core_thread
+
 # httpcore asks sniffio which async library runs, importing it on every request; without sniffio
 # installed that is a failed import (~0.3 ms) each time. Remember the failure (a None entry makes
 # `import sniffio` fail at once); httpcore then assumes asyncio, which it is here.
@@ -140,7 +142,7 @@ class _Loop:
         self.loop = asyncio.new_event_loop()
         self.pid = os.getpid()
         self.client: Any = None  # httpx.AsyncClient, made on the loop thread on first use
-        self.thread = threading.Thread(target=self._run, name="aimux-streams", daemon=True)
+        self.thread = core_thread(self._run, "aimux-streams")
         self.thread.start()
 
     def _run(self) -> None:

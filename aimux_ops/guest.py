@@ -8,6 +8,11 @@
   ``pthread_atfork`` handlers run CPython's after-fork handling (``PyOS_AfterFork_Child``), which
   calls it. A hook must not take a lock it did not create itself and must not do I/O: it abandons
   the parent's objects (the parent still owns them) and makes fresh ones.
+- **The host's exit.** Inside libaimux the interpreter is never finalized, so a host that ends
+  while the core's threads run Python would run its C exit handlers (OpenSSL's among them) under
+  those threads. ``guard_exit`` arms the shim's exit handler, which stops every thread at the
+  interpreter lock; the core calls it before it starts a thread (``core_thread``) or opens an
+  HTTP client. A no-op in a plain Python process (its own finalization stops the threads).
 - **Limits** (environment variables, read once per process and again after a fork): see
   ``Limits``. Documented in DESIGN.md "The library as a guest".
 """
@@ -15,13 +20,17 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
     "Limits",
+    "core_thread",
+    "guard_exit",
     "limits",
     "on_fork_child",
+    "use_exit_guard",
 ]
 
 _hooks: list[Callable[[], None]] = []
@@ -44,6 +53,38 @@ def _after_fork_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_child)
+
+
+_arm_exit_guard: Callable[[], object] | None = None
+
+
+def use_exit_guard(arm: Callable[[], object]) -> None:
+    """Called once by libaimux's init code with the shim's ``_aimux_exit_guard_arm``."""
+    global _arm_exit_guard
+    _arm_exit_guard = arm
+
+
+def guard_exit() -> None:
+    """Arms the shim's exit handler, once, after OpenSSL's (exit handlers run last-registered
+    first, and OpenSSL registers its own when it is first loaded: loaded here first)."""
+    global _arm_exit_guard
+    arm = _arm_exit_guard
+    if arm is None:
+        return
+    _arm_exit_guard = None  # a second arming would only register the same handler twice
+    for crypto in ("_hashlib", "_ssl"):
+        try:
+            __import__(crypto)
+        except ImportError:  # a Python built without OpenSSL: nothing to order against
+            pass
+    arm()
+
+
+def core_thread(target: Callable[..., object], name: str, *args: object) -> threading.Thread:
+    """One of the core's own (daemon) threads, not started yet (the caller may publish it
+    first), with the host's exit guarded."""
+    guard_exit()
+    return threading.Thread(target=target, args=args, name=name, daemon=True)
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:

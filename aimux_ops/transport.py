@@ -54,7 +54,7 @@ else:
 
 from .errors import AimuxError, APICallError, InvalidArgumentError
 from .errors import TimeoutError as AITimeoutError
-from .guest import Limits, on_fork_child
+from .guest import Limits, guard_exit, on_fork_child
 from .guest import limits as guest_limits
 from .redact import redact_headers, redact_url, scrub_message, scrub_text
 
@@ -757,6 +757,7 @@ class HttpTransport:
         self._stream_client: httpx.Client | None = None
 
     def _new_client(self) -> httpx.Client:
+        guard_exit()  # a host thread may be inside this client's TLS when the host ends
         lim = self.limits
         client = httpx.Client(
             timeout=httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),

@@ -40,6 +40,9 @@ try:
     _wake = _dispatch.stream_wake
     _events_fd = _dispatch.events_fd
     _dispatch.use_native_queues(ffi, lib)  # streams opened here get a C queue (aimux_queue.c)
+    from aimux_ops import guest as _guest
+
+    _guest.use_exit_guard(lib._aimux_exit_guard_arm)  # the host's exit stops the core's threads
     from aimux_ops import changes as _changes
 
     # The shim's unknown-op template (aimux_unknown_op.c) copies the op names and the remembered

@@ -573,6 +573,26 @@ static void _aimux_install_atfork(void)
     pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
 }
 
+/* 3. Exit: a host may end (return from main, exit()) while the core's threads still run Python
+      (the stream loop mid-event, the reaper). exit() then runs the C exit handlers under them, and
+      OpenSSL's (OPENSSL_cleanup) frees tables those threads still use: a SIGSEGV in the loop
+      thread, hashing, about one run in 20 of test_guest streams200. CPython stops its threads
+      before C exit handlers run, but an embedded interpreter is never finalized; so this handler
+      does what finalization does for them: it takes the interpreter lock and never gives it back.
+      No thread runs Python again; threads waiting without the lock (sockets, sleeps, the C
+      queues) stay asleep. Exit handlers run in reverse order of registration, so the core arms it
+      (aimux_ops.guest.guard_exit) after loading OpenSSL, before it starts a thread of its own or
+      opens an HTTP client. Later exit handlers on the exiting thread may still call aimux (the
+      lock is re-entrant there); what needs the core's threads (a stream's next event) never
+      comes. Not when the interpreter was finalized (a Python host sharing it ends that way). */
+static void _aimux_exit_guard(void)
+{
+    if (!_aimux_ready || !Py_IsInitialized()) return;
+    (void)PyGILState_Ensure(); /* never released: the process is ending */
+}
+
+int _aimux_exit_guard_arm(void) { return atexit(_aimux_exit_guard); }
+
 /* Imports `signal` now (GIL not held), so no later lazy import can install a handler. */
 static void _aimux_import_signal(void)
 {

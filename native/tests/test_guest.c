@@ -19,6 +19,11 @@
  *   test_guest streams200    200 streams open and never freed: the next call completes
  *   test_guest limits        a full per-host pool is a clear error (11, naming the limit), and
  *                            streams nobody reads are released by the core's idle timeout
+ *   test_guest exit          a host that ends while the core's stream loop runs: the core's
+ *                            threads stop before the C exit handlers run (none produces another
+ *                            event), the host's later exit handlers may still call, and the
+ *                            process exits cleanly; then 5 hosts that end while their streams
+ *                            fail (the loop projecting errors), each exiting cleanly
  *
  * Prints "N passed, N failed"; exits non-zero on any failure.
  */
@@ -712,9 +717,142 @@ static void test_limits(void)
     for (i = 0; i < 4; i++) aimux_stream_free(h[i]);
 }
 
+/* --- the host's exit ---------------------------------------------------------------------- */
+static uint64_t g_exit_stream;
+
+/* Drains what the stream has queued (at most `rounds` polls); the number of batches taken. */
+static int drain(uint64_t h, int rounds)
+{
+    int taken = 0;
+    while (rounds-- > 0) {
+        char *batch = NULL;
+        int32_t ended = 0;
+        aimux_error_t *e = aimux_stream_poll(h, 1024, &batch, &ended);
+        aimux_error_free(e);
+        if (e || batch == NULL) break;
+        aimux_string_free(batch);
+        taken++;
+    }
+    return taken;
+}
+
+/* The host's own exit handler, registered before the library was loaded: it runs after the
+   library's. A stream loop still running would keep filling the queue (the server sends half a
+   million deltas); stopped, it adds nothing. The first drain and the pause let a push
+   that was inside the C queue when the loop stopped land; the next 300 ms must add nothing. */
+static void host_late_exit(void)
+{
+    char *res = NULL;
+    aimux_error_t *e;
+    int first, second, later, version;
+    first = drain(g_exit_stream, 1000);
+    usleep(100 * 1000);
+    second = drain(g_exit_stream, 1000);
+    usleep(300 * 1000);
+    later = drain(g_exit_stream, 1000);
+    e = aimux_call("aimux.version", "{}", &res); /* the exiting thread may still call */
+    version = e == NULL && res != NULL && strstr(res, "\"abiVersion\"") != NULL;
+    aimux_error_free(e);
+    aimux_string_free(res);
+    aimux_stream_free(g_exit_stream);
+    printf("drained %d+%d, later %d, version %d\n", first, second, later, version);
+    fflush(stdout);
+    if (later != 0 || !version) _exit(3);
+}
+
+/* The child of `exit` (a fresh host, exec'd): `late` reads a fast stream for a while and returns
+   from main while the loop is busy; `failing` opens 30 streams that all time out 1 s after the
+   first was opened, and returns from main `jitter_ms` after that. */
+static int exit_child(const char *how, int jitter_ms)
+{
+    int32_t code;
+    int i;
+    struct timespec t0, now;
+    alarm(60);
+    if (strcmp(how, "late") == 0) {
+        char *ev = NULL;
+        int read = 0;
+        atexit(host_late_exit); /* before the first aimux call */
+        g_exit_stream = open_stream("mode=chunks;n=500000", 60000, &code);
+        if (g_exit_stream == 0) {
+            fprintf(stderr, "the stream did not open (%d)\n", code);
+            return 4;
+        }
+        for (i = 0; i < 5000; i++) {
+            if (next_code(g_exit_stream, &ev) == 0 && ev != NULL) read++;
+            aimux_string_free(ev);
+            ev = NULL;
+        }
+        if (read != 5000) {
+            fprintf(stderr, "read %d of 5000 events\n", read);
+            return 5;
+        }
+        return 0; /* the loop is still filling the queue */
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < 30; i++) { /* the first event of each (when in time), then a stall */
+        char *ev = NULL;
+        long left;
+        uint64_t h;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        left = 1000 - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        h = open_stream("mode=stall;stall_ms=60000;after=1;text=abcdef;parts=3",
+                        left > 50 ? (int)left : 50, &code);
+        if (h != 0 && next_code(h, &ev) == 0) aimux_string_free(ev); /* or it failed already */
+    }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    {
+        long until = 1000 + jitter_ms -
+                     ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        if (until > 0) usleep((useconds_t)until * 1000);
+    }
+    return 0;
+}
+
+static void test_exit(void)
+{
+    int round;
+    for (round = 0; round < 6; round++) {
+        int fds[2], status = 0;
+        char port[16], jitter[16], out[256] = "";
+        ssize_t n, got = 0;
+        pid_t pid;
+        CHECK(pipe(fds) == 0, "pipe");
+        snprintf(port, sizeof port, "%d", g_port);
+        snprintf(jitter, sizeof jitter, "%d", (round - 1) * 40);
+        pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            close(fds[1]);
+            execl("/proc/self/exe", "test_guest", "exit-child", port,
+                  round == 0 ? "late" : "failing", jitter, (char *)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        while ((n = read(fds[0], out + got, sizeof out - 1 - (size_t)got)) > 0) got += n;
+        out[got] = 0;
+        close(fds[0]);
+        waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "%s host (round %d) exited cleanly: %s %d (%s)",
+              round == 0 ? "a streaming" : "a failing", round,
+              WIFSIGNALED(status) ? "signal" : "status",
+              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), out);
+        if (round == 0)
+            CHECK(strstr(out, "later 0, version 1") != NULL,
+                  "after the library's exit handler no event arrives; a call still answers: %s",
+                  out);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "exit-child") == 0) { /* internal: run by `exit` */
+        g_port = argc > 2 ? atoi(argv[2]) : 0;
+        return exit_child(argc > 3 ? argv[3] : "late", argc > 4 ? atoi(argv[4]) : 0);
+    }
     if (strncmp(mode, "sigint-child", 12) == 0) { /* internal: run by `sigint` */
         g_port = argc > 2 ? atoi(argv[2]) : 0;
         return sigint_child(strcmp(mode, "sigint-child-handler") == 0);
@@ -722,7 +860,7 @@ int main(int argc, char **argv)
     if (argc < 3) {
         fprintf(stderr,
                 "usage: test_guest "
-                "fork-warm|fork-busy|fork-unknown|signals|sigint|streams200|limits PYTHON\n");
+                "fork-warm|fork-busy|fork-unknown|signals|sigint|streams200|limits|exit PYTHON\n");
         return 2;
     }
     alarm(180);
@@ -747,6 +885,8 @@ int main(int argc, char **argv)
         test_streams200();
     else if (strcmp(mode, "limits") == 0)
         test_limits();
+    else if (strcmp(mode, "exit") == 0)
+        test_exit();
     else {
         fprintf(stderr, "unknown mode %s\n", mode);
         stop_server();
