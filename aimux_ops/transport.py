@@ -313,6 +313,36 @@ def map_transport_error(
     )
 
 
+def _as_blocking_timeout(exc: BaseException) -> BaseException:
+    """A timeout of the stream loop's async client, as the blocking client raises the same one.
+
+    anyio times an async read or connect out by cancelling it: ``httpx.ReadTimeout`` ←
+    ``httpcore.ReadTimeout`` ← ``TimeoutError`` ← ``asyncio.CancelledError("Cancelled via cancel
+    scope 7f…; reason: deadline exceeded")``. That last message holds a memory address (in every
+    envelope, different in every process), and the chain differs from what the same deadline
+    gives a call or a stream read on its caller's thread: ``httpx.ReadTimeout("timed out")`` ←
+    ``httpcore.ReadTimeout`` ← ``TimeoutError("timed out")``, what the socket's own timeout raises.
+    One failure, one answer: the loop's timeouts take that shape (DESIGN.md "Timeouts on the
+    stream loop"). Anything else is returned as it is."""
+    if not isinstance(exc, httpx.TimeoutException) or isinstance(exc, httpx.PoolTimeout):
+        return exc
+    import httpcore
+
+    core_type = getattr(httpcore, type(exc).__name__, None)
+    if not (isinstance(core_type, type) and issubclass(core_type, httpcore.TimeoutException)):
+        return exc
+    socket_timeout = TimeoutError("timed out")
+    core = core_type(socket_timeout)
+    core.__cause__ = socket_timeout
+    blocking = type(exc)("timed out")
+    blocking.__cause__ = core
+    try:
+        blocking.request = exc.request
+    except RuntimeError:  # no request attached
+        pass
+    return blocking
+
+
 # -- the live transport ----------------------------------------------------------------------------
 
 
@@ -378,6 +408,8 @@ class HttpResponse:
             _shutdown_socket(self._raw)
 
     def _raise(self, exc: BaseException) -> NoReturn:
+        if self._async:
+            exc = _as_blocking_timeout(exc)
         err = map_transport_error(exc, self._deadline, response=self)
         if self._deadline.fired:
             # the read failed because the watchdog shut the socket down: that error is an
@@ -889,7 +921,8 @@ class HttpTransport:
             )
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             shard.done()
-            raise map_transport_error(exc, deadline) from exc
+            cause = _as_blocking_timeout(exc)
+            raise map_transport_error(cause, deadline) from cause
         except BaseException:
             shard.done()
             raise

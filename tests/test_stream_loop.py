@@ -304,3 +304,30 @@ def test_a_host_interrupt_passes_through_the_event_driven_functions(
     monkeypatch.setattr(stream, "poll", interrupted)
     with pytest.raises(KeyboardInterrupt):
         dispatch._poll(stream, 1)
+
+
+def test_a_deadline_on_the_loop_is_the_same_envelope_as_everywhere_else(
+    server: FaultServer,
+) -> None:
+    """anyio times the loop's reads out by cancelling them, with the cancel scope's address in
+    the innermost message; the envelope is the blocking client's, byte for byte, on every surface
+    (DESIGN.md "Timeouts on the stream loop")."""
+    from aimux_ops.caller_stream import stream_here_json
+
+    p = orjson.dumps(params(server, "mode=delay;delay_ms=60000", maxRetries=0, timeoutMs=300))
+    _, call = dispatch.call_json(b"generate_text", p)
+    answers = {"call": call}
+    for name, open_ in (
+        ("loop", stream_json),
+        ("event-driven", stream_start_json),
+        ("caller thread", stream_here_json),
+    ):
+        h, env = open_(b"stream_text", p)
+        if h is not None:  # the open failure comes with the first read
+            ev, env = stream_next_json(h)
+            assert ev is None
+            stream_free(h)
+        answers[name] = env
+    assert call is not None and b'"type":"TimeoutError"' in call and b"timed out" in call
+    assert answers == dict.fromkeys(answers, call)
+    assert not any(b"cancel scope" in env for env in answers.values() if env)
