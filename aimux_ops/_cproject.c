@@ -654,7 +654,7 @@ done:
     return name;
 }
 
-/* causes._next_link: __cause__, else __context__ unless suppressed, else an exception wrapped as
+/* causes.next_link: __cause__, else __context__ unless suppressed, else an exception wrapped as
  * the first argument (new reference or NULL). */
 static PyObject *next_link(PyObject *exc)
 {
@@ -671,7 +671,7 @@ static PyObject *next_link(PyObject *exc)
     return NULL;
 }
 
-/* The members of a source node ({message, type}); *next as causes._next_link. */
+/* The members of a source node ({message, type}); *next as causes.next_link. */
 static int source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
 {
     PyObject *raw, *type;

@@ -26,7 +26,7 @@ from .errors import AimuxError, OtherError, RetryError, SourceError
 from .errors._base import _plain, dump_models
 from .redact import REDACTED, has_anchor, is_secret_header, scrub_message, scrub_text
 
-__all__ = ["DEFAULT_LIMITS", "Limits", "capture", "clip_text", "exception_type_name"]
+__all__ = ["DEFAULT_LIMITS", "Limits", "capture", "clip_text", "exception_type_name", "next_link"]
 
 TRUNCATION_MARK = "…[truncated]"
 _MARK_BYTES = len(TRUNCATION_MARK.encode())
@@ -79,7 +79,7 @@ def _safe_str(exc: BaseException) -> str:
     return text
 
 
-def _next_link(exc: BaseException) -> BaseException | None:
+def next_link(exc: BaseException) -> BaseException | None:
     """``__cause__``, else ``__context__`` unless suppressed, else an exception the error wraps
     as its first argument. The last rule recovers chains a library cut with ``raise exc from
     None`` (httpcore's pool re-raises ``ConnectError(ConnectionRefusedError(...))`` that way)."""
@@ -458,7 +458,7 @@ def capture(
             raw = exc.message if isinstance(exc, SourceError) else _safe_str(exc)
             node["message"] = _message_text(raw, limits, truncated)
             node["type"] = exception_type_name(exc)
-            nxt = _next_link(exc)
+            nxt = next_link(exc)
         child_node = None
         if nxt is not None:
             if depth >= limits.depth or id(nxt) in seen:

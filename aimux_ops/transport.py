@@ -313,28 +313,61 @@ def map_transport_error(
     )
 
 
-def _as_blocking_timeout(exc: BaseException) -> BaseException:
-    """A timeout of the stream loop's async client, as the blocking client raises the same one.
+def _root_of(exc: BaseException) -> BaseException:
+    """The last link of ``exc``'s chain as an envelope walks it (``causes.next_link``); of several
+    failed attempts, the last (what ``socket.create_connection`` raises)."""
+    from .causes import next_link
 
-    anyio times an async read or connect out by cancelling it: ``httpx.ReadTimeout`` ←
-    ``httpcore.ReadTimeout`` ← ``TimeoutError`` ← ``asyncio.CancelledError("Cancelled via cancel
-    scope 7f…; reason: deadline exceeded")``. That last message holds a memory address (in every
-    envelope, different in every process), and the chain differs from what the same deadline
-    gives a call or a stream read on its caller's thread: ``httpx.ReadTimeout("timed out")`` ←
-    ``httpcore.ReadTimeout`` ← ``TimeoutError("timed out")``, what the socket's own timeout raises.
-    One failure, one answer: the loop's timeouts take that shape (DESIGN.md "Timeouts on the
-    stream loop"). Anything else is returned as it is."""
-    if not isinstance(exc, httpx.TimeoutException) or isinstance(exc, httpx.PoolTimeout):
+    seen = {id(exc)}
+    while True:
+        nxt = next_link(exc)
+        if nxt is None or id(nxt) in seen:
+            break
+        seen.add(id(nxt))
+        exc = nxt
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _root_of(exc.exceptions[-1])
+    return exc
+
+
+def _as_blocking(exc: BaseException) -> BaseException:
+    """A failure of the stream loop's async client, as the blocking client raises the same one.
+
+    The blocking client's chain is ``httpx.X(str(os_error))`` ← ``httpcore.X(os_error)`` ←
+    the socket's own ``OSError``: ``ConnectionRefusedError(111, 'Connection refused')``,
+    ``TimeoutError('timed out')``. anyio's differs: a timeout is a cancel
+    (``TimeoutError`` ← ``asyncio.CancelledError("Cancelled via cancel scope 7f…")``, a memory
+    address), a refused connect is ``OSError("All connection attempts failed")`` ← asyncio's
+    ``ConnectionRefusedError("Connect call failed ('127.0.0.1', 1)")`` (the address and port),
+    a reset is wrapped in ``anyio.BrokenResourceError`` with empty messages above it. One failure,
+    one answer whatever surface it was read through: the loop's network errors and timeouts take
+    the blocking shape (DESIGN.md "Network errors on the stream loop"). The pool's timeout, the
+    protocol errors, and a root that is no plain OS error (TLS, DNS) are returned as they are."""
+    if not isinstance(exc, (httpx.NetworkError, httpx.TimeoutException)) or isinstance(
+        exc, httpx.PoolTimeout
+    ):
         return exc
     import httpcore
 
     core_type = getattr(httpcore, type(exc).__name__, None)
-    if not (isinstance(core_type, type) and issubclass(core_type, httpcore.TimeoutException)):
+    if not (
+        isinstance(core_type, type)
+        and issubclass(core_type, (httpcore.NetworkError, httpcore.TimeoutException))
+    ):
         return exc
-    socket_timeout = TimeoutError("timed out")
-    core = core_type(socket_timeout)
-    core.__cause__ = socket_timeout
-    blocking = type(exc)("timed out")
+    if isinstance(exc, httpx.TimeoutException):
+        root: OSError = TimeoutError("timed out")  # what a socket timeout says
+    else:
+        found = _root_of(exc)
+        code = getattr(found, "errno", None)
+        if not isinstance(found, OSError) or not isinstance(code, int) or code <= 0:
+            return exc
+        root = OSError(code, os.strerror(code))  # the class errno maps to: ConnectionRefusedError
+        if type(root) is not type(found):  # not the plain OS error of that errno (an SSLError)
+            return exc
+    core = core_type(root)
+    core.__cause__ = root
+    blocking = type(exc)(str(root))
     blocking.__cause__ = core
     try:
         blocking.request = exc.request
@@ -409,7 +442,7 @@ class HttpResponse:
 
     def _raise(self, exc: BaseException) -> NoReturn:
         if self._async:
-            exc = _as_blocking_timeout(exc)
+            exc = _as_blocking(exc)
         err = map_transport_error(exc, self._deadline, response=self)
         if self._deadline.fired:
             # the read failed because the watchdog shut the socket down: that error is an
@@ -921,7 +954,7 @@ class HttpTransport:
             )
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             shard.done()
-            cause = _as_blocking_timeout(exc)
+            cause = _as_blocking(exc)
             raise map_transport_error(cause, deadline) from cause
         except BaseException:
             shard.done()
