@@ -6,6 +6,7 @@ its own loop and pipe with the parent's handles stale."""
 from __future__ import annotations
 
 import os
+import re
 import select
 import subprocess
 import sys
@@ -344,3 +345,62 @@ def test_a_network_failure_on_the_loop_is_the_same_envelope_as_everywhere_else(
     assert call is not None, case
     assert answers == dict.fromkeys(answers, call), case
     assert b"cancel scope" not in call and b"127.0.0.1" not in call and b"anyio" not in call
+
+
+def _read_all(open_: Any, body: bytes) -> tuple[list[bytes], bytes | None]:
+    """What a reader sees of a stream: every event, then the failure that ended it (the open's,
+    which an event-driven stream reports with its first read, or the last read's)."""
+    h, failure = open_(b"stream_text", body)
+    events: list[bytes] = []
+    if h is not None:
+        while True:
+            ev, failure = stream_next_json(h)
+            if ev is None:
+                break
+            events.append(_undated(ev))
+        stream_free(h)
+    return events, failure and _undated(failure)
+
+
+def _undated(answer: bytes) -> bytes:
+    """``answer`` without the value of a response's Date header (the second it was sent)."""
+    return re.sub(rb'"date":"[^"]*"', b'"date":"-"', answer)
+
+
+@pytest.mark.parametrize(
+    ("fault", "scheme", "timeout_ms"),
+    [
+        ("mode=ok;text=abcdef;parts=3", "http", 20000),
+        ("mode=drop", "http", 20000),
+        ("mode=reset", "http", 20000),
+        ("mode=ok", "https", 20000),  # TLS to a plain-HTTP server: the handshake fails
+        ("mode=status;status=500", "http", 20000),
+        ("mode=cut;after=1", "http", 20000),
+        ("mode=nodone;after=2", "http", 20000),
+        ("mode=errframe;after=1", "http", 20000),
+        ("mode=badchunk;after=1", "http", 20000),
+        ("mode=stall;stall_ms=60000;after=1", "http", 300),
+    ],
+)
+def test_every_fault_reads_the_same_on_every_stream_surface(
+    server: FaultServer, fault: str, scheme: str, timeout_ms: int
+) -> None:
+    """The loop's streams (blocking, event-driven) and a stream read on its caller's thread run
+    the same op over two HTTP clients: a reader sees the same bytes on each, for every fault."""
+    from aimux_ops.caller_stream import stream_here_json
+
+    p = params(server, fault, maxRetries=0, timeoutMs=timeout_ms)
+    p["model"]["baseURL"] = p["model"]["baseURL"].replace("http:", scheme + ":", 1)
+    body = orjson.dumps(p)
+    seen = {
+        name: _read_all(open_, body)
+        for name, open_ in (
+            ("loop", stream_json),
+            ("event-driven", stream_start_json),
+            ("caller thread", stream_here_json),
+        )
+    }
+    events, failure = seen["loop"]
+    assert events or failure is not None, "the stream neither failed nor delivered"
+    assert seen == dict.fromkeys(seen, (events, failure))
+    assert not any(b"cancel scope" in e or b"127.0.0.1" in e for e in [*events, failure or b""])
