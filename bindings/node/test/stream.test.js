@@ -264,3 +264,28 @@ test('several streams and calls at once', async () => {
 test('every string and error the library handed over was released exactly once', () => {
   assert.equal(ownedPointers(), 0);
 });
+
+// DESIGN.md "The host's exit": a Node process that exits while the core's stream loop is busy
+// (20 fast streams, each read up to its first event) ends with its own exit code, every time: the
+// library's exit handler, run on Node's exiting thread, neither hangs nor crashes it. (The proof
+// that the handler stops the core's threads is native/tests/test_guest.c `exit`.)
+test('a process that exits while streams run ends with its own exit code', async () => {
+  const script = `
+    import { stream } from ${JSON.stringify(join(REPO, 'bindings', 'node', 'src', 'index.js'))};
+    const p = (spec) => ({ model: { provider: 'openai', modelId: 'fault:' + spec,
+      baseURL: ${JSON.stringify(baseURL)}, apiKey: 'sk-test' }, prompt: 'hi', maxRetries: 0 });
+    const firsts = [];
+    for (let i = 0; i < 20; i++) {
+      firsts.push((async () => { for await (const ev of stream('stream_text', p('mode=chunks;n=200000'))) return ev; })());
+    }
+    await Promise.all(firsts);
+    process.exit(7);
+  `;
+  for (let round = 0; round < 5; round++) {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; });
+    const [code, signal] = await new Promise((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+    assert.deepEqual([code, signal], [7, null], `round ${round}: ${err}`);
+  }
+});
