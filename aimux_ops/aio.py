@@ -32,8 +32,6 @@ from typing import Any, TypeVar
 
 import greenlet
 
-from .guest import core_thread
-
 # httpcore asks sniffio which async library runs, importing it on every request; without sniffio
 # installed that is a failed import (~0.3 ms) each time. Remember the failure (a None entry makes
 # `import sniffio` fail at once); httpcore then assumes asyncio, which it is here.
@@ -68,9 +66,17 @@ class _StreamGreenlet(greenlet.greenlet):  # type: ignore[misc]
     on_suspend: Callable[[], None] | None = None
 
 
+def _on_loop_thread() -> bool:
+    """True on the stream loop's thread. Other threads never touch greenlet here: a host thread
+    keeps no greenlet state of ours, which its own thread-local destructors would free at the
+    host's exit before the host's exit handlers run (and may call us)."""
+    st = _state
+    return st is not None and st.ident == threading.get_ident()
+
+
 def in_stream() -> bool:
     """True when called from a stream's code on the loop thread (``await_only`` works)."""
-    return isinstance(greenlet.getcurrent(), _StreamGreenlet)
+    return _on_loop_thread() and isinstance(greenlet.getcurrent(), _StreamGreenlet)
 
 
 def await_only(awaitable: Awaitable[T]) -> T:
@@ -87,6 +93,8 @@ def await_only(awaitable: Awaitable[T]) -> T:
 
 def current() -> Any:
     """The calling stream's greenlet (for ``interrupt``); None outside a stream."""
+    if not _on_loop_thread():
+        return None
     g = greenlet.getcurrent()
     return g if isinstance(g, _StreamGreenlet) else None
 
@@ -142,8 +150,9 @@ class _Loop:
         self.loop = asyncio.new_event_loop()
         self.pid = os.getpid()
         self.client: Any = None  # httpx.AsyncClient, made on the loop thread on first use
-        self.thread = core_thread(self._run, "aimux-streams")
+        self.thread = threading.Thread(target=self._run, name="aimux-streams", daemon=True)
         self.thread.start()
+        self.ident = self.thread.ident
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)

@@ -44,7 +44,7 @@ import orjson
 from . import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
 from ._version import ABI_VERSION, __version__
 from .changes import OP_NAMES
-from .guest import core_thread, limits, on_fork_child
+from .guest import limits, on_fork_child
 from .ops import registry
 from .ops.registry import EventBatch, OpSpec, StreamContext, all_ops, get_op
 
@@ -1007,8 +1007,10 @@ def _start_reaper() -> None:
         return
     with _streams_lock:
         if _reaper is None:
-            _reaper = core_thread(_reap_loop, "aimux-stream-reaper", idle_ms)
-            _reaper.start()  # published first: the loop runs while it is the reaper
+            _reaper = threading.Thread(
+                target=_reap_loop, args=(idle_ms,), name="aimux-stream-reaper", daemon=True
+            )
+            _reaper.start()
 
 
 def _start(

@@ -8,11 +8,10 @@
   ``pthread_atfork`` handlers run CPython's after-fork handling (``PyOS_AfterFork_Child``), which
   calls it. A hook must not take a lock it did not create itself and must not do I/O: it abandons
   the parent's objects (the parent still owns them) and makes fresh ones.
-- **The host's exit.** Inside libaimux the interpreter is never finalized, so a host that ends
-  while the core's threads run Python would run its C exit handlers (OpenSSL's among them) under
-  those threads. ``guard_exit`` arms the shim's exit handler, which stops every thread at the
-  interpreter lock; the core calls it before it starts a thread (``core_thread``) or opens an
-  HTTP client. A no-op in a plain Python process (its own finalization stops the threads).
+- **The host's exit.** Inside libaimux the interpreter is never finalized, so the core's threads
+  may still run while the host's C exit handlers do. OpenSSL's (``OPENSSL_cleanup``) would free
+  what those threads use; ``keep_openssl_at_exit`` makes libaimux initialize OpenSSL, before
+  Python first loads it, without that handler (DESIGN.md "The host's exit").
 - **Limits** (environment variables, read once per process and again after a fork): see
   ``Limits``. Documented in DESIGN.md "The library as a guest".
 """
@@ -20,17 +19,16 @@
 from __future__ import annotations
 
 import os
-import threading
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "Limits",
-    "core_thread",
-    "guard_exit",
+    "keep_openssl_at_exit",
     "limits",
     "on_fork_child",
-    "use_exit_guard",
 ]
 
 _hooks: list[Callable[[], None]] = []
@@ -55,36 +53,42 @@ def _after_fork_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_child)
 
 
-_arm_exit_guard: Callable[[], object] | None = None
+#: the extension modules whose first import loads OpenSSL
+_OPENSSL_USERS = ("_hashlib", "_ssl")
 
 
-def use_exit_guard(arm: Callable[[], object]) -> None:
-    """Called once by libaimux's init code with the shim's ``_aimux_exit_guard_arm``."""
-    global _arm_exit_guard
-    _arm_exit_guard = arm
+class _OpenSSLFirst:
+    """Runs ``keep(path)`` with the path of the first of ``_OPENSSL_USERS`` about to be imported
+    (before the import loads OpenSSL), once; finds nothing itself."""
+
+    def __init__(self, keep: Callable[[bytes], object]) -> None:
+        self._keep: Callable[[bytes], object] | None = keep
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        """A meta path finder's hook (``sys.meta_path``)."""
+        keep = self._keep
+        if keep is None or fullname not in _OPENSSL_USERS:
+            return None
+        self._keep = None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.origin:
+            keep(os.fsencode(spec.origin))
+        # None: the usual finders import it
 
 
-def guard_exit() -> None:
-    """Arms the shim's exit handler, once, after OpenSSL's (exit handlers run last-registered
-    first, and OpenSSL registers its own when it is first loaded: loaded here first)."""
-    global _arm_exit_guard
-    arm = _arm_exit_guard
-    if arm is None:
+def keep_openssl_at_exit(keep: Callable[[bytes], object]) -> None:
+    """Called once by libaimux's init code with the shim's ``_aimux_openssl_keep``: before the
+    first import that loads OpenSSL, ``keep`` gets that extension module's path and initializes
+    OpenSSL there without its exit handler. Only in an interpreter libaimux started itself (a
+    Python host's interpreter, and its OpenSSL, follow the host's rules); nothing when one of
+    them is imported already."""
+    if any(name in sys.modules for name in _OPENSSL_USERS):
         return
-    _arm_exit_guard = None  # a second arming would only register the same handler twice
-    for crypto in ("_hashlib", "_ssl"):
-        try:
-            __import__(crypto)
-        except ImportError:  # a Python built without OpenSSL: nothing to order against
-            pass
-    arm()
-
-
-def core_thread(target: Callable[..., object], name: str, *args: object) -> threading.Thread:
-    """One of the core's own (daemon) threads, not started yet (the caller may publish it
-    first), with the host's exit guarded."""
-    guard_exit()
-    return threading.Thread(target=target, args=args, name=name, daemon=True)
+    sys.meta_path.insert(0, _OpenSSLFirst(keep))
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:

@@ -54,7 +54,7 @@ else:
 
 from .errors import AimuxError, APICallError, InvalidArgumentError
 from .errors import TimeoutError as AITimeoutError
-from .guest import Limits, guard_exit, on_fork_child
+from .guest import Limits, on_fork_child
 from .guest import limits as guest_limits
 from .redact import redact_headers, redact_url, scrub_message, scrub_text
 
@@ -315,7 +315,9 @@ def map_transport_error(
 
 def _root_of(exc: BaseException) -> BaseException:
     """The last link of ``exc``'s chain as an envelope walks it (``causes.next_link``); of several
-    failed attempts, the last (what ``socket.create_connection`` raises)."""
+    failed connect attempts (anyio's group), the last one anyio made. ``socket.create_connection``
+    raises its last too, but the two may try the addresses in another order (anyio puts the
+    first IPv6 address first): DESIGN.md "Network errors on the stream loop"."""
     from .causes import next_link
 
     seen = {id(exc)}
@@ -822,7 +824,6 @@ class HttpTransport:
         self._stream_client: httpx.Client | None = None
 
     def _new_client(self) -> httpx.Client:
-        guard_exit()  # a host thread may be inside this client's TLS when the host ends
         lim = self.limits
         client = httpx.Client(
             timeout=httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),

@@ -183,30 +183,3 @@ def test_after_os_fork_each_process_gets_its_own_answers_and_no_parent_stream(
         server,
     )
     assert out == {"parent": True, "stream": True, "child": 0}
-
-
-def test_the_exit_guard_is_armed_once_after_openssl_before_the_first_client_and_thread(
-    server: FaultServer,
-) -> None:
-    """libaimux's exit handler (DESIGN.md "The host's exit") must be registered after OpenSSL's
-    (exit handlers run last-registered first) and before the core has a thread or a client that
-    could be inside OpenSSL when the host ends; here the shim's arming is a recording stand-in."""
-    out = _host(
-        """
-        from aimux_ops import guest
-        def loaded():
-            return ["_hashlib" in sys.modules, "_ssl" in sys.modules]
-        armed = []
-        guest.use_exit_guard(lambda: armed.append(loaded()))
-        at_start = loaded()
-        res, env = dispatch.call_json(b"generate_text", params("mode=ok;text=one"))
-        after_call = list(armed)
-        h, _ = dispatch.stream_json(b"stream_text", params("mode=ok;text=abcdef;parts=3"))
-        while dispatch.stream_next_json(h)[0] is not None:
-            pass
-        dispatch.stream_free(h)
-        print(orjson.dumps({"start": at_start, "call": after_call, "end": armed}).decode())
-        """,
-        server,
-    )
-    assert out == {"start": [False, False], "call": [[True, True]], "end": [[True, True]]}

@@ -379,14 +379,16 @@ def _undated(answer: bytes) -> bytes:
         ("mode=nodone;after=2", "http", 20000),
         ("mode=errframe;after=1", "http", 20000),
         ("mode=badchunk;after=1", "http", 20000),
-        ("mode=stall;stall_ms=60000;after=1", "http", 300),
     ],
 )
 def test_every_fault_reads_the_same_on_every_stream_surface(
     server: FaultServer, fault: str, scheme: str, timeout_ms: int
 ) -> None:
     """The loop's streams (blocking, event-driven) and a stream read on its caller's thread run
-    the same op over two HTTP clients: a reader sees the same bytes on each, for every fault."""
+    the same op over two HTTP clients: a reader sees the same bytes on each, for every fault.
+    (Not a deadline mid-body: whether the watchdog or the socket's timeout ends the read first is
+    a race on either client, and the two give different chains; DESIGN.md "Network errors on the
+    stream loop".)"""
     from aimux_ops.caller_stream import stream_here_json
 
     p = params(server, fault, maxRetries=0, timeoutMs=timeout_ms)

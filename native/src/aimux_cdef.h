@@ -30,8 +30,9 @@ void _aimux_rl_write(void);
 int _aimux_rl_mark(uint64_t handle, int defer);
 size_t _aimux_rl_take(uint64_t *out, size_t cap);
 
-/* the host's exit stops the core's threads (aimux_shim.c "3. Exit"; aimux_ops.guest.guard_exit) */
-int _aimux_exit_guard_arm(void);
+/* OpenSSL without its exit handler (aimux_shim.c "3. Exit"; aimux_ops.guest.keep_openssl_at_exit) */
+int _aimux_openssl_keep(const char *module_path);
+int _aimux_owns_runtime(void);
 
 /* unknown ops answered in C (aimux_unknown_op.c; aimux_ops.unknown_op_template) */
 void _aimux_uo_hold(int delta);

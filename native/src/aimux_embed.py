@@ -25,6 +25,11 @@ try:
     ]
     for _p in _paths:
         site.addsitedir(_p)
+    from aimux_ops import guest as _guest
+
+    if lib._aimux_owns_runtime():  # not in a Python host's interpreter: its OpenSSL, its rules
+        # before anything loads OpenSSL: its exit handler would free it under the core's threads
+        _guest.keep_openssl_at_exit(lib._aimux_openssl_keep)
     from aimux_ops import dispatch as _dispatch
 
     _call_json = _dispatch.call_json
@@ -40,9 +45,6 @@ try:
     _wake = _dispatch.stream_wake
     _events_fd = _dispatch.events_fd
     _dispatch.use_native_queues(ffi, lib)  # streams opened here get a C queue (aimux_queue.c)
-    from aimux_ops import guest as _guest
-
-    _guest.use_exit_guard(lib._aimux_exit_guard_arm)  # the host's exit stops the core's threads
     from aimux_ops import changes as _changes
 
     # The shim's unknown-op template (aimux_unknown_op.c) copies the op names and the remembered

@@ -573,25 +573,34 @@ static void _aimux_install_atfork(void)
     pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
 }
 
-/* 3. Exit: a host may end (return from main, exit()) while the core's threads still run Python
-      (the stream loop mid-event, the reaper). exit() then runs the C exit handlers under them, and
-      OpenSSL's (OPENSSL_cleanup) frees tables those threads still use: a SIGSEGV in the loop
-      thread, hashing, about one run in 20 of test_guest streams200. CPython stops its threads
-      before C exit handlers run, but an embedded interpreter is never finalized; so this handler
-      does what finalization does for them: it takes the interpreter lock and never gives it back.
-      No thread runs Python again; threads waiting without the lock (sockets, sleeps, the C
-      queues) stay asleep. Exit handlers run in reverse order of registration, so the core arms it
-      (aimux_ops.guest.guard_exit) after loading OpenSSL, before it starts a thread of its own or
-      opens an HTTP client. Later exit handlers on the exiting thread may still call aimux (the
-      lock is re-entrant there); what needs the core's threads (a stream's next event) never
-      comes. Not when the interpreter was finalized (a Python host sharing it ends that way). */
-static void _aimux_exit_guard(void)
-{
-    if (!_aimux_ready || !Py_IsInitialized()) return;
-    (void)PyGILState_Ensure(); /* never released: the process is ending */
-}
+/* 3. Exit: a host may end (return from main, exit()) while the core's threads still run (the
+      stream loop mid-event, the reaper, a host thread inside a call): an embedded interpreter is
+      never finalized, so nothing stops them, and exit() runs the C exit handlers under them.
+      OpenSSL's (OPENSSL_cleanup, registered with atexit by its first initialization) frees the
+      tables they use, with or without the interpreter lock (a hash, a TLS read): a SIGSEGV in
+      the loop thread, about one run in 20 of test_guest streams200. So the first initialization
+      in this process is ours, without that handler (OPENSSL_INIT_NO_ATEXIT, what a long-lived
+      process embedding OpenSSL does): aimux_ops.guest.keep_openssl_at_exit calls this with the
+      path of the extension module (_hashlib or _ssl) about to load OpenSSL, before it does; the
+      module's own libcrypto is the one initialized. The memory is the process's until it ends.
+      When the host initialized OpenSSL first, its handler stays: that is the host's choice. */
+#define _AIMUX_OPENSSL_INIT_NO_ATEXIT 0x00080000UL /* OpenSSL 1.1.1 and 3: crypto.h */
 
-int _aimux_exit_guard_arm(void) { return atexit(_aimux_exit_guard); }
+static int _aimux_own_runtime = 0; /* the interpreter is ours (not a Python host's) */
+
+int _aimux_owns_runtime(void) { return _aimux_own_runtime; }
+
+int _aimux_openssl_keep(const char *module_path)
+{
+    typedef int (*init_fn)(uint64_t, const void *);
+    void *mod, *sym;
+    if (module_path == NULL) return 0;
+    mod = dlopen(module_path, RTLD_NOW | RTLD_LOCAL); /* kept: Python imports it next */
+    if (mod == NULL) return 0;
+    sym = dlsym(mod, "OPENSSL_init_crypto"); /* in the module's own libcrypto */
+    if (sym == NULL) return 0;
+    return ((init_fn)sym)(_AIMUX_OPENSSL_INIT_NO_ATEXIT, NULL);
+}
 
 /* Imports `signal` now (GIL not held), so no later lazy import can install a handler. */
 static void _aimux_import_signal(void)
@@ -669,6 +678,7 @@ static void _aimux_start_runtime(void)
             _aimux_init_append(" (Python home ", home, ")");
             return;
         }
+        _aimux_own_runtime = 1;
         PyEval_SaveThread();      /* release the GIL: every call takes it with PyGILState_Ensure */
         _aimux_import_signal();   /* at once: Python's SIGINT handler lives microseconds, */
         _aimux_restore_signals(); /* not for the whole start-up */

@@ -19,10 +19,10 @@
  *   test_guest streams200    200 streams open and never freed: the next call completes
  *   test_guest limits        a full per-host pool is a clear error (11, naming the limit), and
  *                            streams nobody reads are released by the core's idle timeout
- *   test_guest exit          a host that ends while the core's stream loop runs: the core's
- *                            threads stop before the C exit handlers run (none produces another
- *                            event), the host's later exit handlers may still call, and the
- *                            process exits cleanly; then 5 hosts that end while their streams
+ *   test_guest exit          a host that ends while the core's stream loop runs: in its own
+ *                            exit handler (run after OpenSSL's would be) the library still works,
+ *                            OpenSSL on the loop thread included, and the process exits
+ *                            cleanly; then 5 hosts that end while their streams
  *                            fail (the loop projecting errors), each exiting cleanly
  *
  * Prints "N passed, N failed"; exits non-zero on any failure.
@@ -719,45 +719,92 @@ static void test_limits(void)
 
 /* --- the host's exit ---------------------------------------------------------------------- */
 static uint64_t g_exit_stream;
+static atomic_int g_worker_stop;
+static atomic_long g_worker_calls;
+static pthread_t g_worker;
 
-/* Drains what the stream has queued (at most `rounds` polls); the number of batches taken. */
-static int drain(uint64_t h, int rounds)
+/* A host worker (a thread pool's) calling the library until told to stop. */
+static void *exit_worker(void *arg)
 {
-    int taken = 0;
-    while (rounds-- > 0) {
-        char *batch = NULL;
+    (void)arg;
+    while (!atomic_load(&g_worker_stop)) {
+        char *res = NULL;
+        aimux_error_t *e = aimux_call("aimux.version", "{}", &res);
+        if (e == NULL && res != NULL) atomic_fetch_add(&g_worker_calls, 1);
+        aimux_error_free(e);
+        aimux_string_free(res);
+    }
+    return NULL;
+}
+
+/* Takes what the stream has queued until at least `want` events were taken or the stream ended;
+   waits for more (10 ms apart, 20 s at most). The number of events taken. */
+static int take_events(uint64_t h, int want)
+{
+    int taken = 0, waits = 0;
+    while (taken < want && waits < 2000) {
+        char *batch = NULL, *p;
         int32_t ended = 0;
         aimux_error_t *e = aimux_stream_poll(h, 1024, &batch, &ended);
         aimux_error_free(e);
-        if (e || batch == NULL) break;
+        if (e) break;
+        if (batch == NULL) {
+            if (ended) break;
+            usleep(10 * 1000);
+            waits++;
+            continue;
+        }
+        for (p = batch; (p = strstr(p, "\"type\":")) != NULL; p++) taken++;
         aimux_string_free(batch);
-        taken++;
+        if (ended) break;
     }
     return taken;
 }
 
-/* The host's own exit handler, registered before the library was loaded: it runs after the
-   library's. A stream loop still running would keep filling the queue (the server sends half a
-   million deltas); stopped, it adds nothing. The first drain and the pause let a push
-   that was inside the C queue when the loop stopped land; the next 300 ms must add nothing. */
+/* The host's own exit handler, registered before the library was loaded: it runs after every
+   exit handler registered since, OpenSSL's among them when OpenSSL registered one. The library
+   still works here: the busy stream goes on, a recorded stream (its request hashed with
+   OpenSSL on the core's loop thread) reads to its end, a worker that calls the library goes on
+   until the handler stops and joins it, and a call on this thread answers (its
+   thread-local state was destroyed by exit() before any handler ran: the call must not need
+   any of the library's). */
 static void host_late_exit(void)
 {
-    char *res = NULL;
+    char p[1024], rec[256], why[512], *ev = NULL;
     aimux_error_t *e;
-    int first, second, later, version;
-    first = drain(g_exit_stream, 1000);
-    usleep(100 * 1000);
-    second = drain(g_exit_stream, 1000);
-    usleep(300 * 1000);
-    later = drain(g_exit_stream, 1000);
-    e = aimux_call("aimux.version", "{}", &res); /* the exiting thread may still call */
-    version = e == NULL && res != NULL && strstr(res, "\"abiVersion\"") != NULL;
-    aimux_error_free(e);
-    aimux_string_free(res);
+    int more, recorded = 0, call;
+    int32_t code;
+    uint64_t h;
+    long before = atomic_load(&g_worker_calls), during;
+    usleep(50 * 1000); /* the worker goes on calling while the host exits */
+    during = atomic_load(&g_worker_calls) - before;
+    atomic_store(&g_worker_stop, 1); /* as a pool's destructor does: stop it, join it */
+    pthread_join(g_worker, NULL);
+    more = take_events(g_exit_stream, 3000);
     aimux_stream_free(g_exit_stream);
-    printf("drained %d+%d, later %d, version %d\n", first, second, later, version);
+    snprintf(rec, sizeof rec, "/tmp/aimux-test-exit-%d.jsonl", (int)getpid());
+    snprintf(p, sizeof p,
+             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"fault:mode=ok;text=abcdef;"
+             "parts=3\",\"baseURL\":\"http://127.0.0.1:%d/v1\",\"apiKey\":\"sk-guest-test\"},"
+             "\"prompt\":\"hi\",\"maxRetries\":0,\"timeoutMs\":20000,"
+             "\"recording\":{\"mode\":\"record\",\"path\":\"%s\"}}",
+             g_port, rec);
+    e = aimux_stream("stream_text", p, &h);
+    code = e ? aimux_error_code(e) : 0;
+    aimux_error_free(e);
+    while (code == 0 && (code = next_code(h, &ev)) == 0 && ev != NULL) {
+        if (strstr(ev, "\"text-delta\"")) recorded++;
+        aimux_string_free(ev);
+        ev = NULL;
+    }
+    if (h) aimux_stream_free(h);
+    unlink(rec);
+    call = call_text("late", NULL, why, sizeof why); /* this thread called before exit too */
+    printf("worker joined %d, stream went on %d, recorded %d (code %d), call %d (%ld worker "
+           "calls, %d events)\n",
+           during > 0, more >= 3000, recorded, code, call, during, more);
     fflush(stdout);
-    if (later != 0 || !version) _exit(3);
+    if (during <= 0 || more < 3000 || recorded != 3 || code != 0 || !call) _exit(3);
 }
 
 /* The child of `exit` (a fresh host, exec'd): `late` reads a fast stream for a while and returns
@@ -770,9 +817,10 @@ static int exit_child(const char *how, int jitter_ms)
     struct timespec t0, now;
     alarm(60);
     if (strcmp(how, "late") == 0) {
-        char *ev = NULL;
+        char *ev = NULL, why[512];
         int read = 0;
         atexit(host_late_exit); /* before the first aimux call */
+        pthread_create(&g_worker, NULL, exit_worker, NULL);
         g_exit_stream = open_stream("mode=chunks;n=500000", 60000, &code);
         if (g_exit_stream == 0) {
             fprintf(stderr, "the stream did not open (%d)\n", code);
@@ -786,6 +834,10 @@ static int exit_child(const char *how, int jitter_ms)
         if (read != 5000) {
             fprintf(stderr, "read %d of 5000 events\n", read);
             return 5;
+        }
+        if (!call_text("before-exit", NULL, why, sizeof why)) { /* a call from this thread */
+            fprintf(stderr, "the call before the exit: %s\n", why);
+            return 6;
         }
         return 0; /* the loop is still filling the queue */
     }
@@ -840,8 +892,10 @@ static void test_exit(void)
               WIFSIGNALED(status) ? "signal" : "status",
               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), out);
         if (round == 0)
-            CHECK(strstr(out, "later 0, version 1") != NULL,
-                  "after the library's exit handler no event arrives; a call still answers: %s",
+            CHECK(strstr(out, "worker joined 1, stream went on 1, recorded 3 (code 0), call 1") !=
+                      NULL,
+                  "in a late exit handler the stream goes on, a recorded stream reads to its "
+                  "end and a call answers: %s",
                   out);
     }
 }

@@ -266,9 +266,9 @@ test('every string and error the library handed over was released exactly once',
 });
 
 // DESIGN.md "The host's exit": a Node process that exits while the core's stream loop is busy
-// (20 fast streams, each read up to its first event) ends with its own exit code, every time: the
-// library's exit handler, run on Node's exiting thread, neither hangs nor crashes it. (The proof
-// that the handler stops the core's threads is native/tests/test_guest.c `exit`.)
+// (20 fast streams, each read up to its first event) ends with its own exit code, every time:
+// the C exit handlers run while the core's threads go on, and nothing they use is torn down.
+// (native/tests/test_guest.c `exit` proves it deterministically, with OpenSSL on the loop.)
 test('a process that exits while streams run ends with its own exit code', async () => {
   const script = `
     import { stream } from ${JSON.stringify(join(REPO, 'bindings', 'node', 'src', 'index.js'))};
