@@ -71,7 +71,7 @@ def _on_loop_thread() -> bool:
     keeps no greenlet state of ours, which its own thread-local destructors would free at the
     host's exit before the host's exit handlers run (and may call us)."""
     st = _state
-    return st is not None and st.ident == threading.get_ident()
+    return st is not None and st.thread.ident == threading.get_ident()
 
 
 def in_stream() -> bool:
@@ -152,7 +152,6 @@ class _Loop:
         self.client: Any = None  # httpx.AsyncClient, made on the loop thread on first use
         self.thread = threading.Thread(target=self._run, name="aimux-streams", daemon=True)
         self.thread.start()
-        self.ident = self.thread.ident
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)

@@ -307,46 +307,6 @@ def test_a_host_interrupt_passes_through_the_event_driven_functions(
         dispatch._poll(stream, 1)
 
 
-@pytest.mark.parametrize(
-    ("case", "fault", "base"),
-    [
-        ("deadline before the headers", "mode=delay;delay_ms=60000", None),
-        ("connection refused", "mode=ok", "http://127.0.0.1:1/v1"),
-        ("connection reset", "mode=reset", None),
-    ],
-)
-def test_a_network_failure_on_the_loop_is_the_same_envelope_as_everywhere_else(
-    server: FaultServer, case: str, fault: str, base: str | None
-) -> None:
-    """anyio's chains differ from the blocking client's (a deadline is a cancel whose message
-    holds the cancel scope's address; a refused connect says "All connection attempts failed"
-    over asyncio's "Connect call failed ('127.0.0.1', 1)"; a reset has anyio's empty
-    BrokenResourceError between): the envelope is the blocking client's, byte for byte, on every
-    surface (DESIGN.md "Network errors on the stream loop")."""
-    from aimux_ops.caller_stream import stream_here_json
-
-    p = params(server, fault, maxRetries=0, timeoutMs=300)
-    if base is not None:
-        p["model"]["baseURL"] = base
-    body = orjson.dumps(p)
-    _, call = dispatch.call_json(b"generate_text", body)
-    answers = {"call": call}
-    for name, open_ in (
-        ("loop", stream_json),
-        ("event-driven", stream_start_json),
-        ("caller thread", stream_here_json),
-    ):
-        h, env = open_(b"stream_text", body)
-        if h is not None:  # the open failure comes with the first read
-            ev, env = stream_next_json(h)
-            assert ev is None
-            stream_free(h)
-        answers[name] = env
-    assert call is not None, case
-    assert answers == dict.fromkeys(answers, call), case
-    assert b"cancel scope" not in call and b"127.0.0.1" not in call and b"anyio" not in call
-
-
 def _read_all(open_: Any, body: bytes) -> tuple[list[bytes], bytes | None]:
     """What a reader sees of a stream: every event, then the failure that ended it (the open's,
     which an event-driven stream reports with its first read, or the last read's)."""
@@ -365,6 +325,41 @@ def _read_all(open_: Any, body: bytes) -> tuple[list[bytes], bytes | None]:
 def _undated(answer: bytes) -> bytes:
     """``answer`` without the value of a response's Date header (the second it was sent)."""
     return re.sub(rb'"date":"[^"]*"', b'"date":"-"', answer)
+
+
+@pytest.mark.parametrize(
+    ("case", "fault", "base", "root"),
+    [
+        ("deadline before the headers", "mode=delay;delay_ms=60000", None, "TimeoutError"),
+        ("connection refused", "mode=ok", "http://127.0.0.1:1/v1", "ConnectionRefusedError"),
+        ("connection reset", "mode=reset", None, "ConnectionResetError"),
+    ],
+)
+def test_a_network_failure_on_the_loop_is_the_same_envelope_as_everywhere_else(
+    server: FaultServer, case: str, fault: str, base: str | None, root: str
+) -> None:
+    """anyio's chains differ from the blocking client's (a deadline is a cancel whose message
+    holds the cancel scope's address; a refused connect says "All connection attempts failed"
+    over asyncio's "Connect call failed ('127.0.0.1', 1)"; a reset has anyio's empty
+    BrokenResourceError between): the envelope is the blocking client's, byte for byte, on every
+    surface (DESIGN.md "Network errors on the stream loop")."""
+    from aimux_ops.caller_stream import stream_here_json
+
+    p = params(server, fault, maxRetries=0, timeoutMs=300)
+    if base is not None:
+        p["model"]["baseURL"] = base
+    body = orjson.dumps(p)
+    _, call = dispatch.call_json(b"generate_text", body)
+    answers = {"call": ([], call)}
+    for name, open_ in (
+        ("loop", stream_json),
+        ("event-driven", stream_start_json),
+        ("caller thread", stream_here_json),
+    ):
+        answers[name] = _read_all(open_, body)  # no event: the open fails
+    assert call is not None and f'"type":"{root}"}}'.encode() in call, (case, call)
+    assert answers == dict.fromkeys(answers, ([], call)), case
+    assert b"cancel scope" not in call and b"127.0.0.1" not in call and b"anyio" not in call
 
 
 @pytest.mark.parametrize(
@@ -404,5 +399,6 @@ def test_every_fault_reads_the_same_on_every_stream_surface(
     }
     events, failure = seen["loop"]
     assert events or failure is not None, "the stream neither failed nor delivered"
+    assert failure is None or orjson.loads(failure)["code"] < 200, failure  # the op's, not ours
     assert seen == dict.fromkeys(seen, (events, failure))
     assert not any(b"cancel scope" in e or b"127.0.0.1" in e for e in [*events, failure or b""])

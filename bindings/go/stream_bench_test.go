@@ -12,23 +12,33 @@ import (
 // `make test-go`):
 //
 //	go test -run '^$' -bench StreamEvents -benchtime 5x -count 5
+//
+// the two ways the benchmarks read: batched, and one aimux_stream_next per event
+var benchReadModes = []struct {
+	name  string
+	batch int
+}{{"batch", 1024}, {"per-event", 0}}
+
+// openBatched opens a stream that reads `batch` events per crossing (0: one per event).
+func openBatched(b *testing.B, params map[string]any, batch int) *EventStream {
+	saved := streamBatchEvents
+	streamBatchEvents = batch
+	defer func() { streamBatchEvents = saved }()
+	s, err := Stream(context.Background(), "stream_text", params)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 func BenchmarkStreamEvents(b *testing.B) {
 	f := newFaultServer(b)
 	params := f.params("mode=chunks;n=20000")
-	for _, mode := range []struct {
-		name  string
-		batch int
-	}{{"batch", 1024}, {"per-event", 0}} {
+	for _, mode := range benchReadModes {
 		b.Run(mode.name, func(b *testing.B) {
 			events := 0
 			for i := 0; i < b.N; i++ {
-				saved := streamBatchEvents
-				streamBatchEvents = mode.batch
-				s, err := Stream(context.Background(), "stream_text", params)
-				streamBatchEvents = saved
-				if err != nil {
-					b.Fatal(err)
-				}
+				s := openBatched(b, params, mode.batch)
 				for s.Next() {
 					events++
 				}
@@ -50,25 +60,15 @@ func BenchmarkStreamEvents(b *testing.B) {
 func BenchmarkStreamDrain(b *testing.B) {
 	f := newFaultServer(b)
 	params := f.params("mode=chunks;n=1000")
-	for _, mode := range []struct {
-		name  string
-		batch int
-	}{{"batch", 1024}, {"per-event", 0}} {
+	for _, mode := range benchReadModes {
 		b.Run(mode.name, func(b *testing.B) {
 			events := 0
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				saved := streamBatchEvents
-				streamBatchEvents = mode.batch
 				streams := make([]*EventStream, 20)
 				for j := range streams {
-					s, err := Stream(context.Background(), "stream_text", params)
-					if err != nil {
-						b.Fatal(err)
-					}
-					streams[j] = s
+					streams[j] = openBatched(b, params, mode.batch)
 				}
-				streamBatchEvents = saved
 				time.Sleep(1500 * time.Millisecond) // the producers fill the queues
 				b.StartTimer()
 				for _, s := range streams {

@@ -22,8 +22,7 @@
  *   test_guest exit          a host that ends while the core's stream loop runs: in its own
  *                            exit handler (run after OpenSSL's would be) the library still works,
  *                            OpenSSL on the loop thread included, and the process exits
- *                            cleanly; then 5 hosts that end while their streams
- *                            fail (the loop projecting errors), each exiting cleanly
+ *                            cleanly
  *
  * Prints "N passed, N failed"; exits non-zero on any failure.
  */
@@ -188,13 +187,14 @@ static int start_server(const char *python)
 }
 
 /* --- calls --------------------------------------------------------------------------------- */
-static void params(char *buf, size_t n, const char *spec, int timeout_ms)
+/* Params against the fault server; `extra` ("" or ",\"key\":value") ends the object. */
+static void params(char *buf, size_t n, const char *spec, int timeout_ms, const char *extra)
 {
     snprintf(buf, n,
              "{\"model\":{\"provider\":\"openai\",\"modelId\":\"fault:%s\",\"baseURL\":"
              "\"http://127.0.0.1:%d/v1\",\"apiKey\":\"sk-guest-test\"},\"prompt\":\"hi\","
-             "\"maxRetries\":0,\"timeoutMs\":%d}",
-             spec, g_port, timeout_ms);
+             "\"maxRetries\":0,\"timeoutMs\":%d%s}",
+             spec, g_port, timeout_ms, extra);
 }
 
 /* generate_text with the server answering `text`; 1 when the result carries exactly it. */
@@ -204,7 +204,7 @@ static int call_text(const char *text, const char *extra_spec, char *why, size_t
     aimux_error_t *e;
     int ok;
     snprintf(spec, sizeof spec, "%s;text=%s", extra_spec ? extra_spec : "mode=ok", text);
-    params(p, sizeof p, spec, 20000);
+    params(p, sizeof p, spec, 20000, "");
     e = aimux_call("generate_text", p, &res);
     if (e) {
         char *m = aimux_error_message(e);
@@ -225,7 +225,7 @@ static uint64_t open_stream(const char *spec, int timeout_ms, int32_t *code)
     char p[1024];
     uint64_t h = 0;
     aimux_error_t *e;
-    params(p, sizeof p, spec, timeout_ms);
+    params(p, sizeof p, spec, timeout_ms, "");
     e = aimux_stream("stream_text", p, &h);
     *code = e ? aimux_error_code(e) : 0;
     aimux_error_free(e);
@@ -677,7 +677,7 @@ static void test_limits(void)
     CHECK(server_wait("held", "mode=drop;hold=limits;text=held", 4),
           "the server holds the four calls");
     /* the fifth connection to that host: the pool is full */
-    params(p, sizeof p, "mode=ok;text=fifth", 20000);
+    params(p, sizeof p, "mode=ok;text=fifth", 20000, "");
     e = aimux_call("generate_text", p, &res);
     CHECK(e != NULL && aimux_error_code(e) == 11, "a full pool is an API call error (11), got %d",
           e ? aimux_error_code(e) : 0);
@@ -770,7 +770,7 @@ static int take_events(uint64_t h, int want)
    any of the library's). */
 static void host_late_exit(void)
 {
-    char p[1024], rec[256], why[512], *ev = NULL;
+    char p[1024], rec[256], extra[320], why[512], *ev = NULL;
     aimux_error_t *e;
     int more, recorded = 0, call;
     int32_t code;
@@ -783,12 +783,8 @@ static void host_late_exit(void)
     more = take_events(g_exit_stream, 3000);
     aimux_stream_free(g_exit_stream);
     snprintf(rec, sizeof rec, "/tmp/aimux-test-exit-%d.jsonl", (int)getpid());
-    snprintf(p, sizeof p,
-             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"fault:mode=ok;text=abcdef;"
-             "parts=3\",\"baseURL\":\"http://127.0.0.1:%d/v1\",\"apiKey\":\"sk-guest-test\"},"
-             "\"prompt\":\"hi\",\"maxRetries\":0,\"timeoutMs\":20000,"
-             "\"recording\":{\"mode\":\"record\",\"path\":\"%s\"}}",
-             g_port, rec);
+    snprintf(extra, sizeof extra, ",\"recording\":{\"mode\":\"record\",\"path\":\"%s\"}", rec);
+    params(p, sizeof p, "mode=ok;text=abcdef;parts=3", 20000, extra);
     e = aimux_stream("stream_text", p, &h);
     code = e ? aimux_error_code(e) : 0;
     aimux_error_free(e);
@@ -807,97 +803,65 @@ static void host_late_exit(void)
     if (during <= 0 || more < 3000 || recorded != 3 || code != 0 || !call) _exit(3);
 }
 
-/* The child of `exit` (a fresh host, exec'd): `late` reads a fast stream for a while and returns
-   from main while the loop is busy; `failing` opens 30 streams that all time out 1 s after the
-   first was opened, and returns from main `jitter_ms` after that. */
-static int exit_child(const char *how, int jitter_ms)
+/* The child of `exit` (a fresh host, exec'd): reads a fast stream for a while, calls once, and
+   returns from main while the loop is busy and a worker calls. */
+static int exit_child(void)
 {
+    char *ev = NULL, why[512];
     int32_t code;
-    int i;
-    struct timespec t0, now;
+    int i, read = 0;
     alarm(60);
-    if (strcmp(how, "late") == 0) {
-        char *ev = NULL, why[512];
-        int read = 0;
-        atexit(host_late_exit); /* before the first aimux call */
-        pthread_create(&g_worker, NULL, exit_worker, NULL);
-        g_exit_stream = open_stream("mode=chunks;n=500000", 60000, &code);
-        if (g_exit_stream == 0) {
-            fprintf(stderr, "the stream did not open (%d)\n", code);
-            return 4;
-        }
-        for (i = 0; i < 5000; i++) {
-            if (next_code(g_exit_stream, &ev) == 0 && ev != NULL) read++;
-            aimux_string_free(ev);
-            ev = NULL;
-        }
-        if (read != 5000) {
-            fprintf(stderr, "read %d of 5000 events\n", read);
-            return 5;
-        }
-        if (!call_text("before-exit", NULL, why, sizeof why)) { /* a call from this thread */
-            fprintf(stderr, "the call before the exit: %s\n", why);
-            return 6;
-        }
-        return 0; /* the loop is still filling the queue */
+    atexit(host_late_exit); /* before the first aimux call */
+    pthread_create(&g_worker, NULL, exit_worker, NULL);
+    g_exit_stream = open_stream("mode=chunks;n=500000", 60000, &code);
+    if (g_exit_stream == 0) {
+        fprintf(stderr, "the stream did not open (%d)\n", code);
+        return 4;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (i = 0; i < 30; i++) { /* the first event of each (when in time), then a stall */
-        char *ev = NULL;
-        long left;
-        uint64_t h;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        left = 1000 - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
-        h = open_stream("mode=stall;stall_ms=60000;after=1;text=abcdef;parts=3",
-                        left > 50 ? (int)left : 50, &code);
-        if (h != 0 && next_code(h, &ev) == 0) aimux_string_free(ev); /* or it failed already */
+    for (i = 0; i < 5000; i++) {
+        if (next_code(g_exit_stream, &ev) == 0 && ev != NULL) read++;
+        aimux_string_free(ev);
+        ev = NULL;
     }
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    {
-        long until = 1000 + jitter_ms -
-                     ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
-        if (until > 0) usleep((useconds_t)until * 1000);
+    if (read != 5000) {
+        fprintf(stderr, "read %d of 5000 events\n", read);
+        return 5;
     }
-    return 0;
+    if (!call_text("before-exit", NULL, why, sizeof why)) { /* a call from this thread */
+        fprintf(stderr, "the call before the exit: %s\n", why);
+        return 6;
+    }
+    return 0; /* the loop is still filling the queue */
 }
 
 static void test_exit(void)
 {
-    int round;
-    for (round = 0; round < 6; round++) {
-        int fds[2], status = 0;
-        char port[16], jitter[16], out[256] = "";
-        ssize_t n, got = 0;
-        pid_t pid;
-        CHECK(pipe(fds) == 0, "pipe");
-        snprintf(port, sizeof port, "%d", g_port);
-        snprintf(jitter, sizeof jitter, "%d", (round - 1) * 40);
-        pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 1);
-            close(fds[0]);
-            close(fds[1]);
-            execl("/proc/self/exe", "test_guest", "exit-child", port,
-                  round == 0 ? "late" : "failing", jitter, (char *)NULL);
-            _exit(127);
-        }
-        close(fds[1]);
-        while ((n = read(fds[0], out + got, sizeof out - 1 - (size_t)got)) > 0) got += n;
-        out[got] = 0;
+    int fds[2], status = 0;
+    char port[16], out[256] = "";
+    ssize_t n, got = 0;
+    pid_t pid;
+    CHECK(pipe(fds) == 0, "pipe");
+    snprintf(port, sizeof port, "%d", g_port);
+    pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
         close(fds[0]);
-        waitpid(pid, &status, 0);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "%s host (round %d) exited cleanly: %s %d (%s)",
-              round == 0 ? "a streaming" : "a failing", round,
-              WIFSIGNALED(status) ? "signal" : "status",
-              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), out);
-        if (round == 0)
-            CHECK(strstr(out, "worker joined 1, stream went on 1, recorded 3 (code 0), call 1") !=
-                      NULL,
-                  "in a late exit handler the stream goes on, a recorded stream reads to its "
-                  "end and a call answers: %s",
-                  out);
+        close(fds[1]);
+        execl("/proc/self/exe", "test_guest", "exit-child", port, (char *)NULL);
+        _exit(127);
     }
+    close(fds[1]);
+    while ((n = read(fds[0], out + got, sizeof out - 1 - (size_t)got)) > 0) got += n;
+    out[got] = 0;
+    close(fds[0]);
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the host exited cleanly: %s %d (%s)",
+          WIFSIGNALED(status) ? "signal" : "status",
+          WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), out);
+    CHECK(strstr(out, "worker joined 1, stream went on 1, recorded 3 (code 0), call 1") != NULL,
+          "in a late exit handler the worker went on until joined, the stream went on, a recorded "
+          "stream read to its end and a call answered: %s",
+          out);
 }
 
 int main(int argc, char **argv)
@@ -905,7 +869,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "exit-child") == 0) { /* internal: run by `exit` */
         g_port = argc > 2 ? atoi(argv[2]) : 0;
-        return exit_child(argc > 3 ? argv[3] : "late", argc > 4 ? atoi(argv[4]) : 0);
+        return exit_child();
     }
     if (strncmp(mode, "sigint-child", 12) == 0) { /* internal: run by `sigint` */
         g_port = argc > 2 ? atoi(argv[2]) : 0;
