@@ -27,7 +27,7 @@ from typing import Any
 from . import dispatch
 from .ops.registry import EventBatch, StreamContext
 
-__all__ = ["CallerStream", "open_here", "stream_here_json"]
+__all__ = ["CallerStream", "NativeCallerStream", "open_here", "stream_here_json"]
 
 
 class CallerStream:
@@ -83,6 +83,7 @@ class CallerStream:
                 continue
             return [item]
         self._ended = True
+        self._over()
         return None
 
     def _close_op(self) -> None:
@@ -91,11 +92,17 @@ class CallerStream:
             return
         self._ended = True
         close = getattr(self._it, "close", None)
-        if close is not None:
-            try:
+        try:
+            if close is not None:
                 close()
-            except Exception:  # noqa: BLE001 - the op's cleanup is best effort here
-                pass
+        except Exception:  # noqa: BLE001 - the op's cleanup is best effort here
+            pass
+        finally:
+            self._over()
+
+    def _over(self) -> None:
+        """The op is over and its cleanup ran (``_run`` held): ``NativeCallerStream`` tells its
+        C queue."""
 
     def _next_locked(self) -> tuple[list[Any] | None, bool]:
         """(events, hold) from one read, or (None, False) at the end (``_run`` held)."""
@@ -121,9 +128,11 @@ class CallerStream:
             batch = self._read()
         except KeyboardInterrupt:
             self._done = self._ended = True
+            self._over()
             raise  # the host's, not the stream's: the stream ends (as on the loop)
         except BaseException as exc:  # noqa: BLE001 - the terminal error event
             self._ended = True
+            self._over()
             if self.ctx.cancelled.is_set():
                 self._done = True
                 return None, False
@@ -247,15 +256,17 @@ class CallerStream:
         self._settle()
 
 
-def open_here(op: str | bytes | None, params_json: bytes | str | None) -> int:
+def open_here(op: str | bytes | None, params_json: bytes | str | None, native: bool = False) -> int:
     """``dispatch.open_stream`` for a stream read on its caller's thread: its handle once the
-    first event is in; raises the op's failure before it."""
+    first event is in; raises the op's failure before it. ``native``: read through the C ABI
+    (``NativeCallerStream``, when libaimux runs this core)."""
     spec = dispatch._resolve(op, "stream")
     params = dispatch._validate(spec, params_json)
     ctx = StreamContext(batches=True)
+    kind = NativeCallerStream if native and dispatch._native is not None else CallerStream
     with dispatch._streams_lock:
         handle = next(dispatch._handles)
-        stream = CallerStream(handle, ctx)
+        stream = kind(handle, ctx)
         dispatch._streams[handle] = stream
     dispatch._start_reaper()
     try:
@@ -277,3 +288,219 @@ def stream_here_json(
         raise
     except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
         return None, dispatch.project(exc)
+
+
+class NativeCallerStream(CallerStream):
+    """A stream opened with ``aimux_stream`` (the C ABI's blocking open), read on the thread of
+    the C reader that waits for it (DESIGN.md "Streams read on the caller's thread: the C ABI").
+
+    Its events go through the stream's C queue as a loop stream's do (``dispatch._NativeStream``):
+    each network read's events are serialized once and pushed, and the C ABI's reads take them
+    without the interpreter lock. While the queue is flagged PY, a C read that finds it empty
+    asks this side: a blocking read (``aimux_stream_next``, ``aimux_stream_next_batch``) reads
+    the next network read on its own thread and pushes it (``_fill``); a poll, which never
+    blocks, that finds nothing starts the stream's producer thread (``_pump``), which from then
+    on reads ahead up to the high-water mark as the stream loop would, and C reads wait on the
+    queue. A cancel, the reaper's event and the end are answered in C as for a loop stream.
+    Events only the per-event path can serialize (or a push without memory) stay in
+    ``_pending``, answered by ``CallerStream``'s own methods from then on (the fallback)."""
+
+    def __init__(self, handle: int, ctx: StreamContext) -> None:
+        super().__init__(handle, ctx)
+        lib, ffi = dispatch._native, dispatch._native_ffi
+        q = lib._aimux_cq_new(handle, 0, dispatch._LOW_WATER)
+        self._q: Any = ffi.gc(q, lib._aimux_cq_unref) if q else None
+        if q:
+            lib._aimux_cq_flag(q, dispatch._Q_PY)  # empty: ask this side
+        self._fallback = not q  # no C queue (out of memory): CallerStream's own path
+        self._pump_thread: threading.Thread | None = None
+        self._room = threading.Condition(threading.Lock())  # the pump waits for room
+        self.waits_for_room = False  # the pump waits for a read to make room (tests watch it)
+
+    # -- the op's events into the C queue (``_run`` held) ---------------------------------------
+
+    def open(self, events: Callable[[], Iterator[Any]]) -> None:
+        super().open(events)
+        with self._run:  # the first read's events were kept in ``_pending``
+            first = list(self._pending)
+            self._pending.clear()
+            if first:
+                self._push(first)
+            if self._ended:
+                self._end_c()
+
+    def _push(self, events: list[Any]) -> None:
+        """Serialize ``events`` once and push them to the C queue; on a failure they stay in
+        ``_pending`` and the stream takes its fallback (PY set again: the pump stops)."""
+        if not self._fallback:
+            try:
+                data = dispatch._dump_batch(events, deque())
+            except Exception:  # noqa: BLE001 - the per-event path (CallerStream's) reports it
+                pass
+            else:
+                pushed = dispatch._native._aimux_cq_push(self._q, data, len(data), len(events))
+                if pushed != dispatch._SIZE_MAX:
+                    return
+            self._fallback = True
+            if self._q is not None:
+                dispatch._native._aimux_cq_flag(self._q, dispatch._Q_PY)
+        self._pending.extend(events)
+
+    def _end_c(self) -> None:
+        """The op is over and every event it made is pushed: C answers the end itself."""
+        if not self._fallback:
+            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_END)
+            dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PY)
+
+    def _over(self) -> None:
+        # a C read that heard a cancel returns once the op's cleanup ran (as on the loop)
+        if self._q is not None:
+            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_STOPPED)
+
+    def _fill(self) -> None:
+        """One network read on this thread, its events pushed (or the end told to C)."""
+        self._enter()
+        try:
+            with self._run:
+                if self._pump_thread is not None or dispatch._native._aimux_cq_count(self._q):
+                    return  # the pump reads now, or another reader's read came first
+                got, _hold = self._next_locked()
+                if got:
+                    self._push(got)
+                if got is None or self._ended:
+                    self._end_c()
+        finally:
+            self._leave()
+
+    # -- the producer thread of a polled stream ------------------------------------------------
+
+    def _start_pump(self) -> None:
+        with self._room:
+            if self._pump_thread is not None or self._fallback:
+                return
+            self._pump_thread = thread = threading.Thread(
+                target=self._pump, name="aimux-stream-reader", daemon=True
+            )
+        dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PY)  # C reads now wait
+        thread.start()
+
+    def _pump(self) -> None:
+        """Read ahead as the stream loop's producer does: each read's events pushed while they
+        fit under the high-water mark, else up to it, then wait until a read brings the queue
+        down to the low-water mark. Not a reader: the reaper's clock is the consumer's."""
+        lib, q, high = dispatch._native, self._q, dispatch._HIGH_WATER
+        cancelled = self.ctx.cancelled
+        carry: list[Any] = []
+        try:
+            while not cancelled.is_set():
+                with self._run:
+                    if self._fallback:
+                        return
+                    if not carry:
+                        got, _hold = self._next_locked()
+                        if got is None:
+                            self._end_c()
+                            return
+                        carry = got
+                    room = high - lib._aimux_cq_count(q)
+                    if len(carry) < room:
+                        self._push(carry)
+                        carry = []
+                    elif room > 0:
+                        self._push(carry[:room])
+                        carry = carry[room:]
+                    if self._ended and not carry:
+                        self._end_c()
+                        return
+                with self._room:
+                    while lib._aimux_cq_want_room(q, high) and not cancelled.is_set():
+                        self.waits_for_room = True
+                        self._room.wait()
+                    self.waits_for_room = False
+        finally:
+            self._settle()  # a cancel that found the op running: it ends now
+
+    def wake(self, what: int) -> None:
+        """A C read brought the queue down to the low-water mark (``dispatch.stream_wake``)."""
+        if what & dispatch._W_ROOM:
+            with self._room:
+                self._room.notify_all()
+
+    def _on_cancel(self) -> None:
+        if self._q is not None:
+            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_CANCEL)  # C reads end at once
+        with self._room:
+            self._room.notify_all()
+        super()._on_cancel()
+
+    # -- consumers (any thread) ---------------------------------------------------------------
+
+    def _answer(self, max_events: int, blocking: bool) -> tuple[int, bytes | None, bool] | None:
+        """The C queue's answer (``dispatch.cq_take``), reading on this thread while it is
+        empty; None: CallerStream's own methods answer (the fallback)."""
+        if self._q is None:
+            return None
+        while True:
+            st, data, ended = dispatch.cq_take(self, self._q, max_events, False)
+            if st == dispatch._T_EMPTY and blocking:  # the pump reads: wait for it in C
+                st, data, ended = dispatch.cq_take(self, self._q, max_events, True)
+            if st != dispatch._T_PY:
+                return st, data, ended
+            if self._fallback:
+                return None
+            if not blocking and not self._ended:
+                self._start_pump()  # a poll never reads: the stream gets its producer
+            else:
+                self._fill()
+
+    def next(self) -> bytes | None:
+        got = self._answer(0, True)
+        if got is None:
+            return super().next()
+        return got[1] if got[0] == dispatch._T_DATA else None
+
+    def pull(self) -> Any:
+        got = self._answer(0, True)
+        if got is None:
+            return super().pull()
+        return got[1] if got[0] == dispatch._T_DATA else None
+
+    def take(self, max_events: int) -> Iterator[Any] | None:
+        event = self.pull()
+        return None if event is None else iter((event,))
+
+    def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
+        got = self._answer(max_events, True)
+        if got is None:
+            return super().next_batch(max_events)
+        st, data, ended = got
+        return (data, ended) if st == dispatch._T_DATA else (None, True)
+
+    def poll(self, max_events: int) -> tuple[bytes | None, bool]:
+        got = self._answer(max_events, False)
+        if got is None:
+            return super().poll(max_events)
+        st, data, ended = got
+        if st == dispatch._T_DATA:
+            return data, ended
+        return None, st == dispatch._T_END
+
+    def reap(self, idle_ms: int) -> bool:
+        """``dispatch._NativeStream.reap``: the C queue's last read counts, and the reaper's
+        event is put there (its next read), atomically with the check that nobody reads."""
+        if self._q is None:
+            return super().reap(idle_ms)
+        lib = dispatch._native
+        with self._state:
+            if self._done or self._readers:
+                return False
+            deadline = time.monotonic() - idle_ms / 1000
+            if self.idle_since > deadline or lib._aimux_cq_last_read(self._q) > deadline:
+                return False
+            event = dispatch.reap_timeout_event(idle_ms)
+            if not lib._aimux_cq_reap(self._q, deadline, event, len(event)):
+                return False
+            self._pending.clear()
+            self._drop_held()
+        self.ctx.cancel()  # outside the lock: its callbacks (the op's cleanup) run now
+        return True

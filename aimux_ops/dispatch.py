@@ -732,7 +732,7 @@ _native_ffi: Any = None
 # _NativeStream's flags for _aimux_cq_flag (native/src/aimux_queue.c)
 _Q_END, _Q_PY, _Q_CANCEL, _Q_STOPPED = 1, 2, 4, 8
 # _aimux_cq_take's answers and wake-ups
-_T_DATA, _T_END, _T_EMPTY, _T_PY = 0, 1, 2, 3
+_T_DATA, _T_END, _T_EMPTY, _T_PY, _T_OOM = 0, 1, 2, 3, 4
 _W_ROOM, _W_RELIST = 1, 2
 
 
@@ -930,20 +930,7 @@ class _NativeStream(_Stream):
         """``_aimux_cq_take``: (answer, event or batch, ended); ``_T_PY`` without a C queue."""
         if self._q is None:
             return _T_PY, None, False
-        ffi, lib = _native_ffi, _native
-        out = ffi.new("char **")
-        ended = ffi.new("int32_t *")
-        wake = ffi.new("int *")
-        st = lib._aimux_cq_take(self._q, max_events, 1 if blocking else 0, out, ended, wake)
-        data = None
-        if out[0] != ffi.NULL:
-            data = ffi.string(out[0])
-            lib._aimux_cq_free_string(out[0])
-        if wake[0]:
-            self.wake(wake[0])
-        if st == _T_DATA and data is None:
-            raise MemoryError("cannot take the stream's events")
-        return st, data, bool(ended[0])
+        return cq_take(self, self._q, max_events, blocking)
 
     def pull(self) -> Any:
         st, data, _ = self._take_native(0, True)
@@ -970,6 +957,26 @@ class _NativeStream(_Stream):
     def _relist(self) -> None:
         if self._notifier is not None and (self._events or (self._q and self._queued())):
             self._notifier.mark(self.handle)
+
+
+def cq_take(stream: Any, q: Any, max_events: int, blocking: bool) -> tuple[int, bytes | None, bool]:
+    """``_aimux_cq_take`` of ``stream``'s C queue ``q``: (answer, event or batch, ended); its
+    wake-ups go to ``stream.wake``. Shared by ``_NativeStream`` and
+    ``caller_stream.NativeCallerStream``."""
+    ffi, lib = _native_ffi, _native
+    out = ffi.new("char **")
+    ended = ffi.new("int32_t *")
+    wake = ffi.new("int *")
+    st = lib._aimux_cq_take(q, max_events, 1 if blocking else 0, out, ended, wake)
+    data = None
+    if out[0] != ffi.NULL:
+        data = ffi.string(out[0])
+        lib._aimux_cq_free_string(out[0])
+    if wake[0]:
+        stream.wake(wake[0])
+    if st == _T_OOM or (st == _T_DATA and data is None):
+        raise MemoryError("cannot take the stream's events")
+    return st, data, bool(ended[0])
 
 
 #: the C readers ``_NativeStream._readers``'s getter added, per thread (for its setter)
@@ -1048,8 +1055,14 @@ def open_stream(
 def stream_json(
     op: str | bytes | None, params_json: bytes | str | None, native: bool = False
 ) -> tuple[int | None, bytes | None]:
-    """Open a stream op: ``(handle, None)`` or ``(None, envelope JSON)``. Never raises."""
+    """Open a stream op: ``(handle, None)`` or ``(None, envelope JSON)``. Never raises.
+    ``native`` (``aimux_stream``): the stream is read on its C reader's thread
+    (``caller_stream.NativeCallerStream``), through a C queue when libaimux runs this core."""
     try:
+        if native:
+            from .caller_stream import open_here
+
+            return open_here(op, params_json, native=True), None
         return open_stream(op, params_json, native), None
     except KeyboardInterrupt:
         raise
@@ -1143,8 +1156,9 @@ def stream_wake(handle: int, what: int) -> None:
     """A C read of ``handle``'s C queue needs this side (``_aimux_cq_take``'s wake-ups: let a
     producer waiting for room go on, list the stream again). Never raises."""
     stream = _streams.get(handle)
-    if isinstance(stream, _NativeStream):
-        stream.wake(what)
+    wake = getattr(stream, "wake", None)  # a stream with a C queue
+    if wake is not None:
+        wake(what)
 
 
 def events_fd() -> int:
@@ -1232,5 +1246,5 @@ def stream_free(handle: int) -> None:
         stream = _streams.pop(handle, None)
     if stream is not None:
         stream.close()
-        if isinstance(stream, _NativeStream):
+        if _native is not None and hasattr(stream, "_q"):  # a stream with a C queue
             _native._aimux_cq_unregister(handle)

@@ -478,13 +478,33 @@ class HttpResponse:
                 # provider's terminal event leaves it open, so ``close`` can drain the body
                 body = self._chunks = self._raw.iter_raw()
                 read = body.__next__
+                buffered = _unread_bytes(self._raw)
                 while True:
                     try:
                         chunk = read()
                     except StopIteration:
                         self._eof = True
                         return
-                    yield chunk
+                    if buffered is None or buffered() <= 2:
+                        yield chunk
+                        continue
+                    # one network read brought more than this chunk (an HTTP chunk per event is
+                    # the norm): every chunk it holds together, as the stream loop's reader
+                    # hands them over; never a wait for the next network read
+                    parts = [chunk]
+                    failed: httpx.HTTPError | None = None
+                    try:
+                        while buffered() > 2:  # 2: only the chunk's own CRLF is left
+                            parts.append(read())
+                    except StopIteration:
+                        self._eof = True
+                    except httpx.HTTPError as exc:
+                        failed = exc
+                    yield b"".join(parts)
+                    if failed is not None:
+                        raise failed
+                    if self._eof:
+                        return
         except httpx.HTTPError as exc:
             self._broken = True
             self._raise(exc)
@@ -534,6 +554,24 @@ class HttpResponse:
             if shard is not None:
                 self._shard = None
                 shard.done()
+
+
+def _unread_bytes(raw: httpx.Response) -> Callable[[], int] | None:
+    """The bytes a sync response's connection read off the network and has not parsed yet
+    (h11's receive buffer, through httpx's and httpcore's stream objects), or None where that
+    buffer cannot be found: then each HTTP chunk is a read of its own, as before."""
+    obj: Any = raw.stream
+    for name in (
+        "_stream",
+        "_httpcore_stream",
+        "_stream",
+        "_connection",
+        "_h11_state",
+        "_receive_buffer",
+    ):
+        obj = getattr(obj, name, None)
+    size: Any = getattr(obj, "__len__", None)
+    return size if callable(size) else None
 
 
 def _shutdown_socket(raw: httpx.Response) -> None:

@@ -29,6 +29,7 @@ from op_calls import wait_blocked_reader
 from pydantic import BaseModel, ConfigDict
 
 from aimux_ops import aio, dispatch
+from aimux_ops.caller_stream import NativeCallerStream
 from aimux_ops.ops import registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -126,7 +127,8 @@ def _empty_ready_list() -> Iterator[None]:
 def c_queued(handle: int) -> int:
     """Events in the stream's C queue (the C ABI opened it: it has one)."""
     stream = dispatch._streams[handle]
-    assert isinstance(stream, dispatch._NativeStream) and stream._q is not None
+    assert isinstance(stream, (dispatch._NativeStream, NativeCallerStream))
+    assert stream._q is not None
     return int(dispatch._native._aimux_cq_count(stream._q))
 
 
@@ -139,17 +141,43 @@ def wait_until(what: Any) -> None:
     raise AssertionError("never happened")
 
 
-def test_a_slow_c_consumer_stops_the_reader_at_the_high_water_mark(
-    lib: Queue, server: FaultServer
-) -> None:
-    handle = lib.open_stream(b"stream_text", orjson.dumps(params(server, "mode=chunks;n=5000")))
-    stream = dispatch._streams[handle]
-    try:
-        # nobody reads: the producer fills the C queue up to the mark, exactly, and waits there
+def open_full(lib: Queue, server: FaultServer, how: str) -> tuple[int, int]:
+    """A 5,000-delta stream whose producer filled the C queue up to the high-water mark and
+    waits there: (handle, events taken before). ``how``: "start" (``aimux_stream_start``: the
+    stream loop's producer) or "polled" (``aimux_stream``, then polls until one finds nothing:
+    the stream's reader thread)."""
+    p = orjson.dumps(params(server, "mode=chunks;n=5000"))
+    taken = 0
+    if how == "start":
+        handle = lib.start(b"stream_text", p)
+        stream = dispatch._streams[handle]
+        assert isinstance(stream, dispatch._NativeStream)
         wait_until(lambda: stream._space is not None)
-        assert c_queued(handle) == dispatch._HIGH_WATER
         assert len(stream._events) == 0  # every event went to the C queue
-        events = 0
+    else:
+        handle = lib.open_stream(b"stream_text", p)
+        stream = dispatch._streams[handle]
+        assert isinstance(stream, NativeCallerStream)
+        assert stream._pump_thread is None  # read on its reader's thread until polled
+        batch = lib.batch(handle, 1024, blocking=True)[0]  # the open's read, queued
+        assert batch is not None
+        taken = len(orjson.loads(batch))
+        batch = lib.batch(handle, 1024, blocking=False)[0]  # nothing left: the reader starts
+        assert stream._pump_thread is not None
+        taken += len(orjson.loads(batch)) if batch is not None else 0
+        wait_until(lambda: stream.waits_for_room)
+        assert len(stream._pending) == 0
+    return handle, taken
+
+
+@pytest.mark.parametrize("how", ["start", "polled"])
+def test_a_slow_c_consumer_stops_the_reader_at_the_high_water_mark(
+    lib: Queue, server: FaultServer, how: str
+) -> None:
+    # nobody reads: the producer fills the C queue up to the mark, exactly, and waits there
+    handle, events = open_full(lib, server, how)
+    try:
+        assert c_queued(handle) == dispatch._HIGH_WATER
         while True:
             ev = lib.next_event(handle)
             if ev is None:
@@ -161,13 +189,12 @@ def test_a_slow_c_consumer_stops_the_reader_at_the_high_water_mark(
         lib.lib.aimux_stream_free(handle)
 
 
+@pytest.mark.parametrize("how", ["start", "polled"])
 def test_a_cancel_ends_reads_although_the_c_queue_holds_events(
-    lib: Queue, server: FaultServer
+    lib: Queue, server: FaultServer, how: str
 ) -> None:
-    handle = lib.open_stream(b"stream_text", orjson.dumps(params(server, "mode=chunks;n=5000")))
-    stream = dispatch._streams[handle]
+    handle, _ = open_full(lib, server, how)
     try:
-        wait_until(lambda: stream._space is not None)
         assert c_queued(handle) == dispatch._HIGH_WATER
         lib.lib.aimux_stream_cancel(handle)
         assert c_queued(handle) == 0  # dropped at once, not when read
@@ -266,14 +293,31 @@ def test_every_c_read_gives_the_python_queues_events_byte_for_byte(
 ) -> None:
     expected = python_events()
     assert len(expected) > 100
-    # aimux_stream_next: one event per call
+    # aimux_stream_next: one event per call, read on this thread (aimux_stream) and on the
+    # stream loop (aimux_stream_start)
+    for opened in (lib.open_stream, lib.start):
+        h = opened(b"test.tricky", b"{}")
+        kind = NativeCallerStream if opened == lib.open_stream else dispatch._NativeStream
+        assert isinstance(dispatch._streams[h], kind)
+        one = []
+        while (ev := lib.next_event(h)) is not None:
+            one.append(ev)
+        lib.lib.aimux_stream_free(h)
+        assert one == expected
+    # aimux_stream_poll of a stream from aimux_stream: its reader thread
     h = lib.open_stream(b"test.tricky", b"{}")
-    assert isinstance(dispatch._streams[h], dispatch._NativeStream)
-    one = []
-    while (ev := lib.next_event(h)) is not None:
-        one.append(ev)
+    polled: list[bytes] = []
+    ended = False
+    while not ended:
+        batch, ended = lib.batch(h, max_events, blocking=False)
+        if batch is not None:
+            assert 1 <= len(orjson.loads(batch)) <= max_events
+            polled.append(batch)
+        else:
+            threading.Event().wait(0.001)
+    assert dispatch._streams[h]._pump_thread is not None
     lib.lib.aimux_stream_free(h)
-    assert one == expected
+    assert b"".join(polled).replace(b"][", b",") == b"[" + b",".join(expected) + b"]"
     # aimux_stream_next_batch: arrays of at most max_events, the end with the last one
     h = lib.open_stream(b"test.tricky", b"{}")
     batches: list[bytes] = []
@@ -319,7 +363,12 @@ def test_a_forked_child_sees_none_of_the_parents_queued_events(server: FaultServ
             return orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
                 "baseURL": {server.base_url!r}, "apiKey": "sk-fork",
                 "headers": {{"x-fault": spec}}}}, "prompt": "hi", "maxRetries": 0}})
-        h = lib.open_stream(b"stream_text", p("mode=chunks;n=5000"))
+        start = lib.lib.aimux_stream_start
+        start.restype = ctypes.c_void_p
+        start.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+        handle = ctypes.c_uint64(0)
+        assert not start(b"stream_text", p("mode=chunks;n=5000"), ctypes.byref(handle))
+        h = handle.value
         stream = dispatch._streams[h]
         for _ in range(6000):  # the parent's C queue full: the producer waits for room
             if stream._space is not None:

@@ -403,6 +403,17 @@ void _aimux_cq_flag(void *p, unsigned flag)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* Clears PY (a stream read on its reader's thread that now has a producer of its own, or that
+   ended) and wakes every blocked reader. */
+void _aimux_cq_unflag(void *p, unsigned flag)
+{
+    _aimux_q *q = (_aimux_q *)p;
+    pthread_mutex_lock(&q->mu);
+    q->flags &= ~flag;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
 /* The producer is about to wait for room: 1 (ROOM set: a consumer that brings the queue down to
    the low-water mark reports _AIMUX_W_ROOM) when `threshold` events or more are queued, else 0
    (no wait). */
