@@ -67,6 +67,7 @@ class _Watchdog:
         self._heap: list[_Item] = []
         self._seq = 0
         self._started = False
+        self.thread: threading.Thread | None = None  # once started
         self.cancelled = 0  # entries cancelled and maybe still in the heap (approximate)
 
     def add(self, delay_s: float, callback: Callable[[], object]) -> Entry:
@@ -89,6 +90,7 @@ class _Watchdog:
                     entry.callback = None
                     raise
                 self._started = True
+                self.thread = thread
             elif heap[0] is item:
                 self._cond.notify()  # the watchdog waits for a later deadline
         return entry
