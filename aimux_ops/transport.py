@@ -6,7 +6,8 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
   ``(event, data)`` pairs, parsed from raw bytes without per-line decoding).
 - ``Deadline``: ``timeoutMs`` spans the whole call (every attempt). Each request gets the remaining
   time as its httpx timeouts, and a watchdog shuts the socket down when the deadline passes while
-  a body is being read, so a slow drip cannot outlive it. Expiry → ``TimeoutError`` (code 12).
+  a body is being read, so a slow drip cannot outlive it: an entry of the process's one deadline
+  thread (``deadlines``) off the loop, a loop timer on it. Expiry → ``TimeoutError`` (code 12).
 - The httpx / httpcore loggers get a filter that scrubs every record (their DEBUG lines carry raw
   response headers, an echoed key among them; httpx's INFO line the URL with its userinfo).
 - Redirects: only a same-origin 307/308 is followed (same method, body and headers, up to
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from ._lazy import LazyModule
 
 if TYPE_CHECKING:
+    import asyncio
     import http.cookiejar
 
     import httpx
@@ -52,6 +54,7 @@ else:
     httpx = LazyModule("httpx", globals(), "httpx")
     aio = LazyModule("aimux_ops.aio", globals(), "aio")
 
+from . import deadlines
 from .errors import AimuxError, APICallError, InvalidArgumentError
 from .errors import TimeoutError as AITimeoutError
 from .guest import Limits, on_fork_child
@@ -392,7 +395,8 @@ class HttpResponse:
         self._deadline = deadline
         self._closed = False
         self._lock = threading.Lock()
-        self._timer: Any = None  # a threading.Timer, or an asyncio.TimerHandle on the loop
+        #: the deadline's watchdog: a ``deadlines.Entry``, or an asyncio.TimerHandle on the loop
+        self._timer: deadlines.Entry | asyncio.TimerHandle | None = None
         #: the body is read on the stream loop (``aio``), through the async client
         self._async = aio.in_stream()
         self._chunks: Any = None  # the body iterator once reading began
@@ -408,10 +412,8 @@ class HttpResponse:
             if self._async:
                 loop = aio.loop_state().loop
                 self._timer = loop.call_later(max(rem, 0.0), self._on_deadline)
-            else:
-                self._timer = threading.Timer(max(rem, 0.0), self._on_deadline)
-                self._timer.daemon = True
-                self._timer.start()
+            else:  # one process-wide watchdog thread, not a timer thread per response
+                self._timer = deadlines.after(rem, self._on_deadline)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -652,14 +654,12 @@ def _drain_here(raw: httpx.Response, chunks: Iterator[bytes]) -> None:
         data: bytes = read(max_bytes, timeout=timeout)  # type: ignore[misc]
         return data
 
-    guard: threading.Timer | None = None
+    guard: deadlines.Entry | None = None
     try:
         stream.read = bounded  # type: ignore[union-attr]
-    except (AttributeError, TypeError):  # not a stream whose reads can be bounded: a timer
+    except (AttributeError, TypeError):  # not a stream whose reads can be bounded: a deadline
         stream = None
-        guard = threading.Timer(_DRAIN_HERE_S, _shutdown_unless_closed, (raw,))
-        guard.daemon = True
-        guard.start()
+        guard = deadlines.after(_DRAIN_HERE_S, lambda: _shutdown_unless_closed(raw))
     try:
         left = _DRAIN_BYTES
         for chunk in chunks:
