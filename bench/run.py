@@ -477,7 +477,7 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
         "aimux C ABI (ctypes)": peers.stream_aimux_cabi,
         "openai-python": peers.stream_openai_python,
         "experiment: op generator, no JSON round trip": peers.stream_direct_experiment,
-        "aimux Python, stream loop + hand-off (the C ABI's path)": peers.stream_python_on_loop,
+        "aimux Python, stream loop + hand-off (event-driven streams' path)": peers.stream_python_on_loop,
     }
     res: dict[str, list[float]] = {k: [] for k in fns}
     res["aimux C ABI (C caller)"] = []
@@ -979,7 +979,7 @@ the Python API runs the op on the thread that iterates: sync httpx read, SSE spl
 there, no loop thread and no hand-off, so it runs at the op generator's rate; what is left
 against the floor is the op itself (one `orjson.loads` and the provider's checks per chunk, the
 event dicts, the per-read httpx/h11 work the floor pays too). The "stream loop + hand-off" row is
-the previous design (what the C ABI's streams still use): the loop thread's producer used ~13.7
+the previous design (what the C ABI's event-driven streams still use): the loop thread's producer used ~13.7
 ms of CPU per stream and the caller's ~1.7 ms against the floor's ~11.5 ms (profiled in the same
 process, thread CPU time), the two threads serialized by the GIL, the async HTTP read (httpx /
 anyio over asyncio, epoll, greenlet switches) costing ~1 ms more than the sync client's. Since
@@ -992,9 +992,12 @@ the stream loop (async read, parse, one `orjson.dumps` per read) plus, for Node,
 on the same cores. Those C rows move the most from run to run (0.6–0.9× for the same code on a
 machine no other job was using): the consumer mostly waits on the queue's condition variable, so
 its rate is the producer's, a thread of another process sharing the 2 cores with the floor's and
-the server's. The lever left (not measured): the C ABI's producer on the sync read the Python API
-now uses (the "stream loop + hand-off" row against the Python API row is that difference for a
-Python consumer), instead of httpx's async read on the shared loop.
+the server's. Since DESIGN.md "Streams read on the caller's thread: the C ABI" a stream opened
+with `aimux_stream` (the "C caller" and "C caller, next_batch" rows; the C++, Go and Java
+bindings) runs on the thread that reads it, with the sync read the Python API uses, into the same
+C queue: no loop thread and no hand-off, so those rows run at about the Python API's rate. The
+event-driven interface (`aimux_stream_start`: the "batch poll" row and Node) keeps the loop's
+producer, and its rate.
 
 **(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
 h11, pool bookkeeping), like the floor. Since branch `latency` (DESIGN.md "The non-stream call

@@ -31,8 +31,13 @@
  *            so concurrent calls overlap. The aimux_error_* accessors are plain
  *            C: they never take the interpreter lock. An aimux_error_t itself is
  *            not synchronised: do not free it while another thread reads it.
- *            The library starts one thread of its own, on the first stream:
- *            the loop every stream runs on (see "Event-driven streams"). It
+ *            A stream from aimux_stream() is read on the thread that waits
+ *            for its events. The library's own threads: the loop every
+ *            event-driven stream runs on (from the first aimux_stream_start(),
+ *            see "Event-driven streams"), the idle reaper (from the first
+ *            stream), one watchdog for every deadline (from the first
+ *            `timeoutMs`), and a reader for a stream from aimux_stream() that
+ *            is polled while nothing was read (see aimux_stream_poll()). It
  *            never calls into the host from any thread.
  *
  * Loading    The library may be loaded with RTLD_LOCAL (the dlopen default,
@@ -120,6 +125,13 @@ aimux_error_t *aimux_call(const char *op, const char *params_json, char **out_re
  *
  * Returns NULL on success, or an error owned by the caller. Failures before
  * the first event (after the retries) are returned here. Thread-safe.
+ *
+ * The stream is read on its reader's thread: the open reads until the first
+ * event on the calling thread, and each aimux_stream_next() or
+ * aimux_stream_next_batch() that finds no event waiting reads the next network
+ * read on its own thread (all the events that read brought). Nothing is read
+ * ahead while nobody reads: the server's bytes wait in the socket. For many
+ * streams on one thread, use aimux_stream_start().
  */
 aimux_error_t *aimux_stream(const char *op, const char *params_json, uint64_t *out_stream);
 
@@ -259,9 +271,9 @@ int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
  * from one thread, with the host's own event loop, instead of one thread
  * blocked in aimux_stream_next() per stream.
  *
- * Model. Every stream (whichever way it was opened) runs on one event loop
- * thread inside the library: the core holds no thread per open stream. A
- * stream opened with aimux_stream_start() is "event-driven": whenever it has
+ * Model. Every stream opened with aimux_stream_start() runs on one event loop
+ * thread inside the library: the core holds no thread per open stream. Such a
+ * stream is "event-driven": whenever it has
  * something new for its consumer (events, its end, or the failure of its
  * open) its handle is put on the process's ready list, and when that list goes
  * from empty to non-empty one byte is written to the pipe whose read end is
@@ -283,7 +295,10 @@ int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
  * producer with 1024 events not taken pauses until they drop to 256), and a
  * byte stays in the pipe until read. Spurious wake-ups and empty polls are
  * harmless. aimux_stream_next() also works on an event-driven stream (it
- * blocks), and aimux_stream_poll() on one from aimux_stream() (it never does).
+ * blocks), and aimux_stream_poll() on one from aimux_stream() (it never does:
+ * the first poll that finds no event waiting gives that stream a reader thread
+ * of its own, which reads ahead from then on as the loop would; it is never
+ * listed by aimux_ready()).
  *
  * Threads. No callback is ever made into the host: the library only writes
  * to the pipe. Every function here may be called from any thread and never
@@ -354,7 +369,9 @@ aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity, size_t *out_c
  * (reported once). Either way the stream is over (the out-params keep their
  * entry values, as on every error). Failures
  * after the first event arrive as `error` events, as with
- * aimux_stream_next(). Never blocks. Thread-safe.
+ * aimux_stream_next(). Never blocks. Thread-safe. On a stream from
+ * aimux_stream(), the first poll that finds no event waiting starts the
+ * stream's reader thread (see "Model" above): later polls find what it read.
  */
 aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events, char **out_events_json,
                                  int32_t *out_ended);
