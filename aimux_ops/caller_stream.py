@@ -296,14 +296,16 @@ class NativeCallerStream(CallerStream):
 
     Its events go through the stream's C queue as a loop stream's do (``dispatch._NativeStream``):
     each network read's events are serialized once and pushed, and the C ABI's reads take them
-    without the interpreter lock. While the queue is flagged PY, a C read that finds it empty
-    asks this side: a blocking read (``aimux_stream_next``, ``aimux_stream_next_batch``) reads
-    the next network read on its own thread and pushes it (``_fill``); a poll, which never
-    blocks, that finds nothing starts the stream's producer thread (``_pump``), which from then
-    on reads ahead up to the high-water mark as the stream loop would, and C reads wait on the
-    queue. A cancel, the reaper's event and the end are answered in C as for a loop stream.
-    Events only the per-event path can serialize (or a push without memory) stay in
-    ``_pending``, answered by ``CallerStream``'s own methods from then on (the fallback)."""
+    without the interpreter lock. While the queue is flagged PULL, a blocking C read
+    (``aimux_stream_next``, ``aimux_stream_next_batch``) that finds it empty asks this side,
+    which reads the next network read on that thread and pushes it (``_fill``). A poll never
+    reads: once a blocking read came, a poll of an empty queue is answered EMPTY in C (the
+    bindings' "touch" polls); a poll of a stream no blocking read has read yet starts the
+    stream's reader thread (``_pump``), which from then on reads ahead up to the high-water mark
+    as the stream loop would, and C reads wait on the queue. A cancel, the reaper's event and
+    the end are answered in C as for a loop stream. Events only the per-event path can serialize
+    (or a push without memory) stay in ``_pending``, answered by ``CallerStream``'s own methods
+    from then on (the fallback: PY set)."""
 
     def __init__(self, handle: int, ctx: StreamContext) -> None:
         super().__init__(handle, ctx)
@@ -311,9 +313,10 @@ class NativeCallerStream(CallerStream):
         q = lib._aimux_cq_new(handle, 0, dispatch._LOW_WATER)
         self._q: Any = ffi.gc(q, lib._aimux_cq_unref) if q else None
         if q:
-            lib._aimux_cq_flag(q, dispatch._Q_PY)  # empty: ask this side
+            lib._aimux_cq_flag(q, dispatch._Q_PULL)  # empty: a blocking read asks this side
         self._fallback = not q  # no C queue (out of memory): CallerStream's own path
         self._pump_thread: threading.Thread | None = None
+        self._blocked = False  # a blocking read from Python came (C notes the C ABI's own)
         self._room = threading.Condition(threading.Lock())  # the pump waits for room
         self.waits_for_room = False  # the pump waits for a read to make room (tests watch it)
 
@@ -341,16 +344,17 @@ class NativeCallerStream(CallerStream):
                 pushed = dispatch._native._aimux_cq_push(self._q, data, len(data), len(events))
                 if pushed != dispatch._SIZE_MAX:
                     return
-            self._fallback = True
-            if self._q is not None:
-                dispatch._native._aimux_cq_flag(self._q, dispatch._Q_PY)
+            with self._room:  # (against _start_pump's clear)
+                self._fallback = True
+                if self._q is not None:
+                    dispatch._native._aimux_cq_flag(self._q, dispatch._Q_PY)
         self._pending.extend(events)
 
     def _end_c(self) -> None:
         """The op is over and every event it made is pushed: C answers the end itself."""
         if not self._fallback:
             dispatch._native._aimux_cq_flag(self._q, dispatch._Q_END)
-            dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PY)
+            dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PULL)
 
     def _over(self) -> None:
         # a C read that heard a cancel returns once the op's cleanup ran (as on the loop)
@@ -376,49 +380,71 @@ class NativeCallerStream(CallerStream):
 
     def _start_pump(self) -> None:
         with self._room:
-            if self._pump_thread is not None or self._fallback:
+            if self._pump_thread is not None:
                 return
             self._pump_thread = thread = threading.Thread(
                 target=self._pump, name="aimux-stream-reader", daemon=True
             )
-        dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PY)  # C reads now wait
+            if not self._fallback:
+                dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PULL)  # C reads now wait
         thread.start()
 
     def _pump(self) -> None:
         """Read ahead as the stream loop's producer does: each read's events pushed while they
         fit under the high-water mark, else up to it, then wait until a read brings the queue
-        down to the low-water mark. Not a reader: the reaper's clock is the consumer's."""
-        lib, q, high = dispatch._native, self._q, dispatch._HIGH_WATER
-        cancelled = self.ctx.cancelled
+        down to the low-water mark (in the fallback: one read ahead, in ``_pending``). Not a
+        reader: the reaper's clock is the consumer's."""
         carry: list[Any] = []
         try:
-            while not cancelled.is_set():
+            while not self.ctx.cancelled.is_set():
                 with self._run:
-                    if self._fallback:
-                        return
-                    if not carry:
+                    if not carry and not self._pending:
                         got, _hold = self._next_locked()
                         if got is None:
                             self._end_c()
                             return
                         carry = got
-                    room = high - lib._aimux_cq_count(q)
-                    if len(carry) < room:
-                        self._push(carry)
-                        carry = []
-                    elif room > 0:
-                        self._push(carry[:room])
-                        carry = carry[room:]
+                    carry = self._push_room(carry)
                     if self._ended and not carry:
                         self._end_c()
                         return
-                with self._room:
-                    while lib._aimux_cq_want_room(q, high) and not cancelled.is_set():
-                        self.waits_for_room = True
-                        self._room.wait()
-                    self.waits_for_room = False
+                self._wait_room()
         finally:
             self._settle()  # a cancel that found the op running: it ends now
+
+    def _push_room(self, events: list[Any]) -> list[Any]:
+        """Push what fits under the high-water mark (``_run`` held); the rest is returned."""
+        if self._fallback:
+            self._pending.extend(events)
+            return []
+        room = dispatch._HIGH_WATER - dispatch._native._aimux_cq_count(self._q)
+        if len(events) < room:
+            self._push(events)
+            return []
+        if room > 0:
+            self._push(events[:room])
+            return events[room:]
+        return events
+
+    def _wait_room(self) -> None:
+        """Until a read made room (C: down to the low-water mark; the fallback: ``_pending``
+        taken), or a cancel."""
+        lib, q, high = dispatch._native, self._q, dispatch._HIGH_WATER
+        cancelled = self.ctx.cancelled
+        with self._room:
+            while not cancelled.is_set() and (
+                self._pending if self._fallback else lib._aimux_cq_want_room(q, high)
+            ):
+                self.waits_for_room = True
+                self._room.wait()
+            self.waits_for_room = False
+
+    def _get(self, max_events: int) -> tuple[list[Any] | None, bool]:
+        got = super()._get(max_events)
+        if self._fallback and self._pump_thread is not None and not self._pending:
+            with self._room:  # the pump reads the next one
+                self._room.notify_all()
+        return got
 
     def wake(self, what: int) -> None:
         """A C read brought the queue down to the low-water mark (``dispatch.stream_wake``)."""
@@ -440,6 +466,9 @@ class NativeCallerStream(CallerStream):
         empty; None: CallerStream's own methods answer (the fallback)."""
         if self._q is None:
             return None
+        if blocking and not self._blocked:
+            self._blocked = True
+            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_BLOCKED)
         while True:
             st, data, ended = dispatch.cq_take(self, self._q, max_events, False)
             if st == dispatch._T_EMPTY and blocking:  # the pump reads: wait for it in C
@@ -448,10 +477,10 @@ class NativeCallerStream(CallerStream):
                 return st, data, ended
             if self._fallback:
                 return None
-            if not blocking and not self._ended:
-                self._start_pump()  # a poll never reads: the stream gets its producer
-            else:
-                self._fill()
+            if blocking or self._ended:
+                self._fill()  # (at the end: no read)
+            else:  # a poll never reads; no blocking read came (C answers EMPTY after one)
+                self._start_pump()
 
     def next(self) -> bytes | None:
         got = self._answer(0, True)
@@ -492,7 +521,9 @@ class NativeCallerStream(CallerStream):
             return super().reap(idle_ms)
         lib = dispatch._native
         with self._state:
-            if self._done or self._readers:
+            # the C queue refuses a stream whose end a consumer saw; ``_done`` (the op's end
+            # seen by a read) says so only when Python answers (the fallback)
+            if (self._done and self._fallback) or self._readers:
                 return False
             deadline = time.monotonic() - idle_ms / 1000
             if self.idle_since > deadline or lib._aimux_cq_last_read(self._q) > deadline:

@@ -480,23 +480,23 @@ class HttpResponse:
                 # provider's terminal event leaves it open, so ``close`` can drain the body
                 body = self._chunks = self._raw.iter_raw()
                 read = body.__next__
-                buffered = _unread_bytes(self._raw)
+                h11 = _h11_of(self._raw)
                 while True:
                     try:
                         chunk = read()
                     except StopIteration:
                         self._eof = True
                         return
-                    if buffered is None or buffered() <= 2:
+                    if h11 is None or not _next_part_buffered(h11):
                         yield chunk
                         continue
                     # one network read brought more than this chunk (an HTTP chunk per event is
-                    # the norm): every chunk it holds together, as the stream loop's reader
-                    # hands them over; never a wait for the next network read
+                    # the norm): every part it holds together, as the stream loop's reader hands
+                    # them over; never a wait for the next network read
                     parts = [chunk]
                     failed: httpx.HTTPError | None = None
                     try:
-                        while buffered() > 2:  # 2: only the chunk's own CRLF is left
+                        while _next_part_buffered(h11):
                             parts.append(read())
                     except StopIteration:
                         self._eof = True
@@ -558,22 +558,51 @@ class HttpResponse:
                 shard.done()
 
 
-def _unread_bytes(raw: httpx.Response) -> Callable[[], int] | None:
-    """The bytes a sync response's connection read off the network and has not parsed yet
-    (h11's receive buffer, through httpx's and httpcore's stream objects), or None where that
-    buffer cannot be found: then each HTTP chunk is a read of its own, as before."""
+def _h11_of(raw: httpx.Response) -> Any:
+    """The h11 connection a sync response's body is read through (httpx's and httpcore's
+    private stream objects), or None where it cannot be found: then each HTTP chunk is a read of
+    its own, as before."""
     obj: Any = raw.stream
-    for name in (
-        "_stream",
-        "_httpcore_stream",
-        "_stream",
-        "_connection",
-        "_h11_state",
-        "_receive_buffer",
-    ):
+    for name in ("_stream", "_httpcore_stream", "_stream", "_connection", "_h11_state"):
         obj = getattr(obj, name, None)
-    size: Any = getattr(obj, "__len__", None)
-    return size if callable(size) else None
+    return obj if hasattr(obj, "_receive_buffer") and hasattr(obj, "_reader") else None
+
+
+_TRAILERS_END = re.compile(rb"\n\r?\n")
+
+
+def _next_part_buffered(h11: Any) -> bool:
+    """Whether h11 can hand over the body's next part (data, or its end) from the bytes it
+    already holds, with no network read: h11's own readers' rules (``h11._readers``). A chunked
+    body needs the last chunk's CRLF, a whole size line and then one data byte (or, for the
+    last chunk, the end of its trailers); any other body, one byte."""
+    try:
+        data = h11._receive_buffer._data
+        reader = h11._reader
+        n = len(data)
+        if not n:
+            return False
+        discard = getattr(reader, "_bytes_to_discard", None)
+        if discard is None:  # a Content-Length or close-delimited body: every byte is data
+            return True
+        if reader._reading_trailer:
+            return data[:1] == b"\n" or data[:2] == b"\r\n" or bool(_TRAILERS_END.search(data))
+        i = len(discard)
+        if reader._bytes_in_chunk > 0:
+            return n > i
+        eol = data.find(b"\r\n", i)
+        if eol < 0:
+            return False
+        try:
+            size = int(bytes(data[i:eol]).split(b";", 1)[0], 16)
+        except ValueError:
+            return True  # h11 rejects the size line without reading
+        if size > 0:
+            return bool(n > eol + 2)
+        rest = data[eol + 2 :]
+        return rest[:1] == b"\n" or rest[:2] == b"\r\n" or bool(_TRAILERS_END.search(rest))
+    except (AttributeError, TypeError):
+        return False
 
 
 def _shutdown_socket(raw: httpx.Response) -> None:

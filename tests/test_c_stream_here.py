@@ -6,6 +6,7 @@ stream a reader thread of its own, and no stream loop thread is started for them
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ from fault_server import FaultServer
 from helpers import ROOT
 from helpers import provider_params as params
 from pydantic import BaseModel, ConfigDict
-from test_c_stream_queue import Queue
+from test_c_stream_queue import CError, Queue
 
 from aimux_ops import dispatch, transport
 from aimux_ops.caller_stream import NativeCallerStream
@@ -114,18 +115,27 @@ def test_a_read_never_waits_for_the_next_chunk_once_it_has_one(
     assert server.wait_for("gone", "here-3", 1) == 1  # the free closed the stalled connection
 
 
-def test_the_connection_buffer_is_found_on_a_real_response(server: FaultServer) -> None:
-    """``transport._unread_bytes`` walks httpx's and httpcore's private stream objects to h11's
-    receive buffer; without it every chunk is a read of its own (a silent slowdown): pin it."""
+def test_the_h11_state_is_found_on_a_real_response(server: FaultServer) -> None:
+    """``transport._h11_of`` walks httpx's and httpcore's private stream objects to the h11
+    connection, and ``_next_part_buffered`` reads h11's chunked reader; were either path gone
+    (a dependency update), every chunk would silently be a read of its own: pin them."""
     import httpx
 
     body = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "x"}]}
     with httpx.Client() as client:
         url = server.base_url + "/chat/completions"
         with client.stream("POST", url, json=body, headers={"x-fault": "mode=chunks;n=3"}) as r:
-            size = transport._unread_bytes(r)
-            assert size is not None and isinstance(size(), int)
-            assert b"[DONE]" in r.read()
+            h11 = transport._h11_of(r)
+            assert h11 is not None
+            chunks = r.iter_raw()
+            assert next(chunks)  # the first chunk: h11 now reads a chunked body
+            assert isinstance(h11._receive_buffer._data, bytearray)
+            reader = h11._reader
+            assert isinstance(reader._bytes_to_discard, bytes)
+            assert isinstance(reader._bytes_in_chunk, int)
+            assert isinstance(reader._reading_trailer, bool)
+            assert isinstance(transport._next_part_buffered(h11), bool)
+            assert b"[DONE]" in b"".join(chunks)
 
 
 def test_no_stream_loop_thread_for_streams_read_by_their_caller(server: FaultServer) -> None:
@@ -152,3 +162,233 @@ def test_no_stream_loop_thread_for_streams_read_by_their_caller(server: FaultSer
     )
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     assert orjson.loads(proc.stdout.splitlines()[-1]) == {"counts": [301] * 3, "loop": False}
+
+
+def _sse_chunk(data: bytes) -> bytes:
+    return b"%x\r\n" % len(data) + data + b"\r\n"
+
+
+def _openai_event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    body = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "choices": [choice]}
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+class SplitServer:
+    """One chunked OpenAI stream per connection on 127.0.0.1, its bytes written in the given
+    parts; a ``threading.Event`` among them holds the rest until the test sets it (the test sets
+    it once it saw what came before, so a read that waits for the held bytes never returns)."""
+
+    def __init__(self, parts: list[bytes | threading.Event]) -> None:
+        self.parts = parts
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            while len(body) < length:
+                body += conn.recv(65536)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n"
+            )
+            for part in self.parts:
+                if isinstance(part, threading.Event):
+                    part.wait(60)
+                else:
+                    conn.sendall(part)
+            try:
+                conn.recv(1)  # until the client goes
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _tail() -> bytes:
+    return _sse_chunk(_openai_event({}, "stop")) + _sse_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+
+
+def _held_at(split: str) -> tuple[list[bytes | threading.Event], threading.Event, str]:
+    """The stream A, B, C, finish; the server holds its bytes at ``split``: (parts, the hold, the
+    last text-delta a reader must get while it holds)."""
+    a, b, c = (_sse_chunk(_openai_event({"content": t})) for t in "ABC")
+    gate = threading.Event()
+    if split == "size line alone":  # B's chunk with C's size line, C's data later
+        cut = c.index(b"\r\n") + 2
+        return [a, b + c[:cut], gate, c[cut:] + _tail()], gate, "B"
+    if split == "half a size line":
+        return [a, b + c[:1], gate, c[1:] + _tail()], gate, "B"
+    # the last chunk's size line, its CRLF later: every event is in before the hold
+    tail = _tail()
+    return [a, b, c + tail[:-2], gate, tail[-2:]], gate, "finish"
+
+
+@pytest.mark.parametrize("split", ["size line alone", "half a size line", "last chunk"])
+def test_a_read_hands_over_what_came_while_the_next_chunk_is_only_begun(
+    lib: Queue, split: str
+) -> None:
+    """A network read that brought a whole event and the start of the next chunk (its size
+    line, part of it, or the body's last chunk without its CRLF) hands the event over at once:
+    it never waits for the rest of that chunk."""
+    parts, gate, last = _held_at(split)
+    srv = SplitServer(parts)
+    p = {
+        "model": {"provider": "openai", "modelId": "m", "baseURL": srv.base_url, "apiKey": "k"},
+        "prompt": "hi",
+        "maxRetries": 0,
+    }
+    seen: list[Any] = []
+    before = threading.Event()
+
+    def read() -> None:
+        h = lib.open_stream(b"stream_text", orjson.dumps(p))
+        try:
+            while (ev := lib.next_event(h)) is not None:
+                e = orjson.loads(ev)
+                seen.append(e.get("text", e["type"]))
+                if seen[-1] == last:
+                    before.set()
+        finally:
+            lib.lib.aimux_stream_free(h)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        held = before.wait(30)  # the bound only ends a broken run
+        assert held, f"{last!r} was not handed over while the server held the rest: {seen}"
+        assert seen[: seen.index(last) + 1] == ["A", "B", "C", "finish"][: seen.index(last) + 1]
+    finally:
+        gate.set()
+        reader.join(60)
+        srv.close()
+    assert seen == ["A", "B", "C", "finish"]
+
+
+def test_a_poll_after_a_blocking_read_takes_only_what_is_there(
+    lib: Queue, server: FaultServer
+) -> None:
+    """The bindings read blocking and "touch" with a one-event poll while they hand out a batch:
+    such a poll never starts a reader thread (the blocking reads read the stream)."""
+    spec = "mode=stall;after=2;stall_ms=600000;text=abcdef;parts=3"
+    h = lib.open_stream(b"stream_text", orjson.dumps(params(server, spec, scenario="touch")))
+    try:
+        texts: list[str] = []
+        while len(texts) < 2:
+            batch, _ = lib.batch(h, 1024, blocking=True)
+            assert batch is not None
+            texts += [e["text"] for e in orjson.loads(batch)]
+        assert texts == ["ab", "cd"]
+        assert lib.batch(h, 1, blocking=False) == (None, False)  # nothing there, nothing read
+        assert dispatch._streams[h]._pump_thread is None
+    finally:
+        lib.lib.aimux_stream_free(h)
+    assert server.wait_for("gone", "touch", 1) == 1
+
+
+@pytest.fixture()
+def unserializable_op() -> Iterator[None]:
+    """``test.unserializable``: six reads of one delta, the third holding a set (which neither
+    orjson nor ``_dump`` serializes: a 205 event), then the finish."""
+
+    class NoParams(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    def handler(params: NoParams, ctx: registry.StreamContext) -> Iterator[Any]:
+        for r in range(6):
+            bad = {"x": {1, 2}} if r == 2 else {}
+            yield registry.EventBatch([{"type": "text-delta", "text": str(r), **bad}])
+        yield {"type": "finish", "finishReason": "stop"}
+
+    registry.register_op("test.unserializable", mode="stream", params=NoParams)(handler)
+    yield
+    registry.unregister_op("test.unserializable")
+
+
+def _poll_all(lib: Queue, h: int) -> list[str]:
+    out: list[str] = []
+    for _ in range(6000):  # the bound only ends a broken run
+        try:
+            batch, ended = lib.batch(h, 64, blocking=False)
+        except CError as e:
+            out.append(f"error {e.code}")
+            continue
+        out += [e.get("text", e["type"]) for e in orjson.loads(batch)] if batch else []
+        if ended:
+            return out
+        threading.Event().wait(0.01)
+    raise AssertionError(f"never ended: {out}")
+
+
+def test_a_poll_only_reader_reads_to_the_end_through_the_fallback(
+    lib: Queue, unserializable_op: None
+) -> None:
+    """An event only the per-event path can serialize sends the stream to its fallback (Python
+    answers): a host that only polls still gets every event, as from the loop."""
+    from_loop = _poll_all(lib, h := lib.start(b"test.unserializable", b"{}"))
+    lib.lib.aimux_stream_free(h)
+    assert from_loop == ["0", "1", "error 205", "3", "4", "5", "finish"]
+    h = lib.open_stream(b"test.unserializable", b"{}")
+    assert _poll_all(lib, h) == from_loop
+    lib.lib.aimux_stream_free(h)
+
+
+def test_a_stream_its_reader_thread_read_to_the_end_is_reaped_when_nobody_reads(
+    server: FaultServer,
+) -> None:
+    """Left unread after a poll gave it its reader thread, which read it to its end: the idle
+    reaper closes it (its queued events go), as it closes a loop stream."""
+    spec = "mode=ok;parts=300;drip_ms=1;text=" + "x" * 300
+    script = textwrap.dedent(f"""
+        import sys, threading, orjson
+        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
+        from test_c_stream_queue import Queue
+        from aimux_ops import dispatch
+        lib = Queue()
+        p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
+            "baseURL": {server.base_url!r}, "apiKey": "sk-reap",
+            "headers": {{"x-fault": {spec!r}}}}}, "prompt": "hi", "maxRetries": 0}})
+        h = lib.open_stream(b"stream_text", p)
+        s = dispatch._streams[h]
+        while s._pump_thread is None:  # the open's read, then a poll that finds nothing
+            assert lib.batch(h, 1, blocking=False)[1] is False
+        s._pump_thread.join(60)  # it read the stream to its end: ~300 events wait unread
+        queued = dispatch._native._aimux_cq_count(s._q)
+        for _ in range(6000):  # until the reaper closed it (the bound ends a broken run)
+            if s.ctx.cancelled.is_set():
+                break
+            threading.Event().wait(0.01)
+        events = []
+        while True:
+            batch, ended = lib.batch(h, 1024, blocking=True)
+            events += [e["type"] for e in orjson.loads(batch)] if batch else []
+            if ended:
+                break
+        print(orjson.dumps({{"ended": s._ended, "queued": queued > 100, "events": events}}).decode())
+        """)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        timeout=110,
+        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_IDLE_TIMEOUT_MS": "300"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    assert orjson.loads(proc.stdout.splitlines()[-1]) == {
+        "ended": True,
+        "queued": True,
+        "events": ["error"],
+    }

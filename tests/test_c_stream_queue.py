@@ -159,7 +159,7 @@ def open_full(lib: Queue, server: FaultServer, how: str) -> tuple[int, int]:
         stream = dispatch._streams[handle]
         assert isinstance(stream, NativeCallerStream)
         assert stream._pump_thread is None  # read on its reader's thread until polled
-        batch = lib.batch(handle, 1024, blocking=True)[0]  # the open's read, queued
+        batch = lib.batch(handle, 1024, blocking=False)[0]  # the open's read, queued
         assert batch is not None
         taken = len(orjson.loads(batch))
         batch = lib.batch(handle, 1024, blocking=False)[0]  # nothing left: the reader starts

@@ -37,7 +37,7 @@
  *            see "Event-driven streams"), the idle reaper (from the first
  *            stream), one watchdog for every deadline (from the first
  *            `timeoutMs`), and a reader for a stream from aimux_stream() that
- *            is polled while nothing was read (see aimux_stream_poll()). It
+ *            only polls read (see aimux_stream_poll()). It
  *            never calls into the host from any thread.
  *
  * Loading    The library may be loaded with RTLD_LOCAL (the dlopen default,
@@ -295,10 +295,12 @@ int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
  * producer with 1024 events not taken pauses until they drop to 256), and a
  * byte stays in the pipe until read. Spurious wake-ups and empty polls are
  * harmless. aimux_stream_next() also works on an event-driven stream (it
- * blocks), and aimux_stream_poll() on one from aimux_stream() (it never does:
- * the first poll that finds no event waiting gives that stream a reader thread
- * of its own, which reads ahead from then on as the loop would; it is never
- * listed by aimux_ready()).
+ * blocks), and aimux_stream_poll() on one from aimux_stream() (it never does,
+ * and never reads: it takes what the stream's reads brought. Such a stream is
+ * read by its blocking reads; one no blocking read has read yet — a host that
+ * only polls it — gets a reader thread of its own at the first poll that finds
+ * no event waiting, which reads ahead from then on as the loop would. It is
+ * never listed by aimux_ready()).
  *
  * Threads. No callback is ever made into the host: the library only writes
  * to the pipe. Every function here may be called from any thread and never
@@ -370,8 +372,9 @@ aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity, size_t *out_c
  * entry values, as on every error). Failures
  * after the first event arrive as `error` events, as with
  * aimux_stream_next(). Never blocks. Thread-safe. On a stream from
- * aimux_stream(), the first poll that finds no event waiting starts the
- * stream's reader thread (see "Model" above): later polls find what it read.
+ * aimux_stream() it takes what the stream's blocking reads brought; on one no
+ * blocking read has read yet, the first poll that finds no event waiting starts
+ * the stream's reader thread (see "Model" above).
  */
 aimux_error_t *aimux_stream_poll(uint64_t stream, size_t max_events, char **out_events_json,
                                  int32_t *out_ended);

@@ -232,6 +232,16 @@ static uint64_t open_stream(const char *spec, int timeout_ms, int32_t *code)
     return h;
 }
 
+/* An event-driven stream (aimux_stream_start): it runs on the core's stream loop. */
+static uint64_t start_stream(const char *spec, int timeout_ms)
+{
+    char p[1024];
+    uint64_t h = 0;
+    params(p, sizeof p, spec, timeout_ms, "");
+    aimux_error_free(aimux_stream_start("stream_text", p, &h));
+    return h;
+}
+
 static int32_t next_code(uint64_t h, char **ev)
 {
     aimux_error_t *e = aimux_stream_next(h, ev);
@@ -261,11 +271,13 @@ static void test_fork_warm(void)
     char why[512], *ev = NULL;
     int round, status;
     int32_t code;
-    uint64_t h;
+    uint64_t h, hs;
     CHECK(call_text("warm-up", NULL, why, sizeof why), "warm-up call: %s", why);
-    /* a stream opened before the fork, one event read */
+    /* streams opened before the fork: one read on its reader's thread, one on the stream loop */
     h = open_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=50", 20000, &code);
     CHECK(h != 0 && code == 0, "stream before the fork: code %d", code);
+    hs = start_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=50", 20000);
+    CHECK(hs != 0, "event-driven stream before the fork");
     for (round = 0; round < 3; round++) {
         pid_t pid = fork();
         if (pid == 0) {
@@ -275,7 +287,11 @@ static void test_fork_warm(void)
             g_fail = 0;
             code = next_code(h, &ev);
             CHECK(code == 203 && ev == NULL, "child: the parent's stream is 203, got %d", code);
-            aimux_stream_free(h); /* a stale handle: no effect, no crash */
+            code = next_code(hs, &ev);
+            CHECK(code == 203 && ev == NULL, "child: the parent's loop stream is 203, got %d",
+                  code);
+            aimux_stream_free(h); /* stale handles: no effect, no crash */
+            aimux_stream_free(hs);
             bad = calls_in_process("child", 20);
             CHECK(bad == 0, "child round %d: %d of 20 calls without their own answer", round, bad);
             _exit(g_fail ? 1 : 0);
@@ -292,7 +308,13 @@ static void test_fork_warm(void)
     CHECK(code == 0 && ev != NULL, "parent: its stream still reads after the forks (code %d)",
           code);
     aimux_string_free(ev);
+    ev = NULL;
+    code = next_code(hs, &ev);
+    CHECK(code == 0 && ev != NULL, "parent: its loop stream still reads after the forks (%d)",
+          code);
+    aimux_string_free(ev);
     aimux_stream_free(h);
+    aimux_stream_free(hs);
 }
 
 struct slow_call {
@@ -671,8 +693,8 @@ static void test_limits(void)
     int i;
     int32_t code;
     aimux_error_t *e;
-    /* four calls held by the server fill the host's pool of 4 (streams run on the stream loop's
-       own pool: they never take the calls' connections) */
+    /* four calls held by the server fill the host's pool of 4 (streams have pools of their own:
+       they never take the calls' connections) */
     for (i = 0; i < 4; i++) pthread_create(&held[i], NULL, held_call_thread, &held_call[i]);
     CHECK(server_wait("held", "mode=drop;hold=limits;text=held", 4),
           "the server holds the four calls");
@@ -761,20 +783,43 @@ static int take_events(uint64_t h, int want)
     return taken;
 }
 
+/* A recorded stream (its request hashed with OpenSSL) read to its end with aimux_stream_next:
+   on the core's loop thread (event_driven) or on this one. The text deltas read. */
+static int read_recorded(int event_driven, int32_t *code)
+{
+    char p[1024], rec[256], extra[320], *ev = NULL;
+    aimux_error_t *e;
+    int deltas = 0;
+    uint64_t h = 0;
+    snprintf(rec, sizeof rec, "/tmp/aimux-test-exit-%d-%d.jsonl", (int)getpid(), event_driven);
+    snprintf(extra, sizeof extra, ",\"recording\":{\"mode\":\"record\",\"path\":\"%s\"}", rec);
+    params(p, sizeof p, "mode=ok;text=abcdef;parts=3", 20000, extra);
+    e = event_driven ? aimux_stream_start("stream_text", p, &h)
+                     : aimux_stream("stream_text", p, &h);
+    *code = e ? aimux_error_code(e) : 0;
+    aimux_error_free(e);
+    while (*code == 0 && (*code = next_code(h, &ev)) == 0 && ev != NULL) {
+        if (strstr(ev, "\"text-delta\"")) deltas++;
+        aimux_string_free(ev);
+        ev = NULL;
+    }
+    if (h) aimux_stream_free(h);
+    unlink(rec);
+    return deltas;
+}
+
 /* The host's own exit handler, registered before the library was loaded: it runs after every
    exit handler registered since, OpenSSL's among them when OpenSSL registered one. The library
-   still works here: the busy stream goes on, a recorded stream (its request hashed with
-   OpenSSL on the core's loop thread) reads to its end, a worker that calls the library goes on
-   until the handler stops and joins it, and a call on this thread answers (its
-   thread-local state was destroyed by exit() before any handler ran: the call must not need
-   any of the library's). */
+   still works here: the busy stream (on the core's loop) goes on, recorded streams (their
+   requests hashed with OpenSSL on the loop thread and on this one) read to their end, a worker
+   that calls the library goes on until the handler stops and joins it, and a call on this
+   thread answers (its thread-local state was destroyed by exit() before any handler ran: the
+   call must not need any of the library's). */
 static void host_late_exit(void)
 {
-    char p[1024], rec[256], extra[320], why[512], *ev = NULL;
-    aimux_error_t *e;
-    int more, recorded = 0, call;
-    int32_t code;
-    uint64_t h;
+    char why[512];
+    int more, on_loop, here, call;
+    int32_t code, code2;
     long before = atomic_load(&g_worker_calls), during;
     usleep(50 * 1000); /* the worker goes on calling while the host exits */
     during = atomic_load(&g_worker_calls) - before;
@@ -782,25 +827,15 @@ static void host_late_exit(void)
     pthread_join(g_worker, NULL);
     more = take_events(g_exit_stream, 3000);
     aimux_stream_free(g_exit_stream);
-    snprintf(rec, sizeof rec, "/tmp/aimux-test-exit-%d.jsonl", (int)getpid());
-    snprintf(extra, sizeof extra, ",\"recording\":{\"mode\":\"record\",\"path\":\"%s\"}", rec);
-    params(p, sizeof p, "mode=ok;text=abcdef;parts=3", 20000, extra);
-    e = aimux_stream("stream_text", p, &h);
-    code = e ? aimux_error_code(e) : 0;
-    aimux_error_free(e);
-    while (code == 0 && (code = next_code(h, &ev)) == 0 && ev != NULL) {
-        if (strstr(ev, "\"text-delta\"")) recorded++;
-        aimux_string_free(ev);
-        ev = NULL;
-    }
-    if (h) aimux_stream_free(h);
-    unlink(rec);
+    on_loop = read_recorded(1, &code);
+    here = read_recorded(0, &code2);
+    if (code == 0) code = code2;
     call = call_text("late", NULL, why, sizeof why); /* this thread called before exit too */
-    printf("worker joined %d, stream went on %d, recorded %d (code %d), call %d (%ld worker "
+    printf("worker joined %d, stream went on %d, recorded %d/%d (code %d), call %d (%ld worker "
            "calls, %d events)\n",
-           during > 0, more >= 3000, recorded, code, call, during, more);
+           during > 0, more >= 3000, on_loop, here, code, call, during, more);
     fflush(stdout);
-    if (during <= 0 || more < 3000 || recorded != 3 || code != 0 || !call) _exit(3);
+    if (during <= 0 || more < 3000 || on_loop != 3 || here != 3 || code != 0 || !call) _exit(3);
 }
 
 /* The child of `exit` (a fresh host, exec'd): reads a fast stream for a while, calls once, and
@@ -813,7 +848,8 @@ static int exit_child(void)
     alarm(60);
     atexit(host_late_exit); /* before the first aimux call */
     pthread_create(&g_worker, NULL, exit_worker, NULL);
-    g_exit_stream = open_stream("mode=chunks;n=500000", 60000, &code);
+    g_exit_stream = start_stream("mode=chunks;n=500000", 60000); /* on the core's loop */
+    code = 0;
     if (g_exit_stream == 0) {
         fprintf(stderr, "the stream did not open (%d)\n", code);
         return 4;
@@ -858,7 +894,7 @@ static void test_exit(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the host exited cleanly: %s %d (%s)",
           WIFSIGNALED(status) ? "signal" : "status",
           WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), out);
-    CHECK(strstr(out, "worker joined 1, stream went on 1, recorded 3 (code 0), call 1") != NULL,
+    CHECK(strstr(out, "worker joined 1, stream went on 1, recorded 3/3 (code 0), call 1") != NULL,
           "in a late exit handler the worker went on until joined, the stream went on, a recorded "
           "stream read to its end and a call answered: %s",
           out);
