@@ -368,13 +368,25 @@ class NativeCallerStream(CallerStream):
             with self._run:
                 if self._pump_thread is not None or dispatch._native._aimux_cq_count(self._q):
                     return  # the pump reads now, or another reader's read came first
-                got, _hold = self._next_locked()
+                got = self._read_batch()
                 if got:
                     self._push(got)
                 if got is None or self._ended:
                     self._end_c()
         finally:
             self._leave()
+
+    def _read_batch(self) -> list[Any] | None:
+        """``_next_locked``'s events, or None at the end (``_run`` held). After a ``finish``
+        the op's end is taken at once, as the loop's producer takes it (its cleanup reads no
+        more than the body's end): the end then comes with the last batch, and a host that
+        polls after its ``finish`` gets it."""
+        got, _hold = self._next_locked()
+        if got and not self._fallback and not self._ended and _is_finish(got[-1]):
+            more, _hold = self._next_locked()
+            if more:  # (an op that goes on after its finish: its next read, as read)
+                got = got + more
+        return got
 
     # -- the producer thread of a polled stream ------------------------------------------------
 
@@ -399,7 +411,7 @@ class NativeCallerStream(CallerStream):
             while not self.ctx.cancelled.is_set():
                 with self._run:
                     if not carry and not self._pending:
-                        got, _hold = self._next_locked()
+                        got = self._read_batch()
                         if got is None:
                             self._end_c()
                             return
@@ -476,22 +488,39 @@ class NativeCallerStream(CallerStream):
             if st != dispatch._T_PY:
                 return st, data, ended
             if self._fallback:
+                # Python answers; a stream only ever polled still gets its reader thread
+                if not blocking and not self._ended and self._pump_thread is None:
+                    flags = dispatch._native._aimux_cq_flags(self._q)
+                    if not flags & dispatch._Q_BLOCKED:
+                        self._start_pump()
                 return None
             if blocking or self._ended:
                 self._fill()  # (at the end: no read)
             else:  # a poll never reads; no blocking read came (C answers EMPTY after one)
                 self._start_pump()
 
+    def _saw_end(self) -> None:
+        """Python answered the end (the fallback): C answers it from now on, and the reaper
+        leaves the stream alone (``_aimux_cq_reap`` refuses a stream whose end was seen)."""
+        if self._q is not None:
+            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_DONE)
+
     def next(self) -> bytes | None:
         got = self._answer(0, True)
         if got is None:
-            return super().next()
+            event = super().next()
+            if event is None:
+                self._saw_end()
+            return event
         return got[1] if got[0] == dispatch._T_DATA else None
 
     def pull(self) -> Any:
         got = self._answer(0, True)
         if got is None:
-            return super().pull()
+            event = super().pull()
+            if event is None:
+                self._saw_end()
+            return event
         return got[1] if got[0] == dispatch._T_DATA else None
 
     def take(self, max_events: int) -> Iterator[Any] | None:
@@ -501,14 +530,20 @@ class NativeCallerStream(CallerStream):
     def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
         got = self._answer(max_events, True)
         if got is None:
-            return super().next_batch(max_events)
+            batch, over = super().next_batch(max_events)
+            if batch is None and over:
+                self._saw_end()
+            return batch, over
         st, data, ended = got
         return (data, ended) if st == dispatch._T_DATA else (None, True)
 
     def poll(self, max_events: int) -> tuple[bytes | None, bool]:
         got = self._answer(max_events, False)
         if got is None:
-            return super().poll(max_events)
+            batch, over = super().poll(max_events)
+            if batch is None and over:
+                self._saw_end()
+            return batch, over
         st, data, ended = got
         if st == dispatch._T_DATA:
             return data, ended
@@ -521,9 +556,7 @@ class NativeCallerStream(CallerStream):
             return super().reap(idle_ms)
         lib = dispatch._native
         with self._state:
-            # the C queue refuses a stream whose end a consumer saw; ``_done`` (the op's end
-            # seen by a read) says so only when Python answers (the fallback)
-            if (self._done and self._fallback) or self._readers:
+            if self._readers:  # (the C queue refuses a stream whose end a consumer saw)
                 return False
             deadline = time.monotonic() - idle_ms / 1000
             if self.idle_since > deadline or lib._aimux_cq_last_read(self._q) > deadline:
@@ -535,3 +568,9 @@ class NativeCallerStream(CallerStream):
             self._drop_held()
         self.ctx.cancel()  # outside the lock: its callbacks (the op's cleanup) run now
         return True
+
+
+def _is_finish(event: Any) -> bool:
+    """The op's last event by the contract (``finish``); an ``error`` event ends it too, but
+    that one comes with the op already over."""
+    return type(event) is dict and event.get("type") == "finish"

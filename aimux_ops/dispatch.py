@@ -732,7 +732,7 @@ _native_ffi: Any = None
 # _NativeStream's flags for _aimux_cq_flag (native/src/aimux_queue.c)
 _Q_END, _Q_PY, _Q_CANCEL, _Q_STOPPED = 1, 2, 4, 8
 # caller_stream.NativeCallerStream's: read on the reader's thread; a blocking read came
-_Q_PULL, _Q_BLOCKED = 64, 128
+_Q_DONE, _Q_PULL, _Q_BLOCKED = 16, 64, 128
 # _aimux_cq_take's answers and wake-ups
 _T_DATA, _T_END, _T_EMPTY, _T_PY, _T_OOM = 0, 1, 2, 3, 4
 _W_ROOM, _W_RELIST = 1, 2

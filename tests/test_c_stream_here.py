@@ -301,19 +301,20 @@ def test_a_poll_after_a_blocking_read_takes_only_what_is_there(
 
 @pytest.fixture()
 def unserializable_op() -> Iterator[None]:
-    """``test.unserializable``: six reads of one delta, the third holding a set (which neither
-    orjson nor ``_dump`` serializes: a 205 event), then the finish."""
+    """``test.unserializable``: six reads of one delta, read ``bad`` (2 unless given) holding a
+    set (which neither orjson nor ``_dump`` serializes: a 205 event), then the finish."""
 
-    class NoParams(BaseModel):
+    class BadParams(BaseModel):
         model_config = ConfigDict(extra="forbid")
+        bad: int = 2
 
-    def handler(params: NoParams, ctx: registry.StreamContext) -> Iterator[Any]:
+    def handler(params: BadParams, ctx: registry.StreamContext) -> Iterator[Any]:
         for r in range(6):
-            bad = {"x": {1, 2}} if r == 2 else {}
+            bad = {"x": {1, 2}} if r == params.bad else {}
             yield registry.EventBatch([{"type": "text-delta", "text": str(r), **bad}])
         yield {"type": "finish", "finishReason": "stop"}
 
-    registry.register_op("test.unserializable", mode="stream", params=NoParams)(handler)
+    registry.register_op("test.unserializable", mode="stream", params=BadParams)(handler)
     yield
     registry.unregister_op("test.unserializable")
 
@@ -333,16 +334,43 @@ def _poll_all(lib: Queue, h: int) -> list[str]:
     raise AssertionError(f"never ended: {out}")
 
 
+@pytest.mark.parametrize("bad", [0, 2])
 def test_a_poll_only_reader_reads_to_the_end_through_the_fallback(
-    lib: Queue, unserializable_op: None
+    lib: Queue, unserializable_op: None, bad: int
 ) -> None:
     """An event only the per-event path can serialize sends the stream to its fallback (Python
-    answers): a host that only polls still gets every event, as from the loop."""
-    from_loop = _poll_all(lib, h := lib.start(b"test.unserializable", b"{}"))
+    answers), in the open's read (0) or later (2): a host that only polls still gets every
+    event, as from the loop."""
+    p = orjson.dumps({"bad": bad})
+    from_loop = _poll_all(lib, h := lib.start(b"test.unserializable", p))
     lib.lib.aimux_stream_free(h)
-    assert from_loop == ["0", "1", "error 205", "3", "4", "5", "finish"]
-    h = lib.open_stream(b"test.unserializable", b"{}")
+    want = ["0", "1", "2", "3", "4", "5", "finish"]
+    want[bad] = "error 205"
+    assert from_loop == want
+    h = lib.open_stream(b"test.unserializable", p)
     assert _poll_all(lib, h) == from_loop
+    lib.lib.aimux_stream_free(h)
+
+
+def test_the_end_comes_with_the_finish_and_to_a_poll_after_it(
+    lib: Queue, server: FaultServer
+) -> None:
+    """As on the loop, the op's end is known with its ``finish``: a batch read gets it with
+    that batch, and a host that read blocking up to the finish and then polls gets the end."""
+    p = orjson.dumps(params(server, "mode=ok;text=abcdef;parts=3"))
+    h = lib.open_stream(b"stream_text", p)
+    types: list[str] = []
+    while not types or types[-1] != "finish":
+        batch, ended = lib.batch(h, 1024, blocking=True)
+        assert batch is not None
+        types += [e["type"] for e in orjson.loads(batch)]
+    assert ended  # with the finish's batch
+    lib.lib.aimux_stream_free(h)
+    h = lib.open_stream(b"stream_text", p)
+    while (ev := lib.next_event(h)) is not None and orjson.loads(ev)["type"] != "finish":
+        pass
+    assert ev is not None  # the finish, read blocking; then polls
+    assert lib.batch(h, 8, blocking=False) == (None, True)
     lib.lib.aimux_stream_free(h)
 
 

@@ -297,10 +297,12 @@ int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
  * harmless. aimux_stream_next() also works on an event-driven stream (it
  * blocks), and aimux_stream_poll() on one from aimux_stream() (it never does,
  * and never reads: it takes what the stream's reads brought. Such a stream is
- * read by its blocking reads; one no blocking read has read yet — a host that
- * only polls it — gets a reader thread of its own at the first poll that finds
- * no event waiting, which reads ahead from then on as the loop would. It is
- * never listed by aimux_ready()).
+ * read by its blocking reads: once one came, polls get only what they brought
+ * (and the end, once the stream's `finish` was read). One no blocking read has
+ * read yet — a host that only polls it — gets a reader thread of its own at the
+ * first poll that finds no event waiting, which reads ahead from then on as the
+ * loop would. It is never listed by aimux_ready(): poll streams from
+ * aimux_stream_start().
  *
  * Threads. No callback is ever made into the host: the library only writes
  * to the pipe. Every function here may be called from any thread and never

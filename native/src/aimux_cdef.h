@@ -19,6 +19,7 @@ size_t _aimux_cq_push(void *q, const char *buf, size_t len, size_t n);
 size_t _aimux_cq_count(void *q);
 void _aimux_cq_flag(void *q, unsigned flag);
 void _aimux_cq_unflag(void *q, unsigned flag);
+unsigned _aimux_cq_flags(void *q);
 int _aimux_cq_want_room(void *q, size_t threshold);
 double _aimux_cq_last_read(void *q);
 int _aimux_cq_readers(void *q);

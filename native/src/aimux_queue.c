@@ -433,6 +433,17 @@ int _aimux_cq_want_room(void *p, size_t threshold)
     return wait;
 }
 
+/* The queue's flags now (caller_stream.NativeCallerStream reads BLOCKED). */
+unsigned _aimux_cq_flags(void *p)
+{
+    _aimux_q *q = (_aimux_q *)p;
+    unsigned f;
+    pthread_mutex_lock(&q->mu);
+    f = q->flags;
+    pthread_mutex_unlock(&q->mu);
+    return f;
+}
+
 /* Consumers blocked in a read of this queue now. */
 int _aimux_cq_readers(void *p)
 {

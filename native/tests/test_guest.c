@@ -232,13 +232,17 @@ static uint64_t open_stream(const char *spec, int timeout_ms, int32_t *code)
     return h;
 }
 
-/* An event-driven stream (aimux_stream_start): it runs on the core's stream loop. */
-static uint64_t start_stream(const char *spec, int timeout_ms)
+/* An event-driven stream (aimux_stream_start): it runs on the core's stream loop. `*code`: the
+   start's error code (0: started; the open's own failure comes with the first read). */
+static uint64_t start_stream(const char *spec, int timeout_ms, int32_t *code)
 {
     char p[1024];
     uint64_t h = 0;
+    aimux_error_t *e;
     params(p, sizeof p, spec, timeout_ms, "");
-    aimux_error_free(aimux_stream_start("stream_text", p, &h));
+    e = aimux_stream_start("stream_text", p, &h);
+    *code = e ? aimux_error_code(e) : 0;
+    aimux_error_free(e);
     return h;
 }
 
@@ -276,8 +280,8 @@ static void test_fork_warm(void)
     /* streams opened before the fork: one read on its reader's thread, one on the stream loop */
     h = open_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=50", 20000, &code);
     CHECK(h != 0 && code == 0, "stream before the fork: code %d", code);
-    hs = start_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=50", 20000);
-    CHECK(hs != 0, "event-driven stream before the fork");
+    hs = start_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=50", 20000, &code);
+    CHECK(hs != 0 && code == 0, "event-driven stream before the fork: code %d", code);
     for (round = 0; round < 3; round++) {
         pid_t pid = fork();
         if (pid == 0) {
@@ -848,8 +852,7 @@ static int exit_child(void)
     alarm(60);
     atexit(host_late_exit); /* before the first aimux call */
     pthread_create(&g_worker, NULL, exit_worker, NULL);
-    g_exit_stream = start_stream("mode=chunks;n=500000", 60000); /* on the core's loop */
-    code = 0;
+    g_exit_stream = start_stream("mode=chunks;n=500000", 60000, &code); /* on the core's loop */
     if (g_exit_stream == 0) {
         fprintf(stderr, "the stream did not open (%d)\n", code);
         return 4;
