@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+import test_c_stream_queue
 from fault_server import FaultServer
 from helpers import ROOT
 from helpers import provider_params as params
@@ -28,15 +29,17 @@ from aimux_ops.ops import registry
 
 pytestmark = pytest.mark.timeout(120)
 
-_lib: Queue | None = None
+lib = test_c_stream_queue.lib  # the library through ctypes, one per process (a shared fixture)
 
 
-@pytest.fixture()
-def lib() -> Queue:
-    global _lib
-    if _lib is None:
-        _lib = Queue()
-    return _lib
+def read_texts(lib: Queue, h: int, n: int) -> list[str]:
+    """Blocking batch reads until ``n`` text deltas came: their texts."""
+    texts: list[str] = []
+    while len(texts) < n:
+        batch, _ = lib.batch(h, 1024, blocking=True)
+        assert batch is not None
+        texts += [e["text"] for e in orjson.loads(batch)]
+    return texts
 
 
 @pytest.fixture()
@@ -104,12 +107,7 @@ def test_a_read_never_waits_for_the_next_chunk_once_it_has_one(
     spec = "mode=stall;after=3;stall_ms=600000;text=abcdefghi;parts=9"
     h = lib.open_stream(b"stream_text", orjson.dumps(params(server, spec, scenario="here-3")))
     try:
-        texts: list[str] = []
-        while len(texts) < 3:
-            batch, _ = lib.batch(h, 1024, blocking=True)
-            assert batch is not None
-            texts += [e["text"] for e in orjson.loads(batch)]
-        assert texts == ["a", "b", "c"]
+        assert read_texts(lib, h, 3) == ["a", "b", "c"]
     finally:
         lib.lib.aimux_stream_free(h)
     assert server.wait_for("gone", "here-3", 1) == 1  # the free closed the stalled connection
@@ -286,12 +284,7 @@ def test_a_poll_after_a_blocking_read_takes_only_what_is_there(
     spec = "mode=stall;after=2;stall_ms=600000;text=abcdef;parts=3"
     h = lib.open_stream(b"stream_text", orjson.dumps(params(server, spec, scenario="touch")))
     try:
-        texts: list[str] = []
-        while len(texts) < 2:
-            batch, _ = lib.batch(h, 1024, blocking=True)
-            assert batch is not None
-            texts += [e["text"] for e in orjson.loads(batch)]
-        assert texts == ["ab", "cd"]
+        assert read_texts(lib, h, 2) == ["ab", "cd"]
         assert lib.batch(h, 1, blocking=False) == (None, False)  # nothing there, nothing read
         assert dispatch._streams[h]._pump_thread is None
     finally:
@@ -391,9 +384,11 @@ def test_a_stream_its_reader_thread_read_to_the_end_is_reaped_when_nobody_reads(
             "headers": {{"x-fault": {spec!r}}}}}, "prompt": "hi", "maxRetries": 0}})
         h = lib.open_stream(b"stream_text", p)
         s = dispatch._streams[h]
+        s._enter()  # a reader until the reader thread is done: the reaper waits for that
         while s._pump_thread is None:  # the open's read, then a poll that finds nothing
             assert lib.batch(h, 1, blocking=False)[1] is False
         s._pump_thread.join(60)  # it read the stream to its end: ~300 events wait unread
+        s._leave()
         queued = dispatch._native._aimux_cq_count(s._q)
         for _ in range(6000):  # until the reaper closed it (the bound ends a broken run)
             if s.ctx.cancelled.is_set():

@@ -159,12 +159,10 @@ def open_full(lib: Queue, server: FaultServer, how: str) -> tuple[int, int]:
         stream = dispatch._streams[handle]
         assert isinstance(stream, NativeCallerStream)
         assert stream._pump_thread is None  # read on its reader's thread until polled
-        batch = lib.batch(handle, 1024, blocking=False)[0]  # the open's read, queued
-        assert batch is not None
-        taken = len(orjson.loads(batch))
-        batch = lib.batch(handle, 1024, blocking=False)[0]  # nothing left: the reader starts
-        assert stream._pump_thread is not None
-        taken += len(orjson.loads(batch)) if batch is not None else 0
+        while stream._pump_thread is None:  # the open's read, then a poll that finds nothing
+            batch = lib.batch(handle, 1024, blocking=False)[0]
+            taken += len(orjson.loads(batch)) if batch is not None else 0
+        assert taken > 0
         wait_until(lambda: stream.waits_for_room)
         assert len(stream._pending) == 0
     return handle, taken
@@ -287,6 +285,20 @@ def python_events() -> list[bytes]:
     return out
 
 
+def read_batches(lib: Queue, h: int, max_events: int, blocking: bool) -> bytes:
+    """Batches of at most ``max_events`` to the end, joined into one JSON array."""
+    batches: list[bytes] = []
+    ended = False
+    while not ended:
+        batch, ended = lib.batch(h, max_events, blocking=blocking)
+        if batch is not None:
+            assert 1 <= len(orjson.loads(batch)) <= max_events
+            batches.append(batch)
+        elif not blocking:
+            threading.Event().wait(0.001)
+    return b"".join(batches).replace(b"][", b",")
+
+
 @pytest.mark.parametrize("max_events", [1, 3, 7, 1024])
 def test_every_c_read_gives_the_python_queues_events_byte_for_byte(
     lib: Queue, tricky_op: None, max_events: int
@@ -306,29 +318,15 @@ def test_every_c_read_gives_the_python_queues_events_byte_for_byte(
         assert one == expected
     # aimux_stream_poll of a stream from aimux_stream: its reader thread
     h = lib.open_stream(b"test.tricky", b"{}")
-    polled: list[bytes] = []
-    ended = False
-    while not ended:
-        batch, ended = lib.batch(h, max_events, blocking=False)
-        if batch is not None:
-            assert 1 <= len(orjson.loads(batch)) <= max_events
-            polled.append(batch)
-        else:
-            threading.Event().wait(0.001)
+    polled = read_batches(lib, h, max_events, blocking=False)
     assert dispatch._streams[h]._pump_thread is not None
     lib.lib.aimux_stream_free(h)
-    assert b"".join(polled).replace(b"][", b",") == b"[" + b",".join(expected) + b"]"
+    assert polled == b"[" + b",".join(expected) + b"]"
     # aimux_stream_next_batch: arrays of at most max_events, the end with the last one
     h = lib.open_stream(b"test.tricky", b"{}")
-    batches: list[bytes] = []
-    ended = False
-    while not ended:
-        batch, ended = lib.batch(h, max_events, blocking=True)
-        if batch is not None:
-            assert 1 <= len(orjson.loads(batch)) <= max_events
-            batches.append(batch)
+    batches = read_batches(lib, h, max_events, blocking=True)
     lib.lib.aimux_stream_free(h)
-    assert b"".join(batches).replace(b"][", b",") == b"[" + b",".join(expected) + b"]"
+    assert batches == b"[" + b",".join(expected) + b"]"
     # aimux_stream_start + aimux_poll_ready: the event-driven interface
     fd = lib.events_fd()
     h = lib.start(b"test.tricky", b"{}")

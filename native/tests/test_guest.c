@@ -220,30 +220,30 @@ static int call_text(const char *text, const char *extra_spec, char *why, size_t
     return ok;
 }
 
-static uint64_t open_stream(const char *spec, int timeout_ms, int32_t *code)
+/* A stream opened with `open` (aimux_stream: read on its reader's thread; aimux_stream_start:
+   event-driven, on the core's stream loop, its open's own failure coming with the first read).
+   `*code`: the open's error code (0: opened). */
+static uint64_t open_with(aimux_error_t *(*open)(const char *, const char *, uint64_t *),
+                          const char *spec, int timeout_ms, int32_t *code)
 {
     char p[1024];
     uint64_t h = 0;
     aimux_error_t *e;
     params(p, sizeof p, spec, timeout_ms, "");
-    e = aimux_stream("stream_text", p, &h);
+    e = open("stream_text", p, &h);
     *code = e ? aimux_error_code(e) : 0;
     aimux_error_free(e);
     return h;
 }
 
-/* An event-driven stream (aimux_stream_start): it runs on the core's stream loop. `*code`: the
-   start's error code (0: started; the open's own failure comes with the first read). */
+static uint64_t open_stream(const char *spec, int timeout_ms, int32_t *code)
+{
+    return open_with(aimux_stream, spec, timeout_ms, code);
+}
+
 static uint64_t start_stream(const char *spec, int timeout_ms, int32_t *code)
 {
-    char p[1024];
-    uint64_t h = 0;
-    aimux_error_t *e;
-    params(p, sizeof p, spec, timeout_ms, "");
-    e = aimux_stream_start("stream_text", p, &h);
-    *code = e ? aimux_error_code(e) : 0;
-    aimux_error_free(e);
-    return h;
+    return open_with(aimux_stream_start, spec, timeout_ms, code);
 }
 
 static int32_t next_code(uint64_t h, char **ev)
