@@ -163,7 +163,8 @@ def open_full(lib: Queue, server: FaultServer, how: str) -> tuple[int, int]:
             batch = lib.batch(handle, 1024, blocking=False)[0]
             taken += len(orjson.loads(batch)) if batch is not None else 0
         assert taken > 0
-        wait_until(lambda: stream.waits_for_room)
+        # (the poll that started the reader may have taken its first push: it refills)
+        wait_until(lambda: stream.waits_for_room and c_queued(handle) >= dispatch._HIGH_WATER)
         assert len(stream._pending) == 0
     return handle, taken
 
