@@ -505,49 +505,48 @@ class NativeCallerStream(CallerStream):
         if self._q is not None:
             dispatch._native._aimux_cq_flag(self._q, dispatch._Q_DONE)
 
-    def next(self) -> bytes | None:
+    def _one(self, fallback: Callable[[], Any]) -> Any:
+        """One event (blocking), or None at the end; ``fallback``: CallerStream's answer."""
         got = self._answer(0, True)
         if got is None:
-            event = super().next()
+            event = fallback()
             if event is None:
                 self._saw_end()
             return event
         return got[1] if got[0] == dispatch._T_DATA else None
 
-    def pull(self) -> Any:
-        got = self._answer(0, True)
+    def _batch(
+        self, max_events: int, blocking: bool, fallback: Callable[[int], tuple[bytes | None, bool]]
+    ) -> tuple[bytes | None, bool]:
+        """A JSON array of events and whether the stream is over (``next_batch``, ``poll``);
+        ``fallback``: CallerStream's answer."""
+        got = self._answer(max_events, blocking)
         if got is None:
-            event = super().pull()
-            if event is None:
-                self._saw_end()
-            return event
-        return got[1] if got[0] == dispatch._T_DATA else None
-
-    def take(self, max_events: int) -> Iterator[Any] | None:
-        event = self.pull()
-        return None if event is None else iter((event,))
-
-    def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
-        got = self._answer(max_events, True)
-        if got is None:
-            batch, over = super().next_batch(max_events)
-            if batch is None and over:
-                self._saw_end()
-            return batch, over
-        st, data, ended = got
-        return (data, ended) if st == dispatch._T_DATA else (None, True)
-
-    def poll(self, max_events: int) -> tuple[bytes | None, bool]:
-        got = self._answer(max_events, False)
-        if got is None:
-            batch, over = super().poll(max_events)
+            batch, over = fallback(max_events)
             if batch is None and over:
                 self._saw_end()
             return batch, over
         st, data, ended = got
         if st == dispatch._T_DATA:
             return data, ended
-        return None, st == dispatch._T_END
+        return None, st == dispatch._T_END  # (a blocking read answers data or the end)
+
+    def next(self) -> bytes | None:
+        event: bytes | None = self._one(super().next)
+        return event
+
+    def pull(self) -> Any:
+        return self._one(super().pull)
+
+    def take(self, max_events: int) -> Iterator[Any] | None:
+        event = self.pull()
+        return None if event is None else iter((event,))
+
+    def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
+        return self._batch(max_events, True, super().next_batch)
+
+    def poll(self, max_events: int) -> tuple[bytes | None, bool]:
+        return self._batch(max_events, False, super().poll)
 
     def reap(self, idle_ms: int) -> bool:
         """``dispatch._NativeStream.reap``: the C queue's last read counts, and the reaper's

@@ -731,7 +731,8 @@ _native_ffi: Any = None
 
 # _NativeStream's flags for _aimux_cq_flag (native/src/aimux_queue.c)
 _Q_END, _Q_PY, _Q_CANCEL, _Q_STOPPED = 1, 2, 4, 8
-# caller_stream.NativeCallerStream's: read on the reader's thread; a blocking read came
+# caller_stream.NativeCallerStream's: the end seen (Python answered it); read on the reader's
+# thread; a blocking read came
 _Q_DONE, _Q_PULL, _Q_BLOCKED = 16, 64, 128
 # _aimux_cq_take's answers and wake-ups
 _T_DATA, _T_END, _T_EMPTY, _T_PY, _T_OOM = 0, 1, 2, 3, 4
@@ -1039,13 +1040,11 @@ def _start(
     return stream
 
 
-def open_stream(
-    op: str | bytes | None, params_json: bytes | str | None, native: bool = False
-) -> int:
-    """Open a stream op and return its handle once its first event is in; raises the op's
-    ``AimuxError`` on failure (a failure before the first event fails the open). ``native``:
-    read through the C ABI (a C queue, when libaimux runs this core)."""
-    stream = _start(op, params_json, notify=False, native=native)
+def open_stream(op: str | bytes | None, params_json: bytes | str | None) -> int:
+    """Open a stream op on the stream loop and return its handle once its first event is in;
+    raises the op's ``AimuxError`` on failure (a failure before the first event fails the
+    open). The C ABI's blocking open reads on its caller's thread instead (``stream_json``)."""
+    stream = _start(op, params_json, notify=False)
     try:
         stream.wait_open()
     except BaseException:
@@ -1065,7 +1064,7 @@ def stream_json(
             from .caller_stream import open_here
 
             return open_here(op, params_json, native=True), None
-        return open_stream(op, params_json, native), None
+        return open_stream(op, params_json), None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001

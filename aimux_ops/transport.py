@@ -487,16 +487,13 @@ class HttpResponse:
                     except StopIteration:
                         self._eof = True
                         return
-                    if h11 is None or not _next_part_buffered(h11):
-                        yield chunk
-                        continue
-                    # one network read brought more than this chunk (an HTTP chunk per event is
-                    # the norm): every part it holds together, as the stream loop's reader hands
-                    # them over; never a wait for the next network read
+                    # every part the same network read brought comes with this chunk (an HTTP
+                    # chunk per event is the norm), as the stream loop's reader hands them over;
+                    # never a wait for the next network read
                     parts = [chunk]
                     failed: httpx.HTTPError | None = None
                     try:
-                        while _next_part_buffered(h11):
+                        while h11 is not None and _next_part_buffered(h11):
                             parts.append(read())
                     except StopIteration:
                         self._eof = True

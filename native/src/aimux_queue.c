@@ -22,18 +22,18 @@
 #include <stdatomic.h>
 #include <time.h>
 
-/* flags (the Python side passes END, PY, CANCEL, STOPPED, PULL and BLOCKED by value: keep in
-   step with dispatch.py) */
+/* flags (the Python side passes every one but ROOM by value: keep in step with dispatch.py) */
 #define _AIMUX_Q_END     1u  /* the producer ended; everything it made is in this queue */
 #define _AIMUX_Q_PY      2u  /* once this queue is empty, the Python side answers */
 #define _AIMUX_Q_CANCEL  4u  /* cancelled (or freed): the end, at once */
 #define _AIMUX_Q_STOPPED 8u  /* the producer's task is over (the op's cleanup ran) */
 #define _AIMUX_Q_DONE    16u /* a consumer saw the end */
 #define _AIMUX_Q_ROOM    32u /* the producer waits for the queue to drop to the low-water mark */
-#define _AIMUX_Q_PULL                                                                              \
-    64u                       /* a stream read on its reader's thread: once empty, a blocking read \
-                                 asks the Python side to read (caller_stream.NativeCallerStream) */
-#define _AIMUX_Q_BLOCKED 128u /* a blocking read came: a poll of an empty PULL queue is EMPTY */
+/* PULL: read on its reader's thread (caller_stream.NativeCallerStream): once this queue is
+   empty, a blocking read asks the Python side to read; BLOCKED: a blocking read came, so a
+   poll of an empty PULL queue is EMPTY */
+#define _AIMUX_Q_PULL    64u
+#define _AIMUX_Q_BLOCKED 128u
 
 /* _aimux_cq_take's answers */
 #define _AIMUX_T_DATA  0 /* *out: one event, or a JSON array of events */
@@ -408,8 +408,8 @@ void _aimux_cq_flag(void *p, unsigned flag)
     pthread_mutex_unlock(&q->mu);
 }
 
-/* Clears PULL (a stream read on its reader's thread that now has a reader thread of its own, or
-   that ended) and wakes every blocked reader. */
+/* Clears `flag` (PULL: a stream read on its reader's thread that now has a reader thread of its
+   own, or that ended) and wakes every blocked reader. */
 void _aimux_cq_unflag(void *p, unsigned flag)
 {
     _aimux_q *q = (_aimux_q *)p;
