@@ -265,10 +265,11 @@ test('every string and error the library handed over was released exactly once',
   assert.equal(ownedPointers(), 0);
 });
 
-// DESIGN.md "The host's exit": a Node process that exits while the core's stream loop is busy
-// (20 fast streams, each read up to its first event) ends with its own exit code, every time:
-// the C exit handlers run while the core's threads go on, and nothing they use is torn down.
-// (native/tests/test_guest.c `exit` proves it deterministically, with OpenSSL on the loop.)
+// DESIGN.md "The host's exit": a Node process that exits while the core's stream threads are
+// busy (20 fast streams, each read up to its first event: the first 8 on reader threads, the
+// others on the stream loop) ends with its own exit code, every time: the C exit handlers run
+// while the core's threads go on, and nothing they use is torn down. (native/tests/test_guest.c
+// `exit` proves it deterministically, with OpenSSL on those threads, both ways.)
 test('a process that exits while streams run ends with its own exit code', async () => {
   const script = `
     import { stream } from ${JSON.stringify(join(REPO, 'bindings', 'node', 'src', 'index.js'))};
