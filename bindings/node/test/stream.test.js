@@ -93,6 +93,38 @@ test('a burst larger than the core queue (5,000 deltas at once) arrives whole, i
   assert.equal(last.type, 'finish');
 });
 
+// The iterator answers the events of the batch in hand without a generator step per event
+// (src/index.js EventIterator); these pin what a generator would do.
+test('next() called 600 times at once answers every event once, in order, then done', { timeout: 60_000 }, async () => {
+  const it = stream('stream_text', params('mode=chunks;n=500'));
+  const results = await Promise.all(Array.from({ length: 600 }, () => it.next()));
+  const texts = results.filter((r) => !r.done && r.value.type === 'text-delta').map((r) => r.value.text);
+  assert.deepEqual(texts, Array.from({ length: 500 }, (_, i) => `w${i} `));
+  assert.equal(results[500].value.type, 'finish');
+  assert.ok(results.slice(501).every((r) => r.done && r.value === undefined));
+});
+
+test('an abort between two events of one batch throws at the next event', async () => {
+  // one write of 50 deltas: the first next() brings them in one batch
+  const controller = new AbortController();
+  const it = stream('stream_text', params('mode=ok;text=abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX;parts=50'),
+    { signal: controller.signal });
+  const first = await it.next();
+  assert.equal(first.value.type, 'text-delta');
+  controller.abort();
+  await assert.rejects(it.next(), { name: 'AbortError' });
+  assert.deepEqual(await it.next(), { value: undefined, done: true });
+});
+
+test('return() in the middle of a batch frees the stream and ends the iteration', async () => {
+  const spec = 'mode=stall;after=3;stall_ms=60000;text=node-return';
+  const it = stream('stream_text', params(spec));
+  assert.equal((await it.next()).value.type, 'text-delta');
+  assert.deepEqual(await it.return('r'), { value: 'r', done: true });
+  assert.deepEqual(await it.next(), { value: undefined, done: true });
+  await serverSaw('gone', spec); // freed: its connection closed, not left to the stall
+});
+
 test('an error inside a stream arrives as an error event with a decoded AimuxError', async () => {
   const events = [];
   for await (const ev of stream('stream_text', params('mode=errframe;after=1'))) events.push(ev);
