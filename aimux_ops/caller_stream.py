@@ -645,13 +645,17 @@ class EventThreadStream(NativeCallerStream):
                 self._notifier.mark(self.handle)
             _release_slot()
 
-    def _push(self, events: list[Any]) -> None:
-        super()._push(events)
-        self._notifier.mark(self.handle)
+    def open(self, events: Callable[[], Iterator[Any]]) -> None:
+        super().open(events)  # its first events pushed (and the end told, with them)
+        if not self._ended:
+            self._notifier.mark(self.handle)
 
     def _push_room(self, events: list[Any]) -> list[Any]:
         rest = super()._push_room(events)
-        if self._fallback and self._pending:
+        # listed now, unless the op's end follows at once: ``_end_c`` lists it with the end, so
+        # a host's poll finds the last batch with its end (as the loop's producer flags the end
+        # before it lists the stream)
+        if rest or not self._ended:
             self._notifier.mark(self.handle)
         return rest
 
