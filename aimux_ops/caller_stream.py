@@ -3,8 +3,10 @@
 A Python caller iterating a stream blocks its own thread anyway, so its stream's op runs there:
 the read (httpx's sync client, ``HttpTransport.stream_client``), the SSE split, the provider's
 parse and the op, one network read per ``take``, with no stream loop, queue or hand-off between
-threads (DESIGN.md "Streams read on the caller's thread"). Every other consumer (the C ABI and
-the bindings on it) keeps the stream loop (``dispatch._Stream``).
+threads (DESIGN.md "Streams read on the caller's thread"). The C ABI's streams come here too:
+``aimux_stream``'s on the thread of their C reader (``NativeCallerStream``), and
+``aimux_stream_start``'s on a reader thread of their own (``EventThreadStream``) while fewer than
+``AIMUX_STREAM_READER_THREADS`` run; the others keep the stream loop (``dispatch._Stream``).
 
 A ``CallerStream`` lives in the same handle registry as a loop stream and answers the same
 consumer calls (``take``, ``pull``, ``next``, ``next_batch``, ``poll``, ``reap``, ``close``), so
@@ -60,9 +62,14 @@ class CallerStream:
 
     # -- the op (caller's thread, ``_run`` held) ---------------------------------------------
 
+    #: the open is a consumer's read (the reaper leaves the stream alone meanwhile); not when a
+    #: reader thread of the core opens it (``EventThreadStream``)
+    _open_is_a_read = True
+
     def open(self, events: Callable[[], Iterator[Any]]) -> None:
         """Run the op until its first event (or its end); raise its failure before it."""
-        self._enter()
+        if self._open_is_a_read:
+            self._enter()
         try:
             with self._run:
                 try:
@@ -74,7 +81,8 @@ class CallerStream:
                 if first:
                     self._pending.extend(first)
         finally:
-            self._leave()
+            if self._open_is_a_read:
+                self._leave()
         # after the op's own cancel hook (registered by its first read), so a cancel shuts its
         # socket down before the cleanup this one runs (which then never drains a body)
         self.ctx.on_cancel(self._on_cancel)
@@ -240,8 +248,11 @@ class CallerStream:
     def poll(self, max_events: int) -> tuple[bytes | None, bool]:
         """Never blocks: the events already read (the op reads only when a consumer blocks)."""
         self.idle_since = time.monotonic()
-        if self._done or self._reaped is not None or self.ctx.cancelled.is_set():
-            return self.next_batch(max_events)  # the end or the reaper's event: no read
+        over = self._done or self._ended or self.ctx.cancelled.is_set()
+        if over or self._reaped is not None:
+            return self.next_batch(
+                max_events
+            )  # what is left, the end or the reaper's event: no read
         if not self._pending:
             return None, False
         return self.next_batch(max_events)
@@ -393,6 +404,10 @@ class NativeCallerStream(CallerStream):
             more, _hold = self._next_locked()
             if more:  # (an op that goes on after its finish: its next read, as read)
                 got = got + more
+            elif self._ended and not self.ctx.cancelled.is_set():
+                # only looked ahead: no consumer saw the end yet (the events go on to C, or,
+                # should their push fail, to ``_pending``, which a consumer still reads)
+                self._done = False
         return got
 
     # -- the producer thread of a polled stream ------------------------------------------------
@@ -594,6 +609,8 @@ class EventThreadStream(NativeCallerStream):
     end, a cancel, a failed open and a batch that left events behind list the handle on the
     process's ready list (``aimux_events_fd``). A consumer's thread never reads: a poll answers
     what the queue holds, a blocking read waits on it."""
+
+    _open_is_a_read = False  # the reaper may close a stream that nobody reads during its open
 
     def __init__(self, handle: int, ctx: StreamContext) -> None:
         super().__init__(handle, ctx, notify=True)

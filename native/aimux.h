@@ -32,9 +32,10 @@
  *            C: they never take the interpreter lock. An aimux_error_t itself is
  *            not synchronised: do not free it while another thread reads it.
  *            A stream from aimux_stream() is read on the thread that waits
- *            for its events. The library's own threads: the loop every
- *            event-driven stream runs on (from the first aimux_stream_start(),
- *            see "Event-driven streams"), the idle reaper (from the first
+ *            for its events. The library's own threads: a reader thread for
+ *            each of the first AIMUX_STREAM_READER_THREADS (8) event-driven
+ *            streams open at once, the loop every other one runs on (from the
+ *            first such stream; see "Event-driven streams"), the idle reaper (from the first
  *            stream), one watchdog for every deadline (from the first
  *            `timeoutMs`), and a reader for a stream from aimux_stream() that
  *            only polls read (see aimux_stream_poll()). It

@@ -267,3 +267,50 @@ def test_a_python_poll_that_leaves_events_lists_the_stream_again(
     assert env is None and not ended and len(orjson.loads(batch or b"[]")) == 1
     assert h in dispatch.ready_handles(1 << 30)
     lib.lib.aimux_stream_free(h)
+
+
+def test_the_reaper_closes_a_stream_nobody_polls_while_its_open_waits(
+    server: FaultServer,
+) -> None:
+    """The reader thread is not a reader: a stream whose open waits for the response headers
+    (held by the server) and that nobody polls is closed by the idle reaper, and listed: the
+    host's poll gets the reaper's terminal error event, as from the loop."""
+    script = textwrap.dedent(f"""
+        import os, select, sys, orjson
+        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
+        from test_c_stream_queue import Queue
+        from aimux_ops import dispatch
+        lib = Queue()
+        fd = lib.events_fd()
+        p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
+            "baseURL": {server.base_url!r}, "apiKey": "sk-reap",
+            "headers": {{"x-fault": "mode=ok;hold=rt-never;hold_ms=30000"}}}},
+            "prompt": "hi", "maxRetries": 0}})
+        h = lib.start(b"stream_text", p)
+        kind = type(dispatch._streams[h]).__name__
+        entries = []
+        for _ in range(600):  # until the reaper closed it and listed it (the bound: 60 s)
+            if select.select([fd], [], [], 0.1)[0]:
+                os.read(fd, 4096)
+            entries += [e for e in lib.poll_ready(1024) if e[0] == h]
+            if entries and entries[-1][1] == 1:
+                break
+        print(orjson.dumps({{"kind": kind, "entries": [[e[1], [x["type"] for x in e[2] or []],
+            e[2][0]["error"]["code"] if e[2] else None, e[3]] for e in entries]}}).decode(),
+            flush=True)
+        os._exit(0)  # (the held request: nothing waits for it)
+        """)
+    for reader_threads, kind in (("8", "EventThreadStream"), ("0", "_NativeStream")):
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "AIMUX_STREAM_IDLE_TIMEOUT_MS": "500",
+            "AIMUX_STREAM_READER_THREADS": reader_threads,
+        }
+        proc = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, timeout=110, env=env, check=False
+        )
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        assert orjson.loads(proc.stdout.splitlines()[-1]) == {
+            "kind": kind,
+            "entries": [[1, ["error"], 12, None]],
+        }
