@@ -3,8 +3,10 @@
 A Python caller iterating a stream blocks its own thread anyway, so its stream's op runs there:
 the read (httpx's sync client, ``HttpTransport.stream_client``), the SSE split, the provider's
 parse and the op, one network read per ``take``, with no stream loop, queue or hand-off between
-threads (DESIGN.md "Streams read on the caller's thread"). Every other consumer (the C ABI and
-the bindings on it) keeps the stream loop (``dispatch._Stream``).
+threads (DESIGN.md "Streams read on the caller's thread"). The C ABI's streams come here too:
+``aimux_stream``'s on the thread of their C reader (``NativeCallerStream``), and
+``aimux_stream_start``'s on a reader thread of their own (``EventThreadStream``) while fewer than
+``AIMUX_STREAM_READER_THREADS`` run; the others keep the stream loop (``dispatch._Stream``).
 
 A ``CallerStream`` lives in the same handle registry as a loop stream and answers the same
 consumer calls (``take``, ``pull``, ``next``, ``next_batch``, ``poll``, ``reap``, ``close``), so
@@ -24,10 +26,17 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import dispatch
+from . import dispatch, guest
 from .ops.registry import EventBatch, StreamContext
 
-__all__ = ["CallerStream", "NativeCallerStream", "open_here", "stream_here_json"]
+__all__ = [
+    "CallerStream",
+    "EventThreadStream",
+    "NativeCallerStream",
+    "open_here",
+    "start_on_thread",
+    "stream_here_json",
+]
 
 
 class CallerStream:
@@ -53,9 +62,14 @@ class CallerStream:
 
     # -- the op (caller's thread, ``_run`` held) ---------------------------------------------
 
+    #: the open is a consumer's read (the reaper leaves the stream alone meanwhile); not when a
+    #: reader thread of the core opens it (``EventThreadStream``)
+    _open_is_a_read = True
+
     def open(self, events: Callable[[], Iterator[Any]]) -> None:
         """Run the op until its first event (or its end); raise its failure before it."""
-        self._enter()
+        if self._open_is_a_read:
+            self._enter()
         try:
             with self._run:
                 try:
@@ -67,7 +81,8 @@ class CallerStream:
                 if first:
                     self._pending.extend(first)
         finally:
-            self._leave()
+            if self._open_is_a_read:
+                self._leave()
         # after the op's own cancel hook (registered by its first read), so a cancel shuts its
         # socket down before the cleanup this one runs (which then never drains a body)
         self.ctx.on_cancel(self._on_cancel)
@@ -233,8 +248,11 @@ class CallerStream:
     def poll(self, max_events: int) -> tuple[bytes | None, bool]:
         """Never blocks: the events already read (the op reads only when a consumer blocks)."""
         self.idle_since = time.monotonic()
-        if self._done or self._reaped is not None or self.ctx.cancelled.is_set():
-            return self.next_batch(max_events)  # the end or the reaper's event: no read
+        over = self._done or self._ended or self.ctx.cancelled.is_set()
+        if over or self._reaped is not None:
+            return self.next_batch(
+                max_events
+            )  # what is left, the end or the reaper's event: no read
         if not self._pending:
             return None, False
         return self.next_batch(max_events)
@@ -307,10 +325,10 @@ class NativeCallerStream(CallerStream):
     (or a push without memory) stay in ``_pending``, answered by ``CallerStream``'s own methods
     from then on (the fallback: PY set)."""
 
-    def __init__(self, handle: int, ctx: StreamContext) -> None:
+    def __init__(self, handle: int, ctx: StreamContext, notify: bool = False) -> None:
         super().__init__(handle, ctx)
         lib, ffi = dispatch._native, dispatch._native_ffi
-        q = lib._aimux_cq_new(handle, 0, dispatch._LOW_WATER)
+        q = lib._aimux_cq_new(handle, 1 if notify else 0, dispatch._LOW_WATER)
         self._q: Any = ffi.gc(q, lib._aimux_cq_unref) if q else None
         if q:
             lib._aimux_cq_flag(q, dispatch._Q_PULL)  # empty: a blocking read asks this side
@@ -386,6 +404,10 @@ class NativeCallerStream(CallerStream):
             more, _hold = self._next_locked()
             if more:  # (an op that goes on after its finish: its next read, as read)
                 got = got + more
+            elif self._ended and not self.ctx.cancelled.is_set():
+                # only looked ahead: no consumer saw the end yet (the events go on to C, or,
+                # should their push fail, to ``_pending``, which a consumer still reads)
+                self._done = False
         return got
 
     # -- the producer thread of a polled stream ------------------------------------------------
@@ -573,3 +595,179 @@ def _is_finish(event: Any) -> bool:
     """The op's last event by the contract (``finish``); an ``error`` event ends it too, but
     that one comes with the op already over."""
     return type(event) is dict and event.get("type") == "finish"
+
+
+class EventThreadStream(NativeCallerStream):
+    """An event-driven stream (``aimux_stream_start``) read by a reader thread of its own, one
+    of at most ``AIMUX_STREAM_READER_THREADS`` at a time (DESIGN.md "Event-driven streams on
+    reader threads"); a stream started while they are all busy runs on the stream loop
+    (``dispatch._NativeStream``), as every event-driven stream did before.
+
+    The thread opens the stream (the open's failure is what the first read answers, as on the
+    loop) and then reads ahead as a polled ``NativeCallerStream``'s reader does: each read's
+    events serialized once into the stream's C queue, up to the high-water mark. Every push, the
+    end, a cancel, a failed open and a batch that left events behind list the handle on the
+    process's ready list (``aimux_events_fd``). A consumer's thread never reads: a poll answers
+    what the queue holds, a blocking read waits on it."""
+
+    _open_is_a_read = False  # the reaper may close a stream that nobody reads during its open
+
+    def __init__(self, handle: int, ctx: StreamContext) -> None:
+        super().__init__(handle, ctx, notify=True)
+        from . import aio
+
+        self._notifier = aio.notifier()
+        self._open_exc: BaseException | None = None  # the open failed: the first read says so
+        if self._q is not None:
+            dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PULL)  # reads wait on it
+
+    def start(self, events: Callable[[], Iterator[Any]]) -> bool:
+        """Start the reader thread; False when no thread could be started (nothing ran)."""
+        thread = threading.Thread(
+            target=self._lead, args=(events,), name="aimux-stream-reader", daemon=True
+        )
+        with self._room:
+            self._pump_thread = thread
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had (the host's limit): the caller uses the loop
+            return False
+        # (before the host has the handle) the C side of a cancel at once: C reads end, the
+        # host hears it; the op's cleanup follows its own socket shutdown (``open`` registers
+        # ``_on_cancel`` after the op's hook)
+        self.ctx.on_cancel(self._cancel_c)
+        return True
+
+    def _lead(self, events: Callable[[], Iterator[Any]]) -> None:
+        """The reader thread: the open, then ``_pump`` to the end; the slot is free after."""
+        try:
+            if self.ctx.cancelled.is_set():
+                return  # cancelled before it ran: nothing was opened
+            try:
+                self.open(events)
+            except BaseException as exc:  # noqa: BLE001 - the open's failure: a read reports it
+                self._ended = True
+                if not self.ctx.cancelled.is_set():
+                    self._open_exc = exc
+                with self._room:
+                    self._fallback = True  # C asks this side, which answers the failure
+                    if self._q is not None:
+                        dispatch._native._aimux_cq_flag(self._q, dispatch._Q_PY)
+                return
+            self._pump()
+        finally:
+            if self._q is not None:  # the op never ran, or its cleanup ran: C may answer
+                dispatch._native._aimux_cq_flag(self._q, dispatch._Q_STOPPED)
+            if dispatch._streams.get(self.handle) is self:  # (not once freed: nobody polls)
+                self._notifier.mark(self.handle)
+            _release_slot()
+
+    def open(self, events: Callable[[], Iterator[Any]]) -> None:
+        super().open(events)  # its first events pushed (and the end told, with them)
+        if not self._ended:
+            self._notifier.mark(self.handle)
+
+    def _push_room(self, events: list[Any]) -> list[Any]:
+        rest = super()._push_room(events)
+        # listed now, unless the op's end follows at once: ``_end_c`` lists it with the end, so
+        # a host's poll finds the last batch with its end (as the loop's producer flags the end
+        # before it lists the stream)
+        if rest or not self._ended:
+            self._notifier.mark(self.handle)
+        return rest
+
+    def _end_c(self) -> None:
+        super()._end_c()
+        self._notifier.mark(self.handle)
+
+    def _cancel_c(self) -> None:
+        if self._q is not None:
+            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_CANCEL)  # C reads end at once
+        with self._room:
+            self._room.notify_all()
+        if dispatch._streams.get(self.handle) is self:  # (a free cancels too: nobody polls)
+            self._notifier.mark(self.handle)
+
+    def wake(self, what: int) -> None:
+        super().wake(what)
+        if what & dispatch._W_RELIST:  # a batch left events behind: list the stream again
+            self._notifier.mark(self.handle)
+
+    def _open_failed(self) -> None:
+        """Raise the open's failure once (``dispatch._OpenFailed``, as a loop stream does)."""
+        if self._open_exc is None:
+            return
+        with self._state:
+            exc, self._open_exc = self._open_exc, None
+            if exc is None:
+                return
+            self._done = True
+        self._saw_end()
+        raise dispatch._OpenFailed(exc)
+
+    def _one(self, fallback: Callable[[], Any]) -> Any:
+        self._open_failed()
+        return super()._one(fallback)
+
+    def _batch(
+        self, max_events: int, blocking: bool, fallback: Callable[[int], tuple[bytes | None, bool]]
+    ) -> tuple[bytes | None, bool]:
+        self._open_failed()
+        batch, over = super()._batch(max_events, blocking, fallback)
+        if self._fallback and self._pending:  # Python answered and left events behind
+            self._notifier.mark(self.handle)
+        return batch, over
+
+
+#: reader threads of event-driven streams running now, and the lock that counts them
+_threads = 0
+_threads_lock = threading.Lock()
+
+
+def _take_slot() -> bool:
+    global _threads
+    with _threads_lock:
+        if _threads >= guest.limits().stream_reader_threads:
+            return False
+        _threads += 1
+        return True
+
+
+def _release_slot() -> None:
+    global _threads
+    with _threads_lock:
+        _threads -= 1
+
+
+@guest.on_fork_child
+def _no_threads_after_fork() -> None:
+    """A forked child has none of its parent's reader threads."""
+    global _threads, _threads_lock
+    _threads = 0
+    _threads_lock = threading.Lock()
+
+
+def start_on_thread(op: str | bytes | None, params_json: bytes | str | None) -> int | None:
+    """``aimux_stream_start`` on a reader thread of its own (``EventThreadStream``): the handle,
+    or None when every reader thread is busy (or none could be started): the caller then starts
+    the stream on the loop. Raises what the op's name and params raise (before any I/O)."""
+    if not _take_slot():
+        return None
+    started = False
+    try:
+        spec = dispatch._resolve(op, "stream")
+        params = dispatch._validate(spec, params_json)
+        ctx = StreamContext(batches=True)
+        with dispatch._streams_lock:
+            handle = next(dispatch._handles)
+            stream = EventThreadStream(handle, ctx)
+            dispatch._streams[handle] = stream
+        dispatch._start_reaper()
+        started = stream.start(lambda: iter(spec.handler(params, ctx)))
+        if not started:
+            dispatch.stream_free(handle)
+            return None
+        return handle
+    finally:
+        if not started:
+            _release_slot()

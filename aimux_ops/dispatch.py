@@ -1079,6 +1079,12 @@ def stream_start_json(
     itself is reported by the stream's first ``stream_poll_json`` / ``stream_next_json``; the
     handle is listed by ``ready_handles`` whenever it has something to poll. Never raises."""
     try:
+        if native and _native is not None:
+            from .caller_stream import start_on_thread
+
+            handle = start_on_thread(op, params_json)
+            if handle is not None:
+                return handle, None
         return _start(op, params_json, notify=True, native=native).handle, None
     except KeyboardInterrupt:
         raise  # the host's, not the stream's (as in call_json)

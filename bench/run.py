@@ -338,7 +338,8 @@ class Peers:
     def stream_python_on_loop(self) -> int:
         """The Python API's consumption of a stream run on the stream loop (what
         ``aimux_ops.stream`` did before it read on the caller's thread, and what the C ABI's
-        streams still do): ``dispatch.stream_json`` + ``stream_next_objects``, a batch per take."""
+        event-driven streams beyond ``AIMUX_STREAM_READER_THREADS`` still do):
+        ``dispatch.stream_json`` + ``stream_next_objects``, a batch per take."""
         from aimux_ops.dispatch import stream_free, stream_json, stream_next_objects
 
         handle, env = stream_json("stream_text", orjson.dumps(self.params))
@@ -477,7 +478,7 @@ def bench_stream(peers: Peers, rounds: int, node_ok: bool) -> dict[str, list[flo
         "aimux C ABI (ctypes)": peers.stream_aimux_cabi,
         "openai-python": peers.stream_openai_python,
         "experiment: op generator, no JSON round trip": peers.stream_direct_experiment,
-        "aimux Python, stream loop + hand-off (event-driven streams' path)": peers.stream_python_on_loop,
+        "aimux Python, stream loop + hand-off (event-driven streams beyond the reader threads)": peers.stream_python_on_loop,
     }
     res: dict[str, list[float]] = {k: [] for k in fns}
     res["aimux C ABI (C caller)"] = []
@@ -979,7 +980,7 @@ the Python API runs the op on the thread that iterates: sync httpx read, SSE spl
 there, no loop thread and no hand-off, so it runs at the op generator's rate; what is left
 against the floor is the op itself (one `orjson.loads` and the provider's checks per chunk, the
 event dicts, the per-read httpx/h11 work the floor pays too). The "stream loop + hand-off" row is
-the previous design (what the C ABI's event-driven streams still use): the loop thread's producer used ~13.7
+the previous design (what the C ABI's event-driven streams beyond the reader threads still use): the loop thread's producer used ~13.7
 ms of CPU per stream and the caller's ~1.7 ms against the floor's ~11.5 ms (profiled in the same
 process, thread CPU time), the two threads serialized by the GIL, the async HTTP read (httpx /
 anyio over asyncio, epoll, greenlet switches) costing ~1 ms more than the sync client's. Since
@@ -995,9 +996,11 @@ its rate is the producer's, a thread of another process sharing the 2 cores with
 the server's. Since DESIGN.md "Streams read on the caller's thread: the C ABI" a stream opened
 with `aimux_stream` (the "C caller" and "C caller, next_batch" rows; the C++, Go and Java
 bindings) runs on the thread that reads it, with the sync read the Python API uses, into the same
-C queue: no loop thread and no hand-off, so those rows run at about the Python API's rate. The
-event-driven interface (`aimux_stream_start`: the "batch poll" row and Node) keeps the loop's
-producer, and its rate.
+C queue: no loop thread and no hand-off, so those rows run at about the Python API's rate. Since
+DESIGN.md "Event-driven streams on reader threads" the event-driven interface
+(`aimux_stream_start`: the "batch poll" row and Node) is read by a reader thread of its own, with
+the same sync read, while fewer than 8 such threads run (the loop takes the others): one hand-off
+between two threads remains (the reader's pushes, the host's polls), no async HTTP layers.
 
 **(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
 h11, pool bookkeeping), like the floor. Since branch `latency` (DESIGN.md "The non-stream call

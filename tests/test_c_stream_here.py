@@ -6,6 +6,8 @@ stream a reader thread of its own, and no stream loop thread is started for them
 
 from __future__ import annotations
 
+import os
+import select
 import socket
 import subprocess
 import sys
@@ -137,8 +139,8 @@ def test_the_h11_state_is_found_on_a_real_response(server: FaultServer) -> None:
 
 
 def test_no_stream_loop_thread_for_streams_read_by_their_caller(server: FaultServer) -> None:
-    """A process that only opens streams with aimux_stream never starts the stream loop; one
-    aimux_stream_start does."""
+    """A process that only opens streams with aimux_stream never starts the stream loop (nor
+    one whose aimux_stream_start streams all get reader threads: test_c_stream_threads)."""
     script = textwrap.dedent(f"""
         import sys, threading, orjson
         sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / "bench")!r})
@@ -295,7 +297,8 @@ def test_a_poll_after_a_blocking_read_takes_only_what_is_there(
 @pytest.fixture()
 def unserializable_op() -> Iterator[None]:
     """``test.unserializable``: six reads of one delta, read ``bad`` (2 unless given) holding a
-    set (which neither orjson nor ``_dump`` serializes: a 205 event), then the finish."""
+    set (which neither orjson nor ``_dump`` serializes: a 205 event), then the finish (``bad``
+    6: a seventh delta with the set, in the finish's read)."""
 
     class BadParams(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -305,18 +308,19 @@ def unserializable_op() -> Iterator[None]:
         for r in range(6):
             bad = {"x": {1, 2}} if r == params.bad else {}
             yield registry.EventBatch([{"type": "text-delta", "text": str(r), **bad}])
-        yield {"type": "finish", "finishReason": "stop"}
+        tail = [{"type": "text-delta", "text": "6", "x": {1, 2}}] if params.bad == 6 else []
+        yield registry.EventBatch([*tail, {"type": "finish", "finishReason": "stop"}])
 
     registry.register_op("test.unserializable", mode="stream", params=BadParams)(handler)
     yield
     registry.unregister_op("test.unserializable")
 
 
-def _poll_all(lib: Queue, h: int) -> list[str]:
+def _poll_all(lib: Queue, h: int, blocking: bool = False) -> list[str]:
     out: list[str] = []
     for _ in range(6000):  # the bound only ends a broken run
         try:
-            batch, ended = lib.batch(h, 64, blocking=False)
+            batch, ended = lib.batch(h, 64, blocking=blocking)
         except CError as e:
             out.append(f"error {e.code}")
             continue
@@ -327,22 +331,67 @@ def _poll_all(lib: Queue, h: int) -> list[str]:
     raise AssertionError(f"never ended: {out}")
 
 
-@pytest.mark.parametrize("bad", [0, 2])
+def _on_loop(lib: Queue, op: bytes, p: bytes) -> int:
+    """``aimux_stream_start`` on the stream loop (no reader thread to be had)."""
+    with pytest.MonkeyPatch.context() as mp:
+        test_c_stream_queue.use_loop(mp)
+        h = lib.start(op, p)
+    assert type(dispatch._streams[h]) is dispatch._NativeStream
+    return h
+
+
+@pytest.mark.parametrize("bad", [0, 2, 6])
 def test_a_poll_only_reader_reads_to_the_end_through_the_fallback(
     lib: Queue, unserializable_op: None, bad: int
 ) -> None:
     """An event only the per-event path can serialize sends the stream to its fallback (Python
-    answers), in the open's read (0) or later (2): a host that only polls still gets every
-    event, as from the loop."""
+    answers), in the open's read (0), later (2) or in the finish's read (6): a host that only
+    polls still gets every event, from a reader thread (``aimux_stream_start``, a polled
+    ``aimux_stream``) as from the loop; and so does one that reads blocking."""
     p = orjson.dumps({"bad": bad})
-    from_loop = _poll_all(lib, h := lib.start(b"test.unserializable", p))
+    from_loop = _poll_all(lib, h := _on_loop(lib, b"test.unserializable", p))
     lib.lib.aimux_stream_free(h)
     want = ["0", "1", "2", "3", "4", "5", "finish"]
-    want[bad] = "error 205"
+    if bad == 6:
+        want.insert(6, "error 205")
+    else:
+        want[bad] = "error 205"
     assert from_loop == want
-    h = lib.open_stream(b"test.unserializable", p)
-    assert _poll_all(lib, h) == from_loop
+    for opened, blocking in (
+        (lib.start, False),
+        (lib.open_stream, False),
+        (lib.start, True),
+        (lib.open_stream, True),
+    ):
+        h = opened(b"test.unserializable", p)
+        assert _poll_all(lib, h, blocking) == from_loop, (opened, blocking)
+        lib.lib.aimux_stream_free(h)
+
+
+def test_a_ready_list_host_gets_every_event_through_the_fallback(
+    lib: Queue, unserializable_op: None
+) -> None:
+    """A host that reads only when the events pipe wakes it (``aimux_poll_ready``, as Node
+    does): once a C batch empties the C queue of a stream whose later events wait in Python (the
+    fallback), the stream is listed again, so every event and the end reach it."""
+    fd = lib.events_fd()
+    h = lib.start(b"test.unserializable", orjson.dumps({"bad": 2}))
+    out: list[str] = []
+    over = False
+    for _ in range(600):  # the bound only ends a broken run (60 s)
+        if select.select([fd], [], [], 0.1)[0]:
+            os.read(fd, 4096)
+        for handle, ended, events, failure in lib.poll_ready(64):
+            if handle != h:
+                continue
+            out += [f"error {failure['code']}"] if failure else []
+            out += [e.get("text", e["type"]) for e in events or []]
+            over = over or (ended == 1 and failure is None)
+        if over:
+            break
     lib.lib.aimux_stream_free(h)
+    assert out == ["0", "1", "error 205", "3", "4", "5", "finish"]
+    assert over
 
 
 def test_the_end_comes_with_the_finish_and_to_a_poll_after_it(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import dataclasses
 import os
 import select
 import subprocess
@@ -28,8 +29,8 @@ from helpers import provider_params as params
 from op_calls import wait_blocked_reader
 from pydantic import BaseModel, ConfigDict
 
-from aimux_ops import aio, dispatch
-from aimux_ops.caller_stream import NativeCallerStream
+from aimux_ops import aio, caller_stream, dispatch, guest
+from aimux_ops.caller_stream import EventThreadStream, NativeCallerStream
 from aimux_ops.ops import registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -121,7 +122,15 @@ def _empty_ready_list() -> Iterator[None]:
         if asyncio.run_coroutine_threadsafe(others(), loop).result(60) == 0:
             break
         threading.Event().wait(0.01)
+    wait_until(lambda: caller_stream._threads == 0)  # and no reader thread (the same last act)
     dispatch.ready_handles(1 << 30)
+
+
+def use_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``aimux_stream_start`` streams on the stream loop from now on in this test: no reader
+    thread to be had (as with ``AIMUX_STREAM_READER_THREADS=0``)."""
+    loop_only = dataclasses.replace(guest.limits(), stream_reader_threads=0)
+    monkeypatch.setattr(guest, "_limits", loop_only)
 
 
 def c_queued(handle: int) -> int:
@@ -141,19 +150,31 @@ def wait_until(what: Any) -> None:
     raise AssertionError("never happened")
 
 
-def open_full(lib: Queue, server: FaultServer, how: str) -> tuple[int, int]:
+#: how a test opens its stream: ``aimux_stream_start`` on a reader thread of its own ("start")
+#: or on the stream loop ("loop"), or ``aimux_stream`` then only polled ("polled")
+HOWS = ["start", "loop", "polled"]
+
+
+def open_full(lib: Queue, server: FaultServer, how: str, monkeypatch: Any) -> tuple[int, int]:
     """A 5,000-delta stream whose producer filled the C queue up to the high-water mark and
     waits there: (handle, events taken before). ``how``: "start" (``aimux_stream_start``: the
-    stream loop's producer) or "polled" (``aimux_stream``, then polls until one finds nothing:
-    the stream's reader thread)."""
+    stream's reader thread), "loop" (the same on the stream loop's producer) or "polled"
+    (``aimux_stream``, then polls until one finds nothing: the stream's reader thread)."""
     p = orjson.dumps(params(server, "mode=chunks;n=5000"))
     taken = 0
-    if how == "start":
+    if how == "loop":
+        use_loop(monkeypatch)
         handle = lib.start(b"stream_text", p)
         stream = dispatch._streams[handle]
         assert isinstance(stream, dispatch._NativeStream)
         wait_until(lambda: stream._space is not None)
         assert len(stream._events) == 0  # every event went to the C queue
+    elif how == "start":
+        handle = lib.start(b"stream_text", p)
+        stream = dispatch._streams[handle]
+        assert isinstance(stream, EventThreadStream)
+        wait_until(lambda: stream.waits_for_room and c_queued(handle) >= dispatch._HIGH_WATER)
+        assert len(stream._pending) == 0  # every event went to the C queue
     else:
         handle = lib.open_stream(b"stream_text", p)
         stream = dispatch._streams[handle]
@@ -169,12 +190,12 @@ def open_full(lib: Queue, server: FaultServer, how: str) -> tuple[int, int]:
     return handle, taken
 
 
-@pytest.mark.parametrize("how", ["start", "polled"])
+@pytest.mark.parametrize("how", HOWS)
 def test_a_slow_c_consumer_stops_the_reader_at_the_high_water_mark(
-    lib: Queue, server: FaultServer, how: str
+    lib: Queue, server: FaultServer, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # nobody reads: the producer fills the C queue up to the mark, exactly, and waits there
-    handle, events = open_full(lib, server, how)
+    handle, events = open_full(lib, server, how, monkeypatch)
     try:
         assert c_queued(handle) == dispatch._HIGH_WATER
         while True:
@@ -188,11 +209,11 @@ def test_a_slow_c_consumer_stops_the_reader_at_the_high_water_mark(
         lib.lib.aimux_stream_free(handle)
 
 
-@pytest.mark.parametrize("how", ["start", "polled"])
+@pytest.mark.parametrize("how", HOWS)
 def test_a_cancel_ends_reads_although_the_c_queue_holds_events(
-    lib: Queue, server: FaultServer, how: str
+    lib: Queue, server: FaultServer, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    handle, _ = open_full(lib, server, how)
+    handle, _ = open_full(lib, server, how, monkeypatch)
     try:
         assert c_queued(handle) == dispatch._HIGH_WATER
         lib.lib.aimux_stream_cancel(handle)
@@ -306,12 +327,18 @@ def test_every_c_read_gives_the_python_queues_events_byte_for_byte(
 ) -> None:
     expected = python_events()
     assert len(expected) > 100
-    # aimux_stream_next: one event per call, read on this thread (aimux_stream) and on the
-    # stream loop (aimux_stream_start)
-    for opened in (lib.open_stream, lib.start):
+
+    # aimux_stream_next: one event per call, read on this thread (aimux_stream), on a reader
+    # thread (aimux_stream_start) and on the stream loop (the same, no reader thread to be had)
+    def on_loop(op: bytes, p: bytes) -> int:
+        with pytest.MonkeyPatch.context() as mp:
+            use_loop(mp)
+            return lib.start(op, p)
+
+    kinds = {lib.open_stream: NativeCallerStream, lib.start: EventThreadStream}
+    for opened, kind in (*kinds.items(), (on_loop, dispatch._NativeStream)):
         h = opened(b"test.tricky", b"{}")
-        kind = NativeCallerStream if opened == lib.open_stream else dispatch._NativeStream
-        assert isinstance(dispatch._streams[h], kind)
+        assert type(dispatch._streams[h]) is kind
         one = []
         while (ev := lib.next_event(h)) is not None:
             one.append(ev)
@@ -328,30 +355,37 @@ def test_every_c_read_gives_the_python_queues_events_byte_for_byte(
     batches = read_batches(lib, h, max_events, blocking=True)
     lib.lib.aimux_stream_free(h)
     assert batches == b"[" + b",".join(expected) + b"]"
-    # aimux_stream_start + aimux_poll_ready: the event-driven interface
+    # aimux_stream_start + aimux_poll_ready: the event-driven interface, on a reader thread and
+    # on the stream loop
     fd = lib.events_fd()
-    h = lib.start(b"test.tricky", b"{}")
-    got: list[bytes] = []
-    over = False
-    while not over:
-        select.select([fd], [], [], 60)
-        try:
-            os.read(fd, 4096)
-        except BlockingIOError:
-            pass
-        for handle, ended_flag, events, failure in lib.poll_ready(max_events):
-            if handle != h:
-                continue
-            assert failure is None
-            if events is not None:
-                assert 1 <= len(events) <= max_events
-                got.extend(orjson.dumps(e) for e in events)
-            over = over or ended_flag == 1
-    lib.lib.aimux_stream_free(h)
-    assert got == [orjson.dumps(orjson.loads(e)) for e in expected]
+    for start, kind in ((lib.start, EventThreadStream), (on_loop, dispatch._NativeStream)):
+        h = start(b"test.tricky", b"{}")
+        assert type(dispatch._streams[h]) is kind
+        got: list[bytes] = []
+        over = False
+        while not over:
+            select.select([fd], [], [], 60)
+            try:
+                os.read(fd, 4096)
+            except BlockingIOError:
+                pass
+            for handle, ended_flag, events, failure in lib.poll_ready(max_events):
+                if handle != h:
+                    continue
+                assert failure is None
+                if events is not None:
+                    assert 1 <= len(events) <= max_events
+                    got.extend(orjson.dumps(e) for e in events)
+                over = over or ended_flag == 1
+        lib.lib.aimux_stream_free(h)
+        assert got == [orjson.dumps(orjson.loads(e)) for e in expected]
 
 
-def test_a_forked_child_sees_none_of_the_parents_queued_events(server: FaultServer) -> None:
+@pytest.mark.parametrize("reader_threads", ["8", "0"])
+def test_a_forked_child_sees_none_of_the_parents_queued_events(
+    server: FaultServer, reader_threads: str
+) -> None:
+    """The parent's stream read by a reader thread of its own (8) or on the stream loop (0)."""
     script = textwrap.dedent(f"""
         import os, sys, ctypes, threading, orjson
         sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / "bench")!r})
@@ -370,9 +404,10 @@ def test_a_forked_child_sees_none_of_the_parents_queued_events(server: FaultServ
         h = handle.value
         stream = dispatch._streams[h]
         for _ in range(6000):  # the parent's C queue full: the producer waits for room
-            if stream._space is not None:
+            if getattr(stream, "_space", None) is not None or getattr(stream, "waits_for_room", 0):
                 break
             threading.Event().wait(0.01)
+        assert type(stream).__name__ == {"_NativeStream" if reader_threads == "0" else "EventThreadStream"!r}
         queued = dispatch._native._aimux_cq_count(stream._q)
         pid = os.fork()
         if pid == 0:
@@ -394,7 +429,7 @@ def test_a_forked_child_sees_none_of_the_parents_queued_events(server: FaultServ
         [sys.executable, "-c", script],
         capture_output=True,
         timeout=110,
-        env={"PATH": "/usr/bin:/bin"},
+        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_READER_THREADS": reader_threads},
         check=False,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
@@ -402,12 +437,17 @@ def test_a_forked_child_sees_none_of_the_parents_queued_events(server: FaultServ
     assert out == {"queued": dispatch._HIGH_WATER, "parent": 5001, "child": 0}
 
 
+@pytest.mark.parametrize("how", ["start", "loop"])
 def test_a_failed_open_of_an_event_driven_stream_is_answered_by_python(
-    lib: Queue, server: FaultServer
+    lib: Queue, server: FaultServer, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The C queue is empty and the stream needs the Python side: the open failure once, then
     the end, through next_batch, as before."""
+    if how == "loop":
+        use_loop(monkeypatch)
     h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=status;status=400")))
+    kind = EventThreadStream if how == "start" else dispatch._NativeStream
+    assert type(dispatch._streams[h]) is kind
     with pytest.raises(CError) as info:
         lib.batch(h, 10, blocking=True)
     assert info.value.code == 11

@@ -89,6 +89,20 @@ def wait_ready(fd: int) -> None:
         pass
 
 
+@pytest.fixture(autouse=True)
+def _no_stale_handles() -> None:
+    """Earlier tests' event-driven streams are freed, but a reader thread's last act lists its
+    stream (aimux.h: a listed handle may have been freed since): wait until no reader thread
+    runs and empty the ready list, so these tests see only their own handles."""
+    from aimux_ops import caller_stream
+
+    for _ in range(6000):
+        if caller_stream._threads == 0:
+            break
+        threading.Event().wait(0.01)
+    ready_handles(1 << 30)
+
+
 def test_many_streams_on_one_thread_through_the_pipe(trickle: int) -> None:
     fd = events_fd()
     before = threads()  # pytest's, the servers' and the core's own threads so far

@@ -32,9 +32,10 @@
  *            C: they never take the interpreter lock. An aimux_error_t itself is
  *            not synchronised: do not free it while another thread reads it.
  *            A stream from aimux_stream() is read on the thread that waits
- *            for its events. The library's own threads: the loop every
- *            event-driven stream runs on (from the first aimux_stream_start(),
- *            see "Event-driven streams"), the idle reaper (from the first
+ *            for its events. The library's own threads: a reader thread for
+ *            each of the first AIMUX_STREAM_READER_THREADS (8) event-driven
+ *            streams open at once, the loop every other one runs on (from the
+ *            first such stream; see "Event-driven streams"), the idle reaper (from the first
  *            stream), one watchdog for every deadline (from the first
  *            `timeoutMs`), and a reader for a stream from aimux_stream() that
  *            only polls read (see aimux_stream_poll()). It
@@ -271,8 +272,12 @@ int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
  * from one thread, with the host's own event loop, instead of one thread
  * blocked in aimux_stream_next() per stream.
  *
- * Model. Every stream opened with aimux_stream_start() runs on one event loop
- * thread inside the library: the core holds no thread per open stream. Such a
+ * Model. A stream opened with aimux_stream_start() is read by a reader thread
+ * of its own inside the library while fewer than AIMUX_STREAM_READER_THREADS
+ * (an environment variable, read once per process; default 8, 0: none) such
+ * threads run; every other one shares one event loop thread. However many
+ * streams are open, the library holds at most that many threads for them,
+ * plus the loop. Where a stream runs changes nothing a host sees. Such a
  * stream is "event-driven": whenever it has
  * something new for its consumer (events, its end, or the failure of its
  * open) its handle is put on the process's ready list, and when that list goes
@@ -330,7 +335,8 @@ aimux_error_t *aimux_events_fd(int *out_fd);
 
 /**
  * Starts a streaming op without waiting for anything: returns as soon as the
- * params are validated and the op is queued on the library's loop.
+ * params are validated and the op is handed to its reader thread or queued on
+ * the library's loop (see "Model" above).
  *
  * `op`, `params_json`, `out_stream` as for aimux_stream(): the handle is the
  * caller's, released with aimux_stream_free().

@@ -636,7 +636,9 @@ int _aimux_cq_take(void *p, size_t max, int blocking, char **out, int32_t *ended
                 q->flags &= ~_AIMUX_Q_ROOM;
                 *wake |= _AIMUX_W_ROOM;
             }
-            if (max && q->notify && q->count > 0) *wake |= _AIMUX_W_RELIST;
+            /* events left here, or in Python (the fallback): the host must poll again */
+            if (max && q->notify && (q->count > 0 || (q->flags & _AIMUX_Q_PY)))
+                *wake |= _AIMUX_W_RELIST;
             break;
         }
         if (q->flags & _AIMUX_Q_PY) {

@@ -1,7 +1,7 @@
 /* Event-driven streams through the C ABI (aimux.h "Event-driven streams"): one host thread holds
  * many concurrent slow streams with poll(2) on aimux_events_fd(), drains them in batches with
  * aimux_ready() / aimux_stream_poll(), and the process's thread count stays bounded (the library
- * runs every stream on one loop thread of its own).
+ * reads the first 8 streams on reader threads of its own and every other one on one loop thread).
  *
  *   test_events <python> <trickle_server.py> [streams]
  *

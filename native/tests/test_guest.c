@@ -19,10 +19,13 @@
  *   test_guest streams200    200 streams open and never freed: the next call completes
  *   test_guest limits        a full per-host pool is a clear error (11, naming the limit), and
  *                            streams nobody reads are released by the core's idle timeout
- *   test_guest exit          a host that ends while the core's stream loop runs: in its own
+ *   test_guest exit          a host that ends while the core's stream threads run: in its own
  *                            exit handler (run after OpenSSL's would be) the library still works,
- *                            OpenSSL on the loop thread included, and the process exits
- *                            cleanly
+ *                            OpenSSL on those threads included, and the process exits cleanly
+ *
+ * Event-driven streams (aimux_stream_start) run on reader threads of their own, or on the core's
+ * stream loop with AIMUX_STREAM_READER_THREADS=0: `make -C native test-guest` runs fork-warm and
+ * exit both ways.
  *
  * Prints "N passed, N failed"; exits non-zero on any failure.
  */
@@ -221,7 +224,8 @@ static int call_text(const char *text, const char *extra_spec, char *why, size_t
 }
 
 /* A stream opened with `open` (aimux_stream: read on its reader's thread; aimux_stream_start:
-   event-driven, on the core's stream loop, its open's own failure coming with the first read).
+   event-driven, on a reader thread of the core or its stream loop, its open's own failure
+   coming with the first read).
    `*code`: the open's error code (0: opened). */
 static uint64_t open_with(aimux_error_t *(*open)(const char *, const char *, uint64_t *),
                           const char *spec, int timeout_ms, int32_t *code)
@@ -277,7 +281,8 @@ static void test_fork_warm(void)
     int32_t code;
     uint64_t h, hs;
     CHECK(call_text("warm-up", NULL, why, sizeof why), "warm-up call: %s", why);
-    /* streams opened before the fork: one read on its reader's thread, one on the stream loop */
+    /* streams opened before the fork: one read on its reader's thread, one event-driven (on a
+       core thread: a reader thread, or the stream loop) */
     h = open_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=50", 20000, &code);
     CHECK(h != 0 && code == 0, "stream before the fork: code %d", code);
     hs = start_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=50", 20000, &code);
@@ -292,8 +297,8 @@ static void test_fork_warm(void)
             code = next_code(h, &ev);
             CHECK(code == 203 && ev == NULL, "child: the parent's stream is 203, got %d", code);
             code = next_code(hs, &ev);
-            CHECK(code == 203 && ev == NULL, "child: the parent's loop stream is 203, got %d",
-                  code);
+            CHECK(code == 203 && ev == NULL,
+                  "child: the parent's event-driven stream is 203, got %d", code);
             aimux_stream_free(h); /* stale handles: no effect, no crash */
             aimux_stream_free(hs);
             bad = calls_in_process("child", 20);
@@ -314,8 +319,8 @@ static void test_fork_warm(void)
     aimux_string_free(ev);
     ev = NULL;
     code = next_code(hs, &ev);
-    CHECK(code == 0 && ev != NULL, "parent: its loop stream still reads after the forks (%d)",
-          code);
+    CHECK(code == 0 && ev != NULL,
+          "parent: its event-driven stream still reads after the forks (%d)", code);
     aimux_string_free(ev);
     aimux_stream_free(h);
     aimux_stream_free(hs);
@@ -788,7 +793,8 @@ static int take_events(uint64_t h, int want)
 }
 
 /* A recorded stream (its request hashed with OpenSSL) read to its end with aimux_stream_next:
-   on the core's loop thread (event_driven) or on this one. The text deltas read. */
+   on a core thread (event_driven: a reader thread, or the loop) or on this one. The text deltas
+   read. */
 static int read_recorded(int event_driven, int32_t *code)
 {
     char p[1024], rec[256], extra[320], *ev = NULL;
@@ -814,15 +820,15 @@ static int read_recorded(int event_driven, int32_t *code)
 
 /* The host's own exit handler, registered before the library was loaded: it runs after every
    exit handler registered since, OpenSSL's among them when OpenSSL registered one. The library
-   still works here: the busy stream (on the core's loop) goes on, recorded streams (their
-   requests hashed with OpenSSL on the loop thread and on this one) read to their end, a worker
+   still works here: the busy stream (on a core thread) goes on, recorded streams (their
+   requests hashed with OpenSSL on a core thread and on this one) read to their end, a worker
    that calls the library goes on until the handler stops and joins it, and a call on this
    thread answers (its thread-local state was destroyed by exit() before any handler ran: the
    call must not need any of the library's). */
 static void host_late_exit(void)
 {
     char why[512];
-    int more, on_loop, here, call;
+    int more, on_core, here, call;
     int32_t code, code2;
     long before = atomic_load(&g_worker_calls), during;
     usleep(50 * 1000); /* the worker goes on calling while the host exits */
@@ -831,19 +837,19 @@ static void host_late_exit(void)
     pthread_join(g_worker, NULL);
     more = take_events(g_exit_stream, 3000);
     aimux_stream_free(g_exit_stream);
-    on_loop = read_recorded(1, &code);
+    on_core = read_recorded(1, &code);
     here = read_recorded(0, &code2);
     if (code == 0) code = code2;
     call = call_text("late", NULL, why, sizeof why); /* this thread called before exit too */
     printf("worker joined %d, stream went on %d, recorded %d/%d (code %d), call %d (%ld worker "
            "calls, %d events)\n",
-           during > 0, more >= 3000, on_loop, here, code, call, during, more);
+           during > 0, more >= 3000, on_core, here, code, call, during, more);
     fflush(stdout);
-    if (during <= 0 || more < 3000 || on_loop != 3 || here != 3 || code != 0 || !call) _exit(3);
+    if (during <= 0 || more < 3000 || on_core != 3 || here != 3 || code != 0 || !call) _exit(3);
 }
 
 /* The child of `exit` (a fresh host, exec'd): reads a fast stream for a while, calls once, and
-   returns from main while the loop is busy and a worker calls. */
+   returns from main while a core stream thread is busy and a worker calls. */
 static int exit_child(void)
 {
     char *ev = NULL, why[512];
@@ -852,7 +858,7 @@ static int exit_child(void)
     alarm(60);
     atexit(host_late_exit); /* before the first aimux call */
     pthread_create(&g_worker, NULL, exit_worker, NULL);
-    g_exit_stream = start_stream("mode=chunks;n=500000", 60000, &code); /* on the core's loop */
+    g_exit_stream = start_stream("mode=chunks;n=500000", 60000, &code); /* on a core thread */
     if (g_exit_stream == 0) {
         fprintf(stderr, "the stream did not open (%d)\n", code);
         return 4;
@@ -870,7 +876,7 @@ static int exit_child(void)
         fprintf(stderr, "the call before the exit: %s\n", why);
         return 6;
     }
-    return 0; /* the loop is still filling the queue */
+    return 0; /* a core thread is still filling the queue */
 }
 
 static void test_exit(void)

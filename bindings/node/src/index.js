@@ -95,8 +95,10 @@ const abandoned = new FinalizationRegistry((state) => {
 });
 
 /**
- * Streams the events of a stream op. No thread waits for it: libaimux's stream
- * loop signals this event loop (aimux_events_fd) and events arrive in batches.
+ * Streams the events of a stream op. No thread of this process waits for it:
+ * libaimux reads it on a thread of its own and signals this event loop
+ * (aimux_events_fd); events arrive in batches, and the iterator hands out the
+ * events of the batch in hand without a generator step per event.
  * An `error` event arrives as `{type: "error", error: AimuxError}` (decoded), as
  * does the `error` of an invalid `tool-call`.
  * Aborting `signal` cancels the stream (aimux_stream_cancel) and the iteration
@@ -108,7 +110,7 @@ export function stream(op, params = {}, options = {}) {
   const json = encodeParams(params);
   const signal = options?.signal;
   const state = { handle: 0, freed: false };
-  const iterator = streamEvents(op, json, signal, state);
+  const iterator = new EventIterator(streamBatches(op, json, signal, state), signal);
   abandoned.register(iterator, state, state);
   return iterator;
 }
@@ -121,7 +123,67 @@ function freeStream(state) {
   }
 }
 
-async function* streamEvents(op, json, signal, state) {
+/**
+ * The stream's events one by one, from the batches `streamBatches` yields: an
+ * event of the batch in hand is answered at once (no generator step per
+ * event); the generator runs for the next batch, the end, an abort and every
+ * error, and return()/throw() go to it (its cleanup frees the stream).
+ */
+class EventIterator {
+  constructor(batches, signal) {
+    this.batches = batches;
+    this.signal = signal;
+    this.batch = null;
+    this.at = 0;
+    this.pending = null; // the generator step in progress: later calls queue behind it
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+
+  next() {
+    if (this.pending !== null) return this.queue(() => this.next());
+    const batch = this.batch;
+    if (batch !== null && this.at < batch.length && !this.signal?.aborted) {
+      return Promise.resolve({ value: batch[this.at++], done: false });
+    }
+    this.batch = null;
+    return this.step(this.batches.next(), (r) => {
+      if (r.done) return r;
+      this.batch = r.value;
+      this.at = 1;
+      return { value: r.value[0], done: false };
+    });
+  }
+
+  return(value) {
+    if (this.pending !== null) return this.queue(() => this.return(value));
+    this.batch = null;
+    return this.step(this.batches.return(value), (r) => r);
+  }
+
+  throw(error) {
+    if (this.pending !== null) return this.queue(() => this.throw(error));
+    this.batch = null;
+    return this.step(this.batches.throw(error), (r) => r);
+  }
+
+  step(promise, then) {
+    const p = promise.then(then).finally(() => {
+      if (this.pending === p) this.pending = null;
+    });
+    this.pending = p;
+    return p;
+  }
+
+  queue(call) {
+    const after = this.pending.then(call, call);
+    return after;
+  }
+}
+
+async function* streamBatches(op, json, signal, state) {
   if (signal?.aborted) throw abortReason(signal);
   // aimux_stream_start returns at once; the open's outcome (first events, or its
   // failure) arrives with the first batch. No thread waits for this stream.
@@ -138,8 +200,9 @@ async function* streamEvents(op, json, signal, state) {
       const { error, events, ended } = await nativeStreamTake(handle);
       if (signal?.aborted) throw abortReason(signal);
       if (error !== null) throw decodeEnvelope(error);
-      for (const event of events) {
-        yield decodeEmbeddedErrors(event);
+      if (events.length > 0) {
+        for (let i = 0; i < events.length; i++) events[i] = decodeEmbeddedErrors(events[i]);
+        yield events;
         if (signal?.aborted) throw abortReason(signal);
       }
       if (ended) return;

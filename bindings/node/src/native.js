@@ -219,8 +219,10 @@ export async function nativeCall(op, paramsJson) {
 
 // --- streams: event-driven, on the main thread ------------------------------------
 //
-// No thread waits for a stream: libaimux runs every stream on its own loop thread
-// and writes a byte to a pipe (aimux_events_fd) when streams have something new.
+// No thread of this process waits for a stream: libaimux reads each one on a
+// thread of its own (a reader thread, or its one stream loop once 8 are busy:
+// AIMUX_STREAM_READER_THREADS) and writes a byte to a pipe (aimux_events_fd)
+// when streams have something new.
 // The pipe is watched by this event loop as a net.Socket; on each wake-up one
 // synchronous aimux_poll_ready call returns every ready stream's batch of events
 // as one JSON text. The socket keeps the process alive only while some stream is
@@ -229,7 +231,7 @@ export async function nativeCall(op, paramsJson) {
 // One crossing per wake-up: aimux_poll_ready empties the library's ready list, and
 // every stream listed after that (new events, or events a batch left behind) writes
 // a new byte, so a second crossing in the same wake-up would only find an empty list
-// (each crossing takes the interpreter's lock, and waits while the stream loop holds it).
+// (a crossing that needs the interpreter waits while a stream thread holds its lock).
 
 /** At most this many events per stream per crossing (the library's queue bound). */
 const BATCH = 1024;

@@ -93,6 +93,38 @@ test('a burst larger than the core queue (5,000 deltas at once) arrives whole, i
   assert.equal(last.type, 'finish');
 });
 
+// The iterator answers the events of the batch in hand without a generator step per event
+// (src/index.js EventIterator); these pin what a generator would do.
+test('next() called 600 times at once answers every event once, in order, then done', { timeout: 60_000 }, async () => {
+  const it = stream('stream_text', params('mode=chunks;n=500'));
+  const results = await Promise.all(Array.from({ length: 600 }, () => it.next()));
+  const texts = results.filter((r) => !r.done && r.value.type === 'text-delta').map((r) => r.value.text);
+  assert.deepEqual(texts, Array.from({ length: 500 }, (_, i) => `w${i} `));
+  assert.equal(results[500].value.type, 'finish');
+  assert.ok(results.slice(501).every((r) => r.done && r.value === undefined));
+});
+
+test('an abort between two events of one batch throws at the next event', async () => {
+  // one write of 50 deltas: the first next() brings them in one batch
+  const controller = new AbortController();
+  const it = stream('stream_text', params('mode=ok;text=abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX;parts=50'),
+    { signal: controller.signal });
+  const first = await it.next();
+  assert.equal(first.value.type, 'text-delta');
+  controller.abort();
+  await assert.rejects(it.next(), { name: 'AbortError' });
+  assert.deepEqual(await it.next(), { value: undefined, done: true });
+});
+
+test('return() in the middle of a batch frees the stream and ends the iteration', async () => {
+  const spec = 'mode=stall;after=3;stall_ms=60000;text=node-return';
+  const it = stream('stream_text', params(spec));
+  assert.equal((await it.next()).value.type, 'text-delta');
+  assert.deepEqual(await it.return('r'), { value: 'r', done: true });
+  assert.deepEqual(await it.next(), { value: undefined, done: true });
+  await serverSaw('gone', spec); // freed: its connection closed, not left to the stall
+});
+
 test('an error inside a stream arrives as an error event with a decoded AimuxError', async () => {
   const events = [];
   for await (const ev of stream('stream_text', params('mode=errframe;after=1'))) events.push(ev);
@@ -265,10 +297,11 @@ test('every string and error the library handed over was released exactly once',
   assert.equal(ownedPointers(), 0);
 });
 
-// DESIGN.md "The host's exit": a Node process that exits while the core's stream loop is busy
-// (20 fast streams, each read up to its first event) ends with its own exit code, every time:
-// the C exit handlers run while the core's threads go on, and nothing they use is torn down.
-// (native/tests/test_guest.c `exit` proves it deterministically, with OpenSSL on the loop.)
+// DESIGN.md "The host's exit": a Node process that exits while the core's stream threads are
+// busy (20 fast streams, each read up to its first event: the first 8 on reader threads, the
+// others on the stream loop) ends with its own exit code, every time: the C exit handlers run
+// while the core's threads go on, and nothing they use is torn down. (native/tests/test_guest.c
+// `exit` proves it deterministically, with OpenSSL on those threads, both ways.)
 test('a process that exits while streams run ends with its own exit code', async () => {
   const script = `
     import { stream } from ${JSON.stringify(join(REPO, 'bindings', 'node', 'src', 'index.js'))};

@@ -1,0 +1,316 @@
+"""Event-driven streams (``aimux_stream_start``) read by a reader thread of their own
+(``caller_stream.EventThreadStream``; DESIGN.md "Event-driven streams on reader threads"): at
+most ``AIMUX_STREAM_READER_THREADS`` at once and the rest on the stream loop; a thread that
+cannot start leaves its stream to the loop; a cancel during the open ends reads at once and
+tells the host; the open's failure reaches ``aimux_poll_ready``; the reaper closes a stream
+nobody polls; the setting is read from the environment. (The events themselves, byte for byte
+against the loop, the high-water mark, a cancel and a fork: ``test_c_stream_queue.py``.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import select
+import subprocess
+import sys
+import textwrap
+import threading
+from typing import Any
+
+import orjson
+import pytest
+import test_c_stream_queue
+from fault_server import FaultServer
+from helpers import ROOT
+from helpers import provider_params as params
+from test_c_stream_queue import CError, Queue, wait_until
+
+from aimux_ops import caller_stream, dispatch, guest
+from aimux_ops.caller_stream import EventThreadStream
+
+pytestmark = pytest.mark.timeout(120)
+
+lib = test_c_stream_queue.lib  # the library through ctypes, one per process (a shared fixture)
+_empty_ready_list = test_c_stream_queue._empty_ready_list  # (autouse there: here too)
+
+
+def limit(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """At most ``n`` reader threads in this test (as ``AIMUX_STREAM_READER_THREADS=n``)."""
+    monkeypatch.setattr(
+        guest, "_limits", dataclasses.replace(guest.limits(), stream_reader_threads=n)
+    )
+
+
+def poll_until(lib: Queue, h: int, what: Any) -> list[Any]:
+    """``aimux_poll_ready`` entries of ``h`` (woken by the events pipe) until ``what(entry)``:
+    every entry of ``h`` seen, the last one the one that matched."""
+    fd = lib.events_fd()
+    seen: list[Any] = []
+    for _ in range(600):  # the bound only ends a broken run
+        select.select([fd], [], [], 0.1)
+        try:
+            os.read(fd, 4096)
+        except BlockingIOError:
+            pass
+        for entry in lib.poll_ready(1024):
+            if entry[0] == h:
+                seen.append(entry)
+                if what(entry):
+                    return seen
+    raise AssertionError(f"never happened; seen {seen}")
+
+
+def test_at_most_the_limit_of_streams_get_a_reader_thread(
+    lib: Queue, server: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limit(monkeypatch, 2)
+
+    def p(i: int) -> bytes:
+        spec = "mode=stall;after=1;stall_ms=60000"
+        return orjson.dumps(params(server, spec, scenario=f"rt-limit-{i}"))
+
+    hs = [lib.start(b"stream_text", p(i)) for i in range(3)]
+    try:
+        kinds = [type(dispatch._streams[h]) for h in hs]
+        assert kinds == [EventThreadStream, EventThreadStream, dispatch._NativeStream]
+        assert caller_stream._threads == 2
+        for h in hs:  # each delivers (the third one from the loop)
+            batch, ended = lib.batch(h, 10, blocking=True)
+            assert [e["text"] for e in orjson.loads(batch or b"[]")] == ["Hel"] and not ended
+        first = dispatch._streams[hs[0]]
+        assert isinstance(first, EventThreadStream) and first._pump_thread is not None
+        assert first._pump_thread.name == "aimux-stream-reader" and first._pump_thread.is_alive()
+        lib.lib.aimux_stream_free(hs[0])  # its thread ends (the cancel shuts its socket down)
+        wait_until(lambda: caller_stream._threads == 1)
+        assert not first._pump_thread.is_alive()
+        hs.append(lib.start(b"stream_text", p(3)))  # a thread is free again
+        assert type(dispatch._streams[hs[-1]]) is EventThreadStream
+        assert lib.batch(hs[-1], 10, blocking=True)[0] is not None  # (up to the server's stall)
+    finally:
+        for h in hs:
+            lib.lib.aimux_stream_free(h)
+    wait_until(lambda: caller_stream._threads == 0)
+    gone = [server.wait_for("gone", f"rt-limit-{i}", 1, timeout=5) for i in range(4)]
+    assert gone == [1] * 4, (gone, [server.count(f"rt-limit-{i}") for i in range(4)])
+
+
+def test_a_reader_thread_that_cannot_start_leaves_the_stream_to_the_loop(
+    lib: Queue, server: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        if self.name == "aimux-stream-reader":
+            raise RuntimeError("can't start new thread")  # what CPython raises at the limit
+        real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    before = set(dispatch._streams)
+    h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=chunks;n=50")))
+    assert type(dispatch._streams[h]) is dispatch._NativeStream
+    assert set(dispatch._streams) - before == {h}  # the first attempt's handle is gone
+    assert caller_stream._threads == 0  # and its slot is free
+    with pytest.raises(CError) as info:
+        lib.batch(h - 1, 1, blocking=False)
+    assert info.value.code == 203
+    types = []
+    ended = False
+    while not ended:
+        batch, ended = lib.batch(h, 1024, blocking=True)
+        types += [e["type"] for e in orjson.loads(batch or b"[]")]
+    lib.lib.aimux_stream_free(h)
+    assert types == ["text-delta"] * 50 + ["finish"]
+
+
+def test_a_cancel_during_the_open_ends_reads_at_once_and_tells_the_host(
+    lib: Queue, server: FaultServer
+) -> None:
+    """The reader thread waits for the response headers (held by the server): a cancel ends
+    the stream's reads at once and lists it, while the thread is still in the open."""
+    p = orjson.dumps(params(server, "mode=ok;hold=rt-open-cancel", scenario="rt-open-cancel"))
+    h = lib.start(b"stream_text", p)
+    stream = dispatch._streams[h]
+    assert isinstance(stream, EventThreadStream) and stream._pump_thread is not None
+    try:
+        assert server.wait_for("held", "rt-open-cancel", 1) == 1  # the open waits for headers
+        dispatch.ready_handles(1 << 30)  # (nothing of this stream is listed yet)
+        lib.lib.aimux_stream_cancel(h)
+        assert poll_until(lib, h, lambda e: e[1] == 1) == [[h, 1, None, None]]  # no failure
+        assert stream._pump_thread.is_alive()  # (the end came from the cancel, not the thread)
+        assert lib.batch(h, 10, blocking=True) == (None, True)
+    finally:
+        server.release("rt-open-cancel")
+    stream._pump_thread.join(60)  # the open ends with the headers: nothing is read
+    assert not stream._pump_thread.is_alive()
+    assert lib.batch(h, 10, blocking=False) == (None, True)
+    lib.lib.aimux_stream_free(h)
+    wait_until(lambda: caller_stream._threads == 0)
+
+
+def test_the_open_failure_reaches_poll_ready_once(lib: Queue, server: FaultServer) -> None:
+    h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=status;status=400")))
+    assert type(dispatch._streams[h]) is EventThreadStream
+    seen = poll_until(lib, h, lambda e: e[1] == 1)
+    handle, ended, events, failure = seen[-1]
+    assert (handle, ended, events) == (h, 1, None) and len(seen) == 1
+    assert failure["code"] == 11 and failure["error"]["statusCode"] == 400
+    assert lib.batch(h, 10, blocking=False) == (None, True)  # once: then the end
+    lib.lib.aimux_stream_free(h)
+
+
+def test_a_stream_nobody_polls_is_reaped_and_the_host_told(server: FaultServer) -> None:
+    """Its reader thread read it to the end, nobody polled it: the idle reaper closes it (its
+    queued events go) and lists it, so the host's next poll gets the reaper's error."""
+    spec = "mode=ok;parts=300;drip_ms=1;text=" + "x" * 300
+    script = textwrap.dedent(f"""
+        import os, select, sys, threading, orjson
+        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
+        from test_c_stream_queue import Queue
+        from aimux_ops import dispatch
+        lib = Queue()
+        fd = lib.events_fd()
+        p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
+            "baseURL": {server.base_url!r}, "apiKey": "sk-reap",
+            "headers": {{"x-fault": {spec!r}}}}}, "prompt": "hi", "maxRetries": 0}})
+        h = lib.start(b"stream_text", p)
+        s = dispatch._streams[h]
+        s._enter()  # a reader until the reader thread is done: the reaper waits for that
+        s._pump_thread.join(60)  # it read the stream to its end: ~300 events wait unpolled
+        dispatch.ready_handles(1 << 30)  # the host "missed" every wake-up so far
+        s._leave()
+        queued = dispatch._native._aimux_cq_count(s._q)
+        entries = []
+        for _ in range(600):  # until the reaper closed it and listed it (the bound: 60 s)
+            if select.select([fd], [], [], 0.1)[0]:
+                os.read(fd, 4096)
+            entries += [e for e in lib.poll_ready(1024) if e[0] == h]
+            if entries and entries[-1][1] == 1:
+                break
+        types = [e["type"] for entry in entries for e in (entry[2] or [])]
+        print(orjson.dumps({{"type": type(s).__name__, "queued": queued > 100, "types": types,
+                            "cancelled": s.ctx.cancelled.is_set()}}).decode())
+        """)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        timeout=110,
+        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_IDLE_TIMEOUT_MS": "300"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    assert orjson.loads(proc.stdout.splitlines()[-1]) == {
+        "type": "EventThreadStream",
+        "queued": True,
+        "types": ["error"],
+        "cancelled": True,
+    }
+
+
+@pytest.mark.parametrize("setting", [None, "0", "1"])
+def test_the_reader_threads_setting_is_read_from_the_environment(
+    server: FaultServer, setting: str | None
+) -> None:
+    """Unset: reader threads (no stream loop thread is started); 0: every event-driven stream
+    on the loop; 1: one reader thread, the second stream on the loop."""
+    script = textwrap.dedent(f"""
+        import os, sys, threading, orjson
+        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
+        from test_c_stream_queue import Queue
+        from aimux_ops import dispatch
+        lib = Queue()
+        p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
+            "baseURL": {server.base_url!r}, "apiKey": "sk-env",
+            "headers": {{"x-fault": "mode=chunks;n=5000"}}}}, "prompt": "hi", "maxRetries": 0}})
+        hs = [lib.start(b"stream_text", p) for _ in range(2)]  # (the first waits at the mark)
+        kinds = [type(dispatch._streams[h]).__name__ for h in hs]
+        counts = []
+        for h in hs:
+            n, ended = 0, False
+            while not ended:
+                batch, ended = lib.batch(h, 1024, blocking=True)
+                n += len(orjson.loads(batch)) if batch else 0
+            counts.append(n)
+        names = [t.name for t in threading.enumerate()]
+        print(orjson.dumps({{"kinds": kinds, "counts": counts,
+                            "loop": "aimux-streams" in names}}).decode(), flush=True)
+        os._exit(0)  # (this test is about the setting, not about a Python host's exit)
+        """)
+    env = {"PATH": "/usr/bin:/bin"}
+    if setting is not None:
+        env["AIMUX_STREAM_READER_THREADS"] = setting
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=110, env=env, check=False
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    thread, loop = "EventThreadStream", "_NativeStream"
+    kinds = {None: [thread, thread], "0": [loop, loop], "1": [thread, loop]}[setting]
+    assert orjson.loads(proc.stdout.splitlines()[-1]) == {
+        "kinds": kinds,
+        "counts": [5001, 5001],
+        "loop": loop in kinds,
+    }
+
+
+def test_a_python_poll_that_leaves_events_lists_the_stream_again(
+    lib: Queue, server: FaultServer
+) -> None:
+    """A poll from Python of the stream's C queue (``dispatch.stream_poll_json``, what
+    ``aimux_poll_ready`` asks of Python) that leaves events behind lists the stream again (the
+    C queue's RELIST wake-up), as a C poll does."""
+    h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=chunks;n=50")))
+    stream = dispatch._streams[h]
+    assert isinstance(stream, EventThreadStream) and stream._pump_thread is not None
+    stream._pump_thread.join(60)  # every event is in the C queue: no push lists it any more
+    assert dispatch._native._aimux_cq_count(stream._q) == 51
+    dispatch.ready_handles(1 << 30)
+    batch, ended, env = dispatch.stream_poll_json(h, 1)
+    assert env is None and not ended and len(orjson.loads(batch or b"[]")) == 1
+    assert h in dispatch.ready_handles(1 << 30)
+    lib.lib.aimux_stream_free(h)
+
+
+def test_the_reaper_closes_a_stream_nobody_polls_while_its_open_waits(
+    server: FaultServer,
+) -> None:
+    """The reader thread is not a reader: a stream whose open waits for the response headers
+    (held by the server) and that nobody polls is closed by the idle reaper, and listed: the
+    host's poll gets the reaper's terminal error event, as from the loop."""
+    script = textwrap.dedent(f"""
+        import os, select, sys, orjson
+        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
+        from test_c_stream_queue import Queue
+        from aimux_ops import dispatch
+        lib = Queue()
+        fd = lib.events_fd()
+        p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
+            "baseURL": {server.base_url!r}, "apiKey": "sk-reap",
+            "headers": {{"x-fault": "mode=ok;hold=rt-never;hold_ms=30000"}}}},
+            "prompt": "hi", "maxRetries": 0}})
+        h = lib.start(b"stream_text", p)
+        kind = type(dispatch._streams[h]).__name__
+        entries = []
+        for _ in range(600):  # until the reaper closed it and listed it (the bound: 60 s)
+            if select.select([fd], [], [], 0.1)[0]:
+                os.read(fd, 4096)
+            entries += [e for e in lib.poll_ready(1024) if e[0] == h]
+            if entries and entries[-1][1] == 1:
+                break
+        print(orjson.dumps({{"kind": kind, "entries": [[e[1], [x["type"] for x in e[2] or []],
+            e[2][0]["error"]["code"] if e[2] else None, e[3]] for e in entries]}}).decode(),
+            flush=True)
+        os._exit(0)  # (the held request: nothing waits for it)
+        """)
+    for reader_threads, kind in (("8", "EventThreadStream"), ("0", "_NativeStream")):
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "AIMUX_STREAM_IDLE_TIMEOUT_MS": "500",
+            "AIMUX_STREAM_READER_THREADS": reader_threads,
+        }
+        proc = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, timeout=110, env=env, check=False
+        )
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        assert orjson.loads(proc.stdout.splitlines()[-1]) == {
+            "kind": kind,
+            "entries": [[1, ["error"], 12, None]],
+        }
