@@ -186,4 +186,4 @@ def test_a_python_host_exits_cleanly_whatever_its_loop_streams_do(
                 "big": True,
             }, proc.stderr.decode()[-3000:]
         assert not proc.stderr, proc.stderr.decode()[-3000:]
-    assert outcomes == [0] * RUNS[case], outcomes
+    assert outcomes == [0] * RUNS[case], f"exit codes of the {RUNS[case]} hosts: {outcomes}"
