@@ -1274,13 +1274,13 @@ def stop_loop_at_exit() -> None:
         if not stream._ended:
             stream.ctx.cancel()
     aio.stop(_EXIT_WAIT_S)
-    for stream in list(_streams.values()):
-        if isinstance(stream, _Stream) and not stream._stopped_flag:
+    for left in list(_streams.values()):
+        if isinstance(left, _Stream) and not left._stopped_flag:
             # left suspended (e.g. a request still waiting for its response headers, which a
             # cancel does not interrupt): its producer never runs again, so its readers get the
             # end now rather than after the op's cleanup (which a cancel's reader waits for)
-            stream.ctx.cancel()
-            stream._stopped(None)
+            left.ctx.cancel()
+            left._stopped(None)
 
 
 atexit.register(stop_loop_at_exit)
