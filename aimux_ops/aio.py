@@ -14,6 +14,10 @@ guest" → threads and concurrency).
   ABI's ``aimux_events_fd``: a byte is written when the list goes from empty to non-empty.
 - ``reset_after_fork()``: a forked child drops the parent's loop, client and pipe (they belong
   to the parent); the next stream starts fresh ones.
+- ``stop(wait)``: a Python host's exit (``dispatch``'s ``atexit`` hook, before the interpreter
+  finalizes): the loop lets its tasks end for at most ``wait`` seconds, stops, and its thread is
+  joined, so that no greenlet is resumed while the interpreter tears itself down (DESIGN.md
+  "The host's exit" → "A Python host's exit").
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ __all__ = [
     "set_none",
     "sleep",
     "spawn",
+    "stop",
     "wait",
 ]
 
@@ -128,7 +133,9 @@ def interrupt(g: Any) -> None:
     are not interrupted this way (cancelling httpx mid-body leaks the connection): a stream's
     cancel shuts its socket down instead."""
     if isinstance(g, _StreamGreenlet) and not g.dead:  # a finished stream has no wait to end
-        loop_state().loop.call_soon_threadsafe(_interrupt, g)
+        st = _state  # g's loop, or a newer one (never a loop started just for this)
+        if st is not None and st.pid == os.getpid():
+            st.loop.call_soon_threadsafe(_interrupt, g)
 
 
 async def _drive(fn: Callable[[], None]) -> None:
@@ -150,6 +157,7 @@ class _Loop:
         self.loop = asyncio.new_event_loop()
         self.pid = os.getpid()
         self.client: Any = None  # httpx.AsyncClient, made on the loop thread on first use
+        self.stopped = False  # ``stop`` ran: the next stream starts a new loop
         self.thread = threading.Thread(target=self._run, name="aimux-streams", daemon=True)
         self.thread.start()
 
@@ -161,6 +169,18 @@ class _Loop:
             pass
         self.loop.run_forever()
 
+    async def _wind_down(self, deadline: float) -> None:
+        """Wait for the other tasks to end (at most until ``deadline``), then stop the loop:
+        what is still suspended then is never resumed (``stop``)."""
+        me = asyncio.current_task()
+        while True:
+            tasks = [t for t in asyncio.all_tasks() if t is not me]
+            left = deadline - time.monotonic()
+            if not tasks or left <= 0:
+                break
+            await asyncio.wait(tasks, timeout=left)
+        self.loop.stop()
+
 
 _state: _Loop | None = None
 _state_lock = threading.Lock()
@@ -170,12 +190,38 @@ def loop_state() -> _Loop:
     """The process's stream loop (started on first use; a new one in a forked child)."""
     global _state
     st = _state
-    if st is not None and st.pid == os.getpid():
+    if st is not None and st.pid == os.getpid() and not st.stopped:
         return st
     with _state_lock:
-        if _state is None or _state.pid != os.getpid():
+        if _state is None or _state.pid != os.getpid() or _state.stopped:
             _state = _Loop()
         return _state
+
+
+def stop(wait: float) -> bool:
+    """Stop this process's stream loop (a Python host's exit, before finalization): its tasks
+    get at most ``wait`` seconds to end (``dispatch`` cancels the running streams first), then
+    the loop stops and its thread is joined (at most one second more). A task still suspended
+    then is never resumed. True when no loop thread of this process runs any more. Nothing to
+    do when no loop runs here (never started, or the parent's after a fork); a stream started
+    afterwards gets a new loop."""
+    st = _state
+    if st is None or st.pid != os.getpid() or st.stopped:
+        return True
+    if st.thread is threading.current_thread():
+        return False  # not from the loop itself: nothing could join it
+    deadline = time.monotonic() + max(wait, 0.0)
+
+    def wind_down() -> None:
+        st.loop.create_task(st._wind_down(deadline))
+
+    try:
+        st.loop.call_soon_threadsafe(wind_down)
+    except RuntimeError:  # closed: its thread is over
+        pass
+    st.thread.join(max(deadline - time.monotonic(), 0.0) + 1.0)
+    st.stopped = True
+    return not st.thread.is_alive()
 
 
 def spawn(fn: Callable[[], None]) -> concurrent.futures.Future[None]:

@@ -30,6 +30,7 @@ connection until a garbage collector runs.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import sys
 import threading
@@ -1255,3 +1256,37 @@ def stream_free(handle: int) -> None:
         stream.close()
         if _native is not None and hasattr(stream, "_q"):  # a stream with a C queue
             _native._aimux_cq_unregister(handle)
+
+
+#: how long a Python host's exit lets the loop's streams end before the loop stops
+_EXIT_WAIT_S = 1.0
+
+
+def stop_loop_at_exit() -> None:
+    """A Python host's exit (an ``atexit`` hook: it runs before the interpreter finalizes, and
+    never in a C host, whose embedded interpreter is never finalized). The stream loop's daemon
+    thread must not resume a stream greenlet while the interpreter tears down its threads and
+    modules (a SIGSEGV in greenlet, DESIGN.md "The host's exit" → "A Python host's exit"), so:
+    the loop streams still producing are cancelled (their readers get the end, as after
+    ``aimux_stream_cancel``), the loop gets at most ``_EXIT_WAIT_S`` for its tasks to end, then
+    stops, and its thread is joined; a stream whose producer was left suspended is cancelled
+    and marked stopped (nothing waits for a loop that is gone). Streams that had ended keep
+    their unread events.
+    Nothing happens, and nothing is imported, in a process whose streams never used the loop."""
+    if "aimux_ops.aio" not in sys.modules:
+        return
+    on_loop = [s for s in list(_streams.values()) if isinstance(s, _Stream)]
+    for stream in on_loop:
+        if not stream._ended:
+            stream.ctx.cancel()
+    aio.stop(_EXIT_WAIT_S)
+    for left in list(_streams.values()):
+        if isinstance(left, _Stream) and not left._stopped_flag:
+            # left suspended (e.g. a request still waiting for its response headers, which a
+            # cancel does not interrupt): its producer never runs again, so its readers get the
+            # end now rather than after the op's cleanup (which a cancel's reader waits for)
+            left.ctx.cancel()
+            left._stopped(None)
+
+
+atexit.register(stop_loop_at_exit)
