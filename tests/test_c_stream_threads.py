@@ -233,7 +233,7 @@ def test_the_reader_threads_setting_is_read_from_the_environment(
         names = [t.name for t in threading.enumerate()]
         print(orjson.dumps({{"kinds": kinds, "counts": counts,
                             "loop": "aimux-streams" in names}}).decode(), flush=True)
-        os._exit(0)  # (this test is about the setting, not about a Python host's exit)
+        os._exit(0)  # (about the setting; a Python host's exit: test_python_host_exit.py)
         """)
     env = {"PATH": "/usr/bin:/bin"}
     if setting is not None:
