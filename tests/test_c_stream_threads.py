@@ -60,6 +60,50 @@ def poll_until(lib: Queue, h: int, what: Any) -> list[Any]:
     raise AssertionError(f"never happened; seen {seen}")
 
 
+def run_host(server: FaultServer, spec: str, body: str, env: dict[str, str]) -> Any:
+    """A fresh Python host of the library (ctypes; ``lib``, its events ``fd``, ``dispatch``,
+    and ``p``: stream_text params with the fault ``spec``) that runs ``body`` and prints one
+    JSON line (``out``); returns it parsed. The host ends with ``os._exit(0)``: these tests are
+    not about a Python host's exit (``test_python_host_exit.py`` is)."""
+    script = (
+        textwrap.dedent(f"""
+        import os, select, sys, threading, orjson
+        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
+        from test_c_stream_queue import Queue
+        from aimux_ops import dispatch
+        lib = Queue()
+        fd = lib.events_fd()
+        p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
+            "baseURL": {server.base_url!r}, "apiKey": "sk-host",
+            "headers": {{"x-fault": {spec!r}}}}}, "prompt": "hi", "maxRetries": 0}})
+
+        def until_listed_end(h):  # aimux_poll_ready entries of h until one ends it (60 s bound)
+            entries = []
+            for _ in range(600):
+                if select.select([fd], [], [], 0.1)[0]:
+                    os.read(fd, 4096)
+                entries += [e for e in lib.poll_ready(1024) if e[0] == h]
+                if entries and entries[-1][1] == 1:
+                    break
+            return entries
+        """)
+        + textwrap.dedent(body)
+        + textwrap.dedent("""
+        print(orjson.dumps(out).decode(), flush=True)
+        os._exit(0)
+        """)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        timeout=110,
+        env={"PATH": "/usr/bin:/bin", **env},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    return orjson.loads(proc.stdout.splitlines()[-1])
+
+
 def test_at_most_the_limit_of_streams_get_a_reader_thread(
     lib: Queue, server: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -161,17 +205,7 @@ def test_the_open_failure_reaches_poll_ready_once(lib: Queue, server: FaultServe
 def test_a_stream_nobody_polls_is_reaped_and_the_host_told(server: FaultServer) -> None:
     """Its reader thread read it to the end, nobody polled it: the idle reaper closes it (its
     queued events go) and lists it, so the host's next poll gets the reaper's error."""
-    spec = "mode=ok;parts=300;drip_ms=1;text=" + "x" * 300
-    script = textwrap.dedent(f"""
-        import os, select, sys, threading, orjson
-        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
-        from test_c_stream_queue import Queue
-        from aimux_ops import dispatch
-        lib = Queue()
-        fd = lib.events_fd()
-        p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
-            "baseURL": {server.base_url!r}, "apiKey": "sk-reap",
-            "headers": {{"x-fault": {spec!r}}}}}, "prompt": "hi", "maxRetries": 0}})
+    body = """
         h = lib.start(b"stream_text", p)
         s = dispatch._streams[h]
         s._enter()  # a reader until the reader thread is done: the reaper waits for that
@@ -179,26 +213,13 @@ def test_a_stream_nobody_polls_is_reaped_and_the_host_told(server: FaultServer) 
         dispatch.ready_handles(1 << 30)  # the host "missed" every wake-up so far
         s._leave()
         queued = dispatch._native._aimux_cq_count(s._q)
-        entries = []
-        for _ in range(600):  # until the reaper closed it and listed it (the bound: 60 s)
-            if select.select([fd], [], [], 0.1)[0]:
-                os.read(fd, 4096)
-            entries += [e for e in lib.poll_ready(1024) if e[0] == h]
-            if entries and entries[-1][1] == 1:
-                break
+        entries = until_listed_end(h)
         types = [e["type"] for entry in entries for e in (entry[2] or [])]
-        print(orjson.dumps({{"type": type(s).__name__, "queued": queued > 100, "types": types,
-                            "cancelled": s.ctx.cancelled.is_set()}}).decode())
-        """)
-    proc = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        timeout=110,
-        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_IDLE_TIMEOUT_MS": "300"},
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-    assert orjson.loads(proc.stdout.splitlines()[-1]) == {
+        out = {"type": type(s).__name__, "queued": queued > 100, "types": types,
+               "cancelled": s.ctx.cancelled.is_set()}
+        """
+    spec = "mode=ok;parts=300;drip_ms=1;text=" + "x" * 300
+    assert run_host(server, spec, body, {"AIMUX_STREAM_IDLE_TIMEOUT_MS": "300"}) == {
         "type": "EventThreadStream",
         "queued": True,
         "types": ["error"],
@@ -212,15 +233,7 @@ def test_the_reader_threads_setting_is_read_from_the_environment(
 ) -> None:
     """Unset: reader threads (no stream loop thread is started); 0: every event-driven stream
     on the loop; 1: one reader thread, the second stream on the loop."""
-    script = textwrap.dedent(f"""
-        import os, sys, threading, orjson
-        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
-        from test_c_stream_queue import Queue
-        from aimux_ops import dispatch
-        lib = Queue()
-        p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
-            "baseURL": {server.base_url!r}, "apiKey": "sk-env",
-            "headers": {{"x-fault": "mode=chunks;n=5000"}}}}, "prompt": "hi", "maxRetries": 0}})
+    body = """
         hs = [lib.start(b"stream_text", p) for _ in range(2)]  # (the first waits at the mark)
         kinds = [type(dispatch._streams[h]).__name__ for h in hs]
         counts = []
@@ -231,20 +244,12 @@ def test_the_reader_threads_setting_is_read_from_the_environment(
                 n += len(orjson.loads(batch)) if batch else 0
             counts.append(n)
         names = [t.name for t in threading.enumerate()]
-        print(orjson.dumps({{"kinds": kinds, "counts": counts,
-                            "loop": "aimux-streams" in names}}).decode(), flush=True)
-        os._exit(0)  # (about the setting; a Python host's exit: test_python_host_exit.py)
-        """)
-    env = {"PATH": "/usr/bin:/bin"}
-    if setting is not None:
-        env["AIMUX_STREAM_READER_THREADS"] = setting
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, timeout=110, env=env, check=False
-    )
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        out = {"kinds": kinds, "counts": counts, "loop": "aimux-streams" in names}
+        """
+    env = {} if setting is None else {"AIMUX_STREAM_READER_THREADS": setting}
     thread, loop = "EventThreadStream", "_NativeStream"
     kinds = {None: [thread, thread], "0": [loop, loop], "1": [thread, loop]}[setting]
-    assert orjson.loads(proc.stdout.splitlines()[-1]) == {
+    assert run_host(server, "mode=chunks;n=5000", body, env) == {
         "kinds": kinds,
         "counts": [5001, 5001],
         "loop": loop in kinds,
@@ -275,42 +280,14 @@ def test_the_reaper_closes_a_stream_nobody_polls_while_its_open_waits(
     """The reader thread is not a reader: a stream whose open waits for the response headers
     (held by the server) and that nobody polls is closed by the idle reaper, and listed: the
     host's poll gets the reaper's terminal error event, as from the loop."""
-    script = textwrap.dedent(f"""
-        import os, select, sys, orjson
-        sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
-        from test_c_stream_queue import Queue
-        from aimux_ops import dispatch
-        lib = Queue()
-        fd = lib.events_fd()
-        p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
-            "baseURL": {server.base_url!r}, "apiKey": "sk-reap",
-            "headers": {{"x-fault": "mode=ok;hold=rt-never;hold_ms=30000"}}}},
-            "prompt": "hi", "maxRetries": 0}})
+    body = """
         h = lib.start(b"stream_text", p)
         kind = type(dispatch._streams[h]).__name__
-        entries = []
-        for _ in range(600):  # until the reaper closed it and listed it (the bound: 60 s)
-            if select.select([fd], [], [], 0.1)[0]:
-                os.read(fd, 4096)
-            entries += [e for e in lib.poll_ready(1024) if e[0] == h]
-            if entries and entries[-1][1] == 1:
-                break
-        print(orjson.dumps({{"kind": kind, "entries": [[e[1], [x["type"] for x in e[2] or []],
-            e[2][0]["error"]["code"] if e[2] else None, e[3]] for e in entries]}}).decode(),
-            flush=True)
-        os._exit(0)  # (the held request: nothing waits for it)
-        """)
+        entries = until_listed_end(h)
+        out = {"kind": kind, "entries": [[e[1], [x["type"] for x in e[2] or []],
+               e[2][0]["error"]["code"] if e[2] else None, e[3]] for e in entries]}
+        """
     for reader_threads, kind in (("8", "EventThreadStream"), ("0", "_NativeStream")):
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "AIMUX_STREAM_IDLE_TIMEOUT_MS": "500",
-            "AIMUX_STREAM_READER_THREADS": reader_threads,
-        }
-        proc = subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, timeout=110, env=env, check=False
-        )
-        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-        assert orjson.loads(proc.stdout.splitlines()[-1]) == {
-            "kind": kind,
-            "entries": [[1, ["error"], 12, None]],
-        }
+        env = {"AIMUX_STREAM_IDLE_TIMEOUT_MS": "500", "AIMUX_STREAM_READER_THREADS": reader_threads}
+        got = run_host(server, "mode=ok;hold=rt-never;hold_ms=30000", body, env)
+        assert got == {"kind": kind, "entries": [[1, ["error"], 12, None]]}
