@@ -1267,26 +1267,40 @@ def stop_loop_at_exit() -> None:
     never in a C host, whose embedded interpreter is never finalized). The stream loop's daemon
     thread must not resume a stream greenlet while the interpreter tears down its threads and
     modules (a SIGSEGV in greenlet, DESIGN.md "The host's exit" → "A Python host's exit"), so:
-    the loop streams still producing are cancelled (their readers get the end, as after
-    ``aimux_stream_cancel``), the loop gets at most ``_EXIT_WAIT_S`` for its tasks to end, then
-    stops, and its thread is joined; a stream whose producer was left suspended is cancelled
-    and marked stopped (nothing waits for a loop that is gone). Streams that had ended keep
-    their unread events.
-    Nothing happens, and nothing is imported, in a process whose streams never used the loop."""
-    if "aimux_ops.aio" not in sys.modules:
-        return
-    on_loop = [s for s in list(_streams.values()) if isinstance(s, _Stream)]
-    for stream in on_loop:
+    the streams still producing, on the loop and on reader threads of the core, are cancelled
+    (their readers get the end, as after ``aimux_stream_cancel``), the loop gets at most
+    ``_EXIT_WAIT_S`` for its tasks to end, then stops, and its thread is joined; the reader
+    threads get what is left of the same bound. A stream whose producer was left suspended (on
+    the loop) or still blocked (on its reader thread) is marked stopped: nothing waits for it.
+    Streams that had ended keep their unread events.
+    Nothing happens in a process whose streams never used the loop or a reader thread."""
+    streams = list(_streams.values())
+    readers: list[Any] = [s for s in streams if getattr(s, "_pump_thread", None) is not None]
+    for stream in readers:
         if not stream._ended:
             stream.ctx.cancel()
-    aio.stop(_EXIT_WAIT_S)
-    for left in list(_streams.values()):
-        if isinstance(left, _Stream) and not left._stopped_flag:
-            # left suspended (e.g. a request still waiting for its response headers, which a
-            # cancel does not interrupt): its producer never runs again, so its readers get the
-            # end now rather than after the op's cleanup (which a cancel's reader waits for)
-            left.ctx.cancel()
-            left._stopped(None)
+    deadline = time.monotonic() + _EXIT_WAIT_S
+    if "aimux_ops.aio" in sys.modules:
+        on_loop = [s for s in streams if isinstance(s, _Stream)]
+        for stream in on_loop:
+            if not stream._ended:
+                stream.ctx.cancel()
+        aio.stop(_EXIT_WAIT_S)
+        for left in list(_streams.values()):
+            if isinstance(left, _Stream) and not left._stopped_flag:
+                # left suspended (e.g. a request still waiting for its response headers, which
+                # a cancel does not interrupt): its producer never runs again, so its readers
+                # get the end now rather than after the op's cleanup (which a cancel's reader
+                # waits for)
+                left.ctx.cancel()
+                left._stopped(None)
+    for stream in readers:
+        thread = stream._pump_thread
+        if thread is not threading.current_thread():
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        if thread.is_alive() and _native is not None and stream._q is not None:
+            # still blocked (its request waits for its headers): its readers get the end now
+            _native._aimux_cq_flag(stream._q, _Q_STOPPED)
 
 
 atexit.register(stop_loop_at_exit)

@@ -5,7 +5,8 @@ library, for the event-driven rows (the C "batch poll" row and the Node binding)
 
 Each tree is put on ``AIMUX_PYTHONPATH`` (the library's embedded interpreter imports the core
 from there) and runs its own ``bench/peers/aimux_node_peer.mjs`` (its own Node binding); both use
-this checkout's ``native/build/libaimux.so`` (``AIMUX_LIB``) and ``bench/build/threads``. An old
+this checkout's ``native/build/libaimux.so`` (``AIMUX_LIB``) and ``bench/build/threads``. The
+trees take turns going first. An old
 checkout made with ``git archive <commit> | tar -x -C <dir>`` needs its Node binding's
 ``node_modules``: link this checkout's. Prints the median and every round's events/s."""
 
@@ -34,8 +35,9 @@ def main() -> None:
     with bench_server() as port:
         base = f"http://127.0.0.1:{port}/v1"
         params = orjson.dumps(generate_params(base)).decode()
-        for _ in range(rounds):
-            for name, tree in trees.items():
+        for r in range(rounds):
+            order = list(trees.items())
+            for name, tree in order if r % 2 == 0 else order[::-1]:  # each goes first in turn
                 root = str(Path(tree).resolve())
                 env = dict(os.environ, AIMUX_PYTHONPATH=":".join([root, *site]), AIMUX_LIB=lib)
                 out = subprocess.run(

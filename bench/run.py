@@ -1054,8 +1054,9 @@ def render(d: dict[str, Any]) -> str:
              f"{d['rounds']} rounds per figure; each figure is the median of the rounds and every "
              "ratio is against a baseline measured in the same run, interleaved round by round.")
     L.append("")
-    L.append("The aims are judged on the medians; the best-round columns are there to read the "
-             "medians against the machine's load (other jobs share its 2 cores).")
+    L.append("The aims are judged on the medians (the stream aims also on the paired ratio: met "
+             "only when both are); the best-round columns are there to read the medians against "
+             "the machine's load (other jobs share its 2 cores).")
     L.append("")
     L.append("Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".")
     L.append("")

@@ -25,8 +25,16 @@ from helpers import ROOT
 
 pytestmark = pytest.mark.timeout(300)
 
-#: host runs per case: ``running`` shows the defect (see the module docstring)
-RUNS = {"running": 16, "finished": 4, "blocked": 2}
+#: host runs per case, with every stream on the loop ("0": ``running`` shows the defect, see
+#: the module docstring) and with reader threads ("8", the default: as a host sees it on them)
+RUNS = {
+    ("running", "0"): 16,
+    ("finished", "0"): 4,
+    ("blocked", "0"): 2,
+    ("running", "8"): 2,
+    ("finished", "8"): 2,
+    ("blocked", "8"): 2,
+}
 
 HOST = textwrap.dedent("""
     import atexit, ctypes, sys, threading, urllib.parse, urllib.request
@@ -118,8 +126,9 @@ HOST = textwrap.dedent("""
         stream = dispatch._streams[big]
 
         def waits_for_room():
-            "the big stream's producer waits for room"
-            return stream._space is not None
+            "the big stream's producer waits for room (on the loop, on its reader thread)"
+            return getattr(stream, "_space", None) is not None or getattr(
+                stream, "waits_for_room", False)
 
         until(waits_for_room)
         spec = "mode=chunks;n=10;hold=exit-" + run
@@ -154,23 +163,26 @@ HOST = textwrap.dedent("""
 """)
 
 
-def _host(server: FaultServer, case: str, run: int) -> subprocess.CompletedProcess[bytes]:
+def _host(
+    server: FaultServer, case: str, run: str, reader_threads: str
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-c", f"ROOT = {str(ROOT)!r}\n" + HOST, case, server.base_url, str(run)],
+        [sys.executable, "-c", f"ROOT = {str(ROOT)!r}\n" + HOST, case, server.base_url, run],
         capture_output=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_READER_THREADS": "0"},
+        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_READER_THREADS": reader_threads},
         check=False,
     )
 
 
-@pytest.mark.parametrize("case", sorted(RUNS))
+@pytest.mark.parametrize(("case", "reader_threads"), sorted(RUNS))
 def test_a_python_host_exits_cleanly_whatever_its_loop_streams_do(
-    server: FaultServer, case: str
+    server: FaultServer, case: str, reader_threads: str
 ) -> None:
     outcomes = []
-    for run in range(RUNS[case]):
-        proc = _host(server, case, run)
+    runs = RUNS[case, reader_threads]
+    for run in range(runs):
+        proc = _host(server, case, f"{reader_threads}-{run}", reader_threads)
         outcomes.append(proc.returncode)
         if proc.returncode != 0:
             continue
@@ -186,4 +198,4 @@ def test_a_python_host_exits_cleanly_whatever_its_loop_streams_do(
                 "big": True,
             }, proc.stderr.decode()[-3000:]
         assert not proc.stderr, proc.stderr.decode()[-3000:]
-    assert outcomes == [0] * RUNS[case], f"exit codes of the {RUNS[case]} hosts: {outcomes}"
+    assert outcomes == [0] * runs, f"exit codes of the {runs} hosts: {outcomes}"

@@ -127,15 +127,20 @@ function freeStream(state) {
  * The stream's events one by one, from the batches `streamBatches` yields: an
  * event of the batch in hand is answered at once (no generator step per
  * event); the generator runs for the next batch, the end, an abort and every
- * error, and return()/throw() go to it (its cleanup frees the stream).
+ * error, and return()/throw() go to it (its cleanup frees the stream). Calls
+ * are answered in the order they were made, as an async generator answers
+ * them: one made while an earlier one is unanswered runs after it.
  */
 class EventIterator {
+  #batches;
+  #signal;
+  #batch = null;
+  #at = 0;
+  #tail = null; // the last call not answered yet: later calls run after it
+
   constructor(batches, signal) {
-    this.batches = batches;
-    this.signal = signal;
-    this.batch = null;
-    this.at = 0;
-    this.pending = null; // the generator step in progress: later calls queue behind it
+    this.#batches = batches;
+    this.#signal = signal;
   }
 
   [Symbol.asyncIterator]() {
@@ -143,43 +148,67 @@ class EventIterator {
   }
 
   next() {
-    if (this.pending !== null) return this.queue(() => this.next());
-    const batch = this.batch;
-    if (batch !== null && this.at < batch.length && !this.signal?.aborted) {
-      return Promise.resolve({ value: batch[this.at++], done: false });
+    if (this.#tail === null) {
+      const event = this.#take();
+      if (event !== undefined) return Promise.resolve(event);
     }
-    this.batch = null;
-    return this.step(this.batches.next(), (r) => {
-      if (r.done) return r;
-      this.batch = r.value;
-      this.at = 1;
-      return { value: r.value[0], done: false };
+    return this.#after(() => {
+      const event = this.#take();
+      if (event !== undefined) return event;
+      this.#batch = null;
+      return this.#batches.next().then((r) => {
+        if (r.done) return r;
+        this.#batch = r.value;
+        this.#at = 1;
+        return { value: r.value[0], done: false };
+      });
     });
   }
 
   return(value) {
-    if (this.pending !== null) return this.queue(() => this.return(value));
-    this.batch = null;
-    return this.step(this.batches.return(value), (r) => r);
+    return this.#after(() => {
+      this.#batch = null;
+      return this.#batches.return(value);
+    });
   }
 
   throw(error) {
-    if (this.pending !== null) return this.queue(() => this.throw(error));
-    this.batch = null;
-    return this.step(this.batches.throw(error), (r) => r);
+    return this.#after(() => {
+      this.#batch = null;
+      return this.#batches.throw(error);
+    });
   }
 
-  step(promise, then) {
-    const p = promise.then(then).finally(() => {
-      if (this.pending === p) this.pending = null;
-    });
-    this.pending = p;
+  /** The next event of the batch in hand as a result, or undefined (none, or aborted). */
+  #take() {
+    const batch = this.#batch;
+    if (batch === null || this.#at >= batch.length || this.#signal?.aborted) return undefined;
+    return { value: batch[this.#at++], done: false };
+  }
+
+  /** Runs `call` once every earlier call is answered (now, when none is waiting). */
+  #after(call) {
+    const before = this.#tail;
+    const p = before === null ? invoke(call) : before.then(call, call);
+    this.#tail = p;
+    const settle = () => {
+      if (this.#tail === p) this.#tail = null;
+    };
+    p.then(settle, settle);
     return p;
   }
+}
 
-  queue(call) {
-    const after = this.pending.then(call, call);
-    return after;
+// An AsyncGenerator to everything that looks at its prototype (its tag, and what newer Node
+// versions add there, such as Symbol.asyncDispose, which calls return()); next, return and throw
+// are its own.
+Object.setPrototypeOf(EventIterator.prototype, Object.getPrototypeOf(async function* () {}).prototype);
+
+function invoke(call) {
+  try {
+    return Promise.resolve(call());
+  } catch (e) {
+    return Promise.reject(e);
   }
 }
 

@@ -104,6 +104,19 @@ test('next() called 600 times at once answers every event once, in order, then d
   assert.ok(results.slice(501).every((r) => r.done && r.value === undefined));
 });
 
+test('a next() made when an earlier one settles comes after the calls already waiting', async () => {
+  // as an async generator answers them: in the order the calls were made
+  const it = stream('stream_text', params('mode=ok;text=abcdef;parts=6'));
+  const a = it.next();
+  const c = a.then(() => it.next()); // made when a settles: after b, which is waiting then
+  const b = it.next();
+  const order = [];
+  await Promise.all([a, b, c].map((p, i) => p.then((r) => order.push([i, r.value.text]))));
+  assert.deepEqual(order.sort(), [[0, 'a'], [1, 'b'], [2, 'c']]);
+  assert.equal(Object.prototype.toString.call(it), '[object AsyncGenerator]');
+  await it.return();
+});
+
 test('an abort between two events of one batch throws at the next event', async () => {
   // one write of 50 deltas: the first next() brings them in one batch
   const controller = new AbortController();
