@@ -24,7 +24,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from . import dispatch, guest
 from .ops.registry import EventBatch, StreamContext
@@ -278,21 +278,33 @@ def open_here(op: str | bytes | None, params_json: bytes | str | None, native: b
     """``dispatch.open_stream`` for a stream read on its caller's thread: its handle once the
     first event is in; raises the op's failure before it. ``native``: read through the C ABI
     (``NativeCallerStream``, when libaimux runs this core)."""
+    kind = NativeCallerStream if native and dispatch._native is not None else CallerStream
+    stream, events = _register(kind, op, params_json)
+    try:
+        stream.open(events)
+    except BaseException:
+        dispatch.stream_free(stream.handle)
+        raise
+    return stream.handle
+
+
+_S = TypeVar("_S", bound=CallerStream)
+
+
+def _register(
+    kind: type[_S], op: str | bytes | None, params_json: bytes | str | None
+) -> tuple[_S, Callable[[], Iterator[Any]]]:
+    """A new ``kind`` stream of ``op`` in the handle registry, and its op's events (not started
+    yet); raises what the op's name and params raise, before anything is registered."""
     spec = dispatch._resolve(op, "stream")
     params = dispatch._validate(spec, params_json)
     ctx = StreamContext(batches=True)
-    kind = NativeCallerStream if native and dispatch._native is not None else CallerStream
     with dispatch._streams_lock:
         handle = next(dispatch._handles)
         stream = kind(handle, ctx)
         dispatch._streams[handle] = stream
     dispatch._start_reaper()
-    try:
-        stream.open(lambda: iter(spec.handler(params, ctx)))
-    except BaseException:
-        dispatch.stream_free(handle)
-        raise
-    return handle
+    return stream, lambda: iter(spec.handler(params, ctx))
 
 
 def stream_here_json(
@@ -487,11 +499,15 @@ class NativeCallerStream(CallerStream):
                 self._room.notify_all()
 
     def _on_cancel(self) -> None:
+        self._cancel_c()
+        super()._on_cancel()
+
+    def _cancel_c(self) -> None:
+        """The C side of a cancel: C reads end at once, a pump waiting for room goes on."""
         if self._q is not None:
-            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_CANCEL)  # C reads end at once
+            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_CANCEL)
         with self._room:
             self._room.notify_all()
-        super()._on_cancel()
 
     # -- consumers (any thread) ---------------------------------------------------------------
 
@@ -646,7 +662,6 @@ class EventThreadStream(NativeCallerStream):
             try:
                 self.open(events)
             except BaseException as exc:  # noqa: BLE001 - the open's failure: a read reports it
-                self._ended = True
                 if not self.ctx.cancelled.is_set():
                     self._open_exc = exc
                 with self._room:
@@ -681,10 +696,7 @@ class EventThreadStream(NativeCallerStream):
         self._notifier.mark(self.handle)
 
     def _cancel_c(self) -> None:
-        if self._q is not None:
-            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_CANCEL)  # C reads end at once
-        with self._room:
-            self._room.notify_all()
+        super()._cancel_c()  # and the host hears it
         if dispatch._streams.get(self.handle) is self:  # (a free cancels too: nobody polls)
             self._notifier.mark(self.handle)
 
@@ -755,19 +767,12 @@ def start_on_thread(op: str | bytes | None, params_json: bytes | str | None) -> 
         return None
     started = False
     try:
-        spec = dispatch._resolve(op, "stream")
-        params = dispatch._validate(spec, params_json)
-        ctx = StreamContext(batches=True)
-        with dispatch._streams_lock:
-            handle = next(dispatch._handles)
-            stream = EventThreadStream(handle, ctx)
-            dispatch._streams[handle] = stream
-        dispatch._start_reaper()
-        started = stream.start(lambda: iter(spec.handler(params, ctx)))
+        stream, events = _register(EventThreadStream, op, params_json)
+        started = stream.start(events)
         if not started:
-            dispatch.stream_free(handle)
+            dispatch.stream_free(stream.handle)
             return None
-        return handle
+        return stream.handle
     finally:
         if not started:
             _release_slot()

@@ -1276,15 +1276,11 @@ def stop_loop_at_exit() -> None:
     Nothing happens in a process whose streams never used the loop or a reader thread."""
     streams = list(_streams.values())
     readers: list[Any] = [s for s in streams if getattr(s, "_pump_thread", None) is not None]
-    for stream in readers:
-        if not stream._ended:
+    for stream in streams:  # the producers still running: on the loop, on reader threads
+        if (isinstance(stream, _Stream) or stream in readers) and not stream._ended:
             stream.ctx.cancel()
     deadline = time.monotonic() + _EXIT_WAIT_S
     if "aimux_ops.aio" in sys.modules:
-        on_loop = [s for s in streams if isinstance(s, _Stream)]
-        for stream in on_loop:
-            if not stream._ended:
-                stream.ctx.cancel()
         aio.stop(_EXIT_WAIT_S)
         for left in list(_streams.values()):
             if isinstance(left, _Stream) and not left._stopped_flag:
