@@ -62,13 +62,21 @@ static PyObject *g_retryable;        /* the AimuxError.retryable property */
 static PyObject *g_retry_after_ms;   /* the AimuxError.retry_after_ms property */
 static PyObject *g_own_retryable;    /* AimuxError._own_retryable (the function) */
 static PyObject *g_own_retry_after;  /* AimuxError._own_retry_after_ms (the function) */
+static PyObject *g_envelope_globals; /* aimux_ops.envelope's module dict (its _last) */
+static Py_ssize_t g_envelope_max;    /* envelope.ENVELOPE_MAX_BYTES */
+/* APICallError's hooks, answered here when nothing of theirs was replaced (root_hook). */
+static PyObject *g_api_own_retryable;   /* APICallError._own_retryable (the function) */
+static PyObject *g_api_own_retry_after; /* APICallError._own_retry_after_ms (the function) */
+static PyObject *g_api_is_retryable;    /* APICallError.is_retryable (the property) */
+static PyObject *g_api_headers;         /* APICallError.response_headers (the property) */
+static PyObject *g_parse_retry_after;   /* errors.aimux._parse_retry_after_ms (the function) */
 
 /* Interned names. */
 static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_truncated, *s_type,
     *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_own_retryable, *s_own_retry_after,
     *s_wire_root, *s_getattribute, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields,
     *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name,
-    *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args;
+    *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args, *s_last, *s_is_retryable, *s_response_headers, *s_parse_retry_after;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -730,6 +738,50 @@ static int after_in_range(PyObject *after)
     return overflow == 0 && v >= 0 && v <= g_retry_after_max;
 }
 
+/* APICallError's own hooks, answered without running them when the error's class finds them
+ * (not replaced by a subclass or the instance) and finds APICallError's own properties of the
+ * fields they read: _own_retryable is ``self.is_retryable`` (the field's value: ``_values.get``),
+ * _own_retry_after_ms is ``_parse_retry_after_ms(self.response_headers)`` (the module's function
+ * still), which answers None for no headers (None, an empty dict) before anything else; other
+ * headers run the method. 1 with *out (new reference), 0 not answered here, -1 an error set. */
+static int api_hook(PyObject *err, PyObject *own_name, PyObject **out)
+{
+    int retryable = own_name == s_own_retryable;
+    PyObject *function = retryable ? g_api_own_retryable : g_api_own_retry_after;
+    PyObject *field = retryable ? s_is_retryable : s_response_headers;
+    if (function == NULL) return 0;
+    int is = is_class_function(err, own_name, function);
+    if (is <= 0) return is;
+    /* a property is a data descriptor: the instance's __dict__ cannot shadow it */
+    if (_PyType_Lookup(Py_TYPE(err), field) != (retryable ? g_api_is_retryable : g_api_headers))
+        return 0;
+    if (!retryable) {
+        PyObject *parse =
+            PyDict_GetItemWithError(PyFunction_GET_GLOBALS(function), s_parse_retry_after);
+        if (parse != g_parse_retry_after) return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *values = get_attr(err, s_values);
+    if (values == NULL) return -1;
+    int rc = 0;
+    if (PyDict_CheckExact(values)) {
+        PyObject *v = Py_XNewRef(PyDict_GetItemWithError(values, field));
+        if (v == NULL && PyErr_Occurred()) {
+            rc = -1;
+        } else if (retryable) {
+            *out = v != NULL ? v : Py_NewRef(Py_None);
+            rc = 1;
+        } else if (v == NULL || v == Py_None || (PyDict_CheckExact(v) && PyDict_GET_SIZE(v) == 0)) {
+            Py_XDECREF(v);
+            *out = Py_NewRef(Py_None);
+            rc = 1;
+        } else {
+            Py_DECREF(v);
+        }
+    }
+    Py_DECREF(values);
+    return rc;
+}
+
 /* One of the root's hooks, as AimuxError's property answers it (``wire[i] if wire is not None
  * else self._own_...()``) when the class keeps that property: the error's own method called
  * directly (its base version's answer, `base`, without running it); the property otherwise. New
@@ -741,6 +793,10 @@ static PyObject *root_hook(PyObject *err, int keeps, PyObject *wire, PyObject *p
     int base_own = is_class_function(err, own_name, own_base);
     if (base_own < 0) return NULL;
     if (base_own) return Py_NewRef(base);
+    PyObject *answer = NULL;
+    int api = api_hook(err, own_name, &answer);
+    if (api < 0) return NULL;
+    if (api) return answer;
     PyObject *method = PyObject_GetAttr(err, own_name);
     if (method == NULL) return NULL;
     if (PyMethod_Check(method) && PyMethod_GET_FUNCTION(method) == own_base &&
@@ -925,6 +981,50 @@ static PyObject *cproject_root(PyObject *module, PyObject *err)
     }
     if (rc == FALLBACK) return Py_NewRef(Py_None);
     return root;
+}
+
+/* envelope._project(exc) for an AimuxError whose chain the walk handles: the envelope bytes,
+ * with envelope._last set to (bytes, root) as _project sets it. None: not tried (not an
+ * AimuxError: wrapped by Python). False: walked, and the walk left the chain to Python
+ * (_project then runs the Python projection without walking again: the hooks run as often as
+ * before). The root dict: its envelope is over ENVELOPE_MAX_BYTES (the tighter limits are
+ * Python's). An error of orjson.dumps propagates (_project answers it as it always did). */
+static PyObject *cproject_project(PyObject *module, PyObject *exc)
+{
+    (void)module;
+    if (!ready()) return NULL;
+    if (!PyExceptionInstance_Check(exc)) return Py_NewRef(Py_None);
+    int is = PyObject_IsInstance(exc, g_aimux_error);
+    if (is <= 0) return is < 0 && settle() == ERR ? NULL : Py_NewRef(Py_None);
+    Ctx ctx;
+    ctx.secrets = read_secrets();
+    if (ctx.secrets == NULL) return settle() == ERR ? NULL : Py_NewRef(Py_None);
+    PyObject *root = NULL;
+    int rc = project_root(&ctx, exc, &root);
+    Py_DECREF(ctx.secrets);
+    if (rc == ERR) {
+        if (settle() == ERR) return NULL;
+        rc = FALLBACK;
+    }
+    if (rc == FALLBACK) return Py_NewRef(Py_False);
+    PyObject *data = PyObject_CallOneArg(g_dumps, root);
+    if (data == NULL) {
+        Py_DECREF(root);
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(data) || PyBytes_GET_SIZE(data) > g_envelope_max) {
+        Py_DECREF(data);
+        return root;
+    }
+    PyObject *last = PyTuple_Pack(2, data, root);
+    Py_DECREF(root);
+    if (last == NULL || PyDict_SetItem(g_envelope_globals, s_last, last) < 0) {
+        Py_XDECREF(last);
+        Py_DECREF(data);
+        return NULL;
+    }
+    Py_DECREF(last);
+    return data;
 }
 
 /* -- chain() --------------------------------------------------------------------------------- */
@@ -1221,27 +1321,40 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
                             "own_retryable",
                             "own_retry_after_ms",
                             "retry_after_max",
+                            "envelope_globals",
+                            "envelope_max_bytes",
+                            "api_own_retryable",
+                            "api_own_retry_after_ms",
+                            "api_is_retryable",
+                            "api_response_headers",
+                            "parse_retry_after_ms",
                             NULL};
-    PyObject *v[15];
+    PyObject *v[21];
     long long after_max;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOOL", names, &v[0], &v[1], &v[2],
-                                     &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
-                                     &v[11], &v[12], &v[13], &v[14], &after_max))
+    Py_ssize_t envelope_max;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOOLOnOOOOO", names, &v[0], &v[1],
+                                     &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
+                                     &v[11], &v[12], &v[13], &v[14], &after_max, &v[15],
+                                     &envelope_max, &v[16], &v[17], &v[18], &v[19], &v[20]))
         return NULL;
     if (!PyType_Check(v[0]) || !PyType_Check(v[1]) || !PyType_Check(v[2]) || !PyType_Check(v[10]) ||
-        !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type)) {
+        !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type) || !PyDict_CheckExact(v[15]) ||
+        !PyFunction_Check(v[16]) || !PyFunction_Check(v[17]) || !PyFunction_Check(v[20])) {
         PyErr_SetString(PyExc_TypeError, "setup(): unexpected arguments");
         return NULL;
     }
     PyObject **slots[] = {
         &g_aimux_error, &g_retry_error, &g_source_error,   &g_payload_fields,   &g_cause_children,
         &g_redact,      &g_scrub_text,  &g_scrub_message,  &g_is_secret_header, &g_dumps,
-        &g_link,        &g_retryable,   &g_retry_after_ms, &g_own_retryable,    &g_own_retry_after};
+        &g_link,        &g_retryable,   &g_retry_after_ms, &g_own_retryable,    &g_own_retry_after,
+        &g_envelope_globals, &g_api_own_retryable, &g_api_own_retry_after, &g_api_is_retryable,
+        &g_api_headers, &g_parse_retry_after};
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
     /* AimuxError has a Python __getattr__: its tp_getattro is the hook every such class has */
     hook_getattro = ((PyTypeObject *)g_aimux_error)->tp_getattro;
     g_retry_after_max = after_max;
+    g_envelope_max = envelope_max;
     /* static types, never freed: borrowed for the life of the process */
     object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute);
     exception_getattribute = _PyType_Lookup((PyTypeObject *)PyExc_BaseException, s_getattribute);
@@ -1255,6 +1368,11 @@ PyDoc_STRVAR(root_doc,
              "root(err) -> dict | None\n\n"
              "envelope._root(err, DEFAULT_LIMITS) of an AimuxError, or None when any node of its\n"
              "chain needs the Python projection.");
+PyDoc_STRVAR(project_doc,
+             "project(exc) -> bytes | dict | bool | None\n\n"
+             "envelope._project(exc) of an AimuxError the walk handles (envelope._last set); None:\n"
+             "not tried; False: walked, left to Python; a dict: the root of an envelope over the\n"
+             "limit.");
 PyDoc_STRVAR(chain_doc,
              "chain(root, envelope_json) -> ((retryable, retryAfterMs), links) | None\n\n"
              "envelope.chain_links of nodes this process just projected, or None (Python's).");
@@ -1266,6 +1384,7 @@ PyDoc_STRVAR(setup_doc, "setup(*, ...): the Python objects the projection uses (
 
 static PyMethodDef methods[] = {
     {"root", (PyCFunction)cproject_root, METH_O, root_doc},
+    {"project", (PyCFunction)cproject_project, METH_O, project_doc},
     {"chain", (PyCFunction)(void (*)(void))cproject_chain, METH_FASTCALL, chain_doc},
     {"packed", (PyCFunction)(void (*)(void))cproject_packed, METH_FASTCALL, packed_doc},
     {"setup", (PyCFunction)(void (*)(void))cproject_setup, METH_VARARGS | METH_KEYWORDS, setup_doc},
@@ -1317,6 +1436,10 @@ static int intern_all(void)
         {&s_dunder_context, "__context__"},
         {&s_dunder_suppress, "__suppress_context__"},
         {&s_args, "args"},
+        {&s_last, "_last"},
+        {&s_is_retryable, "is_retryable"},
+        {&s_response_headers, "response_headers"},
+        {&s_parse_retry_after, "_parse_retry_after_ms"},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (*names[i].slot == NULL) {
