@@ -1051,14 +1051,46 @@ static PyObject *dict_get(PyObject *d, PyObject *key)
     return Py_XNewRef(PyDict_GetItemWithError(d, key));
 }
 
+/* One link of a walked chain: its code and texts as read from the nodes (each held). */
+typedef struct {
+    long code;
+    PyObject *kind;    /* an exact str (an aimux node's kind), or NULL: "source" */
+    PyObject *name;    /* an exact str (error.name / type), or NULL: none */
+    PyObject *message; /* an exact str */
+    PyObject *json;    /* bytes: the envelope itself for the root, orjson.dumps(node) below */
+} LinkRec;
+
+/* envelope.chain_links' answer before it is turned into objects: the root's own fields and the
+ * links, root first. */
+typedef struct {
+    int retryable;
+    PyObject *after; /* an int in range, or None */
+    Py_ssize_t n;
+    LinkRec links[LINKS_MAX];
+} Walk;
+
+static void walk_clear(Walk *w)
+{
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        Py_XDECREF(w->links[i].kind);
+        Py_XDECREF(w->links[i].name);
+        Py_XDECREF(w->links[i].message);
+        Py_XDECREF(w->links[i].json);
+    }
+    w->n = 0;
+    Py_CLEAR(w->after);
+}
+
 /* envelope.chain_links of the nodes this process just projected (check_root, root_fields and
- * _links_of_nodes): FALLBACK for a root without a code in 1..2**31-1 or an AI_RetryError link
- * without a cause (its attempts), or any member of an unexpected type. Every value read from the
- * caller's dicts is held (strong) while in use: an allocation or orjson.dumps may run a
- * finalizer that changes those dicts. */
-static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
+ * _links_of_nodes), into *w (walk_clear it whatever the answer): FALLBACK for a root without a
+ * code in 1..2**31-1 or an AI_RetryError link without a cause (its attempts), or any member of
+ * an unexpected type. Every value read from the caller's dicts is held (strong) while in use: an
+ * allocation or orjson.dumps may run a finalizer that changes those dicts. */
+static int walk_links(PyObject *root, PyObject *envelope, Walk *w)
 {
     int rc = OK;
+    w->n = 0;
+    w->after = NULL;
     PyObject *kind = dict_get(root, s_kind);
     PyObject *code = kind ? dict_get(root, s_code) : NULL;
     if (code == NULL || !PyUnicode_CheckExact(kind) || !PyLong_CheckExact(code)) {
@@ -1074,41 +1106,35 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
     Py_XDECREF(code);
     if (rc != OK) return rc;
     PyObject *retryable = dict_get(root, s_retryable);
-    int retryable_true = retryable == Py_True;
+    w->retryable = retryable == Py_True;
     Py_XDECREF(retryable);
     PyObject *after = dict_get(root, s_retryAfterMs);
     if (PyErr_Occurred()) {
         Py_XDECREF(after);
         return ERR;
     }
-    PyObject *after_out = Py_NewRef(Py_None);
+    w->after = Py_NewRef(Py_None);
     if (after != NULL) {
         if (!PyLong_CheckExact(after)) {
             Py_DECREF(after);
-            Py_DECREF(after_out);
             return FALLBACK;
         }
         if (after_in_range(after))
-            Py_SETREF(after_out, after);
+            Py_SETREF(w->after, after);
         else
             Py_DECREF(after);
     }
-    PyObject *links = PyList_New(0);
-    if (links == NULL) {
-        Py_DECREF(after_out);
-        return ERR;
-    }
     PyObject *node = Py_NewRef(root);
-    while (node != NULL && PyDict_Check(node) && PyList_GET_SIZE(links) < LINKS_MAX) {
+    while (node != NULL && PyDict_Check(node) && w->n < LINKS_MAX) {
         if (!PyDict_CheckExact(node)) {
             rc = FALLBACK;
             break;
         }
-        int first = PyList_GET_SIZE(links) == 0;
+        int first = w->n == 0;
+        LinkRec rec = {0, NULL, NULL, NULL, NULL};
         PyObject *nkind = dict_get(node, s_kind);
         PyObject *next = nkind || !PyErr_Occurred() ? dict_get(node, s_cause) : NULL;
-        PyObject *ncode = NULL, *kind_bytes = NULL, *name = NULL, *error = NULL, *message = NULL;
-        PyObject *name_bytes = NULL, *message_bytes = NULL, *json = NULL, *link = NULL;
+        PyObject *ncode = NULL, *name = NULL, *error = NULL;
         do {
             if (PyErr_Occurred()) {
                 rc = ERR;
@@ -1155,11 +1181,11 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
                     rc = FALLBACK; /* the attempts are the chain: Python's walk */
                     break;
                 }
-                kind_bytes = utf8(nkind);
+                rec.code = nc;
+                rec.kind = Py_NewRef(nkind);
             } else {
-                ncode = PyLong_FromLong(0);
-                kind_bytes = ncode ? PyBytes_FromString("source") : NULL;
-                name = kind_bytes ? dict_get(node, s_type) : NULL;
+                rec.code = 0;
+                name = dict_get(node, s_type);
                 if (PyErr_Occurred()) {
                     rc = ERR;
                     break;
@@ -1169,34 +1195,24 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
                     break;
                 }
             }
-            if (kind_bytes == NULL) {
-                rc = ERR;
-                break;
-            }
-            message = dict_get(node, s_message);
-            if (message == NULL || !PyUnicode_CheckExact(message)) {
+            rec.message = dict_get(node, s_message);
+            if (rec.message == NULL || !PyUnicode_CheckExact(rec.message)) {
                 rc = PyErr_Occurred() ? ERR : FALLBACK;
                 break;
             }
-            name_bytes =
-                name != NULL && PyUnicode_CheckExact(name) ? utf8(name) : Py_NewRef(Py_None);
-            message_bytes = name_bytes ? utf8(message) : NULL;
-            json = message_bytes == NULL ? NULL
-                   : first               ? Py_NewRef(envelope)
-                                         : PyObject_CallOneArg(g_dumps, node);
-            link = json ? make_link(ncode, kind_bytes, name_bytes, message_bytes, json) : NULL;
-            if (link == NULL || PyList_Append(links, link) < 0) rc = ERR;
+            if (name != NULL && PyUnicode_CheckExact(name)) rec.name = Py_NewRef(name);
+            rec.json = first ? Py_NewRef(envelope) : PyObject_CallOneArg(g_dumps, node);
+            if (rec.json == NULL) {
+                rc = ERR;
+            } else if (!PyBytes_CheckExact(rec.json)) {
+                rc = FALLBACK;
+            }
         } while (0);
         Py_XDECREF(nkind);
         Py_XDECREF(ncode);
-        Py_XDECREF(kind_bytes);
         Py_XDECREF(error);
         Py_XDECREF(name);
-        Py_XDECREF(message);
-        Py_XDECREF(name_bytes);
-        Py_XDECREF(message_bytes);
-        Py_XDECREF(json);
-        Py_XDECREF(link);
+        w->links[w->n++] = rec; /* cleared by walk_clear, whole or not */
         if (rc != OK) {
             Py_XDECREF(next);
             break;
@@ -1204,13 +1220,60 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
         Py_SETREF(node, next);
     }
     Py_XDECREF(node);
-    if (rc == OK) {
-        *out = Py_BuildValue("((ON)N)", retryable_true ? Py_True : Py_False, after_out, links);
-        return *out == NULL ? ERR : OK;
-    }
-    Py_DECREF(after_out);
-    Py_DECREF(links);
     return rc;
+}
+
+/* The UTF-8 bytes of a link's text as envelope.chain_links writes them (errors "replace"); an
+ * ASCII str is read in place (*data, *size), anything else is encoded into *held (new ref). */
+static int text_bytes(PyObject *s, const char **data, Py_ssize_t *size, PyObject **held)
+{
+    *held = NULL;
+    if (PyUnicode_IS_ASCII(s)) {
+        *data = ascii_data(s);
+        *size = PyUnicode_GET_LENGTH(s);
+        return 0;
+    }
+    *held = utf8(s);
+    if (*held == NULL) return -1;
+    *data = PyBytes_AS_STRING(*held);
+    *size = PyBytes_GET_SIZE(*held);
+    return 0;
+}
+
+static PyObject *bytes_of(PyObject *s)
+{
+    const char *data;
+    Py_ssize_t size;
+    PyObject *held;
+    if (text_bytes(s, &data, &size, &held) < 0) return NULL;
+    return held != NULL ? held : PyBytes_FromStringAndSize(data, size);
+}
+
+/* chain()'s answer: ((retryable, retryAfterMs), [Link, ...]). */
+static PyObject *walk_tuple(const Walk *w)
+{
+    PyObject *links = PyList_New(w->n);
+    if (links == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        const LinkRec *r = &w->links[i];
+        PyObject *code = PyLong_FromLong(r->code);
+        PyObject *kind = r->kind ? bytes_of(r->kind) : PyBytes_FromString("source");
+        PyObject *name = r->name ? bytes_of(r->name) : Py_NewRef(Py_None);
+        PyObject *message = bytes_of(r->message);
+        PyObject *link = code && kind && name && message
+                             ? make_link(code, kind, name, message, r->json)
+                             : NULL;
+        Py_XDECREF(code);
+        Py_XDECREF(kind);
+        Py_XDECREF(name);
+        Py_XDECREF(message);
+        if (link == NULL) {
+            Py_DECREF(links);
+            return NULL;
+        }
+        PyList_SET_ITEM(links, i, link);
+    }
+    return Py_BuildValue("((OO)N)", w->retryable ? Py_True : Py_False, w->after, links);
 }
 
 static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -1222,8 +1285,16 @@ static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssiz
     }
     if (!ready()) return NULL;
     if (!PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) return Py_NewRef(Py_None);
+    Walk *w = PyMem_Malloc(sizeof *w);
+    if (w == NULL) return PyErr_NoMemory();
     PyObject *out = NULL;
-    int rc = chain_links(args[0], args[1], &out);
+    int rc = walk_links(args[0], args[1], w);
+    if (rc == OK) {
+        out = walk_tuple(w);
+        if (out == NULL) rc = ERR;
+    }
+    walk_clear(w);
+    PyMem_Free(w);
     if (rc == ERR) {
         if (settle() == ERR) return NULL;
         rc = FALLBACK;
@@ -1242,62 +1313,109 @@ static void put_bytes(char **at, const void *data, size_t n)
 /* The buffer the shim's _aimux_err_unpack reads (native/src/aimux_embed.py _packed): the root's
  * retryable (uint8) and retryAfterMs (int64, -1 when absent), then per link its code (int32),
  * the lengths (uint32) of its kind, name (0xFFFFFFFF: none), message and JSON, and those bytes;
- * native byte order, no padding. */
-static PyObject *pack_walk(PyObject *walk)
+ * native byte order, no padding. Written from the walk's texts (ASCII ones in place), without
+ * the Links chain() builds. */
+static PyObject *pack_walk(const Walk *w)
 {
-    PyObject *fields = PyTuple_GET_ITEM(walk, 0), *links = PyTuple_GET_ITEM(walk, 1);
-    PyObject *after = PyTuple_GET_ITEM(fields, 1);
     int64_t after_ms = -1;
-    if (after != Py_None) {
+    if (w->after != Py_None) {
         int overflow = 0;
-        long long v = PyLong_AsLongLongAndOverflow(after, &overflow);
+        long long v = PyLong_AsLongLongAndOverflow(w->after, &overflow);
         if (v == -1 && PyErr_Occurred()) return NULL;
         after_ms = overflow ? -1 : (int64_t)v;
     }
-    Py_ssize_t n = PyList_GET_SIZE(links);
+    /* per link: kind, name, message, json as (data, size); encoded texts held */
+    typedef struct {
+        const char *data;
+        Py_ssize_t size; /* -1: none (a name) */
+    } Piece;
+    Py_ssize_t n = w->n;
+    Piece *pieces = PyMem_Malloc(sizeof(Piece) * 4 * (size_t)(n ? n : 1));
+    PyObject **held = PyMem_Calloc((size_t)(3 * (n ? n : 1)), sizeof(PyObject *));
+    PyObject *out = NULL;
+    if (pieces == NULL || held == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     size_t size = 9;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *link = PyList_GET_ITEM(links, i);
+        const LinkRec *r = &w->links[i];
+        Piece *p = &pieces[4 * i];
+        if (r->kind == NULL) {
+            p[0].data = "source";
+            p[0].size = 6;
+        } else if (text_bytes(r->kind, &p[0].data, &p[0].size, &held[3 * i]) < 0) {
+            goto done;
+        }
+        if (r->name == NULL) {
+            p[1].data = NULL;
+            p[1].size = -1;
+        } else if (text_bytes(r->name, &p[1].data, &p[1].size, &held[3 * i + 1]) < 0) {
+            goto done;
+        }
+        if (text_bytes(r->message, &p[2].data, &p[2].size, &held[3 * i + 2]) < 0) goto done;
+        p[3].data = PyBytes_AS_STRING(r->json);
+        p[3].size = PyBytes_GET_SIZE(r->json);
         size += 20;
-        for (int j = 1; j < 5; j++) {
-            PyObject *b = PyTuple_GET_ITEM(link, j);
-            if (b == Py_None) continue;
-            if ((size_t)PyBytes_GET_SIZE(b) >= 0xFFFFFFFFu) return Py_NewRef(Py_None);
-            size += (size_t)PyBytes_GET_SIZE(b);
+        for (int j = 0; j < 4; j++) {
+            if (p[j].size < 0) continue;
+            if ((size_t)p[j].size >= 0xFFFFFFFFu) {
+                out = Py_NewRef(Py_None);
+                goto done;
+            }
+            size += (size_t)p[j].size;
         }
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
-    if (out == NULL) return NULL;
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out == NULL) goto done;
     char *at = PyBytes_AS_STRING(out);
-    uint8_t retryable = PyTuple_GET_ITEM(fields, 0) == Py_True;
+    uint8_t retryable = (uint8_t)(w->retryable != 0);
     put_bytes(&at, &retryable, 1);
     put_bytes(&at, &after_ms, 8);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *link = PyList_GET_ITEM(links, i);
-        long code = PyLong_AsLong(PyTuple_GET_ITEM(link, 0)); /* 0..2**31-1: checked */
-        int32_t code32 = (int32_t)code;
+        const Piece *p = &pieces[4 * i];
+        int32_t code32 = (int32_t)w->links[i].code; /* 0..2**31-1: checked */
         put_bytes(&at, &code32, 4);
-        for (int j = 1; j < 5; j++) {
-            PyObject *b = PyTuple_GET_ITEM(link, j);
-            uint32_t len = b == Py_None ? 0xFFFFFFFFu : (uint32_t)PyBytes_GET_SIZE(b);
+        for (int j = 0; j < 4; j++) {
+            uint32_t len = p[j].size < 0 ? 0xFFFFFFFFu : (uint32_t)p[j].size;
             put_bytes(&at, &len, 4);
         }
-        for (int j = 1; j < 5; j++) {
-            PyObject *b = PyTuple_GET_ITEM(link, j);
-            if (b != Py_None) put_bytes(&at, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
-        }
+        for (int j = 0; j < 4; j++)
+            if (p[j].size >= 0) put_bytes(&at, p[j].data, (size_t)p[j].size);
     }
+done:
+    if (held != NULL) {
+        for (Py_ssize_t i = 0; i < 3 * n; i++) Py_XDECREF(held[i]);
+        PyMem_Free(held);
+    }
+    PyMem_Free(pieces);
     return out;
 }
 
 static PyObject *cproject_packed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *walk = cproject_chain(module, args, nargs);
-    if (walk == NULL || walk == Py_None) return walk;
-    PyObject *out = pack_walk(walk);
-    Py_DECREF(walk);
-    if (out == NULL && settle() != ERR) out = Py_NewRef(Py_None);
-    return out;
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "packed(root, envelope_json) takes two arguments");
+        return NULL;
+    }
+    if (!ready()) return NULL;
+    if (!PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) return Py_NewRef(Py_None);
+    Walk *w = PyMem_Malloc(sizeof *w);
+    if (w == NULL) return PyErr_NoMemory();
+    PyObject *out = NULL;
+    int rc = walk_links(args[0], args[1], w);
+    if (rc == OK) {
+        out = pack_walk(w);
+        if (out == NULL) rc = ERR;
+    }
+    walk_clear(w);
+    PyMem_Free(w);
+    if (rc == ERR) {
+        if (settle() == ERR) return NULL;
+        rc = FALLBACK;
+    }
+    return rc == OK ? out : Py_NewRef(Py_None);
 }
 
 /* -- setup() --------------------------------------------------------------------------------- */
