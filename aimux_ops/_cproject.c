@@ -118,29 +118,51 @@ static int has_word_ci(const char *s, Py_ssize_t n, const char *word, Py_ssize_t
     return 0;
 }
 
+/* Whether an anchor (see shaped_anchor) involves the byte at i: "sk-" / "key-" ending at a
+ * '-' there (the letters in any case), "bearer" in any case starting there, or, with `urls`,
+ * "://" starting there. */
+static int anchor_at(const char *s, Py_ssize_t n, Py_ssize_t i, int urls)
+{
+    char c = s[i];
+    if (c == '-') {
+        if (i >= 2 && (s[i - 1] | 0x20) == 'k' && (s[i - 2] == 's' || s[i - 2] == 'S')) return 1;
+        if (i >= 3 && (s[i - 1] | 0x20) == 'y' && (s[i - 2] | 0x20) == 'e' &&
+            (s[i - 3] | 0x20) == 'k')
+            return 1;
+        return 0;
+    }
+    if ((c | 0x20) == 'b') return i + 5 < n && has_word_ci(s + i + 1, 5, "earer", 5);
+    if (c == ':' && urls) return i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/';
+    return 0;
+}
+
 /* One pass over an ASCII text: 1 when it holds "sk-", "key-", "bearer" in any case
- * (redact._shaped_anchor; _PATTERN_RE ignores case), or, with `urls`, "://". */
+ * (redact._shaped_anchor; _PATTERN_RE ignores case), or, with `urls`, "://". Eight bytes at a
+ * time: a word holding no '-', no 'b' / 'B' and (with `urls`) no ':' holds no anchor's last byte
+ * of "sk-" / "key-" nor the first of "bearer" / "://"; any other word is looked at byte by byte.
+ * (For ASCII letters, c | 0x20 is exactly the lower case.) */
 static int shaped_anchor(const char *s, Py_ssize_t n, int urls)
 {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        switch (s[i]) {
-        case 's':
-        case 'S':
-            if (i + 2 < n && (s[i + 1] | 0x20) == 'k' && s[i + 2] == '-') return 1;
-            break;
-        case 'k':
-        case 'K':
-            if (i + 3 < n && has_word_ci(s + i + 1, 3, "ey-", 3)) return 1;
-            break;
-        case 'b':
-        case 'B':
-            if (i + 5 < n && has_word_ci(s + i + 1, 5, "earer", 5)) return 1;
-            break;
-        case ':':
-            if (urls && i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/') return 1;
-            break;
-        default: break;
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    const uint64_t dashes = ones * (uint64_t)'-', bees = ones * (uint64_t)'b';
+    const uint64_t colons = ones * (uint64_t)':', lower = ones * 0x20u;
+    for (Py_ssize_t i = 0; i < n; i += 8) {
+        Py_ssize_t len = n - i < 8 ? n - i : 8;
+        uint64_t x = 0; /* a last, shorter word is padded with NULs: none is a byte looked for */
+        if (len == 8)
+            memcpy(&x, s + i, 8);
+        else
+            memcpy(&x, s + i, (size_t)len);
+        uint64_t a = x ^ dashes, b = (x | lower) ^ bees;
+        /* a byte of zero in a, b or c: the classic test (exact for bytes below 0x80) */
+        uint64_t z = ((a - ones) & ~a) | ((b - ones) & ~b);
+        if (urls) {
+            uint64_t c = x ^ colons;
+            z |= (c - ones) & ~c;
         }
+        if ((z & highs) == 0) continue;
+        for (Py_ssize_t k = i; k < i + len; k++)
+            if (anchor_at(s, n, k, urls)) return 1;
     }
     return 0;
 }
