@@ -76,7 +76,7 @@ static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_tr
     *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_own_retryable, *s_own_retry_after,
     *s_wire_root, *s_getattribute, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields,
     *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name,
-    *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args, *s_last, *s_is_retryable, *s_response_headers, *s_parse_retry_after;
+    *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args, *s_last, *s_is_retryable, *s_class, *s_response_headers, *s_parse_retry_after;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -205,10 +205,118 @@ static int standard_lookup(PyTypeObject *t)
     return getattribute == object_getattribute || getattribute == exception_getattribute;
 }
 
+/* BaseException's own descriptors of the members the walk reads from the C struct (setup()). */
+static PyObject *d_cause, *d_context, *d_suppress_context, *d_args;
+static const struct {
+    PyObject **descr;
+    PyObject **name;
+} base_descrs[] = {
+    {&d_cause, &s_dunder_cause},
+    {&d_context, &s_dunder_context},
+    {&d_suppress_context, &s_dunder_suppress},
+    {&d_args, &s_args},
+};
+
+
+
+/* What the walk decides from an exception's class alone, kept per class while the class's
+ * version tag is the same: CPython gives a class a new tag after any change to it or to a base
+ * (PyType_Modified: an attribute set or deleted, __bases__, a slot), and never reuses a tag; its
+ * own method cache (_PyType_Lookup) relies on the same tag. The class is not held: an entry is
+ * matched by address and tag together. A class without a valid tag (tags run out) is computed
+ * every time. Read anew at every use (info_of), so a class changed in the middle of a walk (a
+ * finalizer) is seen changed at the next use, as the lookups it replaces would see it. */
+typedef struct {
+    PyTypeObject *type;
+    unsigned int tag;
+    unsigned char standard;       /* standard_lookup */
+    unsigned char members;        /* keeps_exception_members */
+    unsigned char own_class;      /* finds object's __class__: isinstance is the subclass test */
+    unsigned char aimux, retry, source; /* subclass of AimuxError, RetryError, SourceError */
+    unsigned char keeps_children; /* finds AimuxError.cause_children */
+    unsigned char keeps_fields;   /* finds AimuxError.payload_fields */
+    unsigned char keeps_props;    /* finds AimuxError's retryable and retry_after_ms */
+    unsigned char own_retryable;  /* finds _own_retryable: 1 AimuxError's, 2 APICallError's */
+    unsigned char own_after;      /* finds _own_retry_after_ms: the same */
+    unsigned char api_retryable;  /* finds APICallError.is_retryable (the property) */
+    unsigned char api_headers;    /* finds APICallError.response_headers (the property) */
+} TypeInfo;
+
+#define TYPE_INFO_SLOTS 64
+static TypeInfo type_infos[TYPE_INFO_SLOTS];
+static PyObject *object_class; /* object.__dict__["__class__"] */
+
+static int tag_valid(PyTypeObject *t)
+{
+    return PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG);
+}
+
+static unsigned char which_function(PyTypeObject *t, PyObject *name, PyObject *base, PyObject *api)
+{
+    PyObject *found = _PyType_Lookup(t, name);
+    return found == NULL ? 0 : found == base ? 1 : found == api ? 2 : 0;
+}
+
+static TypeInfo compute_info(PyTypeObject *t)
+{
+    TypeInfo info;
+    memset(&info, 0, sizeof info);
+    info.type = t;
+    info.standard = (unsigned char)standard_lookup(t); /* a lookup: assigns a tag if it can */
+    info.tag = t->tp_version_tag;
+    int members = 1;
+    for (size_t i = 0; i < sizeof base_descrs / sizeof *base_descrs; i++) {
+        PyObject *descr = *base_descrs[i].descr;
+        if (descr == NULL || _PyType_Lookup(t, *base_descrs[i].name) != descr) members = 0;
+    }
+    info.members = (unsigned char)members;
+    info.own_class = object_class != NULL && _PyType_Lookup(t, s_class) == object_class;
+    info.aimux = (unsigned char)PyType_IsSubtype(t, (PyTypeObject *)g_aimux_error);
+    info.retry = (unsigned char)PyType_IsSubtype(t, (PyTypeObject *)g_retry_error);
+    info.source = (unsigned char)PyType_IsSubtype(t, (PyTypeObject *)g_source_error);
+    info.keeps_children = _PyType_Lookup(t, s_cause_children) == g_cause_children;
+    info.keeps_fields = _PyType_Lookup(t, s_payload_fields) == g_payload_fields;
+    info.keeps_props = _PyType_Lookup(t, s_retryable) == g_retryable &&
+                       _PyType_Lookup(t, s_retry_after_ms) == g_retry_after_ms;
+    info.own_retryable = which_function(t, s_own_retryable, g_own_retryable, g_api_own_retryable);
+    info.own_after = which_function(t, s_own_retry_after, g_own_retry_after, g_api_own_retry_after);
+    info.api_retryable = g_api_is_retryable != NULL &&
+                         _PyType_Lookup(t, s_is_retryable) == g_api_is_retryable;
+    info.api_headers = g_api_headers != NULL &&
+                       _PyType_Lookup(t, s_response_headers) == g_api_headers;
+    return info;
+}
+
+/* The class's TypeInfo as it is now. */
+static TypeInfo info_of(PyTypeObject *t)
+{
+    TypeInfo *slot = &type_infos[((uintptr_t)t >> 6) % TYPE_INFO_SLOTS];
+    if (slot->type == t && tag_valid(t) && slot->tag == t->tp_version_tag) return *slot;
+    TypeInfo info = compute_info(t);
+    /* no allocation ran in between: kept only when the tag was valid throughout */
+    if (tag_valid(t) && t->tp_version_tag == info.tag) *slot = info;
+    return info;
+}
+
+/* isinstance(exc, cls) for one of the walk's classes (`sub`: its class is a subclass of cls):
+ * the subclass test is the answer when cls's metaclass is type and exc's class finds object's own
+ * __class__ through the standard lookup (then exc.__class__ is its type); otherwise the full
+ * PyObject_IsInstance (a __class__ of its own may claim another class). */
+static int is_instance(PyObject *exc, PyObject *cls, int which)
+{
+    if (!Py_IS_TYPE(cls, &PyType_Type)) return PyObject_IsInstance(exc, cls);
+    TypeInfo info = info_of(Py_TYPE(exc));
+    int sub = which == 0 ? info.aimux : which == 1 ? info.retry : info.source;
+    if (sub) return 1;
+    if (info.own_class && info.standard) return 0;
+    return PyObject_IsInstance(exc, cls);
+}
+enum { IS_AIMUX = 0, IS_RETRY = 1, IS_SOURCE = 2 };
+
 static PyObject *get_attr(PyObject *obj, PyObject *name)
 {
     PyTypeObject *t = Py_TYPE(obj);
-    if (!standard_lookup(t)) return PyObject_GetAttr(obj, name);
+    if (!info_of(t).standard) return PyObject_GetAttr(obj, name);
     /* held for the whole lookup, as PyObject_GenericGetAttr holds it: a colliding key's __eq__
      * in the instance dict may delete the class attribute */
     PyObject *descr = Py_XNewRef(_PyType_Lookup(t, name));
@@ -241,11 +349,14 @@ static int instance_has(PyObject *obj, PyObject *name)
     return rc;
 }
 
-/* Whether obj.<name> is the class's function `function` (not shadowed by the instance). */
-static int is_class_function(PyObject *obj, PyObject *name, PyObject *function)
+/* Whether err.<own hook> is the class's function of that kind (TypeInfo.own_retryable /
+ * own_after: 1 AimuxError's, 2 APICallError's), not shadowed by the instance. */
+static int is_own_hook(PyObject *err, PyObject *own_name, unsigned char kind)
 {
-    if (!standard_lookup(Py_TYPE(obj)) || _PyType_Lookup(Py_TYPE(obj), name) != function) return 0;
-    int has = instance_has(obj, name);
+    TypeInfo info = info_of(Py_TYPE(err));
+    unsigned char found = own_name == s_own_retryable ? info.own_retryable : info.own_after;
+    if (!info.standard || found != kind) return 0;
+    int has = instance_has(err, own_name);
     return has < 0 ? -1 : !has;
 }
 
@@ -430,41 +541,11 @@ static PyObject *field_value(const Ctx *ctx, PyObject *value, int *status)
 
 /* -- nodes ----------------------------------------------------------------------------------- */
 
-/* A borrowed class attribute is exactly `expected` (the base class's function). */
-static int class_keeps(PyObject *exc, PyObject *name, PyObject *expected)
-{
-    return _PyType_Lookup(Py_TYPE(exc), name) == expected;
-}
-
-/* BaseException's own descriptors of the members the walk reads from the C struct (setup()). */
-static PyObject *d_cause, *d_context, *d_suppress_context, *d_args;
-static const struct {
-    PyObject **descr;
-    PyObject **name;
-} base_descrs[] = {
-    {&d_cause, &s_dunder_cause},
-    {&d_context, &s_dunder_context},
-    {&d_suppress_context, &s_dunder_suppress},
-    {&d_args, &s_args},
-};
-
-/* Whether the exception's class finds BaseException's own __cause__, __context__,
- * __suppress_context__ and args (then the C struct's members are what Python reads); a class
- * overriding any of them (a property, a class attribute) is Python's. */
-static int keeps_exception_members(PyObject *exc)
-{
-    PyTypeObject *t = Py_TYPE(exc);
-    for (size_t i = 0; i < sizeof base_descrs / sizeof *base_descrs; i++) {
-        PyObject *descr = *base_descrs[i].descr;
-        if (descr == NULL || _PyType_Lookup(t, *base_descrs[i].name) != descr) return 0;
-    }
-    return 1;
-}
 
 /* node["error"] of an aimux node: {"name": ..., camelCase fields} (causes._plain_payload). */
 static int payload(const Ctx *ctx, PyObject *exc, PyObject *node)
 {
-    if (!class_keeps(exc, s_payload_fields, g_payload_fields)) return FALLBACK;
+    if (!info_of(Py_TYPE(exc)).keeps_fields) return FALLBACK;
     int rc = FALLBACK;
     PyObject *extra = NULL, *values = NULL, *wire = NULL, *name = NULL, *error = NULL;
     extra = get_attr(exc, s_extra);
@@ -540,9 +621,9 @@ static int put(PyObject *node, PyObject *key, PyObject *value)
 /* The members of an aimux node up to its error payload; *next = __cause__ (new ref or NULL). */
 static int aimux_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
 {
-    int rc = PyObject_IsInstance(exc, g_retry_error);
+    int rc = is_instance(exc, g_retry_error, IS_RETRY);
     if (rc != 0) return rc < 0 ? settle() : FALLBACK;
-    if (!class_keeps(exc, s_cause_children, g_cause_children)) return FALLBACK;
+    if (!info_of(Py_TYPE(exc)).keeps_children) return FALLBACK;
     /* an instance's own cause_children / payload_fields (set on the error) is Python's */
     rc = instance_has(exc, s_cause_children);
     if (rc == 0) rc = instance_has(exc, s_payload_fields);
@@ -705,7 +786,7 @@ static PyObject *next_link(PyObject *exc)
 static int source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
 {
     PyObject *raw, *type;
-    int rc = PyObject_IsInstance(exc, g_source_error);
+    int rc = is_instance(exc, g_source_error, IS_SOURCE);
     if (rc < 0) return settle();
     if (rc) {
         raw = get_attr(exc, s_message);
@@ -772,11 +853,11 @@ static int api_hook(PyObject *err, PyObject *own_name, PyObject **out)
     PyObject *function = retryable ? g_api_own_retryable : g_api_own_retry_after;
     PyObject *field = retryable ? s_is_retryable : s_response_headers;
     if (function == NULL) return 0;
-    int is = is_class_function(err, own_name, function);
+    int is = is_own_hook(err, own_name, 2);
     if (is <= 0) return is;
     /* a property is a data descriptor: the instance's __dict__ cannot shadow it */
-    if (_PyType_Lookup(Py_TYPE(err), field) != (retryable ? g_api_is_retryable : g_api_headers))
-        return 0;
+    TypeInfo info = info_of(Py_TYPE(err));
+    if (!(retryable ? info.api_retryable : info.api_headers)) return 0;
     if (!retryable) {
         PyObject *parse =
             PyDict_GetItemWithError(PyFunction_GET_GLOBALS(function), s_parse_retry_after);
@@ -812,7 +893,7 @@ static PyObject *root_hook(PyObject *err, int keeps, PyObject *wire, PyObject *p
                            PyObject *own_name, PyObject *own_base, PyObject *base)
 {
     if (!keeps || wire != Py_None) return PyObject_GetAttr(err, prop_name);
-    int base_own = is_class_function(err, own_name, own_base);
+    int base_own = is_own_hook(err, own_name, 1);
     if (base_own < 0) return NULL;
     if (base_own) return Py_NewRef(base);
     PyObject *answer = NULL;
@@ -834,9 +915,7 @@ static PyObject *root_hook(PyObject *err, int keeps, PyObject *wire, PyObject *p
 /* envelope._root's retryable and retryAfterMs members. */
 static int root_fields(PyObject *err, PyObject *root)
 {
-    PyTypeObject *t = Py_TYPE(err);
-    int keeps = _PyType_Lookup(t, s_retryable) == g_retryable &&
-                _PyType_Lookup(t, s_retry_after_ms) == g_retry_after_ms;
+    int keeps = info_of(Py_TYPE(err)).keeps_props;
     PyObject *wire = keeps ? get_attr(err, s_wire_root) : Py_NewRef(Py_None);
     if (wire == NULL) return settle();
     int rc = OK;
@@ -897,11 +976,14 @@ static int project_root(const Ctx *ctx, PyObject *err, PyObject **out)
     for (;;) {
         seen[nseen++] = exc; /* owned */
         PyObject *next = NULL;
-        if (!keeps_exception_members(exc)) {
+        /* the class finds BaseException's own __cause__, __context__, __suppress_context__
+         * and args (then the C struct's members are what Python reads); a class overriding any
+         * of them (a property, a class attribute) is Python's */
+        if (!info_of(Py_TYPE(exc)).members) {
             rc = FALLBACK;
             break;
         }
-        int is_aimux = PyObject_IsInstance(exc, g_aimux_error);
+        int is_aimux = is_instance(exc, g_aimux_error, IS_AIMUX);
         if (is_aimux < 0)
             rc = settle();
         else if (is_aimux)
@@ -1016,7 +1098,7 @@ static PyObject *cproject_project(PyObject *module, PyObject *exc)
     (void)module;
     if (!ready()) return NULL;
     if (!PyExceptionInstance_Check(exc)) return Py_NewRef(Py_None);
-    int is = PyObject_IsInstance(exc, g_aimux_error);
+    int is = is_instance(exc, g_aimux_error, IS_AIMUX);
     if (is <= 0) return is < 0 && settle() == ERR ? NULL : Py_NewRef(Py_None);
     Ctx ctx;
     ctx.secrets = read_secrets();
@@ -1497,6 +1579,8 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
     g_envelope_max = envelope_max;
     /* static types, never freed: borrowed for the life of the process */
     object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute);
+    object_class = _PyType_Lookup(&PyBaseObject_Type, s_class);
+    memset(type_infos, 0, sizeof type_infos); /* computed against the objects set up before */
     exception_getattribute = _PyType_Lookup((PyTypeObject *)PyExc_BaseException, s_getattribute);
     for (size_t i = 0; i < sizeof base_descrs / sizeof *base_descrs; i++)
         *base_descrs[i].descr =
@@ -1577,6 +1661,7 @@ static int intern_all(void)
         {&s_dunder_suppress, "__suppress_context__"},
         {&s_args, "args"},
         {&s_last, "_last"},
+        {&s_class, "__class__"},
         {&s_is_retryable, "is_retryable"},
         {&s_response_headers, "response_headers"},
         {&s_parse_retry_after, "_parse_retry_after_ms"},
