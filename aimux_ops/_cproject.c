@@ -70,6 +70,7 @@ static PyObject *g_api_own_retry_after; /* APICallError._own_retry_after_ms (the
 static PyObject *g_api_is_retryable;    /* APICallError.is_retryable (the property) */
 static PyObject *g_api_headers;         /* APICallError.response_headers (the property) */
 static PyObject *g_parse_retry_after;   /* errors.aimux._parse_retry_after_ms (the function) */
+static PyObject *g_dump_models;         /* errors._base.dump_models (a list of simple models) */
 
 /* Interned names. */
 static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_truncated, *s_type,
@@ -534,7 +535,28 @@ static PyObject *field_value(const Ctx *ctx, PyObject *value, int *status)
     }
     if (t == &PyList_Type || t == &PyDict_Type) {
         Py_ssize_t bound = 0;
-        return small_copy(ctx, value, 0, &bound, status);
+        PyObject *out = small_copy(ctx, value, 0, &bound, status);
+        if (out != NULL || *status != FALLBACK || t != &PyList_Type || g_dump_models == NULL ||
+            PyList_GET_SIZE(value) == 0)
+            return out;
+        /* causes._plain_payload: a list that is not plain JSON and whose members are all
+         * instances of simple models (violations) is what errors.dump_models dumps, then
+         * cleaned by _bounded_value (its _small_clean: this copy); dump_models reads the
+         * models (no code of theirs runs) and answers None for anything else. A plain first
+         * member: not such a list (dump_models would answer None). */
+        PyObject *first = PyList_GET_ITEM(value, 0);
+        PyTypeObject *ft = Py_TYPE(first);
+        if (ft == &PyUnicode_Type || ft == &PyList_Type || ft == &PyDict_Type || plain_scalar(first) ||
+            ft == &PyFloat_Type)
+            return NULL;
+        PyObject *dumped = PyObject_CallOneArg(g_dump_models, value);
+        if (dumped == NULL) {
+            *status = settle();
+            return NULL;
+        }
+        if (PyList_CheckExact(dumped)) out = small_copy(ctx, dumped, 0, &bound, status);
+        Py_DECREF(dumped);
+        return out;
     }
     return NULL;
 }
@@ -1550,14 +1572,15 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
                             "api_is_retryable",
                             "api_response_headers",
                             "parse_retry_after_ms",
+                            "dump_models",
                             NULL};
-    PyObject *v[21];
+    PyObject *v[22];
     long long after_max;
     Py_ssize_t envelope_max;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOOLOnOOOOO", names, &v[0], &v[1],
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOOLOnOOOOOO", names, &v[0], &v[1],
                                      &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
                                      &v[11], &v[12], &v[13], &v[14], &after_max, &v[15],
-                                     &envelope_max, &v[16], &v[17], &v[18], &v[19], &v[20]))
+                                     &envelope_max, &v[16], &v[17], &v[18], &v[19], &v[20], &v[21]))
         return NULL;
     if (!PyType_Check(v[0]) || !PyType_Check(v[1]) || !PyType_Check(v[2]) || !PyType_Check(v[10]) ||
         !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type) || !PyDict_CheckExact(v[15]) ||
@@ -1570,7 +1593,7 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
         &g_redact,      &g_scrub_text,  &g_scrub_message,  &g_is_secret_header, &g_dumps,
         &g_link,        &g_retryable,   &g_retry_after_ms, &g_own_retryable,    &g_own_retry_after,
         &g_envelope_globals, &g_api_own_retryable, &g_api_own_retry_after, &g_api_is_retryable,
-        &g_api_headers, &g_parse_retry_after};
+        &g_api_headers, &g_parse_retry_after, &g_dump_models};
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
     /* AimuxError has a Python __getattr__: its tp_getattro is the hook every such class has */

@@ -459,6 +459,7 @@ def _load_native() -> Any:
         if hashlib.sha256(text).hexdigest() != _cproject.SOURCE_SHA:
             return None  # a stale build: run `make native` (or native/build_cproject.py)
     from .errors import APICallError, RetryError
+    from .errors._base import dump_models
     from .errors.aimux import _parse_retry_after_ms
 
     _cproject.setup(
@@ -485,6 +486,7 @@ def _load_native() -> Any:
         api_is_retryable=APICallError.__dict__["is_retryable"],
         api_response_headers=APICallError.__dict__["response_headers"],
         parse_retry_after_ms=_parse_retry_after_ms,
+        dump_models=dump_models,
     )
     return _cproject
 
