@@ -77,7 +77,8 @@ static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_tr
     *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_own_retryable, *s_own_retry_after,
     *s_wire_root, *s_getattribute, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields,
     *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name,
-    *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args, *s_last, *s_is_retryable, *s_class, *s_response_headers, *s_parse_retry_after;
+    *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args, *s_last, *s_is_retryable,
+    *s_class, *s_response_headers, *s_parse_retry_after;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -218,8 +219,6 @@ static const struct {
     {&d_args, &s_args},
 };
 
-
-
 /* What the walk decides from an exception's class alone, kept per class while the class's
  * version tag is the same: CPython gives a class a new tag after any change to it or to a base
  * (PyType_Modified: an attribute set or deleted, __bases__, a slot), and never reuses a tag; its
@@ -230,27 +229,24 @@ static const struct {
 typedef struct {
     PyTypeObject *type;
     unsigned int tag;
-    unsigned char standard;       /* standard_lookup */
-    unsigned char members;        /* keeps_exception_members */
-    unsigned char own_class;      /* finds object's __class__: isinstance is the subclass test */
+    unsigned char standard;  /* standard_lookup */
+    unsigned char members;   /* keeps_exception_members */
+    unsigned char own_class; /* finds object's __class__: isinstance is the subclass test */
     unsigned char aimux, retry, source; /* subclass of AimuxError, RetryError, SourceError */
-    unsigned char keeps_children; /* finds AimuxError.cause_children */
-    unsigned char keeps_fields;   /* finds AimuxError.payload_fields */
-    unsigned char keeps_props;    /* finds AimuxError's retryable and retry_after_ms */
-    unsigned char own_retryable;  /* finds _own_retryable: 1 AimuxError's, 2 APICallError's */
-    unsigned char own_after;      /* finds _own_retry_after_ms: the same */
-    unsigned char api_retryable;  /* finds APICallError.is_retryable (the property) */
-    unsigned char api_headers;    /* finds APICallError.response_headers (the property) */
+    unsigned char keeps_children;       /* finds AimuxError.cause_children */
+    unsigned char keeps_fields;         /* finds AimuxError.payload_fields */
+    unsigned char keeps_props;          /* finds AimuxError's retryable and retry_after_ms */
+    unsigned char own_retryable;        /* finds _own_retryable: 1 AimuxError's, 2 APICallError's */
+    unsigned char own_after;            /* finds _own_retry_after_ms: the same */
+    unsigned char api_retryable;        /* finds APICallError.is_retryable (the property) */
+    unsigned char api_headers;          /* finds APICallError.response_headers (the property) */
 } TypeInfo;
 
 #define TYPE_INFO_SLOTS 64
 static TypeInfo type_infos[TYPE_INFO_SLOTS];
 static PyObject *object_class; /* object.__dict__["__class__"] */
 
-static int tag_valid(PyTypeObject *t)
-{
-    return PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG);
-}
+static int tag_valid(PyTypeObject *t) { return PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG); }
 
 static unsigned char which_function(PyTypeObject *t, PyObject *name, PyObject *base, PyObject *api)
 {
@@ -281,10 +277,10 @@ static TypeInfo compute_info(PyTypeObject *t)
                        _PyType_Lookup(t, s_retry_after_ms) == g_retry_after_ms;
     info.own_retryable = which_function(t, s_own_retryable, g_own_retryable, g_api_own_retryable);
     info.own_after = which_function(t, s_own_retry_after, g_own_retry_after, g_api_own_retry_after);
-    info.api_retryable = g_api_is_retryable != NULL &&
-                         _PyType_Lookup(t, s_is_retryable) == g_api_is_retryable;
-    info.api_headers = g_api_headers != NULL &&
-                       _PyType_Lookup(t, s_response_headers) == g_api_headers;
+    info.api_retryable =
+        g_api_is_retryable != NULL && _PyType_Lookup(t, s_is_retryable) == g_api_is_retryable;
+    info.api_headers =
+        g_api_headers != NULL && _PyType_Lookup(t, s_response_headers) == g_api_headers;
     return info;
 }
 
@@ -546,8 +542,8 @@ static PyObject *field_value(const Ctx *ctx, PyObject *value, int *status)
          * member: not such a list (dump_models would answer None). */
         PyObject *first = PyList_GET_ITEM(value, 0);
         PyTypeObject *ft = Py_TYPE(first);
-        if (ft == &PyUnicode_Type || ft == &PyList_Type || ft == &PyDict_Type || plain_scalar(first) ||
-            ft == &PyFloat_Type)
+        if (ft == &PyUnicode_Type || ft == &PyList_Type || ft == &PyDict_Type ||
+            plain_scalar(first) || ft == &PyFloat_Type)
             return NULL;
         PyObject *dumped = PyObject_CallOneArg(g_dump_models, value);
         if (dumped == NULL) {
@@ -562,7 +558,6 @@ static PyObject *field_value(const Ctx *ctx, PyObject *value, int *status)
 }
 
 /* -- nodes ----------------------------------------------------------------------------------- */
-
 
 /* node["error"] of an aimux node: {"name": ..., camelCase fields} (causes._plain_payload). */
 static int payload(const Ctx *ctx, PyObject *exc, PyObject *node)
@@ -1386,9 +1381,8 @@ static PyObject *walk_tuple(const Walk *w)
         PyObject *kind = r->kind ? bytes_of(r->kind) : PyBytes_FromString("source");
         PyObject *name = r->name ? bytes_of(r->name) : Py_NewRef(Py_None);
         PyObject *message = bytes_of(r->message);
-        PyObject *link = code && kind && name && message
-                             ? make_link(code, kind, name, message, r->json)
-                             : NULL;
+        PyObject *link =
+            code && kind && name && message ? make_link(code, kind, name, message, r->json) : NULL;
         Py_XDECREF(code);
         Py_XDECREF(kind);
         Py_XDECREF(name);
@@ -1588,12 +1582,28 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
         PyErr_SetString(PyExc_TypeError, "setup(): unexpected arguments");
         return NULL;
     }
-    PyObject **slots[] = {
-        &g_aimux_error, &g_retry_error, &g_source_error,   &g_payload_fields,   &g_cause_children,
-        &g_redact,      &g_scrub_text,  &g_scrub_message,  &g_is_secret_header, &g_dumps,
-        &g_link,        &g_retryable,   &g_retry_after_ms, &g_own_retryable,    &g_own_retry_after,
-        &g_envelope_globals, &g_api_own_retryable, &g_api_own_retry_after, &g_api_is_retryable,
-        &g_api_headers, &g_parse_retry_after, &g_dump_models};
+    PyObject **slots[] = {&g_aimux_error,
+                          &g_retry_error,
+                          &g_source_error,
+                          &g_payload_fields,
+                          &g_cause_children,
+                          &g_redact,
+                          &g_scrub_text,
+                          &g_scrub_message,
+                          &g_is_secret_header,
+                          &g_dumps,
+                          &g_link,
+                          &g_retryable,
+                          &g_retry_after_ms,
+                          &g_own_retryable,
+                          &g_own_retry_after,
+                          &g_envelope_globals,
+                          &g_api_own_retryable,
+                          &g_api_own_retry_after,
+                          &g_api_is_retryable,
+                          &g_api_headers,
+                          &g_parse_retry_after,
+                          &g_dump_models};
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
     /* AimuxError has a Python __getattr__: its tp_getattro is the hook every such class has */
@@ -1615,11 +1625,12 @@ PyDoc_STRVAR(root_doc,
              "root(err) -> dict | None\n\n"
              "envelope._root(err, DEFAULT_LIMITS) of an AimuxError, or None when any node of its\n"
              "chain needs the Python projection.");
-PyDoc_STRVAR(project_doc,
-             "project(exc) -> bytes | dict | bool | None\n\n"
-             "envelope._project(exc) of an AimuxError the walk handles (envelope._last set); None:\n"
-             "not tried; False: walked, left to Python; a dict: the root of an envelope over the\n"
-             "limit.");
+PyDoc_STRVAR(
+    project_doc,
+    "project(exc) -> bytes | dict | bool | None\n\n"
+    "envelope._project(exc) of an AimuxError the walk handles (envelope._last set); None:\n"
+    "not tried; False: walked, left to Python; a dict: the root of an envelope over the\n"
+    "limit.");
 PyDoc_STRVAR(chain_doc,
              "chain(root, envelope_json) -> ((retryable, retryAfterMs), links) | None\n\n"
              "envelope.chain_links of nodes this process just projected, or None (Python's).");

@@ -25,12 +25,12 @@ def setup(
     retry_after_max: int,
     envelope_globals: dict[str, Any],
     envelope_max_bytes: int,
-    api_own_retryable: FunctionType,
-    api_own_retry_after_ms: FunctionType,
+    api_own_retryable: Any,
+    api_own_retry_after_ms: Any,
     api_is_retryable: property,
     api_response_headers: property,
-    parse_retry_after_ms: FunctionType,
-    dump_models: FunctionType,
+    parse_retry_after_ms: Any,
+    dump_models: Any,
 ) -> None: ...
 def project(exc: BaseException, /) -> bytes | dict[str, Any] | bool | None: ...
 def root(err: BaseException, /) -> dict[str, Any] | None: ...

@@ -143,7 +143,7 @@ def _project(exc: BaseException) -> bytes:
         except Exception:  # noqa: BLE001 - the projection must never fail
             return _LAST_RESORT
         if walked.__class__ is bytes:
-            return walked  # type: ignore[no-any-return]
+            return walked
     try:
         err = exc if isinstance(exc, AimuxError) else _as_aimux(exc)
         if walked is None:
