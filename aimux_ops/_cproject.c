@@ -10,7 +10,7 @@
  *   TimeoutError), no undeclared payload member, field values of exact types: str (ASCII, at most
  *   16 KiB), int, bool, finite float, and lists / dicts of those (ASCII keys without a scrub
  *   anchor, nothing over the 16 KiB bound, no secret-named member holding a string, no string
- *   with a scrub anchor);
+ *   with a scrub anchor), and a list of simple models as errors.dump_models dumps it;
  * - source nodes of exceptions whose str() is a builtin exception's (BaseException, OSError,
  *   KeyError) over plain arguments (str, int, float, bool, None, or such exceptions), and
  *   SourceError;
@@ -18,6 +18,9 @@
  *   by the Python scrubber itself (redact.scrub_message), a payload string with an anchor by
  *   redact.scrub_text;
  * - chains cut by the depth limit (16) or a cycle ("cause" marked).
+ *
+ * project() is envelope._project's whole fast path (walk, orjson.dumps, _last); what the walk
+ * decides from a class alone is kept per class while the class's version tag holds (TypeInfo).
  *
  * Everything else (non-ASCII or over-limit texts, anchors inside nested payload values, secret
  * headers, models, exotic __str__ / __repr__, attempts, ...) answers None: Python projects it.
