@@ -861,12 +861,81 @@ static int after_in_range(PyObject *after)
     return overflow == 0 && v >= 0 && v <= g_retry_after_max;
 }
 
+/* Whether an ASCII str equals the lower-case ASCII `word` once lower-cased (str.lower of ASCII). */
+static int ascii_lower_equals(PyObject *s, const char *word, Py_ssize_t w)
+{
+    if (PyUnicode_GET_LENGTH(s) != w) return 0;
+    const char *t = ascii_data(s);
+    for (Py_ssize_t i = 0; i < w; i++) {
+        char c = t[i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != word[i]) return 0;
+    }
+    return 1;
+}
+
+/* float(text) of an exact str (what float() does for one: PyFloat_FromString): 1 with *v, 0 a
+ * ValueError (not a number), -1 any other error. */
+static int parse_float(PyObject *text, double *v)
+{
+    PyObject *f = PyFloat_FromString(text);
+    if (f == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_ValueError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    *v = PyFloat_AS_DOUBLE(f);
+    Py_DECREF(f);
+    return 1;
+}
+
+/* errors.aimux._parse_retry_after_ms of a non-empty exact dict, when it needs no date: keys
+ * exact ASCII str (lowered as str.lower lowers them; the last of equal lowered keys wins, as in
+ * its dict comprehension), the values read exact str or None, "retry-after-ms" a number or not,
+ * "retry-after" a number when it is read. 1 with *out (new reference: an int or None), 0 when
+ * the Python function must run (a date, another key or value type), -1 an error set. */
+static int parse_retry_after(PyObject *headers, PyObject **out)
+{
+    PyObject *raw_ms = NULL, *raw = NULL; /* borrowed from the dict: no code runs below */
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(headers, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) return 0;
+        if (ascii_lower_equals(k, "retry-after-ms", 14))
+            raw_ms = v;
+        else if (ascii_lower_equals(k, "retry-after", 11))
+            raw = v;
+    }
+    double ms = 0;
+    int have = 0;
+    if (raw_ms != NULL && raw_ms != Py_None) {
+        if (!PyUnicode_CheckExact(raw_ms)) return 0;
+        have = parse_float(raw_ms, &ms);
+        if (have < 0) return -1;
+    }
+    if (raw != NULL && raw != Py_None && !have) {
+        if (!PyUnicode_CheckExact(raw)) return 0;
+        int got = parse_float(raw, &ms);
+        if (got < 0) return -1;
+        if (got == 0) return 0; /* perhaps an HTTP date: Python's (it reads the clock) */
+        ms *= 1000;
+        have = 1;
+    }
+    if (!have || ms != ms || ms < 0 || ms == INFINITY) {
+        *out = Py_NewRef(Py_None);
+        return 1;
+    }
+    *out = PyLong_FromDouble(ms);
+    return *out == NULL ? -1 : 1;
+}
+
 /* APICallError's own hooks, answered without running them when the error's class finds them
  * (not replaced by a subclass or the instance) and finds APICallError's own properties of the
  * fields they read: _own_retryable is ``self.is_retryable`` (the field's value: ``_values.get``),
  * _own_retry_after_ms is ``_parse_retry_after_ms(self.response_headers)`` (the module's function
- * still), which answers None for no headers (None, an empty dict) before anything else; other
- * headers run the method. 1 with *out (new reference), 0 not answered here, -1 an error set. */
+ * still), which answers None for no headers (None, an empty dict) before anything else; headers
+ * that need no date are parsed here as it parses them (parse_retry_after), others run the
+ * method. 1 with *out (new reference), 0 not answered here, -1 an error set. */
 static int api_hook(PyObject *err, PyObject *own_name, PyObject **out)
 {
     int retryable = own_name == s_own_retryable;
@@ -898,6 +967,7 @@ static int api_hook(PyObject *err, PyObject *own_name, PyObject **out)
             *out = Py_NewRef(Py_None);
             rc = 1;
         } else {
+            if (PyDict_CheckExact(v)) rc = parse_retry_after(v, out);
             Py_DECREF(v);
         }
     }

@@ -137,12 +137,52 @@ def test_apicallerror_hooks_match_python(retryable: Any, headers: Any) -> None:
     assert project(err) == py_project(err)
 
 
+def later_date() -> str:
+    """An HTTP date an hour from now (a retry-after Python parses with the clock)."""
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    return format_datetime(datetime.now(UTC) + timedelta(hours=1), usegmt=True)
+
+
+def retry_headers() -> list[dict[Any, Any]]:
+    later = later_date()
+    out: list[dict[Any, Any]] = []
+    for value in ("2", "2.5", " 3 ", "1_0", "0", "-1", "nan", "inf", "1e400", "abc", "", later):
+        out.append({"retry-after": value})
+        out.append({"Retry-After-Ms": value, "content-type": "x"})
+        out.append({"retry-after-ms": value, "retry-after": "4"})
+    out += [
+        {"Retry-After": "1", "retry-after": "7"},  # the last of equal lowered keys
+        {"retry-after": "7", "RETRY-AFTER": "1"},
+        {"retry-after-ms": None, "retry-after": "2"},
+        {"retry-after": None},
+        {"retry-after": 5},  # not a str: Python's float()
+        {"retry-after-ms": 2.5},
+        {"R\u00e9try-After": "1", "retry-after": "3"},  # a non-ASCII key: Python's
+        {"x-request-id": "req_1"},
+        {1: "x", "retry-after": "3"},  # a key without lower(): Python's error, both ways
+    ]
+    return out
+
+
+def test_apicallerror_retry_headers_parse_alike() -> None:
+    """_parse_retry_after_ms in C for what needs no date, Python's for the rest: the same hint."""
+    for headers in retry_headers():
+        err = E.APICallError("failed")
+        err._values["response_headers"] = dict(headers)  # any shape, as a caller may set it
+        assert project(err) == py_project(err), headers
+    plain = E.APICallError("x", response_headers={"retry-after": "3", "x-request-id": "r"})
+    assert orjson.loads(project(plain))["retryAfterMs"] == 3000
+    assert python_calls(partial(native().project, plain)) == []  # parsed in C
+    dated = E.APICallError("x", response_headers={"retry-after": later_date()})
+    assert python_calls(partial(native().project, dated)) != []  # a date: Python's
+
+
 def test_apicallerror_hooks_run_no_python_for_no_headers() -> None:
     err = E.APICallError("Cannot connect to API", is_retryable=True)
     assert python_calls(partial(native().project, err)) == []
     assert orjson.loads(project(err))["retryable"] is True
-    with_headers = E.APICallError("x", response_headers={"retry-after": "3"})
-    assert python_calls(partial(native().project, with_headers)) != []  # parsed by Python
 
 
 class OwnRetryable(E.APICallError):
