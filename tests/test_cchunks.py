@@ -201,6 +201,10 @@ def test_plain_stream_split_across_writes_and_crlf(srv: ScenarioServer, monkeypa
         pytest.param(chunk(choices=["x"]), id="choice-a-string"),
         pytest.param(chunk(choices=[[1]]), id="choice-a-list"),
         pytest.param(chunk(choices=[{"delta": {"content": "a"}}, {"x": 1}]), id="two-choices"),
+        pytest.param(
+            chunk(choices=[{"delta": {"role": "assistant"}}, {"delta": {"content": "b"}}]),
+            id="text-in-the-second-choice",
+        ),
         pytest.param(chunk(choices=[{"delta": None}]), id="delta-null"),
         pytest.param(chunk(choices=[{"delta": "x"}]), id="delta-a-string"),
         pytest.param(chunk(choices=[{"delta": ["content"]}]), id="delta-a-list"),
@@ -363,6 +367,21 @@ def test_the_c_reader_hands_back_an_error_name_and_odd_inputs() -> None:
         _CCHUNKS.read_openai([plain], None, out, boom, 0, True)
     with pytest.raises(TypeError):
         _CCHUNKS.read_openai((plain,), None, out, orjson.loads, 0, True)
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_the_c_reader_does_not_parse_done() -> None:
+    """``[DONE]`` is handed back before it is parsed (not parsed, failed and handed back)."""
+    seen: list[bytes] = []
+
+    def loads(data: bytes) -> Any:
+        seen.append(data)
+        return orjson.loads(data)
+
+    plain = _d(text("p"))
+    out: list[dict[str, Any]] = []
+    index, parsed = _CCHUNKS.read_openai([plain, b"[DONE]", plain], None, out, loads, 0, True)
+    assert (index, parsed, seen) == (1, _CCHUNKS.UNPARSED, [plain])
 
 
 # -- fuzz: random chunk shapes -------------------------------------------------------------------
