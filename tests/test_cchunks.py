@@ -21,9 +21,10 @@ from helpers import CANARY
 from scenario_server import ScenarioServer, serve_scenarios, sse_reply
 
 from aimux_ops.dispatch import stream_free, stream_json, stream_next_json
-from aimux_ops.providers import openai
+from aimux_ops.providers import anthropic, openai
 
 _CCHUNKS = openai._cchunks_module()
+_MODULES = {"openai": openai, "anthropic": anthropic}
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +47,11 @@ def _same_second(answer: bytes | None) -> bytes | None:
     return None if answer is None else _DATE.sub(b'"date":"-"', answer)
 
 
-def _read(url: str) -> list[tuple[bytes | None, bytes | None]]:
+def _read(url: str, provider: str = "openai") -> list[tuple[bytes | None, bytes | None]]:
     """Every answer of ``stream_next_json`` until the end (or the open's envelope), the Date
     header left out."""
     params = {
-        "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": url, "apiKey": CANARY},
+        "model": {"provider": provider, "modelId": "m-1", "baseURL": url, "apiKey": CANARY},
         "prompt": "hi",
         "maxRetries": 0,
     }
@@ -69,16 +70,22 @@ def _read(url: str) -> list[tuple[bytes | None, bytes | None]]:
 
 
 def both(
-    srv: ScenarioServer, name: str, frames: list[Any], monkeypatch: pytest.MonkeyPatch, **kw: Any
+    srv: ScenarioServer,
+    name: str,
+    frames: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str = "openai",
+    **kw: Any,
 ) -> list[dict[str, Any]]:
     """The stream of ``frames`` read with the C reader and without: the same answers, byte for
     byte; the events (an error as its envelope)."""
     url = srv.add(name, sse_reply(frames, **kw))
+    module = _MODULES[provider]
     results = []
     for cchunks in (_CCHUNKS, None):
-        monkeypatch.setattr(openai, "_cchunks", cchunks)
-        results.append(_read(url))
-    monkeypatch.setattr(openai, "_cchunks", _CCHUNKS)
+        monkeypatch.setattr(module, "_cchunks", cchunks)
+        results.append(_read(url, provider))
+    monkeypatch.setattr(module, "_cchunks", _CCHUNKS)
     with_c, python = results
     assert with_c == python
     events = []
@@ -447,4 +454,191 @@ def test_random_chunk_shapes_read_the_same(srv: ScenarioServer, monkeypatch: Any
             monkeypatch,
             done=rng.random() < 0.8,
             split=rng.choice([0, 0, 13, 64]),
+        )
+
+
+# -- Anthropic's text deltas ---------------------------------------------------------------------
+
+
+def ev(kind: str, body: Any = None, name: str | None = None) -> bytes:
+    """One Anthropic frame: ``event: <name or kind>`` and its data (a dict of ``kind`` when
+    ``body`` is a dict or None, else the raw bytes)."""
+    data = body if isinstance(body, bytes) else orjson.dumps({"type": kind, **(body or {})})
+    return b"event: " + (name or kind).encode() + b"\ndata: " + data
+
+
+def td(piece: Any, **extra: Any) -> bytes:
+    return ev(
+        "content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}, **extra}
+    )
+
+
+A_START = [
+    ev("message_start", {"message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                     "model": "claude-x", "content": [], "stop_reason": None,
+                                     "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+    ev("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+    ev("ping"),
+]  # fmt: skip
+A_RUN = [td(f"a{i} ") for i in range(5)]
+A_END = [
+    ev("content_block_stop", {"index": 0}),
+    ev("message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                         "usage": {"output_tokens": 12}}),
+    ev("message_stop"),
+]  # fmt: skip
+
+
+def test_anthropic_plain_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
+    frames = [*A_START, *A_RUN, td("é ✓", extra="x"), *A_END]
+    for split in (0, 9):
+        events = both(
+            srv, f"a-plain-{split}", frames, monkeypatch, "anthropic", done=False, split=split
+        )
+        assert texts(events) == [*(f"a{i} " for i in range(5)), "é ✓"]
+        fin = last(events)
+        assert fin["type"] == "finish" and fin["finishReason"] == "stop"
+        assert fin["response"]["id"] == "msg_1" and fin["usage"]["outputTokens"] == 12
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        pytest.param(td(""), id="empty-text"),
+        pytest.param(td(None), id="null-text"),
+        pytest.param(td(5), id="text-a-number"),
+        pytest.param(td("x", name="error"), id="named-error"),
+        pytest.param(td("x", name="other"), id="named-other"),
+        pytest.param(
+            ev("content_block_delta", {"index": 0, "delta": {"type": "text_delta"}}), id="no-text"
+        ),
+        pytest.param(ev("content_block_delta", {"index": 0, "delta": None}), id="delta-null"),
+        pytest.param(ev("content_block_delta", {"index": 0, "delta": ["x"]}), id="delta-a-list"),
+        pytest.param(ev("content_block_delta", {"index": 0}), id="no-delta"),
+        pytest.param(
+            ev(
+                "content_block_delta",
+                {"index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}},
+            ),
+            id="thinking-delta",
+        ),
+        pytest.param(
+            ev(
+                "content_block_delta",
+                {"index": 0, "delta": {"type": "input_json_delta", "partial_json": "{"}},
+            ),
+            id="input-json-delta",
+        ),
+        pytest.param(
+            ev(
+                "x",
+                b'{"type":"content_block_delta","delta":{"type":"text_delta",'
+                b'"text":"a","text":"b"}}',
+            ),
+            id="duplicate-key",
+        ),
+        pytest.param(ev("x", b'{"delta":{"type":"text_delta","text":"a"}}'), id="no-type"),
+        pytest.param(
+            ev("x", b'{"type":"Content_block_delta","delta":{"type":"text_delta","text":"a"}}'),
+            id="other-type",
+        ),
+        pytest.param(
+            ev("x", b'{"type":1,"delta":{"type":"text_delta","text":"a"}}'), id="type-a-number"
+        ),
+        pytest.param(
+            ev("error", {"error": {"type": "overloaded_error", "message": "busy"}}), id="error"
+        ),
+        pytest.param(ev("message_stop"), id="stop-mid-batch"),
+        pytest.param(ev("x", b"{"), id="invalid-json"),
+        pytest.param(
+            ev(
+                "content_block_delta",
+                {"index": 0, "delta": {"type": "citations_delta", "text": "c"}},
+            ),
+            id="other-delta-with-text",
+        ),
+        pytest.param(ev("x", b"[DONE]"), id="done"),
+        pytest.param(ev("x", b"[1]"), id="a-list"),
+        pytest.param(ev("x", b"7"), id="a-number"),
+        pytest.param(
+            b"data: "
+            + orjson.dumps(
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": "unnamed"},
+                }
+            ),
+            id="unnamed",
+        ),
+    ],
+)
+def test_anthropic_odd_frame_in_a_run(
+    srv: ScenarioServer, monkeypatch: Any, odd: bytes, request: pytest.FixtureRequest
+) -> None:
+    name = request.node.callspec.id
+    frames = [*A_START, *A_RUN, odd, *A_RUN, *A_END]
+    both(srv, f"a-odd-{name}", frames, monkeypatch, "anthropic", done=False)
+    both(srv, f"a-odd-{name}-split", frames, monkeypatch, "anthropic", done=False, split=40)
+
+
+def test_anthropic_events_before_an_error_are_delivered(
+    srv: ScenarioServer, monkeypatch: Any
+) -> None:
+    frames = [*A_START, *A_RUN, ev("x", b"{"), *A_RUN, *A_END]
+    events = both(srv, "a-json-mid-run", frames, monkeypatch, "anthropic", done=False)
+    assert texts(events) == [f"a{i} " for i in range(5)]
+    assert events[-1]["type"] == "error"
+    assert events[-1]["error"]["message"] == "Invalid JSON in stream chunk"
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_the_c_reader_takes_anthropic_text_deltas() -> None:
+    def data(frame: bytes) -> bytes:
+        return frame.split(b"\ndata: ", 1)[1]
+
+    datas = [data(td("x", extra=1)), data(td("")), data(td("y")), data(A_END[0])]
+    out: list[dict[str, Any]] = []
+    index, parsed = _CCHUNKS.read_anthropic(datas, out, orjson.loads, 0)
+    assert (index, parsed) == (3, orjson.loads(datas[3]))
+    assert out == [{"type": "text-delta", "text": "x"}, {"type": "text-delta", "text": "y"}]
+    assert _CCHUNKS.read_anthropic([b"{"], out, orjson.loads, 0) == (0, _CCHUNKS.UNPARSED)
+
+
+def _random_frame(rng: random.Random) -> bytes:
+    roll = rng.random()
+    if roll < 0.7:
+        delta: Any = {"type": rng.choice(["text_delta"] * 6 + ["thinking_delta", 1, None])}
+        if rng.random() < 0.95:
+            delta["text"] = rng.choice(["a", "bc", "", None, 3, "é"])
+        if rng.random() < 0.05:
+            delta = rng.choice([None, [], "x", {}])
+        body: dict[str, Any] = {"index": 0, "delta": delta}
+        if rng.random() < 0.03:
+            del body["delta"]
+        kind = rng.choice(["content_block_delta"] * 10 + ["content_block_deltaX", "error"])
+        return ev(kind, body, name=rng.choice([None, None, None, "error", "x"]))
+    if roll < 0.8:
+        return rng.choice([ev("ping"), ev("content_block_stop", {"index": 0}), ev("x", b"{")])
+    if roll < 0.9:
+        return rng.choice(A_START)
+    return rng.choice(A_END)
+
+
+def test_random_anthropic_frames_read_the_same(srv: ScenarioServer, monkeypatch: Any) -> None:
+    rng = random.Random(1613)
+    for case in range(120):
+        frames = [_random_frame(rng) for _ in range(rng.randint(1, 12))]
+        if rng.random() < 0.6:
+            frames[:0] = A_START
+        if rng.random() < 0.6:
+            frames += A_END
+        both(
+            srv,
+            f"a-fuzz-{case}",
+            frames,
+            monkeypatch,
+            "anthropic",
+            done=False,
+            split=rng.choice([0, 0, 11, 64]),
         )

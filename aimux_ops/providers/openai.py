@@ -32,6 +32,8 @@ from typing import Any, Literal
 
 import orjson
 
+from .._cext import load as load_extension
+from .._cext import parsed_already as given
 from ..errors import APICallError, InvalidResponseDataError
 from ..transport import HTTPRequest, Response, SSEBatch, event_batches, iter_sse_batches
 from .base import (
@@ -561,15 +563,8 @@ _cchunks: Any = ...
 def _cchunks_module() -> Any:
     global _cchunks
     if _cchunks is ...:
-        from .. import _cext
-
-        _cchunks = _cext.load("_cchunks")
+        _cchunks = load_extension("_cchunks")
     return _cchunks
-
-
-def _given(chunk: Any) -> Any:
-    """A ``loads`` that answers the chunk the C reader parsed already."""
-    return lambda _data: chunk
 
 
 def _read_fast(
@@ -595,7 +590,7 @@ def _read_fast(
             return False
         one = None if names is None else names[i : i + 1]
         if _read_events(
-            resp, state, one, datas[i : i + 1], out, loads if chunk is unparsed else _given(chunk)
+            resp, state, one, datas[i : i + 1], out, loads if chunk is unparsed else given(chunk)
         ):
             return True
         i += 1
