@@ -24,11 +24,11 @@
  * exact str (an empty one appends nothing, as in Python). The event name is not read: the Python
  * loop looks at it only for frames of another type. Other keys ("index", ...) are ignored.
  *
- * For both: a data
- * loads rejects with a ValueError (orjson.JSONDecodeError) is handed back unparsed (the Python loop
- * parses it again and raises its own error); any other exception from loads propagates (the
- * Python loop would not catch it either). The events appended before a hand-back or an exception
- * stay in `out`: they are delivered before the failure, as the Python loop delivers them.
+ * For both: a data loads rejects with a ValueError (orjson.JSONDecodeError) is handed back
+ * unparsed (the Python loop parses it again and raises its own error); any other exception from
+ * loads propagates (the Python loop would not catch it either). The events appended before a
+ * hand-back or an exception stay in `out`: they are delivered before the failure, as the Python
+ * loop delivers them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
