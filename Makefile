@@ -31,10 +31,15 @@ help:
 
 ## setup: .venv with the package (editable) and every dev tool, from the pinned lock file, and
 ## the optional C projection built in place (aimux_ops/_cproject*.so, native/build_cproject.py)
-CPROJECT  := aimux_ops/_cproject$(shell $(if $(wildcard $(PY)),$(PY),$(PYTHON3)) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
-setup: $(STAMP) $(CPROJECT)
+## and the optional stream chunk reader in C (aimux_ops/_cchunks*.so, the same build script)
+EXT_SUFFIX := $(shell $(if $(wildcard $(PY)),$(PY),$(PYTHON3)) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
+CPROJECT  := aimux_ops/_cproject$(EXT_SUFFIX)
+CCHUNKS   := aimux_ops/_cchunks$(EXT_SUFFIX)
+setup: $(STAMP) $(CPROJECT) $(CCHUNKS)
 $(CPROJECT): aimux_ops/_cproject.c native/build_cproject.py $(STAMP)
-	$(PY) native/build_cproject.py --out-dir aimux_ops
+	$(PY) native/build_cproject.py --out-dir aimux_ops --only _cproject
+$(CCHUNKS): aimux_ops/_cchunks.c native/build_cproject.py $(STAMP)
+	$(PY) native/build_cproject.py --out-dir aimux_ops --only _cchunks
 $(STAMP): requirements/dev.lock pyproject.toml
 	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip==26.0.1
@@ -80,11 +85,12 @@ lint: setup lint-tools
 	clang-format --dry-run --Werror $(C_SOURCES)
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -I$(PY_INCLUDE) -Inative -Inative/src native/lint/shim_check.c
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -I$(PY_INCLUDE) aimux_ops/_cproject.c
+	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -I$(PY_INCLUDE) aimux_ops/_cchunks.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
 	  --suppress=missingIncludeSystem -Inative -Inative/src -DAIMUX_BUILD_PATHS='""' -DAIMUX_PYTHON_HOME='""' -DAIMUX_REPO='""' -DAIMUX_LIB_PATH='""' \
 	  native/src/aimux_shim.c native/tests/test_native.c native/tests/test_dlopen.c native/tests/test_guest.c native/examples/demo.c fuzz/fuzz_cabi.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
-	  --suppress=missingIncludeSystem aimux_ops/_cproject.c
+	  --suppress=missingIncludeSystem aimux_ops/_cproject.c aimux_ops/_cchunks.c
 	$(MAKE) -C bindings/node lint $(SUB_ENV)
 	$(MAKE) -C bindings/go lint $(SUB_ENV)
 	$(MAKE) -C bindings/java lint $(SUB_ENV)
@@ -143,4 +149,4 @@ recordings: setup
 	$(PY) tests/make_recordings.py
 
 clean:
-	rm -rf native/build build aimux_ops.egg-info aimux_ops/_cproject*.so bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
+	rm -rf native/build build aimux_ops.egg-info aimux_ops/_cproject*.so aimux_ops/_cchunks*.so bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)

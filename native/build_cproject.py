@@ -1,13 +1,15 @@
-"""Build aimux_ops._cproject (aimux_ops/_cproject.c), the optional C projection, for this
-interpreter; stdlib only (no setuptools), like build_libaimux.py:
+"""Build the optional C extensions of aimux_ops for this interpreter: aimux_ops._cproject
+(aimux_ops/_cproject.c, the projection in C) and aimux_ops._cchunks (aimux_ops/_cchunks.c, the
+stream chunks in C); stdlib only (no setuptools), like build_libaimux.py:
 
-    python native/build_cproject.py                  # in place: aimux_ops/_cproject<EXT_SUFFIX>
-    python native/build_cproject.py --out-dir DIR    # DIR/_cproject<EXT_SUFFIX> (a wheel, a stage)
+    python native/build_cproject.py                  # in place: aimux_ops/<name><EXT_SUFFIX>
+    python native/build_cproject.py --out-dir DIR    # DIR/<name><EXT_SUFFIX> (a wheel, a stage)
+    python native/build_cproject.py --only _cchunks  # one of them
 
-The module records the SHA-256 of the source it was compiled from (``SOURCE_SHA``): in a
-checkout, where the source lies next to it, aimux_ops.envelope uses it only when that still
-matches (an edited, not rebuilt source is never shadowed by a stale build: the pure Python path
-runs instead, and the tests that require the C path fail).
+Each module records the SHA-256 of the source it was compiled from (``SOURCE_SHA``): in a
+checkout, where the source lies next to it, aimux_ops uses it only when that still matches (an
+edited, not rebuilt source is never shadowed by a stale build: the pure Python path runs instead,
+and the tests that require the C path fail).
 """
 
 from __future__ import annotations
@@ -23,20 +25,27 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+#: the extension modules, each built from aimux_ops/<name>.c
+MODULES = ("_cproject", "_cchunks")
 SOURCE = REPO / "aimux_ops" / "_cproject.c"
 WARNINGS = ["-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes"]
+
+
+def source_of(name: str) -> Path:
+    return REPO / "aimux_ops" / f"{name}.c"
 
 
 def source_sha(source: Path = SOURCE) -> str:
     return hashlib.sha256(source.read_bytes()).hexdigest()
 
 
-def build(out_dir: Path, cc: str = "cc", cflags: list[str] | None = None) -> Path:
+def build_one(name: str, out_dir: Path, cc: str = "cc", cflags: list[str] | None = None) -> Path:
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    out = out_dir / f"_cproject{suffix}"
+    out = out_dir / f"{name}{suffix}"
+    source = source_of(name)
     out_dir.mkdir(parents=True, exist_ok=True)
     include = sysconfig.get_paths()["include"]
-    fd, tmp = tempfile.mkstemp(prefix=".cproject-", suffix=suffix, dir=out_dir)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name.lstrip('_')}-", suffix=suffix, dir=out_dir)
     os.close(fd)
     cmd = [
         cc,
@@ -50,8 +59,8 @@ def build(out_dir: Path, cc: str = "cc", cflags: list[str] | None = None) -> Pat
         f"-I{include}",
         # no build path in what is installed (dist-tests check that nothing names the checkout)
         f"-ffile-prefix-map={REPO}=.",
-        f'-DAIMUX_CPROJECT_SOURCE_SHA="{source_sha()}"',
-        str(SOURCE),
+        f'-DAIMUX{name.upper()}_SOURCE_SHA="{source_sha(source)}"',
+        str(source),
         "-o",
         tmp,
     ]
@@ -67,6 +76,16 @@ def build(out_dir: Path, cc: str = "cc", cflags: list[str] | None = None) -> Pat
     return out
 
 
+def build(
+    out_dir: Path,
+    cc: str = "cc",
+    cflags: list[str] | None = None,
+    modules: tuple[str, ...] = MODULES,
+) -> list[Path]:
+    """Every module of ``modules`` into ``out_dir``."""
+    return [build_one(name, out_dir, cc, cflags) for name in modules]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -74,8 +93,9 @@ def main() -> None:
     ap.add_argument("--out-dir", type=Path, default=REPO / "aimux_ops")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     ap.add_argument("--cflags", default="", help="extra compiler flags (e.g. -Werror)")
+    ap.add_argument("--only", action="append", choices=MODULES, help="build only this module")
     args = ap.parse_args()
-    build(args.out_dir, args.cc, shlex.split(args.cflags))
+    build(args.out_dir, args.cc, shlex.split(args.cflags), tuple(args.only or MODULES))
 
 
 if __name__ == "__main__":

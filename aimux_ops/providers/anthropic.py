@@ -32,6 +32,8 @@ from typing import Any
 
 import orjson
 
+from .._cext import load as load_extension
+from .._cext import parsed_already as given
 from ..errors import APICallError, InvalidResponseDataError
 from ..transport import HTTPRequest, Response, event_batches
 from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
@@ -39,6 +41,7 @@ from .base import (
     GenerateResult,
     LanguageModelCall,
     Provider,
+    ReadEvents,
     endpoint_url,
     error_body_response,
     invalid_response,
@@ -405,18 +408,70 @@ def stream_batches(
 ) -> Iterator[list[dict[str, Any]]]:
     """``stream_events`` one network read at a time: a non-empty list of the events each read
     completed (the events before a failure are delivered before it is raised)."""
-    if (
-        yield from read_batches(
-            event_batches(resp),
-            lambda names, datas, out: _read_events(resp, state, json_tool, names, datas, out),
+    cchunks = _cchunks_module()
+    read: ReadEvents
+    if cchunks is None:
+        read = lambda names, datas, out: _read_events(resp, state, json_tool, names, datas, out)  # noqa: E731
+    else:
+        fast, unparsed = cchunks.read_anthropic, cchunks.UNPARSED
+        read = lambda names, datas, out: _read_fast(  # noqa: E731
+            resp, state, json_tool, names, datas, out, fast, unparsed
         )
-    ):
+    if (yield from read_batches(event_batches(resp), read)):
         return
     raise stream_error(
         resp,
         "The stream ended before the provider's terminal event (message_stop)",
         retryable=True,
     )
+
+
+#: ``aimux_ops._cchunks`` (DESIGN.md "Stream chunks in C"), None when the C extension is off
+#: (``AIMUX_PURE_PYTHON``), not built or stale; loaded by the first stream. Tests set it.
+_cchunks: Any = ...
+
+
+def _cchunks_module() -> Any:
+    global _cchunks
+    if _cchunks is ...:
+        _cchunks = load_extension("_cchunks")
+    return _cchunks
+
+
+def _read_fast(
+    resp: Response,
+    state: AnthropicStreamState,
+    json_tool: bool,
+    names: list[str | None] | None,
+    datas: list[bytes],
+    out: list[dict[str, Any]],
+    fast: Any,
+    unparsed: object,
+) -> bool:
+    """``_read_events`` with the text deltas read in C (``fast``): every frame the C reader hands
+    back (any other type or shape, a bad chunk) is read by ``_read_events`` itself, alone, and the
+    C reader goes on after it."""
+    n = len(datas)
+    if names is not None and len(names) != n:
+        return _read_events(resp, state, json_tool, names, datas, out)
+    loads = orjson.loads
+    i = 0
+    while True:
+        i, frame = fast(datas, out, loads, i)
+        if i >= n:
+            return False
+        one = None if names is None else names[i : i + 1]
+        if _read_events(
+            resp,
+            state,
+            json_tool,
+            one,
+            datas[i : i + 1],
+            out,
+            loads if frame is unparsed else given(frame),
+        ):
+            return True
+        i += 1
 
 
 def _read_events(
@@ -426,10 +481,10 @@ def _read_events(
     names: list[str | None] | None,
     datas: list[bytes],
     out: list[dict[str, Any]],
+    loads: Any = orjson.loads,
 ) -> bool:
     """Append the events of one read's SSE data to ``out``; True at ``message_stop`` (the rest
     of the read is not looked at)."""
-    loads = orjson.loads
     append = out.append
     tool_calls = state.tool_calls
     json_blocks = state.json_blocks

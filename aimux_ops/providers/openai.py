@@ -32,12 +32,15 @@ from typing import Any, Literal
 
 import orjson
 
+from .._cext import load as load_extension
+from .._cext import parsed_already as given
 from ..errors import APICallError, InvalidResponseDataError
 from ..transport import HTTPRequest, Response, SSEBatch, event_batches, iter_sse_batches
 from .base import (
     GenerateResult,
     LanguageModelCall,
     Provider,
+    ReadEvents,
     endpoint_url,
     error_body_response,
     invalid_response,
@@ -529,11 +532,16 @@ def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str
     else:
         reads = event_batches(resp)
     loads = orjson.loads
-    if (
-        yield from read_batches(
-            reads, lambda names, datas, out: _read_events(resp, state, names, datas, out, loads)
+    cchunks = _cchunks_module()
+    read: ReadEvents
+    if cchunks is None:
+        read = lambda names, datas, out: _read_events(resp, state, names, datas, out, loads)  # noqa: E731
+    else:
+        fast, unparsed = cchunks.read_openai, cchunks.UNPARSED
+        read = lambda names, datas, out: _read_fast(  # noqa: E731
+            resp, state, names, datas, out, loads, fast, unparsed
         )
-    ):
+    if (yield from read_batches(reads, read)):
         return
     if state.finish_reason != "unknown":
         # CONTRACT §2: the chunk with finish_reason is OpenAI's terminal event; a missing
@@ -545,6 +553,47 @@ def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str
         "The stream ended before the provider's terminal event (a finish_reason chunk or [DONE])",
         retryable=True,
     )
+
+
+#: ``aimux_ops._cchunks`` (DESIGN.md "Stream chunks in C"), None when the C extension is off
+#: (``AIMUX_PURE_PYTHON``), not built or stale; loaded by the first stream. Tests set it.
+_cchunks: Any = ...
+
+
+def _cchunks_module() -> Any:
+    global _cchunks
+    if _cchunks is ...:
+        _cchunks = load_extension("_cchunks")
+    return _cchunks
+
+
+def _read_fast(
+    resp: Response,
+    state: StreamState,
+    names: list[str | None] | None,
+    datas: list[bytes],
+    out: list[dict[str, Any]],
+    loads: Any,
+    fast: Any,
+    unparsed: object,
+) -> bool:
+    """``_read_events`` with the plain text chunks read in C (``fast``): every event the C reader
+    hands back (any other shape, ``[DONE]``, an error, a bad chunk) is read by ``_read_events``
+    itself, alone, and the C reader goes on after it."""
+    n = len(datas)
+    if names is not None and len(names) != n:
+        return _read_events(resp, state, names, datas, out, loads)
+    i = 0
+    while True:
+        i, chunk = fast(datas, names, out, loads, i, state.metadata_seen)
+        if i >= n:
+            return False
+        one = None if names is None else names[i : i + 1]
+        if _read_events(
+            resp, state, one, datas[i : i + 1], out, loads if chunk is unparsed else given(chunk)
+        ):
+            return True
+        i += 1
 
 
 def _read_events(

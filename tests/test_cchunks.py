@@ -1,0 +1,644 @@
+"""The OpenAI stream chunks read in C (``aimux_ops._cchunks``, DESIGN.md "Stream chunks in C")
+against the Python loop (``providers/openai.py:_read_events``), the reference.
+
+Every case is one event stream served byte for byte over real HTTP by the scenario server and
+read through the dispatcher twice, with the C reader and without it: the events (text, tool
+calls, finish with usage, response id and model id) and the error envelopes must be the same
+bytes. Then what the C reader itself takes and hands back, and a seeded fuzz of random chunk
+shapes."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from helpers import CANARY
+from scenario_server import ScenarioServer, serve_scenarios, sse_reply
+
+from aimux_ops.dispatch import stream_free, stream_json, stream_next_json
+from aimux_ops.providers import anthropic, openai
+
+_CCHUNKS = openai._cchunks_module()
+_MODULES = {"openai": openai, "anthropic": anthropic}
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[ScenarioServer]:
+    with serve_scenarios() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _require_c() -> None:
+    if _CCHUNKS is None and os.environ.get("AIMUX_PURE_PYTHON", "") in ("", "0"):
+        pytest.fail("aimux_ops._cchunks is not loaded (not built or stale: run make native)")
+
+
+#: the server's Date header (an envelope's responseHeaders): it may change between two reads
+_DATE = re.compile(rb'"date":"[^"]*"')
+
+
+def _same_second(answer: bytes | None) -> bytes | None:
+    return None if answer is None else _DATE.sub(b'"date":"-"', answer)
+
+
+def _read(url: str, provider: str = "openai") -> list[tuple[bytes | None, bytes | None]]:
+    """Every answer of ``stream_next_json`` until the end (or the open's envelope), the Date
+    header left out."""
+    params = {
+        "model": {"provider": provider, "modelId": "m-1", "baseURL": url, "apiKey": CANARY},
+        "prompt": "hi",
+        "maxRetries": 0,
+    }
+    handle, env = stream_json("stream_text", orjson.dumps(params))
+    if handle is None:
+        return [(None, _same_second(env))]
+    answers: list[tuple[bytes | None, bytes | None]] = []
+    try:
+        while True:
+            event, err = stream_next_json(handle)
+            answers.append((_same_second(event), _same_second(err)))
+            if event is None:
+                return answers
+    finally:
+        stream_free(handle)
+
+
+def both(
+    srv: ScenarioServer,
+    name: str,
+    frames: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str = "openai",
+    **kw: Any,
+) -> list[dict[str, Any]]:
+    """The stream of ``frames`` read with the C reader and without: the same answers, byte for
+    byte; the events (an error as its envelope)."""
+    url = srv.add(name, sse_reply(frames, **kw))
+    module = _MODULES[provider]
+    results = []
+    for cchunks in (_CCHUNKS, None):
+        monkeypatch.setattr(module, "_cchunks", cchunks)
+        results.append(_read(url, provider))
+    monkeypatch.setattr(module, "_cchunks", _CCHUNKS)
+    with_c, python = results
+    assert with_c == python
+    events = []
+    for event, err in python:
+        if event is not None:
+            events.append(orjson.loads(event))
+        elif err is not None:
+            events.append({"type": "envelope", "error": orjson.loads(err)})
+    return events
+
+
+def chunk(delta: Any = None, finish: Any = None, **top: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "system_fingerprint": "fp_1",
+        "service_tier": "default",
+        "choices": [{"index": 0, "delta": {} if delta is None else delta, "logprobs": None,
+                     "finish_reason": finish}],
+    }  # fmt: skip
+    out.update(top)
+    return out
+
+
+def text(content: str, **top: Any) -> dict[str, Any]:
+    return chunk({"content": content}, obfuscation="xyz", **top)
+
+
+FIRST = chunk({"role": "assistant", "content": ""})
+END = chunk({}, "stop")
+USAGE = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion.chunk",
+    "created": 1,
+    "model": "gpt-4o-mini",
+    "choices": [],
+    "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+}
+RUN = [text(f"w{i} ") for i in range(5)]
+TOOL_CALL = {
+    "index": 0,
+    "id": "c1",
+    "type": "function",
+    "function": {"name": "f", "arguments": "{}"},
+}
+
+
+def texts(events: list[dict[str, Any]]) -> list[str]:
+    return [e["text"] for e in events if e["type"] == "text-delta"]
+
+
+def last(events: list[dict[str, Any]]) -> dict[str, Any]:
+    return events[-1]
+
+
+# -- shapes the C reader takes, and hands back --------------------------------------------------
+
+
+def test_plain_stream_with_extra_keys_at_every_level(srv: ScenarioServer, monkeypatch: Any) -> None:
+    events = both(srv, "plain", [FIRST, *RUN, END, USAGE], monkeypatch)
+    assert texts(events) == [f"w{i} " for i in range(5)]
+    fin = last(events)
+    assert fin["type"] == "finish" and fin["finishReason"] == "stop"
+    assert fin["usage"]["inputTokens"] == 7
+
+
+def test_plain_stream_split_across_writes_and_crlf(srv: ScenarioServer, monkeypatch: Any) -> None:
+    frames = [FIRST, *RUN, text('é ✓ \u2028 "q"'), END, USAGE]
+    for split, crlf in ((7, False), (1, True), (0, True)):
+        events = both(srv, f"split-{split}-{crlf}", frames, monkeypatch, split=split, crlf=crlf)
+        assert texts(events)[-1] == 'é ✓ \u2028 "q"'
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        pytest.param(chunk({"role": "assistant", "content": "R"}), id="role-and-content"),
+        pytest.param(chunk({"content": ""}), id="empty-content"),
+        pytest.param(chunk({"content": None}), id="null-content"),
+        pytest.param(chunk({"content": 12}), id="content-a-number"),
+        pytest.param(chunk({"content": ["a"]}), id="content-a-list"),
+        pytest.param(chunk({"content": {"a": 1}}), id="content-a-dict"),
+        pytest.param(chunk({"refusal": "no"}), id="refusal"),
+        pytest.param(chunk({"content": "c", "refusal": "no"}), id="content-and-refusal"),
+        pytest.param(chunk({"content": None, "refusal": 3}), id="refusal-a-number"),
+        pytest.param(chunk({"tool_calls": [TOOL_CALL]}), id="tool-calls"),
+        pytest.param(chunk({"content": "c", "tool_calls": "x"}), id="content-and-bad-tool-calls"),
+        pytest.param(chunk({"content": "done"}, "stop"), id="finish-on-a-content-chunk"),
+        pytest.param(chunk({"content": "c"}, "length"), id="length-on-a-content-chunk"),
+        pytest.param(chunk({"content": "c"}, 7), id="finish-a-number"),
+        pytest.param(text("u", usage={"prompt_tokens": 1, "completion_tokens": 2}), id="usage"),
+        pytest.param(text("u", usage={}), id="usage-empty"),
+        pytest.param(text("u", usage=0), id="usage-zero"),
+        pytest.param(text("u", usage=[1]), id="usage-a-list"),
+        pytest.param(text("u", usage=None), id="usage-null"),
+        pytest.param(text("e", error=None), id="error-null"),
+        pytest.param(text("e", error=False), id="error-false"),
+        pytest.param(text("e", error={}), id="error-empty"),
+        pytest.param({"error": {"message": "overloaded", "type": "server_error"}}, id="error"),
+        pytest.param({"error": "plain words", "choices": []}, id="error-a-string"),
+        pytest.param(b'{"choices": [', id="invalid-json"),
+        pytest.param(b"\xff\xfe", id="invalid-utf8"),
+        pytest.param(b"[1, 2]", id="a-list"),
+        pytest.param(b"42", id="a-number"),
+        pytest.param(b'"text"', id="a-string"),
+        pytest.param(b"null", id="null"),
+        pytest.param(b"true", id="true"),
+        pytest.param(b"event: error\ndata: " + orjson.dumps(text("x")), id="named-error"),
+        pytest.param(b"event: message\ndata: " + orjson.dumps(text("x")), id="named-message"),
+        pytest.param(b'event: error\ndata: {"message": "m"}', id="named-error-message"),
+        pytest.param(b"data: [DONE]", id="done-mid-batch"),
+        pytest.param(b"data: [DONE] ", id="done-with-a-space"),
+        pytest.param(chunk(choices=[]), id="choices-empty"),
+        pytest.param(chunk(choices={"0": {}}), id="choices-a-dict"),
+        pytest.param(chunk(choices="x"), id="choices-a-string"),
+        pytest.param(chunk(choices=None), id="choices-null"),
+        pytest.param(chunk(choices=[None]), id="choice-null"),
+        pytest.param(chunk(choices=["x"]), id="choice-a-string"),
+        pytest.param(chunk(choices=[[1]]), id="choice-a-list"),
+        pytest.param(chunk(choices=[{"delta": {"content": "a"}}, {"x": 1}]), id="two-choices"),
+        pytest.param(
+            chunk(choices=[{"delta": {"role": "assistant"}}, {"delta": {"content": "b"}}]),
+            id="text-in-the-second-choice",
+        ),
+        pytest.param(chunk(choices=[{"delta": None}]), id="delta-null"),
+        pytest.param(chunk(choices=[{"delta": "x"}]), id="delta-a-string"),
+        pytest.param(chunk(choices=[{"delta": ["content"]}]), id="delta-a-list"),
+        pytest.param(chunk(choices=[{"delta": {}}]), id="delta-empty"),
+        pytest.param(chunk(choices=[{}]), id="no-delta"),
+        pytest.param({"choices": [{"delta": {"content": "bare"}}]}, id="no-metadata"),
+        pytest.param(
+            {"choices": [{"delta": {"content": "c"}}], "id": "other", "model": "m2"},
+            id="other-metadata",
+        ),
+        pytest.param(b'{"choices":[{"delta":{"content":"a","content":"b"}}]}', id="duplicate-key"),
+        pytest.param(b'{"choices":[{"delta":{"content":"a"}}],"choices":[]}', id="duplicate-top"),
+    ],
+)
+def test_an_odd_chunk_in_a_run_of_plain_ones(
+    srv: ScenarioServer, monkeypatch: Any, odd: Any, request: pytest.FixtureRequest
+) -> None:
+    """The odd chunk in the middle of a run (one read, and one write per event), and as the
+    stream's first chunk: the same events, state and error either way."""
+    name = request.node.callspec.id
+    for where, frames in (
+        ("mid", [FIRST, *RUN, odd, *RUN, END, USAGE]),
+        ("first", [odd, *RUN, END, USAGE]),
+    ):
+        both(srv, f"odd-{name}-{where}", frames, monkeypatch)
+        both(srv, f"odd-{name}-{where}-split", frames, monkeypatch, split=40)
+
+
+def test_events_before_an_error_frame_are_delivered(srv: ScenarioServer, monkeypatch: Any) -> None:
+    frames = [FIRST, *RUN, {"error": {"message": "overloaded", "type": "server_error"}}, *RUN]
+    events = both(srv, "error-mid-run", frames, monkeypatch)
+    assert texts(events) == [f"w{i} " for i in range(5)]
+    assert events[-1]["type"] == "error"
+    assert events[-1]["error"]["message"] == "overloaded"
+
+
+def test_events_before_invalid_json_are_delivered(srv: ScenarioServer, monkeypatch: Any) -> None:
+    events = both(srv, "json-mid-run", [FIRST, *RUN, b'{"choices": [', *RUN], monkeypatch)
+    assert texts(events) == [f"w{i} " for i in range(5)]
+    assert events[-1]["type"] == "error"
+    assert events[-1]["error"]["message"] == "Invalid JSON in stream chunk"
+
+
+def test_done_mid_batch_ends_the_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
+    events = both(srv, "done-mid", [FIRST, *RUN, b"data: [DONE]", *RUN, END], monkeypatch)
+    assert texts(events) == [f"w{i} " for i in range(5)]
+    assert last(events)["type"] == "finish"
+
+
+def test_metadata_after_plain_chunks(srv: ScenarioServer, monkeypatch: Any) -> None:
+    """No id / model / created at first: the chunk that first carries one sets them (the C reader
+    hands it back), the stream's first state is kept after."""
+    bare = [{"choices": [{"delta": {"content": f"b{i}"}}], "id": ""} for i in range(3)]
+    frames = [*bare, text("x", id="first-id", model="m1"), text("y", id="second", model="m2"), END]
+    events = both(srv, "late-metadata", frames, monkeypatch)
+    fin = last(events)
+    assert fin["response"]["id"] == "first-id" and fin["response"]["modelId"] == "m1"
+
+
+def test_a_tool_call_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
+    def call(**fields: Any) -> dict[str, Any]:
+        return chunk({"tool_calls": [{"index": 0, **fields}]})
+
+    frames = [
+        FIRST,
+        text("thinking "),
+        call(id="c1", type="function", function={"name": "f", "arguments": ""}),
+        call(function={"arguments": '{"a"'}),
+        text("mid "),
+        call(function={"arguments": ": 1}"}),
+        chunk({}, "tool_calls"),
+        USAGE,
+    ]
+    events = both(srv, "tool-calls", frames, monkeypatch)
+    calls = [e for e in events if e["type"] == "tool-call"]
+    assert [(c["toolName"], c["input"]) for c in calls] == [("f", {"a": 1})]
+    assert last(events)["finishReason"] == "tool-calls"
+
+
+def test_stream_without_a_terminal_event(srv: ScenarioServer, monkeypatch: Any) -> None:
+    events = both(srv, "no-end", [FIRST, *RUN], monkeypatch, done=False)
+    assert events[-1]["type"] == "error"
+    assert "terminal event" in events[-1]["error"]["message"]
+
+
+# -- the C reader itself -------------------------------------------------------------------------
+
+
+def _fast(datas: list[Any], seen: bool = True, names: Any = None, start: int = 0) -> Any:
+    out: list[dict[str, Any]] = []
+    index, parsed = _CCHUNKS.read_openai(datas, names, out, orjson.loads, start, seen)
+    return index, (None if parsed is _CCHUNKS.UNPARSED else parsed), out
+
+
+def _d(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_the_c_reader_takes_real_openai_text_chunks() -> None:
+    """The chunks real streams send between the first and the last (extra keys in the chunk and
+    the choice, "usage": null, a non-error event name) are taken in C, in order."""
+    datas = [_d(text(f"t{i}", usage=None, error=None)) for i in range(4)]
+    index, parsed, out = _fast(datas)
+    assert (index, parsed) == (4, None)
+    assert out == [{"type": "text-delta", "text": f"t{i}"} for i in range(4)]
+    assert [list(e) for e in out] == [["type", "text"]] * 4
+    index, _, out = _fast(datas, names=[None, "message", None, "delta"])
+    assert index == 4 and len(out) == 4
+    assert _fast(datas, start=3)[2] == [{"type": "text-delta", "text": "t3"}]
+    # before the metadata is seen: chunks without any are taken, the first with some is not
+    bare = _d({"choices": [{"delta": {"content": "b"}}], "id": "", "created": 0})
+    index, parsed, out = _fast([bare, bare, datas[0]], seen=False)
+    assert index == 2 and parsed == text("t0", usage=None, error=None) and len(out) == 2
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+@pytest.mark.parametrize(
+    ("data", "parsed"),
+    [
+        (b"[DONE]", False),
+        (b"{", False),
+        (b"[1]", True),
+        (_d(chunk({"role": "assistant", "content": "x"})), True),
+        (_d(chunk({"content": ""})), True),
+        (_d(chunk({"content": 1})), True),
+        (_d(chunk({"content": "x"}, "stop")), True),
+        (_d(text("x", usage={"a": 1})), True),
+        (_d(text("x", usage=0)), True),
+        (_d(text("x", error={"message": "m"})), True),
+        (_d(text("x", error=False)), True),
+        (_d(chunk(choices=[])), True),
+        (_d(chunk(choices={})), True),
+        (_d(chunk(choices=[1])), True),
+        (_d(chunk(choices=[{"delta": None}])), True),
+        (_d(chunk(choices=[{"delta": {"content": "x", "role": "assistant"}}])), True),
+    ],
+)
+def test_the_c_reader_hands_back_everything_else(data: bytes, parsed: bool) -> None:
+    plain = _d(text("p"))
+    index, got, out = _fast([plain, data, plain])
+    assert index == 1 and out == [{"type": "text-delta", "text": "p"}]
+    assert got == (orjson.loads(data) if parsed else None)
+    if parsed:
+        assert got is not None or data == b"null"
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_the_c_reader_hands_back_an_error_name_and_odd_inputs() -> None:
+    plain = _d(text("p"))
+    assert _fast([plain, plain], names=[None, "error"])[:2] == (1, None)
+    assert _fast([plain, "text"])[:2] == (1, None)  # not bytes
+    assert _fast([plain, plain], names=[None])[:2] == (1, None)  # names shorter than datas
+
+    def boom(_data: bytes) -> Any:
+        raise KeyError("not a ValueError")
+
+    out: list[dict[str, Any]] = []
+    with pytest.raises(KeyError):
+        _CCHUNKS.read_openai([plain], None, out, boom, 0, True)
+    with pytest.raises(TypeError):
+        _CCHUNKS.read_openai((plain,), None, out, orjson.loads, 0, True)
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_the_c_reader_does_not_parse_done() -> None:
+    """``[DONE]`` is handed back before it is parsed (not parsed, failed and handed back)."""
+    seen: list[bytes] = []
+
+    def loads(data: bytes) -> Any:
+        seen.append(data)
+        return orjson.loads(data)
+
+    plain = _d(text("p"))
+    out: list[dict[str, Any]] = []
+    index, parsed = _CCHUNKS.read_openai([plain, b"[DONE]", plain], None, out, loads, 0, True)
+    assert (index, parsed, seen) == (1, _CCHUNKS.UNPARSED, [plain])
+
+
+# -- fuzz: random chunk shapes -------------------------------------------------------------------
+
+
+def _random_value(rng: random.Random) -> Any:
+    return rng.choice([None, "", "s", "é", 0, 1, 1.5, True, False, [], [1], {}, {"a": 1}])
+
+
+def _random_chunk(rng: random.Random) -> Any:
+    if rng.random() < 0.05:
+        return rng.choice([b"[DONE]", b"{", b"[]", b"3", b"null", b'"x"'])
+    delta: Any = {}
+    if rng.random() < 0.9:
+        delta["content"] = rng.choice(["a", "bc", "", None, 1, "é✓", ["x"]])
+    for key in ("role", "refusal", "tool_calls"):
+        if rng.random() < 0.08:
+            delta[key] = rng.choice(
+                ["assistant", "no", None, [{"index": 0, "function": {"name": "f"}}], 2]
+            )
+    if rng.random() < 0.05:
+        delta = _random_value(rng)
+    choice: Any = {"index": 0, "delta": delta}
+    if rng.random() < 0.3:
+        choice["logprobs"] = None
+    if rng.random() < 0.15:
+        choice["finish_reason"] = rng.choice([None, "stop", "length", 1])
+    choices: Any = [choice]
+    roll = rng.random()
+    if roll < 0.05:
+        choices = _random_value(rng)
+    elif roll < 0.08:
+        choices = [_random_value(rng)]
+    top: dict[str, Any] = {"choices": choices}
+    for key, values in (
+        ("id", ["chatcmpl-1", "", None, "x2"]),
+        ("model", ["gpt-4o-mini", "", None]),
+        ("created", [1, 0, None]),
+        ("system_fingerprint", ["fp", None]),
+        ("usage", [None, {}, 0, {"prompt_tokens": 1}]),
+        ("error", [None, None, None, {"message": "m"}, False]),
+    ):
+        if rng.random() < (0.5 if key in ("id", "model", "created") else 0.1):
+            top[key] = rng.choice(values)
+    order = list(top.items())
+    rng.shuffle(order)
+    frame: Any = dict(order)
+    if rng.random() < 0.03:
+        frame = b"event: " + rng.choice([b"error", b"message"]) + b"\ndata: " + orjson.dumps(frame)
+    return frame
+
+
+def test_random_chunk_shapes_read_the_same(srv: ScenarioServer, monkeypatch: Any) -> None:
+    rng = random.Random(1612)
+    for case in range(150):
+        frames = [_random_chunk(rng) for _ in range(rng.randint(1, 12))]
+        if rng.random() < 0.5:
+            frames.insert(0, FIRST)
+        both(
+            srv,
+            f"fuzz-{case}",
+            frames,
+            monkeypatch,
+            done=rng.random() < 0.8,
+            split=rng.choice([0, 0, 13, 64]),
+        )
+
+
+# -- Anthropic's text deltas ---------------------------------------------------------------------
+
+
+def ev(kind: str, body: Any = None, name: str | None = None) -> bytes:
+    """One Anthropic frame: ``event: <name or kind>`` and its data (a dict of ``kind`` when
+    ``body`` is a dict or None, else the raw bytes)."""
+    data = body if isinstance(body, bytes) else orjson.dumps({"type": kind, **(body or {})})
+    return b"event: " + (name or kind).encode() + b"\ndata: " + data
+
+
+def td(piece: Any, **extra: Any) -> bytes:
+    return ev(
+        "content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}, **extra}
+    )
+
+
+A_START = [
+    ev("message_start", {"message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                     "model": "claude-x", "content": [], "stop_reason": None,
+                                     "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+    ev("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+    ev("ping"),
+]  # fmt: skip
+A_RUN = [td(f"a{i} ") for i in range(5)]
+A_END = [
+    ev("content_block_stop", {"index": 0}),
+    ev("message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                         "usage": {"output_tokens": 12}}),
+    ev("message_stop"),
+]  # fmt: skip
+
+
+def test_anthropic_plain_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
+    frames = [*A_START, *A_RUN, td("é ✓", extra="x"), *A_END]
+    for split in (0, 9):
+        events = both(
+            srv, f"a-plain-{split}", frames, monkeypatch, "anthropic", done=False, split=split
+        )
+        assert texts(events) == [*(f"a{i} " for i in range(5)), "é ✓"]
+        fin = last(events)
+        assert fin["type"] == "finish" and fin["finishReason"] == "stop"
+        assert fin["response"]["id"] == "msg_1" and fin["usage"]["outputTokens"] == 12
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        pytest.param(td(""), id="empty-text"),
+        pytest.param(td(None), id="null-text"),
+        pytest.param(td(5), id="text-a-number"),
+        pytest.param(td("x", name="error"), id="named-error"),
+        pytest.param(td("x", name="other"), id="named-other"),
+        pytest.param(
+            ev("content_block_delta", {"index": 0, "delta": {"type": "text_delta"}}), id="no-text"
+        ),
+        pytest.param(ev("content_block_delta", {"index": 0, "delta": None}), id="delta-null"),
+        pytest.param(ev("content_block_delta", {"index": 0, "delta": ["x"]}), id="delta-a-list"),
+        pytest.param(ev("content_block_delta", {"index": 0}), id="no-delta"),
+        pytest.param(
+            ev(
+                "content_block_delta",
+                {"index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}},
+            ),
+            id="thinking-delta",
+        ),
+        pytest.param(
+            ev(
+                "content_block_delta",
+                {"index": 0, "delta": {"type": "input_json_delta", "partial_json": "{"}},
+            ),
+            id="input-json-delta",
+        ),
+        pytest.param(
+            ev(
+                "x",
+                b'{"type":"content_block_delta","delta":{"type":"text_delta",'
+                b'"text":"a","text":"b"}}',
+            ),
+            id="duplicate-key",
+        ),
+        pytest.param(ev("x", b'{"delta":{"type":"text_delta","text":"a"}}'), id="no-type"),
+        pytest.param(
+            ev("x", b'{"type":"Content_block_delta","delta":{"type":"text_delta","text":"a"}}'),
+            id="other-type",
+        ),
+        pytest.param(
+            ev("x", b'{"type":1,"delta":{"type":"text_delta","text":"a"}}'), id="type-a-number"
+        ),
+        pytest.param(
+            ev("error", {"error": {"type": "overloaded_error", "message": "busy"}}), id="error"
+        ),
+        pytest.param(ev("message_stop"), id="stop-mid-batch"),
+        pytest.param(ev("x", b"{"), id="invalid-json"),
+        pytest.param(
+            ev(
+                "content_block_delta",
+                {"index": 0, "delta": {"type": "citations_delta", "text": "c"}},
+            ),
+            id="other-delta-with-text",
+        ),
+        pytest.param(ev("x", b"[DONE]"), id="done"),
+        pytest.param(ev("x", b"[1]"), id="a-list"),
+        pytest.param(ev("x", b"7"), id="a-number"),
+        pytest.param(
+            b"data: "
+            + orjson.dumps(
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": "unnamed"},
+                }
+            ),
+            id="unnamed",
+        ),
+    ],
+)
+def test_anthropic_odd_frame_in_a_run(
+    srv: ScenarioServer, monkeypatch: Any, odd: bytes, request: pytest.FixtureRequest
+) -> None:
+    name = request.node.callspec.id
+    frames = [*A_START, *A_RUN, odd, *A_RUN, *A_END]
+    both(srv, f"a-odd-{name}", frames, monkeypatch, "anthropic", done=False)
+    both(srv, f"a-odd-{name}-split", frames, monkeypatch, "anthropic", done=False, split=40)
+
+
+def test_anthropic_events_before_an_error_are_delivered(
+    srv: ScenarioServer, monkeypatch: Any
+) -> None:
+    frames = [*A_START, *A_RUN, ev("x", b"{"), *A_RUN, *A_END]
+    events = both(srv, "a-json-mid-run", frames, monkeypatch, "anthropic", done=False)
+    assert texts(events) == [f"a{i} " for i in range(5)]
+    assert events[-1]["type"] == "error"
+    assert events[-1]["error"]["message"] == "Invalid JSON in stream chunk"
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_the_c_reader_takes_anthropic_text_deltas() -> None:
+    def data(frame: bytes) -> bytes:
+        return frame.split(b"\ndata: ", 1)[1]
+
+    datas = [data(td("x", extra=1)), data(td("")), data(td("y")), data(A_END[0])]
+    out: list[dict[str, Any]] = []
+    index, parsed = _CCHUNKS.read_anthropic(datas, out, orjson.loads, 0)
+    assert (index, parsed) == (3, orjson.loads(datas[3]))
+    assert out == [{"type": "text-delta", "text": "x"}, {"type": "text-delta", "text": "y"}]
+    assert _CCHUNKS.read_anthropic([b"{"], out, orjson.loads, 0) == (0, _CCHUNKS.UNPARSED)
+
+
+def _random_frame(rng: random.Random) -> bytes:
+    roll = rng.random()
+    if roll < 0.7:
+        delta: Any = {"type": rng.choice(["text_delta"] * 6 + ["thinking_delta", 1, None])}
+        if rng.random() < 0.95:
+            delta["text"] = rng.choice(["a", "bc", "", None, 3, "é"])
+        if rng.random() < 0.05:
+            delta = rng.choice([None, [], "x", {}])
+        body: dict[str, Any] = {"index": 0, "delta": delta}
+        if rng.random() < 0.03:
+            del body["delta"]
+        kind = rng.choice(["content_block_delta"] * 10 + ["content_block_deltaX", "error"])
+        return ev(kind, body, name=rng.choice([None, None, None, "error", "x"]))
+    if roll < 0.8:
+        return rng.choice([ev("ping"), ev("content_block_stop", {"index": 0}), ev("x", b"{")])
+    if roll < 0.9:
+        return rng.choice(A_START)
+    return rng.choice(A_END)
+
+
+def test_random_anthropic_frames_read_the_same(srv: ScenarioServer, monkeypatch: Any) -> None:
+    rng = random.Random(1613)
+    for case in range(120):
+        frames = [_random_frame(rng) for _ in range(rng.randint(1, 12))]
+        if rng.random() < 0.6:
+            frames[:0] = A_START
+        if rng.random() < 0.6:
+            frames += A_END
+        both(
+            srv,
+            f"a-fuzz-{case}",
+            frames,
+            monkeypatch,
+            "anthropic",
+            done=False,
+            split=rng.choice([0, 0, 11, 64]),
+        )
