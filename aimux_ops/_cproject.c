@@ -889,23 +889,9 @@ static int parse_float(PyObject *text, double *v)
     return 1;
 }
 
-/* errors.aimux._parse_retry_after_ms of a non-empty exact dict, when it needs no date: keys
- * exact ASCII str (lowered as str.lower lowers them; the last of equal lowered keys wins, as in
- * its dict comprehension), the values read exact str or None, "retry-after-ms" a number or not,
- * "retry-after" a number when it is read. 1 with *out (new reference: an int or None), 0 when
- * the Python function must run (a date, another key or value type), -1 an error set. */
-static int parse_retry_after(PyObject *headers, PyObject **out)
+/* parse_retry_after's values (strong references, or NULL when the key is absent). */
+static int retry_after_of(PyObject *raw_ms, PyObject *raw, PyObject **out)
 {
-    PyObject *raw_ms = NULL, *raw = NULL; /* borrowed from the dict: no code runs below */
-    Py_ssize_t pos = 0;
-    PyObject *k, *v;
-    while (PyDict_Next(headers, &pos, &k, &v)) {
-        if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) return 0;
-        if (ascii_lower_equals(k, "retry-after-ms", 14))
-            raw_ms = v;
-        else if (ascii_lower_equals(k, "retry-after", 11))
-            raw = v;
-    }
     double ms = 0;
     int have = 0;
     if (raw_ms != NULL && raw_ms != Py_None) {
@@ -927,6 +913,34 @@ static int parse_retry_after(PyObject *headers, PyObject **out)
     }
     *out = PyLong_FromDouble(ms);
     return *out == NULL ? -1 : 1;
+}
+
+/* errors.aimux._parse_retry_after_ms of a non-empty exact dict, when it needs no date: keys
+ * exact ASCII str (lowered as str.lower lowers them; the last of equal lowered keys wins, as in
+ * its dict comprehension), the values read exact str or None, "retry-after-ms" a number or not,
+ * "retry-after" a number when it is read. 1 with *out (new reference: an int or None), 0 when
+ * the Python function must run (a date, another key or value type), -1 an error set. */
+static int parse_retry_after(PyObject *headers, PyObject **out)
+{
+    /* borrowed while the dict is walked (PyDict_Next runs no code), then held: a failed float()
+     * builds its ValueError, which may collect garbage and run a finalizer that changes the dict
+     * (Python's function reads the values its own copy holds) */
+    PyObject *raw_ms = NULL, *raw = NULL;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(headers, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) return 0;
+        if (ascii_lower_equals(k, "retry-after-ms", 14))
+            raw_ms = v;
+        else if (ascii_lower_equals(k, "retry-after", 11))
+            raw = v;
+    }
+    Py_XINCREF(raw_ms);
+    Py_XINCREF(raw);
+    int rc = retry_after_of(raw_ms, raw, out);
+    Py_XDECREF(raw_ms);
+    Py_XDECREF(raw);
+    return rc;
 }
 
 /* APICallError's own hooks, answered without running them when the error's class finds them

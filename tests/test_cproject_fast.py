@@ -166,8 +166,12 @@ def retry_headers() -> list[dict[Any, Any]]:
     return out
 
 
-def test_apicallerror_retry_headers_parse_alike() -> None:
+def test_apicallerror_retry_headers_parse_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     """_parse_retry_after_ms in C for what needs no date, Python's for the rest: the same hint."""
+    import aimux_ops.errors.aimux as aimux_errors
+
+    now = aimux_errors.time.time()  # a date's hint reads the clock: both projections one instant
+    monkeypatch.setattr(aimux_errors.time, "time", lambda: now)
     for headers in retry_headers():
         err = E.APICallError("failed")
         err._values["response_headers"] = dict(headers)  # any shape, as a caller may set it
