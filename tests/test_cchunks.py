@@ -13,7 +13,7 @@ import os
 import random
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 import pytest
@@ -291,6 +291,28 @@ def test_a_tool_call_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
     assert last(events)["finishReason"] == "tool-calls"
 
 
+def test_role_in_every_delta_and_long_tool_call_runs(srv: ScenarioServer, monkeypatch: Any) -> None:
+    """Ollama repeats "role" in every delta (taken in C); a long run of tool-call deltas, then
+    text, then a bad chunk inside a run (the rest of the read is the Python loop's): the same
+    events and errors, and the events before the error are delivered."""
+    role = [chunk({"role": "assistant", "content": f"r{i} "}) for i in range(6)]
+    events = both(srv, "ollama-role", [*role, END, USAGE], monkeypatch)
+    assert texts(events) == [f"r{i} " for i in range(6)]
+
+    def call(arguments: str) -> dict[str, Any]:
+        return chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]})
+
+    run = [call(str(i)) for i in range(8)]
+    frames = [FIRST, chunk({"tool_calls": [TOOL_CALL]}), *run, *RUN, chunk({}, "tool_calls")]
+    for split in (0, 50):
+        events = both(srv, f"long-tool-run-{split}", [*frames, USAGE], monkeypatch, split=split)
+        calls = [e for e in events if e["type"] == "tool-call"]
+        assert [c["input"] for c in calls] == ["{}01234567"]
+        bad = [*frames[:5], b'{"choices": [', *frames[5:]]
+        events = both(srv, f"bad-in-tool-run-{split}", bad, monkeypatch, split=split)
+        assert events[-1]["error"]["message"] == "Invalid JSON in stream chunk"
+
+
 def test_stream_without_a_terminal_event(srv: ScenarioServer, monkeypatch: Any) -> None:
     events = both(srv, "no-end", [FIRST, *RUN], monkeypatch, done=False)
     assert events[-1]["type"] == "error"
@@ -335,7 +357,6 @@ def test_the_c_reader_takes_real_openai_text_chunks() -> None:
         (b"[DONE]", False),
         (b"{", False),
         (b"[1]", True),
-        (_d(chunk({"role": "assistant", "content": "x"})), True),
         (_d(chunk({"content": ""})), True),
         (_d(chunk({"content": 1})), True),
         (_d(chunk({"content": "x"}, "stop")), True),
@@ -347,7 +368,12 @@ def test_the_c_reader_takes_real_openai_text_chunks() -> None:
         (_d(chunk(choices={})), True),
         (_d(chunk(choices=[1])), True),
         (_d(chunk(choices=[{"delta": None}])), True),
-        (_d(chunk(choices=[{"delta": {"content": "x", "role": "assistant"}}])), True),
+        (_d(chunk({"role": "assistant", "content": "x", "refusal": "no"})), True),
+        (_d(chunk({"role": "assistant", "content": "x", "refusal": 0.5})), True),
+        (_d(chunk({"content": "x", "tool_calls": [TOOL_CALL]})), True),
+        (_d(chunk({"content": "x", "tool_calls": "x"})), True),
+        (_d(chunk({"role": "assistant", "content": None})), True),
+        (_d(chunk({"role": "assistant"})), True),
     ],
 )
 def test_the_c_reader_hands_back_everything_else(data: bytes, parsed: bool) -> None:
@@ -355,8 +381,28 @@ def test_the_c_reader_hands_back_everything_else(data: bytes, parsed: bool) -> N
     index, got, out = _fast([plain, data, plain])
     assert index == 1 and out == [{"type": "text-delta", "text": "p"}]
     assert got == (orjson.loads(data) if parsed else None)
-    if parsed:
-        assert got is not None or data == b"null"
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+@pytest.mark.parametrize(
+    "delta",
+    [
+        {"role": "assistant", "content": "x"},
+        {"content": "x", "role": "assistant"},
+        {"content": "x", "reasoning_content": None},
+        {"content": "x", "refusal": None, "tool_calls": None},
+        {"content": "x", "refusal": "", "tool_calls": []},
+        {"content": "x", "refusal": False, "tool_calls": {}, "function_call": {"name": "f"}},
+        {"content": "x", "refusal": 0, "tool_calls": 0, "audio": {"id": "a"}},
+    ],
+)
+def test_the_c_reader_takes_deltas_with_other_keys(delta: dict[str, Any]) -> None:
+    """Keys besides "content" the Python loop does not act on ("role" in every delta, as Ollama
+    sends; "reasoning_content": null; a falsy "refusal" or "tool_calls") are taken in C."""
+    datas = [_d(chunk(delta)), _d(text("p"))]
+    index, parsed, out = _fast(datas)
+    assert (index, parsed) == (2, None)
+    assert out == [{"type": "text-delta", "text": "x"}, {"type": "text-delta", "text": "p"}]
 
 
 @pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
@@ -501,6 +547,38 @@ def test_anthropic_plain_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
         assert fin["response"]["id"] == "msg_1" and fin["usage"]["outputTokens"] == 12
 
 
+def test_anthropic_thinking_and_tool_input_streams(srv: ScenarioServer, monkeypatch: Any) -> None:
+    """A thinking block (thinking and signature deltas, taken in C), then text, then a tool's
+    input in input_json deltas (handed back; the rest of a read after two in a row is the
+    Python loop's)."""
+
+    def delta(index: int, body: dict[str, Any]) -> bytes:
+        return ev("content_block_delta", {"index": index, "delta": body})
+
+    frames = [
+        A_START[0],
+        ev("content_block_start", {"index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+        *(delta(0, {"type": "thinking_delta", "thinking": f"h{i}"}) for i in range(6)),
+        delta(0, {"type": "signature_delta", "signature": "sig"}),
+        ev("content_block_stop", {"index": 0}),
+        ev("content_block_start", {"index": 1, "content_block": {"type": "text", "text": ""}}),
+        *(delta(1, {"type": "text_delta", "text": f"t{i} "}) for i in range(3)),
+        ev("content_block_stop", {"index": 1}),
+        ev("content_block_start", {"index": 2, "content_block": {"type": "tool_use", "id": "tu",
+                                                                 "name": "f", "input": {}}}),
+        *(delta(2, {"type": "input_json_delta", "partial_json": p}) for p in ('{"a"', ": ", "1}")),
+        ev("content_block_stop", {"index": 2}),
+        ev("message_delta", {"delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        ev("message_stop"),
+    ]  # fmt: skip
+    for split in (0, 30):
+        events = both(srv, f"a-think-{split}", frames, monkeypatch, "anthropic", done=False,
+                      split=split)  # fmt: skip
+        assert texts(events) == ["t0 ", "t1 ", "t2 "]
+        calls = [e for e in events if e["type"] == "tool-call"]
+        assert [(c["toolName"], c["input"]) for c in calls] == [("f", {"a": 1})]
+
+
 @pytest.mark.parametrize(
     "odd",
     [
@@ -603,6 +681,112 @@ def test_the_c_reader_takes_anthropic_text_deltas() -> None:
     assert (index, parsed) == (3, orjson.loads(datas[3]))
     assert out == [{"type": "text-delta", "text": "x"}, {"type": "text-delta", "text": "y"}]
     assert _CCHUNKS.read_anthropic([b"{"], out, orjson.loads, 0) == (0, _CCHUNKS.UNPARSED)
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_the_c_reader_takes_the_deltas_the_python_loop_ignores() -> None:
+    """Thinking, signature and citation deltas (any "type" str but text_delta and
+    input_json_delta) append nothing in Python: they are taken in C; an input_json_delta (tool
+    state) and a delta type of another JSON type are handed back."""
+
+    def delta(body: Any) -> bytes:
+        return orjson.dumps({"type": "content_block_delta", "index": 0, "delta": body})
+
+    ignored = [
+        delta({"type": "thinking_delta", "thinking": "hm"}),
+        delta({"type": "signature_delta", "signature": "s"}),
+        delta({"type": "citations_delta", "citation": {"type": "x"}}),
+        delta({"type": ""}),
+        delta({"type": "text_delta", "text": "t"}),
+    ]
+    out: list[dict[str, Any]] = []
+    assert _CCHUNKS.read_anthropic(ignored, out, orjson.loads, 0) == (5, _CCHUNKS.UNPARSED)
+    assert out == [{"type": "text-delta", "text": "t"}]
+    for odd in (
+        {"type": "input_json_delta", "partial_json": "{"},
+        {"type": 1},
+        {"type": None},
+        {"thinking": "no type"},
+    ):
+        out = []
+        got = _CCHUNKS.read_anthropic([ignored[0], delta(odd)], out, orjson.loads, 0)
+        assert got == (1, orjson.loads(delta(odd))) and out == []
+
+
+def _counted(module: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count the calls of ``module._read_events`` (the Python loop)."""
+    calls = {"python": 0}
+    real = module._read_events
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        calls["python"] += 1
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, "_read_events", counting)
+    return calls
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_after_two_hand_backs_in_a_row_the_rest_of_the_read_is_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run of chunks the C reader hands back (tool-call deltas, input_json deltas) costs one C
+    call and three calls of the Python loop per read, not one of each per chunk; the events and
+    state are the Python loop's."""
+
+    class Resp:
+        status = 200
+        headers: ClassVar[dict[str, str]] = {}
+
+    def call(arguments: str) -> bytes:
+        return _d(chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}))
+
+    first = _d(chunk({"tool_calls": [TOOL_CALL]}))
+    datas = [_d(text("a")), first, *(call(str(i)) for i in range(8)), _d(text("b"))]
+    results = []
+    for fast in (True, False):
+        calls = _counted(openai, monkeypatch)
+        state = openai.StreamState()
+        out: list[dict[str, Any]] = []
+        if fast:
+            openai._read_fast(
+                Resp, state, None, datas, out, orjson.loads, _CCHUNKS.read_openai, _CCHUNKS.UNPARSED
+            )
+        else:
+            openai._read_events(Resp, state, None, datas, out, orjson.loads)
+        results.append((out, state.calls, calls["python"]))
+    (fast_out, fast_calls, fast_python), (out, calls_, _) = results
+    assert (fast_out, fast_calls) == (out, calls_)
+    assert fast_calls[0][2] == "{}01234567"
+    assert fast_python == 3  # first alone, call("0") alone, then the rest in one call
+
+    def json_delta(piece: str) -> bytes:
+        return orjson.dumps(
+            {"type": "content_block_delta", "index": 1,
+             "delta": {"type": "input_json_delta", "partial_json": piece}}
+        )  # fmt: skip
+
+    frames = [*(json_delta(str(i)) for i in range(8)), _d({"type": "ping"})]
+    for json_tool in (False, True):
+        results = []
+        for fast in (True, False):
+            calls = _counted(anthropic, monkeypatch)
+            a_state = anthropic.AnthropicStreamState()
+            if json_tool:
+                a_state.json_blocks.add(1)
+            else:
+                a_state.tool_calls[1] = ["t", "f", ""]
+            out = []
+            if fast:
+                anthropic._read_fast(
+                    Resp, a_state, json_tool, None, frames, out, _CCHUNKS.read_anthropic,
+                    _CCHUNKS.UNPARSED,
+                )  # fmt: skip
+            else:
+                anthropic._read_events(Resp, a_state, json_tool, None, frames, out)
+            results.append((out, dict(a_state.tool_calls), calls["python"]))
+        assert results[0][:2] == results[1][:2]
+        assert results[0][2] == 3
 
 
 def _random_frame(rng: random.Random) -> bytes:

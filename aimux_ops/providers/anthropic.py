@@ -448,30 +448,38 @@ def _read_fast(
     fast: Any,
     unparsed: object,
 ) -> bool:
-    """``_read_events`` with the text deltas read in C (``fast``): every frame the C reader hands
-    back (any other type or shape, a bad chunk) is read by ``_read_events`` itself, alone, and the
-    C reader goes on after it."""
+    """``_read_events`` with the text deltas and the deltas it ignores read in C (``fast``): a
+    frame the C reader hands back (any other type or shape, a bad chunk) is read by
+    ``_read_events`` itself, alone, and the C reader goes on after it; after two hand-backs in a
+    row the rest of the read is ``_read_events``'s, in one call (a run of other frames costs no
+    more than the Python loop)."""
     n = len(datas)
     if names is not None and len(names) != n:
         return _read_events(resp, state, json_tool, names, datas, out)
     loads = orjson.loads
     i = 0
     while True:
-        i, frame = fast(datas, out, loads, i)
-        if i >= n:
+        j, frame = fast(datas, out, loads, i)
+        if j >= n:
             return False
-        one = None if names is None else names[i : i + 1]
+        k = j + 1
         if _read_events(
             resp,
             state,
             json_tool,
-            one,
-            datas[i : i + 1],
+            None if names is None else names[j:k],
+            datas[j:k],
             out,
             loads if frame is unparsed else given(frame),
         ):
             return True
-        i += 1
+        if k >= n:
+            return False
+        if j == i and i > 0:  # the frame before was handed back too
+            return _read_events(
+                resp, state, json_tool, None if names is None else names[k:], datas[k:], out
+            )
+        i = k
 
 
 def _read_events(

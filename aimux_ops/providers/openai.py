@@ -577,23 +577,36 @@ def _read_fast(
     fast: Any,
     unparsed: object,
 ) -> bool:
-    """``_read_events`` with the plain text chunks read in C (``fast``): every event the C reader
+    """``_read_events`` with the plain text chunks read in C (``fast``): an event the C reader
     hands back (any other shape, ``[DONE]``, an error, a bad chunk) is read by ``_read_events``
-    itself, alone, and the C reader goes on after it."""
+    itself, alone, and the C reader goes on after it; after two hand-backs in a row the rest of
+    the read is ``_read_events``'s, in one call (a run of other shapes costs no more than the
+    Python loop)."""
     n = len(datas)
     if names is not None and len(names) != n:
         return _read_events(resp, state, names, datas, out, loads)
     i = 0
     while True:
-        i, chunk = fast(datas, names, out, loads, i, state.metadata_seen)
-        if i >= n:
+        j, chunk = fast(datas, names, out, loads, i, state.metadata_seen)
+        if j >= n:
             return False
-        one = None if names is None else names[i : i + 1]
+        k = j + 1
         if _read_events(
-            resp, state, one, datas[i : i + 1], out, loads if chunk is unparsed else given(chunk)
+            resp,
+            state,
+            None if names is None else names[j:k],
+            datas[j:k],
+            out,
+            loads if chunk is unparsed else given(chunk),
         ):
             return True
-        i += 1
+        if k >= n:
+            return False
+        if j == i and i > 0:  # the event before was handed back too
+            return _read_events(
+                resp, state, None if names is None else names[k:], datas[k:], out, loads
+            )
+        i = k
 
 
 def _read_events(
