@@ -7,8 +7,37 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+#: ``_cchunks.read_openai``: (datas, names, out, loads, start, seen) -> (index, parsed)
+ReadOpenAI = Callable[
+    [list[bytes], list[str | None] | None, list[dict[str, Any]], Any, int, bool], tuple[int, Any]
+]
+#: ``_cchunks.read_anthropic``: (datas, out, loads, start, json_blocks, tool_calls)
+ReadAnthropic = Callable[
+    [list[bytes], list[dict[str, Any]], Any, int, set[int], dict[int, list[str]]],
+    tuple[int, Any],
+]
+
+
+class CChunks(Protocol):
+    """What the providers use of ``aimux_ops._cchunks`` (its stub, ``_cchunks.pyi``, is checked
+    against it below): the module ``load("_cchunks")`` answers, typed."""
+
+    @property
+    def UNPARSED(self) -> object: ...
+    @property
+    def read_openai(self) -> ReadOpenAI: ...
+    @property
+    def read_anthropic(self) -> ReadAnthropic: ...
+
+
+if TYPE_CHECKING:
+    from . import _cchunks
+
+    _stub_matches: CChunks = _cchunks
 
 
 def load(name: str) -> Any:

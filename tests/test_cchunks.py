@@ -549,8 +549,7 @@ def test_anthropic_plain_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
 
 def test_anthropic_thinking_and_tool_input_streams(srv: ScenarioServer, monkeypatch: Any) -> None:
     """A thinking block (thinking and signature deltas, taken in C), then text, then a tool's
-    input in input_json deltas (handed back; the rest of a read after two in a row is the
-    Python loop's)."""
+    input in input_json deltas (taken in C, added to the tool call's input)."""
 
     def delta(index: int, body: dict[str, Any]) -> bytes:
         return ev("content_block_delta", {"index": index, "delta": body})
@@ -686,8 +685,8 @@ def test_the_c_reader_takes_anthropic_text_deltas() -> None:
 @pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
 def test_the_c_reader_takes_the_deltas_the_python_loop_ignores() -> None:
     """Thinking, signature and citation deltas (any "type" str but text_delta and
-    input_json_delta) append nothing in Python: they are taken in C; an input_json_delta (tool
-    state) and a delta type of another JSON type are handed back."""
+    input_json_delta) append nothing in Python: they are taken in C; an input_json_delta
+    without the stream's tool state, and a delta type of another JSON type, are handed back."""
 
     def delta(body: Any) -> bytes:
         return orjson.dumps({"type": "content_block_delta", "index": 0, "delta": body})
@@ -713,6 +712,10 @@ def test_the_c_reader_takes_the_deltas_the_python_loop_ignores() -> None:
         assert got == (1, orjson.loads(delta(odd))) and out == []
 
 
+def data_of(frame: bytes) -> bytes:
+    return frame.split(b"\ndata: ", 1)[1]
+
+
 def _counted(module: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Count the calls of ``module._read_events`` (the Python loop)."""
     calls = {"python": 0}
@@ -730,8 +733,8 @@ def _counted(module: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 def test_after_two_hand_backs_in_a_row_the_rest_of_the_read_is_python(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A run of chunks the C reader hands back (tool-call deltas, input_json deltas) costs one C
-    call and three calls of the Python loop per read, not one of each per chunk; the events and
+    """A run of chunks the C reader hands back (tool-call deltas, content block starts) costs two
+    C calls and three calls of the Python loop per read, not one of each per chunk; the events and
     state are the Python loop's."""
 
     class Resp:
@@ -760,33 +763,87 @@ def test_after_two_hand_backs_in_a_row_the_rest_of_the_read_is_python(
     assert fast_calls[0][2] == "{}01234567"
     assert fast_python == 3  # first alone, call("0") alone, then the rest in one call
 
-    def json_delta(piece: str) -> bytes:
+    def block(i: int) -> bytes:
         return orjson.dumps(
-            {"type": "content_block_delta", "index": 1,
-             "delta": {"type": "input_json_delta", "partial_json": piece}}
+            {"type": "content_block_start", "index": i,
+             "content_block": {"type": "text", "text": f"s{i}"}}
         )  # fmt: skip
 
-    frames = [*(json_delta(str(i)) for i in range(8)), _d({"type": "ping"})]
-    for json_tool in (False, True):
-        results = []
-        for fast in (True, False):
-            calls = _counted(anthropic, monkeypatch)
-            a_state = anthropic.AnthropicStreamState()
-            if json_tool:
-                a_state.json_blocks.add(1)
-            else:
-                a_state.tool_calls[1] = ["t", "f", ""]
-            out = []
+    frames = [*(block(i) for i in range(8)), _d({"type": "ping"}), data_of(td("t"))]
+    results = []
+    for fast in (True, False):
+        calls = _counted(anthropic, monkeypatch)
+        out = []
+        a_state = anthropic.AnthropicStreamState()
+        if fast:
+            anthropic._read_fast(
+                Resp, a_state, False, None, frames, out, _CCHUNKS.read_anthropic,
+                _CCHUNKS.UNPARSED,
+            )  # fmt: skip
+        else:
+            anthropic._read_events(Resp, a_state, False, None, frames, out)
+        results.append((out, calls["python"]))
+    assert results[0][0] == results[1][0] and len(results[0][0]) == 9
+    assert results[0][1] == 3
+
+
+def _random_tool_frame(rng: random.Random) -> bytes:
+    roll = rng.random()
+    if roll < 0.15:
+        name = rng.choice([anthropic.JSON_TOOL, "f", "", None])
+        block = {"type": "tool_use", "id": "tu", "name": name, "input": rng.choice([{}, {"a": 1}])}
+        return orjson.dumps(
+            {"type": "content_block_start", "index": rng.choice([0, 1, 2]), "content_block": block}
+        )
+    if roll < 0.2:
+        return rng.choice([b'{"type":"ping"}', b"{", b'{"type":"message_stop"}', b"[1]"])
+    delta: Any = {"type": rng.choice(["input_json_delta"] * 6 + ["text_delta", "thinking_delta"])}
+    if rng.random() < 0.95:
+        delta["partial_json"] = rng.choice(['{"a', "", ": 1}", None, 3, "é"])
+    if rng.random() < 0.3:
+        delta["text"] = rng.choice(["t", ""])
+    frame: dict[str, Any] = {"type": "content_block_delta", "delta": delta}
+    if rng.random() < 0.95:
+        frame["index"] = rng.choice([0, 1, 2, 1, 2, "1", None, True, 1.0, -(2**63)])
+    if rng.random() < 0.03:
+        frame["delta"] = rng.choice([None, [], "x"])
+    return orjson.dumps(frame)
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_random_tool_input_frames_read_the_same() -> None:
+    """input_json_delta read in C (a JSON tool's block appends its text, another tool's adds to
+    its input, a server tool's is dropped) against the Python loop, frame runs of random shapes
+    and states: the same events, tool state, result and error."""
+
+    class Resp:
+        status = 200
+        headers: ClassVar[dict[str, str]] = {}
+
+    def run(fast: bool, json_tool: bool, datas: list[bytes]) -> Any:
+        state = anthropic.AnthropicStreamState()
+        out: list[dict[str, Any]] = []
+        try:
             if fast:
-                anthropic._read_fast(
-                    Resp, a_state, json_tool, None, frames, out, _CCHUNKS.read_anthropic,
+                done = anthropic._read_fast(
+                    Resp, state, json_tool, None, datas, out, _CCHUNKS.read_anthropic,
                     _CCHUNKS.UNPARSED,
                 )  # fmt: skip
             else:
-                anthropic._read_events(Resp, a_state, json_tool, None, frames, out)
-            results.append((out, dict(a_state.tool_calls), calls["python"]))
-        assert results[0][:2] == results[1][:2]
-        assert results[0][2] == 3
+                done = anthropic._read_events(Resp, state, json_tool, None, datas, out)
+            error = None
+        except Exception as exc:
+            done, error = None, (type(exc), str(exc), str(exc.__cause__))
+        return done, error, out, state.tool_calls, state.json_blocks
+
+    rng = random.Random(1614)
+    taken = 0
+    for _ in range(3000):
+        datas = [_random_tool_frame(rng) for _ in range(rng.randint(1, 10))]
+        json_tool = rng.random() < 0.5
+        assert run(True, json_tool, datas) == run(False, json_tool, datas)
+        taken += _CCHUNKS.read_anthropic(datas, [], orjson.loads, 0, set(), {})[0]
+    assert taken > 1000  # the C reader took a good share
 
 
 def _random_frame(rng: random.Random) -> bytes:

@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from .._cext import CChunks, ReadAnthropic
 from .._cext import load as load_extension
 from .._cext import parsed_already as given
 from ..errors import APICallError, InvalidResponseDataError
@@ -431,11 +432,12 @@ def stream_batches(
 _cchunks: Any = ...
 
 
-def _cchunks_module() -> Any:
+def _cchunks_module() -> CChunks | None:
     global _cchunks
     if _cchunks is ...:
         _cchunks = load_extension("_cchunks")
-    return _cchunks
+    module: CChunks | None = _cchunks
+    return module
 
 
 def _read_fast(
@@ -445,10 +447,11 @@ def _read_fast(
     names: list[str | None] | None,
     datas: list[bytes],
     out: list[dict[str, Any]],
-    fast: Any,
+    fast: ReadAnthropic,
     unparsed: object,
 ) -> bool:
-    """``_read_events`` with the text deltas and the deltas it ignores read in C (``fast``): a
+    """``_read_events`` with the content block deltas read in C (``fast``: text, the tool input
+    of ``input_json_delta`` and the delta types the Python loop ignores): a
     frame the C reader hands back (any other type or shape, a bad chunk) is read by
     ``_read_events`` itself, alone, and the C reader goes on after it; after two hand-backs in a
     row the rest of the read is ``_read_events``'s, in one call (a run of other frames costs no
@@ -457,9 +460,10 @@ def _read_fast(
     if names is not None and len(names) != n:
         return _read_events(resp, state, json_tool, names, datas, out)
     loads = orjson.loads
+    json_blocks, tool_calls = state.json_blocks, state.tool_calls
     i = 0
     while True:
-        j, frame = fast(datas, out, loads, i)
+        j, frame = fast(datas, out, loads, i, json_blocks, tool_calls)
         if j >= n:
             return False
         k = j + 1

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import orjson
 
+from .._cext import CChunks, ReadOpenAI
 from .._cext import load as load_extension
 from .._cext import parsed_already as given
 from ..errors import APICallError, InvalidResponseDataError
@@ -560,11 +561,12 @@ def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str
 _cchunks: Any = ...
 
 
-def _cchunks_module() -> Any:
+def _cchunks_module() -> CChunks | None:
     global _cchunks
     if _cchunks is ...:
         _cchunks = load_extension("_cchunks")
-    return _cchunks
+    module: CChunks | None = _cchunks
+    return module
 
 
 def _read_fast(
@@ -574,7 +576,7 @@ def _read_fast(
     datas: list[bytes],
     out: list[dict[str, Any]],
     loads: Any,
-    fast: Any,
+    fast: ReadOpenAI,
     unparsed: object,
 ) -> bool:
     """``_read_events`` with the plain text chunks read in C (``fast``): an event the C reader
