@@ -1,7 +1,8 @@
-"""Loading an optional C extension of aimux_ops (``aimux_ops._cchunks``; ``envelope`` loads
-``_cproject`` the same way): None when ``AIMUX_PURE_PYTHON`` is set (not "" or "0"), when it is
-not built, or when its source lies next to it (a checkout) and differs from the one it was built
-from (``SOURCE_SHA``: a stale build never shadows an edited source; the Python path runs)."""
+"""Loading an optional C extension of aimux_ops (``aimux_ops._cchunks``, ``aimux_ops._cproject``
+for ``envelope``): None when ``AIMUX_PURE_PYTHON`` is set (not "" or "0"; read once, when this
+module is first imported, so that every extension and every provider of a process agree), when it
+is not built, or when its source lies next to it and differs from the one it was built from
+(``SOURCE_SHA``: a stale build never shadows an edited source; the Python path runs)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,13 @@ if TYPE_CHECKING:
     _stub_matches: CChunks = _cchunks
 
 
+#: ``AIMUX_PURE_PYTHON`` as the process started: the C extensions are off (the one reading).
+PURE_PYTHON: bool = os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0")
+
+
 def load(name: str) -> Any:
     """The module ``aimux_ops.<name>`` built from ``aimux_ops/<name>.c``, or None."""
-    if os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0"):
+    if PURE_PYTHON:
         return None
     try:
         module = importlib.import_module(f"aimux_ops.{name}")
@@ -50,8 +55,10 @@ def load(name: str) -> Any:
         return None
     try:
         text = (Path(__file__).parent / f"{name}.c").read_bytes()
-    except OSError:  # an installed payload or a wheel: no source to be stale against
+    except OSError:  # no source beside the build (a hand-copied .so): nothing to be stale against
         return module
+    # a checkout, `make install`'s payload and the wheel all hold the .c beside the .so: the
+    # build must come from that very source
     import hashlib
 
     if hashlib.sha256(text).hexdigest() != module.SOURCE_SHA:

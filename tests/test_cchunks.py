@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import random
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -435,6 +437,32 @@ def test_the_c_reader_does_not_parse_done() -> None:
     out: list[dict[str, Any]] = []
     index, parsed = _CCHUNKS.read_openai([plain, b"[DONE]", plain], None, out, loads, 0, True)
     assert (index, parsed, seen) == (1, _CCHUNKS.UNPARSED, [plain])
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "on"),
+    [("", "1", _CCHUNKS is not None), ("1", "", False), ("1", "0", False)],
+)
+def test_pure_python_is_read_once_for_every_extension(before: str, after: str, on: bool) -> None:
+    """AIMUX_PURE_PYTHON as the process imported aimux_ops decides for the projection and both
+    providers' stream readers, whatever it says by the first stream: they never disagree."""
+    code = (
+        "import os, aimux_ops\n"
+        "from aimux_ops import envelope\n"
+        "from aimux_ops.providers import anthropic, openai\n"
+        f"os.environ['AIMUX_PURE_PYTHON'] = {after!r}\n"
+        "o = openai._cchunks_module() is not None\n"
+        "os.environ['AIMUX_PURE_PYTHON'] = '1' if o else ''\n"
+        "print(envelope._native is not None, o, anthropic._cchunks_module() is not None)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AIMUX_PURE_PYTHON": before},
+        check=True,
+    )
+    assert out.stdout.split() == [str(on)] * 3
 
 
 # -- fuzz: random chunk shapes -------------------------------------------------------------------
