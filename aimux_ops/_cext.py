@@ -66,6 +66,28 @@ def load(name: str) -> Any:
     return module
 
 
+#: The most network reads in a row a stream gives straight to its Python loop while the C reader
+#: takes nothing of its reads (a stream of shapes it hands back: tool-call deltas, ...).
+PACE_MAX = 64
+
+
+def new_pace() -> list[int]:
+    """A stream's pacing of its C reader: [reads left to give straight to the Python loop, the
+    length of the last such run]."""
+    return [0, 0]
+
+
+def pace_after(pace: list[int], took: bool) -> None:
+    """After a read the C reader saw: none skipped while it takes something; after a read where
+    it took nothing, skip the next 1, 2, 4, ... reads (up to ``PACE_MAX``), then try again (a
+    hand-back costs more than the Python loop's own chunk; the Python loop is the reference, so
+    who reads a read never changes what it yields)."""
+    if took:
+        pace[1] = 0
+    else:
+        pace[0] = pace[1] = min(pace[1] * 2 or 1, PACE_MAX)
+
+
 def parsed_already(obj: Any) -> Any:
     """A ``loads`` that answers ``obj``: the chunk a C reader parsed and handed back, read by the
     Python loop without parsing it again."""

@@ -22,6 +22,7 @@ import pytest
 from helpers import CANARY
 from scenario_server import ScenarioServer, serve_scenarios, sse_reply
 
+from aimux_ops._cext import PACE_MAX, new_pace, pace_after
 from aimux_ops.dispatch import stream_free, stream_json, stream_next_json
 from aimux_ops.providers import anthropic, openai
 
@@ -813,6 +814,79 @@ def test_after_two_hand_backs_in_a_row_the_rest_of_the_read_is_python(
         results.append((out, calls["python"]))
     assert results[0][0] == results[1][0] and len(results[0][0]) == 9
     assert results[0][1] == 3
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_reads_where_the_c_reader_takes_nothing_pace_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream's reads of one odd chunk each (tool-call deltas): after a read where the C reader
+    took nothing, the next 1, 2, 4, ... (up to PACE_MAX) reads go straight to the Python loop;
+    a read it takes resets that. The events and state are the Python loop's throughout."""
+
+    class Resp:
+        status = 200
+        headers: ClassVar[dict[str, str]] = {}
+
+    seen: list[int] = []  # the reads the C reader saw (once each)
+    now = [0]
+
+    def fast(*args: Any) -> Any:
+        if not seen or seen[-1] != now[0]:
+            seen.append(now[0])
+        return _CCHUNKS.read_openai(*args)
+
+    def call(arguments: str) -> bytes:
+        return _d(chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}))
+
+    reads = [[_d(chunk({"tool_calls": [TOOL_CALL]}))], *([call(str(i))] for i in range(20))]
+    reads += [[_d(text(f"t{i}"))] for i in range(20)]  # reads 21-40
+    reads += [[call("x"), call("y"), _d(text("d"))], [call("z")], [_d(text("e"))]]  # 41-43
+    results = []
+    for paced in (True, False):
+        state, out, pace = openai.StreamState(), [], new_pace()
+        seen.clear()
+        for now[0], datas in enumerate(reads):
+            if paced:
+                openai._read_fast(
+                    Resp, state, None, datas, out, orjson.loads, fast, _CCHUNKS.UNPARSED, pace
+                )
+            else:
+                openai._read_events(Resp, state, None, datas, out, orjson.loads)
+        results.append((out, state.calls, list(seen)))
+    assert results[0][:2] == results[1][:2]
+    assert results[0][0][-1] == {"type": "text-delta", "text": "e"}
+    # took nothing at 0, 2, 5, 10, 19 (then 1, 2, 4, 8, 16 reads skipped); took 36-40; nothing at
+    # 41 (the two calls first: the rest of the read was Python's), 42 skipped, took 43
+    assert results[0][2] == [0, 2, 5, 10, 19, 36, 37, 38, 39, 40, 41, 43]
+
+    def fast_a(*args: Any) -> Any:
+        if not seen or seen[-1] != now[0]:
+            seen.append(now[0])
+        return _CCHUNKS.read_anthropic(*args)
+
+    def start(index: int) -> bytes:
+        block = {"type": "text", "text": f"s{index}"}
+        return orjson.dumps({"type": "content_block_start", "index": index, "content_block": block})
+
+    frames = [[start(i)] for i in range(21)] + [[data_of(td(f"t{i}"))] for i in range(20)]
+    results = []
+    for paced in (True, False):
+        a_state, out, pace = anthropic.AnthropicStreamState(), [], new_pace()
+        seen.clear()
+        for now[0], datas in enumerate(frames):
+            if paced:
+                anthropic._read_fast(
+                    Resp, a_state, False, None, datas, out, fast_a, _CCHUNKS.UNPARSED, pace
+                )
+            else:
+                anthropic._read_events(Resp, a_state, False, None, datas, out)
+        results.append((out, list(seen)))
+    assert results[0][0] == results[1][0] and len(results[0][0]) == 41
+    assert results[0][1] == [0, 2, 5, 10, 19, 36, 37, 38, 39, 40]
+
+    pace = new_pace()
+    for _ in range(10):
+        pace_after(pace, False)
+    assert pace == [PACE_MAX, PACE_MAX]
 
 
 def _random_tool_frame(rng: random.Random) -> bytes:

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import orjson
 
-from .._cext import CChunks, ReadOpenAI
+from .._cext import CChunks, ReadOpenAI, new_pace, pace_after
 from .._cext import load as load_extension
 from .._cext import parsed_already as given
 from ..errors import APICallError, InvalidResponseDataError
@@ -538,9 +538,9 @@ def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str
     if cchunks is None:
         read = lambda names, datas, out: _read_events(resp, state, names, datas, out, loads)  # noqa: E731
     else:
-        fast, unparsed = cchunks.read_openai, cchunks.UNPARSED
+        fast, unparsed, pace = cchunks.read_openai, cchunks.UNPARSED, new_pace()
         read = lambda names, datas, out: _read_fast(  # noqa: E731
-            resp, state, names, datas, out, loads, fast, unparsed
+            resp, state, names, datas, out, loads, fast, unparsed, pace
         )
     if (yield from read_batches(reads, read)):
         return
@@ -578,20 +578,29 @@ def _read_fast(
     loads: Any,
     fast: ReadOpenAI,
     unparsed: object,
+    pace: list[int] | None = None,
 ) -> bool:
     """``_read_events`` with the plain text chunks read in C (``fast``): an event the C reader
     hands back (any other shape, ``[DONE]``, an error, a bad chunk) is read by ``_read_events``
     itself, alone, and the C reader goes on after it; after two hand-backs in a row the rest of
     the read is ``_read_events``'s, in one call (a run of other shapes costs no more than the
-    Python loop)."""
+    Python loop). With ``pace`` (the stream's, ``_cext.pace_after``), reads where the C reader
+    took nothing make the next reads go straight to ``_read_events`` for a while."""
     n = len(datas)
     if names is not None and len(names) != n:
         return _read_events(resp, state, names, datas, out, loads)
+    if pace is not None and pace[0]:
+        pace[0] -= 1
+        return _read_events(resp, state, names, datas, out, loads)
+    took = False
     i = 0
     while True:
         j, chunk = fast(datas, names, out, loads, i, state.metadata_seen)
         if j >= n:
+            if pace is not None:
+                pace_after(pace, True)
             return False
+        took = took or j > i
         k = j + 1
         if _read_events(
             resp,
@@ -602,9 +611,11 @@ def _read_fast(
             loads if chunk is unparsed else given(chunk),
         ):
             return True
-        if k >= n:
-            return False
-        if j == i and i > 0:  # the event before was handed back too
+        if k >= n or (j == i and i > 0):  # the end, or the event before was handed back too
+            if pace is not None:
+                pace_after(pace, took)
+            if k >= n:
+                return False
             return _read_events(
                 resp, state, None if names is None else names[k:], datas[k:], out, loads
             )
