@@ -207,8 +207,8 @@ static PyObject *read_openai(PyObject *self, PyObject *const *args, Py_ssize_t n
  * int) is in json_blocks (the JSON tool's input is the text); 1 and *text NULL after the piece is
  * appended to the tool call's input (tool_calls[index][2], an exact str) or when the block is no
  * tool of ours; 0: hand it back; -1: an error is set. */
-static int input_json(PyObject *frame, PyObject *piece, PyObject *json_blocks,
-                      PyObject *tool_calls, PyObject **text)
+static int input_json(PyObject *frame, PyObject *piece, PyObject *json_blocks, PyObject *tool_calls,
+                      PyObject **text)
 {
     PyObject *index = PyDict_GetItemWithError(frame, s_index);
     if (index == NULL || !PyLong_CheckExact(index)) return PyErr_Occurred() ? -1 : 0;
@@ -235,8 +235,8 @@ static int input_json(PyObject *frame, PyObject *piece, PyObject *json_blocks,
  * thinking, signature, citations, ...), *text NULL; or (json_blocks not NULL) an input_json_delta
  * read as input_json does; 0: hand it back, *parsed the parsed frame (a new reference) or NULL
  * when it was not parsed; -1: an error is set. */
-static int text_delta(PyObject *data, PyObject *loads, PyObject *json_blocks,
-                      PyObject *tool_calls, PyObject **parsed, PyObject **text)
+static int text_delta(PyObject *data, PyObject *loads, PyObject *json_blocks, PyObject *tool_calls,
+                      PyObject **parsed, PyObject **text)
 {
     *parsed = NULL;
     if (!PyBytes_CheckExact(data)) return 0;
@@ -293,7 +293,8 @@ static PyObject *read_anthropic(PyObject *self, PyObject *const *args, Py_ssize_
         return NULL;
     }
     if ((json_blocks == Py_None) != (tool_calls == Py_None) ||
-        (json_blocks != Py_None && (!PySet_CheckExact(json_blocks) || !PyDict_CheckExact(tool_calls)))) {
+        (json_blocks != Py_None &&
+         (!PySet_CheckExact(json_blocks) || !PyDict_CheckExact(tool_calls)))) {
         PyErr_SetString(PyExc_TypeError,
                         "read_anthropic(): json_blocks and tool_calls must be a set and a dict");
         return NULL;
