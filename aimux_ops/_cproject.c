@@ -10,7 +10,7 @@
  *   TimeoutError), no undeclared payload member, field values of exact types: str (ASCII, at most
  *   16 KiB), int, bool, finite float, and lists / dicts of those (ASCII keys without a scrub
  *   anchor, nothing over the 16 KiB bound, no secret-named member holding a string, no string
- *   with a scrub anchor);
+ *   with a scrub anchor), and a list of simple models as errors.dump_models dumps it;
  * - source nodes of exceptions whose str() is a builtin exception's (BaseException, OSError,
  *   KeyError) over plain arguments (str, int, float, bool, None, or such exceptions), and
  *   SourceError;
@@ -18,6 +18,9 @@
  *   by the Python scrubber itself (redact.scrub_message), a payload string with an anchor by
  *   redact.scrub_text;
  * - chains cut by the depth limit (16) or a cycle ("cause" marked).
+ *
+ * project() is envelope._project's whole fast path (walk, orjson.dumps, _last); what the walk
+ * decides from a class alone is kept per class while the class's version tag holds (TypeInfo).
  *
  * Everything else (non-ASCII or over-limit texts, anchors inside nested payload values, secret
  * headers, models, exotic __str__ / __repr__, attempts, ...) answers None: Python projects it.
@@ -62,13 +65,23 @@ static PyObject *g_retryable;        /* the AimuxError.retryable property */
 static PyObject *g_retry_after_ms;   /* the AimuxError.retry_after_ms property */
 static PyObject *g_own_retryable;    /* AimuxError._own_retryable (the function) */
 static PyObject *g_own_retry_after;  /* AimuxError._own_retry_after_ms (the function) */
+static PyObject *g_envelope_globals; /* aimux_ops.envelope's module dict (its _last) */
+static Py_ssize_t g_envelope_max;    /* envelope.ENVELOPE_MAX_BYTES */
+/* APICallError's hooks, answered here when nothing of theirs was replaced (root_hook). */
+static PyObject *g_api_own_retryable;   /* APICallError._own_retryable (the function) */
+static PyObject *g_api_own_retry_after; /* APICallError._own_retry_after_ms (the function) */
+static PyObject *g_api_is_retryable;    /* APICallError.is_retryable (the property) */
+static PyObject *g_api_headers;         /* APICallError.response_headers (the property) */
+static PyObject *g_parse_retry_after;   /* errors.aimux._parse_retry_after_ms (the function) */
+static PyObject *g_dump_models;         /* errors._base.dump_models (a list of simple models) */
 
 /* Interned names. */
 static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_truncated, *s_type,
     *s_retryable, *s_retryAfterMs, *s_retry_after_ms, *s_own_retryable, *s_own_retry_after,
     *s_wire_root, *s_getattribute, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields,
     *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name,
-    *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args;
+    *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args, *s_last, *s_is_retryable,
+    *s_class, *s_response_headers, *s_parse_retry_after;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -110,29 +123,51 @@ static int has_word_ci(const char *s, Py_ssize_t n, const char *word, Py_ssize_t
     return 0;
 }
 
+/* Whether an anchor (see shaped_anchor) involves the byte at i: "sk-" / "key-" ending at a
+ * '-' there (the letters in any case), "bearer" in any case starting there, or, with `urls`,
+ * "://" starting there. */
+static int anchor_at(const char *s, Py_ssize_t n, Py_ssize_t i, int urls)
+{
+    char c = s[i];
+    if (c == '-') {
+        if (i >= 2 && (s[i - 1] | 0x20) == 'k' && (s[i - 2] == 's' || s[i - 2] == 'S')) return 1;
+        if (i >= 3 && (s[i - 1] | 0x20) == 'y' && (s[i - 2] | 0x20) == 'e' &&
+            (s[i - 3] | 0x20) == 'k')
+            return 1;
+        return 0;
+    }
+    if ((c | 0x20) == 'b') return i + 5 < n && has_word_ci(s + i + 1, 5, "earer", 5);
+    if (c == ':' && urls) return i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/';
+    return 0;
+}
+
 /* One pass over an ASCII text: 1 when it holds "sk-", "key-", "bearer" in any case
- * (redact._shaped_anchor; _PATTERN_RE ignores case), or, with `urls`, "://". */
+ * (redact._shaped_anchor; _PATTERN_RE ignores case), or, with `urls`, "://". Eight bytes at a
+ * time: a word holding no '-', no 'b' / 'B' and (with `urls`) no ':' holds no anchor's last byte
+ * of "sk-" / "key-" nor the first of "bearer" / "://"; any other word is looked at byte by byte.
+ * (For ASCII letters, c | 0x20 is exactly the lower case.) */
 static int shaped_anchor(const char *s, Py_ssize_t n, int urls)
 {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        switch (s[i]) {
-        case 's':
-        case 'S':
-            if (i + 2 < n && (s[i + 1] | 0x20) == 'k' && s[i + 2] == '-') return 1;
-            break;
-        case 'k':
-        case 'K':
-            if (i + 3 < n && has_word_ci(s + i + 1, 3, "ey-", 3)) return 1;
-            break;
-        case 'b':
-        case 'B':
-            if (i + 5 < n && has_word_ci(s + i + 1, 5, "earer", 5)) return 1;
-            break;
-        case ':':
-            if (urls && i + 2 < n && s[i + 1] == '/' && s[i + 2] == '/') return 1;
-            break;
-        default: break;
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    const uint64_t dashes = ones * (uint64_t)'-', bees = ones * (uint64_t)'b';
+    const uint64_t colons = ones * (uint64_t)':', lower = ones * 0x20u;
+    for (Py_ssize_t i = 0; i < n; i += 8) {
+        Py_ssize_t len = n - i < 8 ? n - i : 8;
+        uint64_t x = 0; /* a last, shorter word is padded with NULs: none is a byte looked for */
+        if (len == 8)
+            memcpy(&x, s + i, 8);
+        else
+            memcpy(&x, s + i, (size_t)len);
+        uint64_t a = x ^ dashes, b = (x | lower) ^ bees;
+        /* a byte of zero in a, b or c: the classic test (exact for bytes below 0x80) */
+        uint64_t z = ((a - ones) & ~a) | ((b - ones) & ~b);
+        if (urls) {
+            uint64_t c = x ^ colons;
+            z |= (c - ones) & ~c;
         }
+        if ((z & highs) == 0) continue;
+        for (Py_ssize_t k = i; k < i + len; k++)
+            if (anchor_at(s, n, k, urls)) return 1;
     }
     return 0;
 }
@@ -175,10 +210,113 @@ static int standard_lookup(PyTypeObject *t)
     return getattribute == object_getattribute || getattribute == exception_getattribute;
 }
 
+/* BaseException's own descriptors of the members the walk reads from the C struct (setup()). */
+static PyObject *d_cause, *d_context, *d_suppress_context, *d_args;
+static const struct {
+    PyObject **descr;
+    PyObject **name;
+} base_descrs[] = {
+    {&d_cause, &s_dunder_cause},
+    {&d_context, &s_dunder_context},
+    {&d_suppress_context, &s_dunder_suppress},
+    {&d_args, &s_args},
+};
+
+/* What the walk decides from an exception's class alone, kept per class while the class's
+ * version tag is the same: CPython gives a class a new tag after any change to it or to a base
+ * (PyType_Modified: an attribute set or deleted, __bases__, a slot), and never reuses a tag; its
+ * own method cache (_PyType_Lookup) relies on the same tag. The class is not held: an entry is
+ * matched by address and tag together. A class without a valid tag (tags run out) is computed
+ * every time. Read anew at every use (info_of), so a class changed in the middle of a walk (a
+ * finalizer) is seen changed at the next use, as the lookups it replaces would see it. */
+typedef struct {
+    PyTypeObject *type;
+    unsigned int tag;
+    unsigned char standard;  /* standard_lookup */
+    unsigned char members;   /* keeps_exception_members */
+    unsigned char own_class; /* finds object's __class__: isinstance is the subclass test */
+    unsigned char aimux, retry, source; /* subclass of AimuxError, RetryError, SourceError */
+    unsigned char keeps_children;       /* finds AimuxError.cause_children */
+    unsigned char keeps_fields;         /* finds AimuxError.payload_fields */
+    unsigned char keeps_props;          /* finds AimuxError's retryable and retry_after_ms */
+    unsigned char own_retryable;        /* finds _own_retryable: 1 AimuxError's, 2 APICallError's */
+    unsigned char own_after;            /* finds _own_retry_after_ms: the same */
+    unsigned char api_retryable;        /* finds APICallError.is_retryable (the property) */
+    unsigned char api_headers;          /* finds APICallError.response_headers (the property) */
+} TypeInfo;
+
+#define TYPE_INFO_SLOTS 64
+static TypeInfo type_infos[TYPE_INFO_SLOTS];
+static PyObject *object_class; /* object.__dict__["__class__"] */
+
+static int tag_valid(PyTypeObject *t) { return PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG); }
+
+static unsigned char which_function(PyTypeObject *t, PyObject *name, PyObject *base, PyObject *api)
+{
+    PyObject *found = _PyType_Lookup(t, name);
+    return found == NULL ? 0 : found == base ? 1 : found == api ? 2 : 0;
+}
+
+static TypeInfo compute_info(PyTypeObject *t)
+{
+    TypeInfo info;
+    memset(&info, 0, sizeof info);
+    info.type = t;
+    info.standard = (unsigned char)standard_lookup(t); /* a lookup: assigns a tag if it can */
+    info.tag = t->tp_version_tag;
+    int members = 1;
+    for (size_t i = 0; i < sizeof base_descrs / sizeof *base_descrs; i++) {
+        PyObject *descr = *base_descrs[i].descr;
+        if (descr == NULL || _PyType_Lookup(t, *base_descrs[i].name) != descr) members = 0;
+    }
+    info.members = (unsigned char)members;
+    info.own_class = object_class != NULL && _PyType_Lookup(t, s_class) == object_class;
+    info.aimux = (unsigned char)PyType_IsSubtype(t, (PyTypeObject *)g_aimux_error);
+    info.retry = (unsigned char)PyType_IsSubtype(t, (PyTypeObject *)g_retry_error);
+    info.source = (unsigned char)PyType_IsSubtype(t, (PyTypeObject *)g_source_error);
+    info.keeps_children = _PyType_Lookup(t, s_cause_children) == g_cause_children;
+    info.keeps_fields = _PyType_Lookup(t, s_payload_fields) == g_payload_fields;
+    info.keeps_props = _PyType_Lookup(t, s_retryable) == g_retryable &&
+                       _PyType_Lookup(t, s_retry_after_ms) == g_retry_after_ms;
+    info.own_retryable = which_function(t, s_own_retryable, g_own_retryable, g_api_own_retryable);
+    info.own_after = which_function(t, s_own_retry_after, g_own_retry_after, g_api_own_retry_after);
+    info.api_retryable =
+        g_api_is_retryable != NULL && _PyType_Lookup(t, s_is_retryable) == g_api_is_retryable;
+    info.api_headers =
+        g_api_headers != NULL && _PyType_Lookup(t, s_response_headers) == g_api_headers;
+    return info;
+}
+
+/* The class's TypeInfo as it is now. */
+static TypeInfo info_of(PyTypeObject *t)
+{
+    TypeInfo *slot = &type_infos[((uintptr_t)t >> 6) % TYPE_INFO_SLOTS];
+    if (slot->type == t && tag_valid(t) && slot->tag == t->tp_version_tag) return *slot;
+    TypeInfo info = compute_info(t);
+    /* no allocation ran in between: kept only when the tag was valid throughout */
+    if (tag_valid(t) && t->tp_version_tag == info.tag) *slot = info;
+    return info;
+}
+
+/* isinstance(exc, cls) for one of the walk's classes (`sub`: its class is a subclass of cls):
+ * the subclass test is the answer when cls's metaclass is type and exc's class finds object's own
+ * __class__ through the standard lookup (then exc.__class__ is its type); otherwise the full
+ * PyObject_IsInstance (a __class__ of its own may claim another class). */
+static int is_instance(PyObject *exc, PyObject *cls, int which)
+{
+    if (!Py_IS_TYPE(cls, &PyType_Type)) return PyObject_IsInstance(exc, cls);
+    TypeInfo info = info_of(Py_TYPE(exc));
+    int sub = which == 0 ? info.aimux : which == 1 ? info.retry : info.source;
+    if (sub) return 1;
+    if (info.own_class && info.standard) return 0;
+    return PyObject_IsInstance(exc, cls);
+}
+enum { IS_AIMUX = 0, IS_RETRY = 1, IS_SOURCE = 2 };
+
 static PyObject *get_attr(PyObject *obj, PyObject *name)
 {
     PyTypeObject *t = Py_TYPE(obj);
-    if (!standard_lookup(t)) return PyObject_GetAttr(obj, name);
+    if (!info_of(t).standard) return PyObject_GetAttr(obj, name);
     /* held for the whole lookup, as PyObject_GenericGetAttr holds it: a colliding key's __eq__
      * in the instance dict may delete the class attribute */
     PyObject *descr = Py_XNewRef(_PyType_Lookup(t, name));
@@ -211,11 +349,14 @@ static int instance_has(PyObject *obj, PyObject *name)
     return rc;
 }
 
-/* Whether obj.<name> is the class's function `function` (not shadowed by the instance). */
-static int is_class_function(PyObject *obj, PyObject *name, PyObject *function)
+/* Whether err.<own hook> is the class's function of that kind (TypeInfo.own_retryable /
+ * own_after: 1 AimuxError's, 2 APICallError's), not shadowed by the instance. */
+static int is_own_hook(PyObject *err, PyObject *own_name, unsigned char kind)
 {
-    if (!standard_lookup(Py_TYPE(obj)) || _PyType_Lookup(Py_TYPE(obj), name) != function) return 0;
-    int has = instance_has(obj, name);
+    TypeInfo info = info_of(Py_TYPE(err));
+    unsigned char found = own_name == s_own_retryable ? info.own_retryable : info.own_after;
+    if (!info.standard || found != kind) return 0;
+    int has = instance_has(err, own_name);
     return has < 0 ? -1 : !has;
 }
 
@@ -393,48 +534,38 @@ static PyObject *field_value(const Ctx *ctx, PyObject *value, int *status)
     }
     if (t == &PyList_Type || t == &PyDict_Type) {
         Py_ssize_t bound = 0;
-        return small_copy(ctx, value, 0, &bound, status);
+        PyObject *out = small_copy(ctx, value, 0, &bound, status);
+        if (out != NULL || *status != FALLBACK || t != &PyList_Type || g_dump_models == NULL ||
+            PyList_GET_SIZE(value) == 0)
+            return out;
+        /* causes._plain_payload: a list that is not plain JSON and whose members are all
+         * instances of simple models (violations) is what errors.dump_models dumps, then
+         * cleaned by _bounded_value (its _small_clean: this copy); dump_models reads the
+         * models (no code of theirs runs) and answers None for anything else. A plain first
+         * member: not such a list (dump_models would answer None). */
+        PyObject *first = PyList_GET_ITEM(value, 0);
+        PyTypeObject *ft = Py_TYPE(first);
+        if (ft == &PyUnicode_Type || ft == &PyList_Type || ft == &PyDict_Type ||
+            plain_scalar(first) || ft == &PyFloat_Type)
+            return NULL;
+        PyObject *dumped = PyObject_CallOneArg(g_dump_models, value);
+        if (dumped == NULL) {
+            *status = settle();
+            return NULL;
+        }
+        if (PyList_CheckExact(dumped)) out = small_copy(ctx, dumped, 0, &bound, status);
+        Py_DECREF(dumped);
+        return out;
     }
     return NULL;
 }
 
 /* -- nodes ----------------------------------------------------------------------------------- */
 
-/* A borrowed class attribute is exactly `expected` (the base class's function). */
-static int class_keeps(PyObject *exc, PyObject *name, PyObject *expected)
-{
-    return _PyType_Lookup(Py_TYPE(exc), name) == expected;
-}
-
-/* BaseException's own descriptors of the members the walk reads from the C struct (setup()). */
-static PyObject *d_cause, *d_context, *d_suppress_context, *d_args;
-static const struct {
-    PyObject **descr;
-    PyObject **name;
-} base_descrs[] = {
-    {&d_cause, &s_dunder_cause},
-    {&d_context, &s_dunder_context},
-    {&d_suppress_context, &s_dunder_suppress},
-    {&d_args, &s_args},
-};
-
-/* Whether the exception's class finds BaseException's own __cause__, __context__,
- * __suppress_context__ and args (then the C struct's members are what Python reads); a class
- * overriding any of them (a property, a class attribute) is Python's. */
-static int keeps_exception_members(PyObject *exc)
-{
-    PyTypeObject *t = Py_TYPE(exc);
-    for (size_t i = 0; i < sizeof base_descrs / sizeof *base_descrs; i++) {
-        PyObject *descr = *base_descrs[i].descr;
-        if (descr == NULL || _PyType_Lookup(t, *base_descrs[i].name) != descr) return 0;
-    }
-    return 1;
-}
-
 /* node["error"] of an aimux node: {"name": ..., camelCase fields} (causes._plain_payload). */
 static int payload(const Ctx *ctx, PyObject *exc, PyObject *node)
 {
-    if (!class_keeps(exc, s_payload_fields, g_payload_fields)) return FALLBACK;
+    if (!info_of(Py_TYPE(exc)).keeps_fields) return FALLBACK;
     int rc = FALLBACK;
     PyObject *extra = NULL, *values = NULL, *wire = NULL, *name = NULL, *error = NULL;
     extra = get_attr(exc, s_extra);
@@ -510,9 +641,9 @@ static int put(PyObject *node, PyObject *key, PyObject *value)
 /* The members of an aimux node up to its error payload; *next = __cause__ (new ref or NULL). */
 static int aimux_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
 {
-    int rc = PyObject_IsInstance(exc, g_retry_error);
+    int rc = is_instance(exc, g_retry_error, IS_RETRY);
     if (rc != 0) return rc < 0 ? settle() : FALLBACK;
-    if (!class_keeps(exc, s_cause_children, g_cause_children)) return FALLBACK;
+    if (!info_of(Py_TYPE(exc)).keeps_children) return FALLBACK;
     /* an instance's own cause_children / payload_fields (set on the error) is Python's */
     rc = instance_has(exc, s_cause_children);
     if (rc == 0) rc = instance_has(exc, s_payload_fields);
@@ -675,7 +806,7 @@ static PyObject *next_link(PyObject *exc)
 static int source_node(const Ctx *ctx, PyObject *exc, PyObject *node, PyObject **next)
 {
     PyObject *raw, *type;
-    int rc = PyObject_IsInstance(exc, g_source_error);
+    int rc = is_instance(exc, g_source_error, IS_SOURCE);
     if (rc < 0) return settle();
     if (rc) {
         raw = get_attr(exc, s_message);
@@ -730,6 +861,134 @@ static int after_in_range(PyObject *after)
     return overflow == 0 && v >= 0 && v <= g_retry_after_max;
 }
 
+/* Whether an ASCII str equals the lower-case ASCII `word` once lower-cased (str.lower of ASCII). */
+static int ascii_lower_equals(PyObject *s, const char *word, Py_ssize_t w)
+{
+    if (PyUnicode_GET_LENGTH(s) != w) return 0;
+    const char *t = ascii_data(s);
+    for (Py_ssize_t i = 0; i < w; i++) {
+        char c = t[i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != word[i]) return 0;
+    }
+    return 1;
+}
+
+/* float(text) of an exact str (what float() does for one: PyFloat_FromString): 1 with *v, 0 a
+ * ValueError (not a number), -1 any other error. */
+static int parse_float(PyObject *text, double *v)
+{
+    PyObject *f = PyFloat_FromString(text);
+    if (f == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_ValueError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    *v = PyFloat_AS_DOUBLE(f);
+    Py_DECREF(f);
+    return 1;
+}
+
+/* parse_retry_after's values (strong references, or NULL when the key is absent). */
+static int retry_after_of(PyObject *raw_ms, PyObject *raw, PyObject **out)
+{
+    double ms = 0;
+    int have = 0;
+    if (raw_ms != NULL && raw_ms != Py_None) {
+        if (!PyUnicode_CheckExact(raw_ms)) return 0;
+        have = parse_float(raw_ms, &ms);
+        if (have < 0) return -1;
+    }
+    if (raw != NULL && raw != Py_None && !have) {
+        if (!PyUnicode_CheckExact(raw)) return 0;
+        int got = parse_float(raw, &ms);
+        if (got < 0) return -1;
+        if (got == 0) return 0; /* perhaps an HTTP date: Python's (it reads the clock) */
+        ms *= 1000;
+        have = 1;
+    }
+    if (!have || ms != ms || ms < 0 || ms == INFINITY) {
+        *out = Py_NewRef(Py_None);
+        return 1;
+    }
+    *out = PyLong_FromDouble(ms);
+    return *out == NULL ? -1 : 1;
+}
+
+/* errors.aimux._parse_retry_after_ms of a non-empty exact dict, when it needs no date: keys
+ * exact ASCII str (lowered as str.lower lowers them; the last of equal lowered keys wins, as in
+ * its dict comprehension), the values read exact str or None, "retry-after-ms" a number or not,
+ * "retry-after" a number when it is read. 1 with *out (new reference: an int or None), 0 when
+ * the Python function must run (a date, another key or value type), -1 an error set. */
+static int parse_retry_after(PyObject *headers, PyObject **out)
+{
+    /* borrowed while the dict is walked (PyDict_Next runs no code), then held: a failed float()
+     * builds its ValueError, which may collect garbage and run a finalizer that changes the dict
+     * (Python's function reads the values its own copy holds) */
+    PyObject *raw_ms = NULL, *raw = NULL;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(headers, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) return 0;
+        if (ascii_lower_equals(k, "retry-after-ms", 14))
+            raw_ms = v;
+        else if (ascii_lower_equals(k, "retry-after", 11))
+            raw = v;
+    }
+    Py_XINCREF(raw_ms);
+    Py_XINCREF(raw);
+    int rc = retry_after_of(raw_ms, raw, out);
+    Py_XDECREF(raw_ms);
+    Py_XDECREF(raw);
+    return rc;
+}
+
+/* APICallError's own hooks, answered without running them when the error's class finds them
+ * (not replaced by a subclass or the instance) and finds APICallError's own properties of the
+ * fields they read: _own_retryable is ``self.is_retryable`` (the field's value: ``_values.get``),
+ * _own_retry_after_ms is ``_parse_retry_after_ms(self.response_headers)`` (the module's function
+ * still), which answers None for no headers (None, an empty dict) before anything else; headers
+ * that need no date are parsed here as it parses them (parse_retry_after), others run the
+ * method. 1 with *out (new reference), 0 not answered here, -1 an error set. */
+static int api_hook(PyObject *err, PyObject *own_name, PyObject **out)
+{
+    int retryable = own_name == s_own_retryable;
+    PyObject *function = retryable ? g_api_own_retryable : g_api_own_retry_after;
+    PyObject *field = retryable ? s_is_retryable : s_response_headers;
+    if (function == NULL) return 0;
+    int is = is_own_hook(err, own_name, 2);
+    if (is <= 0) return is;
+    /* a property is a data descriptor: the instance's __dict__ cannot shadow it */
+    TypeInfo info = info_of(Py_TYPE(err));
+    if (!(retryable ? info.api_retryable : info.api_headers)) return 0;
+    if (!retryable) {
+        PyObject *parse =
+            PyDict_GetItemWithError(PyFunction_GET_GLOBALS(function), s_parse_retry_after);
+        if (parse != g_parse_retry_after) return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *values = get_attr(err, s_values);
+    if (values == NULL) return -1;
+    int rc = 0;
+    if (PyDict_CheckExact(values)) {
+        PyObject *v = Py_XNewRef(PyDict_GetItemWithError(values, field));
+        if (v == NULL && PyErr_Occurred()) {
+            rc = -1;
+        } else if (retryable) {
+            *out = v != NULL ? v : Py_NewRef(Py_None);
+            rc = 1;
+        } else if (v == NULL || v == Py_None || (PyDict_CheckExact(v) && PyDict_GET_SIZE(v) == 0)) {
+            Py_XDECREF(v);
+            *out = Py_NewRef(Py_None);
+            rc = 1;
+        } else {
+            if (PyDict_CheckExact(v)) rc = parse_retry_after(v, out);
+            Py_DECREF(v);
+        }
+    }
+    Py_DECREF(values);
+    return rc;
+}
+
 /* One of the root's hooks, as AimuxError's property answers it (``wire[i] if wire is not None
  * else self._own_...()``) when the class keeps that property: the error's own method called
  * directly (its base version's answer, `base`, without running it); the property otherwise. New
@@ -738,9 +997,13 @@ static PyObject *root_hook(PyObject *err, int keeps, PyObject *wire, PyObject *p
                            PyObject *own_name, PyObject *own_base, PyObject *base)
 {
     if (!keeps || wire != Py_None) return PyObject_GetAttr(err, prop_name);
-    int base_own = is_class_function(err, own_name, own_base);
+    int base_own = is_own_hook(err, own_name, 1);
     if (base_own < 0) return NULL;
     if (base_own) return Py_NewRef(base);
+    PyObject *answer = NULL;
+    int api = api_hook(err, own_name, &answer);
+    if (api < 0) return NULL;
+    if (api) return answer;
     PyObject *method = PyObject_GetAttr(err, own_name);
     if (method == NULL) return NULL;
     if (PyMethod_Check(method) && PyMethod_GET_FUNCTION(method) == own_base &&
@@ -756,9 +1019,7 @@ static PyObject *root_hook(PyObject *err, int keeps, PyObject *wire, PyObject *p
 /* envelope._root's retryable and retryAfterMs members. */
 static int root_fields(PyObject *err, PyObject *root)
 {
-    PyTypeObject *t = Py_TYPE(err);
-    int keeps = _PyType_Lookup(t, s_retryable) == g_retryable &&
-                _PyType_Lookup(t, s_retry_after_ms) == g_retry_after_ms;
+    int keeps = info_of(Py_TYPE(err)).keeps_props;
     PyObject *wire = keeps ? get_attr(err, s_wire_root) : Py_NewRef(Py_None);
     if (wire == NULL) return settle();
     int rc = OK;
@@ -819,11 +1080,14 @@ static int project_root(const Ctx *ctx, PyObject *err, PyObject **out)
     for (;;) {
         seen[nseen++] = exc; /* owned */
         PyObject *next = NULL;
-        if (!keeps_exception_members(exc)) {
+        /* the class finds BaseException's own __cause__, __context__, __suppress_context__
+         * and args (then the C struct's members are what Python reads); a class overriding any
+         * of them (a property, a class attribute) is Python's */
+        if (!info_of(Py_TYPE(exc)).members) {
             rc = FALLBACK;
             break;
         }
-        int is_aimux = PyObject_IsInstance(exc, g_aimux_error);
+        int is_aimux = is_instance(exc, g_aimux_error, IS_AIMUX);
         if (is_aimux < 0)
             rc = settle();
         else if (is_aimux)
@@ -927,6 +1191,50 @@ static PyObject *cproject_root(PyObject *module, PyObject *err)
     return root;
 }
 
+/* envelope._project(exc) for an AimuxError whose chain the walk handles: the envelope bytes,
+ * with envelope._last set to (bytes, root) as _project sets it. None: not tried (not an
+ * AimuxError: wrapped by Python). False: walked, and the walk left the chain to Python
+ * (_project then runs the Python projection without walking again: the hooks run as often as
+ * before). The root dict: its envelope is over ENVELOPE_MAX_BYTES (the tighter limits are
+ * Python's). An error of orjson.dumps propagates (_project answers it as it always did). */
+static PyObject *cproject_project(PyObject *module, PyObject *exc)
+{
+    (void)module;
+    if (!ready()) return NULL;
+    if (!PyExceptionInstance_Check(exc)) return Py_NewRef(Py_None);
+    int is = is_instance(exc, g_aimux_error, IS_AIMUX);
+    if (is <= 0) return is < 0 && settle() == ERR ? NULL : Py_NewRef(Py_None);
+    Ctx ctx;
+    ctx.secrets = read_secrets();
+    if (ctx.secrets == NULL) return settle() == ERR ? NULL : Py_NewRef(Py_None);
+    PyObject *root = NULL;
+    int rc = project_root(&ctx, exc, &root);
+    Py_DECREF(ctx.secrets);
+    if (rc == ERR) {
+        if (settle() == ERR) return NULL;
+        rc = FALLBACK;
+    }
+    if (rc == FALLBACK) return Py_NewRef(Py_False);
+    PyObject *data = PyObject_CallOneArg(g_dumps, root);
+    if (data == NULL) {
+        Py_DECREF(root);
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(data) || PyBytes_GET_SIZE(data) > g_envelope_max) {
+        Py_DECREF(data);
+        return root;
+    }
+    PyObject *last = PyTuple_Pack(2, data, root);
+    Py_DECREF(root);
+    if (last == NULL || PyDict_SetItem(g_envelope_globals, s_last, last) < 0) {
+        Py_XDECREF(last);
+        Py_DECREF(data);
+        return NULL;
+    }
+    Py_DECREF(last);
+    return data;
+}
+
 /* -- chain() --------------------------------------------------------------------------------- */
 
 static PyObject *utf8(PyObject *s) { return PyUnicode_AsEncodedString(s, "utf-8", "replace"); }
@@ -951,14 +1259,46 @@ static PyObject *dict_get(PyObject *d, PyObject *key)
     return Py_XNewRef(PyDict_GetItemWithError(d, key));
 }
 
+/* One link of a walked chain: its code and texts as read from the nodes (each held). */
+typedef struct {
+    long code;
+    PyObject *kind;    /* an exact str (an aimux node's kind), or NULL: "source" */
+    PyObject *name;    /* an exact str (error.name / type), or NULL: none */
+    PyObject *message; /* an exact str */
+    PyObject *json;    /* bytes: the envelope itself for the root, orjson.dumps(node) below */
+} LinkRec;
+
+/* envelope.chain_links' answer before it is turned into objects: the root's own fields and the
+ * links, root first. */
+typedef struct {
+    int retryable;
+    PyObject *after; /* an int in range, or None */
+    Py_ssize_t n;
+    LinkRec links[LINKS_MAX];
+} Walk;
+
+static void walk_clear(Walk *w)
+{
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        Py_XDECREF(w->links[i].kind);
+        Py_XDECREF(w->links[i].name);
+        Py_XDECREF(w->links[i].message);
+        Py_XDECREF(w->links[i].json);
+    }
+    w->n = 0;
+    Py_CLEAR(w->after);
+}
+
 /* envelope.chain_links of the nodes this process just projected (check_root, root_fields and
- * _links_of_nodes): FALLBACK for a root without a code in 1..2**31-1 or an AI_RetryError link
- * without a cause (its attempts), or any member of an unexpected type. Every value read from the
- * caller's dicts is held (strong) while in use: an allocation or orjson.dumps may run a
- * finalizer that changes those dicts. */
-static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
+ * _links_of_nodes), into *w (walk_clear it whatever the answer): FALLBACK for a root without a
+ * code in 1..2**31-1 or an AI_RetryError link without a cause (its attempts), or any member of
+ * an unexpected type. Every value read from the caller's dicts is held (strong) while in use: an
+ * allocation or orjson.dumps may run a finalizer that changes those dicts. */
+static int walk_links(PyObject *root, PyObject *envelope, Walk *w)
 {
     int rc = OK;
+    w->n = 0;
+    w->after = NULL;
     PyObject *kind = dict_get(root, s_kind);
     PyObject *code = kind ? dict_get(root, s_code) : NULL;
     if (code == NULL || !PyUnicode_CheckExact(kind) || !PyLong_CheckExact(code)) {
@@ -974,41 +1314,35 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
     Py_XDECREF(code);
     if (rc != OK) return rc;
     PyObject *retryable = dict_get(root, s_retryable);
-    int retryable_true = retryable == Py_True;
+    w->retryable = retryable == Py_True;
     Py_XDECREF(retryable);
     PyObject *after = dict_get(root, s_retryAfterMs);
     if (PyErr_Occurred()) {
         Py_XDECREF(after);
         return ERR;
     }
-    PyObject *after_out = Py_NewRef(Py_None);
+    w->after = Py_NewRef(Py_None);
     if (after != NULL) {
         if (!PyLong_CheckExact(after)) {
             Py_DECREF(after);
-            Py_DECREF(after_out);
             return FALLBACK;
         }
         if (after_in_range(after))
-            Py_SETREF(after_out, after);
+            Py_SETREF(w->after, after);
         else
             Py_DECREF(after);
     }
-    PyObject *links = PyList_New(0);
-    if (links == NULL) {
-        Py_DECREF(after_out);
-        return ERR;
-    }
     PyObject *node = Py_NewRef(root);
-    while (node != NULL && PyDict_Check(node) && PyList_GET_SIZE(links) < LINKS_MAX) {
+    while (node != NULL && PyDict_Check(node) && w->n < LINKS_MAX) {
         if (!PyDict_CheckExact(node)) {
             rc = FALLBACK;
             break;
         }
-        int first = PyList_GET_SIZE(links) == 0;
+        int first = w->n == 0;
+        LinkRec rec = {0, NULL, NULL, NULL, NULL};
         PyObject *nkind = dict_get(node, s_kind);
         PyObject *next = nkind || !PyErr_Occurred() ? dict_get(node, s_cause) : NULL;
-        PyObject *ncode = NULL, *kind_bytes = NULL, *name = NULL, *error = NULL, *message = NULL;
-        PyObject *name_bytes = NULL, *message_bytes = NULL, *json = NULL, *link = NULL;
+        PyObject *ncode = NULL, *name = NULL, *error = NULL;
         do {
             if (PyErr_Occurred()) {
                 rc = ERR;
@@ -1055,11 +1389,11 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
                     rc = FALLBACK; /* the attempts are the chain: Python's walk */
                     break;
                 }
-                kind_bytes = utf8(nkind);
+                rec.code = nc;
+                rec.kind = Py_NewRef(nkind);
             } else {
-                ncode = PyLong_FromLong(0);
-                kind_bytes = ncode ? PyBytes_FromString("source") : NULL;
-                name = kind_bytes ? dict_get(node, s_type) : NULL;
+                rec.code = 0;
+                name = dict_get(node, s_type);
                 if (PyErr_Occurred()) {
                     rc = ERR;
                     break;
@@ -1069,34 +1403,24 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
                     break;
                 }
             }
-            if (kind_bytes == NULL) {
-                rc = ERR;
-                break;
-            }
-            message = dict_get(node, s_message);
-            if (message == NULL || !PyUnicode_CheckExact(message)) {
+            rec.message = dict_get(node, s_message);
+            if (rec.message == NULL || !PyUnicode_CheckExact(rec.message)) {
                 rc = PyErr_Occurred() ? ERR : FALLBACK;
                 break;
             }
-            name_bytes =
-                name != NULL && PyUnicode_CheckExact(name) ? utf8(name) : Py_NewRef(Py_None);
-            message_bytes = name_bytes ? utf8(message) : NULL;
-            json = message_bytes == NULL ? NULL
-                   : first               ? Py_NewRef(envelope)
-                                         : PyObject_CallOneArg(g_dumps, node);
-            link = json ? make_link(ncode, kind_bytes, name_bytes, message_bytes, json) : NULL;
-            if (link == NULL || PyList_Append(links, link) < 0) rc = ERR;
+            if (name != NULL && PyUnicode_CheckExact(name)) rec.name = Py_NewRef(name);
+            rec.json = first ? Py_NewRef(envelope) : PyObject_CallOneArg(g_dumps, node);
+            if (rec.json == NULL) {
+                rc = ERR;
+            } else if (!PyBytes_CheckExact(rec.json)) {
+                rc = FALLBACK;
+            }
         } while (0);
         Py_XDECREF(nkind);
         Py_XDECREF(ncode);
-        Py_XDECREF(kind_bytes);
         Py_XDECREF(error);
         Py_XDECREF(name);
-        Py_XDECREF(message);
-        Py_XDECREF(name_bytes);
-        Py_XDECREF(message_bytes);
-        Py_XDECREF(json);
-        Py_XDECREF(link);
+        w->links[w->n++] = rec; /* cleared by walk_clear, whole or not */
         if (rc != OK) {
             Py_XDECREF(next);
             break;
@@ -1104,13 +1428,59 @@ static int chain_links(PyObject *root, PyObject *envelope, PyObject **out)
         Py_SETREF(node, next);
     }
     Py_XDECREF(node);
-    if (rc == OK) {
-        *out = Py_BuildValue("((ON)N)", retryable_true ? Py_True : Py_False, after_out, links);
-        return *out == NULL ? ERR : OK;
-    }
-    Py_DECREF(after_out);
-    Py_DECREF(links);
     return rc;
+}
+
+/* The UTF-8 bytes of a link's text as envelope.chain_links writes them (errors "replace"); an
+ * ASCII str is read in place (*data, *size), anything else is encoded into *held (new ref). */
+static int text_bytes(PyObject *s, const char **data, Py_ssize_t *size, PyObject **held)
+{
+    *held = NULL;
+    if (PyUnicode_IS_ASCII(s)) {
+        *data = ascii_data(s);
+        *size = PyUnicode_GET_LENGTH(s);
+        return 0;
+    }
+    *held = utf8(s);
+    if (*held == NULL) return -1;
+    *data = PyBytes_AS_STRING(*held);
+    *size = PyBytes_GET_SIZE(*held);
+    return 0;
+}
+
+static PyObject *bytes_of(PyObject *s)
+{
+    const char *data;
+    Py_ssize_t size;
+    PyObject *held;
+    if (text_bytes(s, &data, &size, &held) < 0) return NULL;
+    return held != NULL ? held : PyBytes_FromStringAndSize(data, size);
+}
+
+/* chain()'s answer: ((retryable, retryAfterMs), [Link, ...]). */
+static PyObject *walk_tuple(const Walk *w)
+{
+    PyObject *links = PyList_New(w->n);
+    if (links == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        const LinkRec *r = &w->links[i];
+        PyObject *code = PyLong_FromLong(r->code);
+        PyObject *kind = r->kind ? bytes_of(r->kind) : PyBytes_FromString("source");
+        PyObject *name = r->name ? bytes_of(r->name) : Py_NewRef(Py_None);
+        PyObject *message = bytes_of(r->message);
+        PyObject *link =
+            code && kind && name && message ? make_link(code, kind, name, message, r->json) : NULL;
+        Py_XDECREF(code);
+        Py_XDECREF(kind);
+        Py_XDECREF(name);
+        Py_XDECREF(message);
+        if (link == NULL) {
+            Py_DECREF(links);
+            return NULL;
+        }
+        PyList_SET_ITEM(links, i, link);
+    }
+    return Py_BuildValue("((OO)N)", w->retryable ? Py_True : Py_False, w->after, links);
 }
 
 static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -1122,8 +1492,16 @@ static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssiz
     }
     if (!ready()) return NULL;
     if (!PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) return Py_NewRef(Py_None);
+    Walk *w = PyMem_Malloc(sizeof *w);
+    if (w == NULL) return PyErr_NoMemory();
     PyObject *out = NULL;
-    int rc = chain_links(args[0], args[1], &out);
+    int rc = walk_links(args[0], args[1], w);
+    if (rc == OK) {
+        out = walk_tuple(w);
+        if (out == NULL) rc = ERR;
+    }
+    walk_clear(w);
+    PyMem_Free(w);
     if (rc == ERR) {
         if (settle() == ERR) return NULL;
         rc = FALLBACK;
@@ -1142,62 +1520,109 @@ static void put_bytes(char **at, const void *data, size_t n)
 /* The buffer the shim's _aimux_err_unpack reads (native/src/aimux_embed.py _packed): the root's
  * retryable (uint8) and retryAfterMs (int64, -1 when absent), then per link its code (int32),
  * the lengths (uint32) of its kind, name (0xFFFFFFFF: none), message and JSON, and those bytes;
- * native byte order, no padding. */
-static PyObject *pack_walk(PyObject *walk)
+ * native byte order, no padding. Written from the walk's texts (ASCII ones in place), without
+ * the Links chain() builds. */
+static PyObject *pack_walk(const Walk *w)
 {
-    PyObject *fields = PyTuple_GET_ITEM(walk, 0), *links = PyTuple_GET_ITEM(walk, 1);
-    PyObject *after = PyTuple_GET_ITEM(fields, 1);
     int64_t after_ms = -1;
-    if (after != Py_None) {
+    if (w->after != Py_None) {
         int overflow = 0;
-        long long v = PyLong_AsLongLongAndOverflow(after, &overflow);
+        long long v = PyLong_AsLongLongAndOverflow(w->after, &overflow);
         if (v == -1 && PyErr_Occurred()) return NULL;
         after_ms = overflow ? -1 : (int64_t)v;
     }
-    Py_ssize_t n = PyList_GET_SIZE(links);
+    /* per link: kind, name, message, json as (data, size); encoded texts held */
+    typedef struct {
+        const char *data;
+        Py_ssize_t size; /* -1: none (a name) */
+    } Piece;
+    Py_ssize_t n = w->n;
+    Piece *pieces = PyMem_Malloc(sizeof(Piece) * 4 * (size_t)(n ? n : 1));
+    PyObject **held = PyMem_Calloc((size_t)(3 * (n ? n : 1)), sizeof(PyObject *));
+    PyObject *out = NULL;
+    if (pieces == NULL || held == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     size_t size = 9;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *link = PyList_GET_ITEM(links, i);
+        const LinkRec *r = &w->links[i];
+        Piece *p = &pieces[4 * i];
+        if (r->kind == NULL) {
+            p[0].data = "source";
+            p[0].size = 6;
+        } else if (text_bytes(r->kind, &p[0].data, &p[0].size, &held[3 * i]) < 0) {
+            goto done;
+        }
+        if (r->name == NULL) {
+            p[1].data = NULL;
+            p[1].size = -1;
+        } else if (text_bytes(r->name, &p[1].data, &p[1].size, &held[3 * i + 1]) < 0) {
+            goto done;
+        }
+        if (text_bytes(r->message, &p[2].data, &p[2].size, &held[3 * i + 2]) < 0) goto done;
+        p[3].data = PyBytes_AS_STRING(r->json);
+        p[3].size = PyBytes_GET_SIZE(r->json);
         size += 20;
-        for (int j = 1; j < 5; j++) {
-            PyObject *b = PyTuple_GET_ITEM(link, j);
-            if (b == Py_None) continue;
-            if ((size_t)PyBytes_GET_SIZE(b) >= 0xFFFFFFFFu) return Py_NewRef(Py_None);
-            size += (size_t)PyBytes_GET_SIZE(b);
+        for (int j = 0; j < 4; j++) {
+            if (p[j].size < 0) continue;
+            if ((size_t)p[j].size >= 0xFFFFFFFFu) {
+                out = Py_NewRef(Py_None);
+                goto done;
+            }
+            size += (size_t)p[j].size;
         }
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
-    if (out == NULL) return NULL;
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out == NULL) goto done;
     char *at = PyBytes_AS_STRING(out);
-    uint8_t retryable = PyTuple_GET_ITEM(fields, 0) == Py_True;
+    uint8_t retryable = (uint8_t)(w->retryable != 0);
     put_bytes(&at, &retryable, 1);
     put_bytes(&at, &after_ms, 8);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *link = PyList_GET_ITEM(links, i);
-        long code = PyLong_AsLong(PyTuple_GET_ITEM(link, 0)); /* 0..2**31-1: checked */
-        int32_t code32 = (int32_t)code;
+        const Piece *p = &pieces[4 * i];
+        int32_t code32 = (int32_t)w->links[i].code; /* 0..2**31-1: checked */
         put_bytes(&at, &code32, 4);
-        for (int j = 1; j < 5; j++) {
-            PyObject *b = PyTuple_GET_ITEM(link, j);
-            uint32_t len = b == Py_None ? 0xFFFFFFFFu : (uint32_t)PyBytes_GET_SIZE(b);
+        for (int j = 0; j < 4; j++) {
+            uint32_t len = p[j].size < 0 ? 0xFFFFFFFFu : (uint32_t)p[j].size;
             put_bytes(&at, &len, 4);
         }
-        for (int j = 1; j < 5; j++) {
-            PyObject *b = PyTuple_GET_ITEM(link, j);
-            if (b != Py_None) put_bytes(&at, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
-        }
+        for (int j = 0; j < 4; j++)
+            if (p[j].size >= 0) put_bytes(&at, p[j].data, (size_t)p[j].size);
     }
+done:
+    if (held != NULL) {
+        for (Py_ssize_t i = 0; i < 3 * n; i++) Py_XDECREF(held[i]);
+        PyMem_Free(held);
+    }
+    PyMem_Free(pieces);
     return out;
 }
 
 static PyObject *cproject_packed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *walk = cproject_chain(module, args, nargs);
-    if (walk == NULL || walk == Py_None) return walk;
-    PyObject *out = pack_walk(walk);
-    Py_DECREF(walk);
-    if (out == NULL && settle() != ERR) out = Py_NewRef(Py_None);
-    return out;
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "packed(root, envelope_json) takes two arguments");
+        return NULL;
+    }
+    if (!ready()) return NULL;
+    if (!PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) return Py_NewRef(Py_None);
+    Walk *w = PyMem_Malloc(sizeof *w);
+    if (w == NULL) return PyErr_NoMemory();
+    PyObject *out = NULL;
+    int rc = walk_links(args[0], args[1], w);
+    if (rc == OK) {
+        out = pack_walk(w);
+        if (out == NULL) rc = ERR;
+    }
+    walk_clear(w);
+    PyMem_Free(w);
+    if (rc == ERR) {
+        if (settle() == ERR) return NULL;
+        rc = FALLBACK;
+    }
+    return rc == OK ? out : Py_NewRef(Py_None);
 }
 
 /* -- setup() --------------------------------------------------------------------------------- */
@@ -1221,29 +1646,61 @@ static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwar
                             "own_retryable",
                             "own_retry_after_ms",
                             "retry_after_max",
+                            "envelope_globals",
+                            "envelope_max_bytes",
+                            "api_own_retryable",
+                            "api_own_retry_after_ms",
+                            "api_is_retryable",
+                            "api_response_headers",
+                            "parse_retry_after_ms",
+                            "dump_models",
                             NULL};
-    PyObject *v[15];
+    PyObject *v[22];
     long long after_max;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOOL", names, &v[0], &v[1], &v[2],
-                                     &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
-                                     &v[11], &v[12], &v[13], &v[14], &after_max))
+    Py_ssize_t envelope_max;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOOLOnOOOOOO", names, &v[0], &v[1],
+                                     &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
+                                     &v[11], &v[12], &v[13], &v[14], &after_max, &v[15],
+                                     &envelope_max, &v[16], &v[17], &v[18], &v[19], &v[20], &v[21]))
         return NULL;
     if (!PyType_Check(v[0]) || !PyType_Check(v[1]) || !PyType_Check(v[2]) || !PyType_Check(v[10]) ||
-        !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type)) {
+        !PyType_IsSubtype((PyTypeObject *)v[10], &PyTuple_Type) || !PyDict_CheckExact(v[15]) ||
+        !PyFunction_Check(v[16]) || !PyFunction_Check(v[17]) || !PyFunction_Check(v[20])) {
         PyErr_SetString(PyExc_TypeError, "setup(): unexpected arguments");
         return NULL;
     }
-    PyObject **slots[] = {
-        &g_aimux_error, &g_retry_error, &g_source_error,   &g_payload_fields,   &g_cause_children,
-        &g_redact,      &g_scrub_text,  &g_scrub_message,  &g_is_secret_header, &g_dumps,
-        &g_link,        &g_retryable,   &g_retry_after_ms, &g_own_retryable,    &g_own_retry_after};
+    PyObject **slots[] = {&g_aimux_error,
+                          &g_retry_error,
+                          &g_source_error,
+                          &g_payload_fields,
+                          &g_cause_children,
+                          &g_redact,
+                          &g_scrub_text,
+                          &g_scrub_message,
+                          &g_is_secret_header,
+                          &g_dumps,
+                          &g_link,
+                          &g_retryable,
+                          &g_retry_after_ms,
+                          &g_own_retryable,
+                          &g_own_retry_after,
+                          &g_envelope_globals,
+                          &g_api_own_retryable,
+                          &g_api_own_retry_after,
+                          &g_api_is_retryable,
+                          &g_api_headers,
+                          &g_parse_retry_after,
+                          &g_dump_models};
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
         Py_XSETREF(*slots[i], Py_NewRef(v[i]));
     /* AimuxError has a Python __getattr__: its tp_getattro is the hook every such class has */
     hook_getattro = ((PyTypeObject *)g_aimux_error)->tp_getattro;
     g_retry_after_max = after_max;
+    g_envelope_max = envelope_max;
     /* static types, never freed: borrowed for the life of the process */
     object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute);
+    object_class = _PyType_Lookup(&PyBaseObject_Type, s_class);
+    memset(type_infos, 0, sizeof type_infos); /* computed against the objects set up before */
     exception_getattribute = _PyType_Lookup((PyTypeObject *)PyExc_BaseException, s_getattribute);
     for (size_t i = 0; i < sizeof base_descrs / sizeof *base_descrs; i++)
         *base_descrs[i].descr =
@@ -1255,6 +1712,12 @@ PyDoc_STRVAR(root_doc,
              "root(err) -> dict | None\n\n"
              "envelope._root(err, DEFAULT_LIMITS) of an AimuxError, or None when any node of its\n"
              "chain needs the Python projection.");
+PyDoc_STRVAR(
+    project_doc,
+    "project(exc) -> bytes | dict | bool | None\n\n"
+    "envelope._project(exc) of an AimuxError the walk handles (envelope._last set); None:\n"
+    "not tried; False: walked, left to Python; a dict: the root of an envelope over the\n"
+    "limit.");
 PyDoc_STRVAR(chain_doc,
              "chain(root, envelope_json) -> ((retryable, retryAfterMs), links) | None\n\n"
              "envelope.chain_links of nodes this process just projected, or None (Python's).");
@@ -1266,6 +1729,7 @@ PyDoc_STRVAR(setup_doc, "setup(*, ...): the Python objects the projection uses (
 
 static PyMethodDef methods[] = {
     {"root", (PyCFunction)cproject_root, METH_O, root_doc},
+    {"project", (PyCFunction)cproject_project, METH_O, project_doc},
     {"chain", (PyCFunction)(void (*)(void))cproject_chain, METH_FASTCALL, chain_doc},
     {"packed", (PyCFunction)(void (*)(void))cproject_packed, METH_FASTCALL, packed_doc},
     {"setup", (PyCFunction)(void (*)(void))cproject_setup, METH_VARARGS | METH_KEYWORDS, setup_doc},
@@ -1317,6 +1781,11 @@ static int intern_all(void)
         {&s_dunder_context, "__context__"},
         {&s_dunder_suppress, "__suppress_context__"},
         {&s_args, "args"},
+        {&s_last, "_last"},
+        {&s_class, "__class__"},
+        {&s_is_retryable, "is_retryable"},
+        {&s_response_headers, "response_headers"},
+        {&s_parse_retry_after, "_parse_retry_after_ms"},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (*names[i].slot == NULL) {

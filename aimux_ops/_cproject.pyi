@@ -23,7 +23,16 @@ def setup(
     own_retryable: Any,
     own_retry_after_ms: Any,
     retry_after_max: int,
+    envelope_globals: dict[str, Any],
+    envelope_max_bytes: int,
+    api_own_retryable: Any,
+    api_own_retry_after_ms: Any,
+    api_is_retryable: property,
+    api_response_headers: property,
+    parse_retry_after_ms: Any,
+    dump_models: Any,
 ) -> None: ...
+def project(exc: BaseException, /) -> bytes | dict[str, Any] | bool | None: ...
 def root(err: BaseException, /) -> dict[str, Any] | None: ...
 def chain(
     root: dict[str, Any], envelope_json: bytes, /

@@ -98,6 +98,8 @@ def to_envelope(exc: BaseException, *, remember: bool = False) -> dict[str, Any]
     return orjson.loads(project(exc, remember=remember))  # type: ignore[no-any-return]
 
 
+_NO_DICT: dict[str, Any] = {}  # read only: getattr's default when an exception has no __dict__
+
 #: Where ``project(..., remember=True)`` keeps the envelope on the exception (with the cause it
 #: was projected with: a changed ``__cause__`` projects again).
 _REMEMBERED = "_aimux_envelope"
@@ -109,7 +111,7 @@ def project(exc: BaseException, *, remember: bool = False) -> bytes:
     ``remember=True`` keeps the bytes on the exception, and any later ``project`` of the same
     exception (with the same ``__cause__``) answers them: a failed recorded call is projected
     once, by the recorder, and the dispatch boundary reuses it."""
-    held = getattr(exc, "__dict__", {}).get(_REMEMBERED)
+    held = getattr(exc, "__dict__", _NO_DICT).get(_REMEMBERED)
     if held is not None and held[0] is exc.__cause__:
         return held[1]  # type: ignore[no-any-return]
     data = _project(exc)
@@ -130,11 +132,25 @@ _last: tuple[bytes, dict[str, Any]] = (b"", {})
 
 def _project(exc: BaseException) -> bytes:
     global _last
+    native = _native
+    walked: Any = None
+    if native is not None:
+        # the C walk's whole projection of an AimuxError, _last included (None: not tried;
+        # False: walked, left to the Python code; a root: its envelope is over the limit); an
+        # error of orjson.dumps is answered as below
+        try:
+            walked = native.project(exc)
+        except Exception:  # noqa: BLE001 - the projection must never fail
+            return _LAST_RESORT
+        if walked.__class__ is bytes:
+            return walked
     try:
         err = exc if isinstance(exc, AimuxError) else _as_aimux(exc)
-        native = _native
-        # the C walk with the default limits (None: a chain it leaves to the Python code)
-        root = None if native is None else native.root(err)
+        if walked is None:
+            # the C walk with the default limits (None: a chain it leaves to the Python code)
+            root = None if native is None else native.root(err)
+        else:  # walked already: not again (its hooks would run twice)
+            root = walked if walked.__class__ is dict else None
         if root is None:
             root = _root(err, DEFAULT_LIMITS)
         data = orjson.dumps(root)
@@ -429,7 +445,9 @@ def _load_native() -> Any:
     _cproject = load_extension("_cproject")  # AIMUX_PURE_PYTHON read once, in _cext
     if _cproject is None:
         return None
-    from .errors import RetryError
+    from .errors import APICallError, RetryError
+    from .errors._base import dump_models
+    from .errors.aimux import _parse_retry_after_ms
 
     _cproject.setup(
         aimux_error=AimuxError,
@@ -448,6 +466,14 @@ def _load_native() -> Any:
         own_retryable=AimuxError._own_retryable,
         own_retry_after_ms=AimuxError._own_retry_after_ms,
         retry_after_max=RETRY_AFTER_MAX_MS,
+        envelope_globals=globals(),
+        envelope_max_bytes=ENVELOPE_MAX_BYTES,
+        api_own_retryable=APICallError._own_retryable,
+        api_own_retry_after_ms=APICallError._own_retry_after_ms,
+        api_is_retryable=APICallError.__dict__["is_retryable"],
+        api_response_headers=APICallError.__dict__["response_headers"],
+        parse_retry_after_ms=_parse_retry_after_ms,
+        dump_models=dump_models,
     )
     return _cproject
 

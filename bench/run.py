@@ -986,15 +986,22 @@ chain links. What is left of a projection is the Python around the walk (`projec
 C API work per node (attribute reads, dicts, `str()` of a source exception). Since branch
 `reject` (DESIGN.md "Unknown ops in C") the shim answers an unknown op with a plain name itself,
 from a template the core cut from its own answer and checked: the "error round trip" and
-"varied … a new unknown op" rows are that path (no interpreter, one allocation). The row "…
-answered by the core (not plain)" (`no-such-op-N`) is the error path every other failure takes,
-and it stays about 10× the crossing. In-process it costs (CPU time on this 2-core machine,
-where the bare crossing is ~0.7 µs): building the error (~1.5 µs: `dispatch._find_op`, the
-`UnknownOpError` from its own values, the op-name list copied), `project` (~2 µs, of which the
-C walk ~1.3 µs), the packed links (~0.6–0.9 µs); through the C ABI the embedded call, the
-callback's Python and the C nodes add the rest. The RetryError row stays in Python (attempts). The invalid-params
-row also pays pydantic's params validation and its `ValidationError` (a source node whose
-`__str__` is pydantic's: Python's projection).
+"varied … a new unknown op" rows are that path (no interpreter, one allocation). Since DESIGN.md
+"The projection in C: one call, per-class answers" a handled chain is projected in one C call
+(walk, `orjson.dumps`, size check), what the walk decides from a class alone is kept per class
+while its version tag holds, APICallError's `retryable` / `retryAfterMs` hooks are answered in C
+when its class keeps them (retry headers without a date parsed as Python parses them), the
+anchor scan reads eight bytes at a time, the packed links are written from the walked nodes, and
+an InvalidParamsError's violations are copied by the walk. The row "… answered by the core (not
+plain)" (`no-such-op-N`) is the error path every other failure takes, and it stays about 8× the
+crossing. In-process it costs (CPU time on this 2-core machine, where the bare crossing is
+~0.7 µs): building the error (~1.5 µs: `dispatch._find_op`, the `UnknownOpError` from its own
+values ~0.7 µs, the op-name list copied, the message's `repr`), `project` (~1.4 µs: the walk
+~0.8, `orjson.dumps` ~0.2, the Python frames ~0.3), the packed links (~0.35 µs); through the C
+ABI the embedded call, the callback's Python and the C nodes add the rest. Closing it to 5×
+would take answering the common failures without building their Python exceptions. The
+RetryError row stays in Python (attempts). The invalid-params row is now mostly pydantic's
+params validation and the violations built from its `ValidationError`.
 
 **(3) Streams.** Since branch `pystreams` (DESIGN.md "Streams: one hand-off per network read")
 every layer hands over one batch per network read: the SSE split, the provider's parse, the op,
@@ -1002,9 +1009,12 @@ the producer's queue, and the Python API, which takes every queued event in one 
 for a 5,000-event stream, not 5,000 pulls). The producer alone now runs at about the floor (the
 "op generator" row). Since branch `pystream` (DESIGN.md "Streams read on the caller's thread")
 the Python API runs the op on the thread that iterates: sync httpx read, SSE split, parse and op
-there, no loop thread and no hand-off, so it runs at the op generator's rate; what is left
-against the floor is the op itself (one `orjson.loads` and the provider's checks per chunk, the
-event dicts, the per-read httpx/h11 work the floor pays too). The "stream loop + hand-off" row is
+there, no loop thread and no hand-off, so it runs at the op generator's rate. Since DESIGN.md
+"Stream chunks in C" the provider's per-chunk checks of a plain text chunk (OpenAI's content
+delta, Anthropic's text delta) run in C (`aimux_ops._cchunks`; every other chunk goes to the
+Python loop, the reference), which lifts every stream row: what is left against the floor is
+the floor's own work (one `orjson.loads` per chunk, the per-read httpx/h11 work), the event
+dicts and the Python API's per-event generator. The "stream loop + hand-off" row is
 the previous design (what the C ABI's event-driven streams beyond the reader threads still use): the loop thread's producer used ~13.7
 ms of CPU per stream and the caller's ~1.7 ms against the floor's ~11.5 ms (profiled in the same
 process, thread CPU time), the two threads serialized by the GIL, the async HTTP read (httpx /
