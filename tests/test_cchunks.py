@@ -442,7 +442,7 @@ def test_the_c_reader_does_not_parse_done() -> None:
 
 @pytest.mark.parametrize(
     ("before", "after", "on"),
-    [("", "1", _CCHUNKS is not None), ("1", "", False), ("1", "0", False)],
+    [("", "1", True), ("1", "", False), ("1", "0", False)],
 )
 def test_pure_python_is_read_once_for_every_extension(before: str, after: str, on: bool) -> None:
     """AIMUX_PURE_PYTHON as the process imported aimux_ops decides for the projection and both
@@ -463,7 +463,10 @@ def test_pure_python_is_read_once_for_every_extension(before: str, after: str, o
         env={**os.environ, "AIMUX_PURE_PYTHON": before},
         check=True,
     )
-    assert out.stdout.split() == [str(on)] * 3
+    if on and _CCHUNKS is None:  # this process runs pure Python: built is all we can expect
+        assert len(set(out.stdout.split())) == 1, out.stdout
+    else:
+        assert out.stdout.split() == [str(on)] * 3
 
 
 # -- fuzz: random chunk shapes -------------------------------------------------------------------
