@@ -12,17 +12,24 @@
  * - no "error" key, or "error": null; when the stream's metadata is not seen yet, no truthy "id",
  *   "model" or "created" (the Python loop records those);
  * - "choices" an exact non-empty list whose [0] is an exact dict, its "delta" an exact dict whose
- *   only key is "content", a non-empty exact str; the choice's "finish_reason" absent or null;
+ *   "content" is a non-empty exact str and whose "refusal" and "tool_calls" are absent, null or
+ *   falsy (the Python loop's `if refusal:` / `if calls:` skip them); the choice's
+ *   "finish_reason" absent or null;
  * - the chunk's "usage" absent or null.
  *
- * Other keys of the chunk and the choice ("object", "system_fingerprint", "service_tier",
- * "obfuscation", "index", "logprobs", ...) are ignored, as the Python loop ignores them.
+ * Other keys of the chunk, the choice and the delta ("object", "system_fingerprint",
+ * "service_tier", "obfuscation", "index", "logprobs", the delta's "role" that Ollama repeats in
+ * every chunk, "reasoning_content": null, ...) are ignored, as the Python loop ignores them.
  *
  * read_anthropic does the same for aimux_ops/providers/anthropic.py:_read_events and Anthropic's
- * text delta: data of exact bytes that loads parses to an exact dict whose "type" is
- * "content_block_delta" and whose "delta" is an exact dict with "type" "text_delta" and "text" an
- * exact str (an empty one appends nothing, as in Python). The event name is not read: the Python
- * loop looks at it only for frames of another type. Other keys ("index", ...) are ignored.
+ * content block deltas: data of exact bytes that loads parses to an exact dict whose "type" is
+ * "content_block_delta" and whose "delta" is an exact dict with a "type" exact str that is
+ * - "text_delta", with "text" an exact str: its text-delta event (an empty one appends nothing,
+ *   as in Python);
+ * - anything but "text_delta" and "input_json_delta" (thinking_delta, signature_delta,
+ *   citations_delta, ...): nothing, as the Python loop does nothing for it.
+ * An input_json_delta (tool state) is handed back. The event name is not read: the Python loop
+ * looks at it only for frames of another type. Other keys ("index", ...) are ignored.
  *
  * For both: a data loads rejects with a ValueError (orjson.JSONDecodeError) is handed back
  * unparsed (the Python loop parses it again and raises its own error); any other exception from
@@ -40,7 +47,7 @@
 /* Interned keys and values. */
 static PyObject *s_error, *s_id, *s_model, *s_created, *s_choices, *s_delta, *s_content,
     *s_finish_reason, *s_usage, *s_type, *s_text, *s_text_delta, *s_content_block_delta,
-    *s_text_delta_type;
+    *s_text_delta_type, *s_refusal, *s_tool_calls, *s_input_json_delta, *s_partial_json, *s_index;
 
 /* The marker of a handed-back event that was not parsed (JSON never parses to it). */
 static PyObject *g_unparsed;
@@ -69,6 +76,17 @@ static int append_text(PyObject *out, PyObject *text)
                  PyDict_SetItem(event, s_text, text) < 0 || PyList_Append(out, event) < 0;
     Py_XDECREF(event);
     return failed ? -1 : 0;
+}
+
+/* 1: dict[key] is absent, null or falsy (what the Python loop's `if value:` skips); 0: it is
+ * truthy; -1: an error is set. */
+static int falsy_at(PyObject *dict, PyObject *key)
+{
+    PyObject *value = PyDict_GetItemWithError(dict, key);
+    if (value == NULL) return PyErr_Occurred() ? -1 : 1;
+    if (value == Py_None) return 1;
+    int truth = PyObject_IsTrue(value);
+    return truth < 0 ? -1 : !truth;
 }
 
 /* 1: the event is a plain text chunk, *text its content (borrowed from *parsed); 0: hand it
@@ -104,11 +122,18 @@ static int plain_text(PyObject *data, PyObject *loads, int seen, PyObject **pars
     PyObject *choice = PyList_GET_ITEM(choices, 0);
     if (!PyDict_CheckExact(choice)) return 0;
     PyObject *delta = PyDict_GetItemWithError(choice, s_delta);
-    if (delta == NULL || !PyDict_CheckExact(delta) || PyDict_GET_SIZE(delta) != 1)
-        return PyErr_Occurred() ? -1 : 0;
+    if (delta == NULL || !PyDict_CheckExact(delta)) return PyErr_Occurred() ? -1 : 0;
     PyObject *content = PyDict_GetItemWithError(delta, s_content);
     if (content == NULL || !PyUnicode_CheckExact(content) || PyUnicode_GET_LENGTH(content) == 0)
         return PyErr_Occurred() ? -1 : 0;
+    if (PyDict_GET_SIZE(delta) != 1) {
+        /* other keys ("role", "reasoning_content", ...): the Python loop reads only "refusal"
+         * and "tool_calls" of them, and does nothing when both are falsy */
+        int falsy = falsy_at(delta, s_refusal);
+        if (falsy <= 0) return falsy;
+        falsy = falsy_at(delta, s_tool_calls);
+        if (falsy <= 0) return falsy;
+    }
     value = PyDict_GetItemWithError(choice, s_finish_reason);
     if (value != NULL && value != Py_None) return 0;
     if (value == NULL && PyErr_Occurred()) return -1;
@@ -177,9 +202,41 @@ static PyObject *read_openai(PyObject *self, PyObject *const *args, Py_ssize_t n
     return handed_back(PyList_GET_SIZE(datas), NULL);
 }
 
-/* 1: the frame is a text delta, *text its text (borrowed from *parsed); 0: hand it back, *parsed
- * the parsed frame (a new reference) or NULL when it was not parsed; -1: an error is set. */
-static int text_delta(PyObject *data, PyObject *loads, PyObject **parsed, PyObject **text)
+/* An input_json_delta whose "partial_json" is the exact str piece, for aimux_ops/providers/
+ * anthropic.py:_read_events's tool state: 1 and *text the piece when the block's "index" (an exact
+ * int) is in json_blocks (the JSON tool's input is the text); 1 and *text NULL after the piece is
+ * appended to the tool call's input (tool_calls[index][2], an exact str) or when the block is no
+ * tool of ours; 0: hand it back; -1: an error is set. */
+static int input_json(PyObject *frame, PyObject *piece, PyObject *json_blocks, PyObject *tool_calls,
+                      PyObject **text)
+{
+    PyObject *index = PyDict_GetItemWithError(frame, s_index);
+    if (index == NULL || !PyLong_CheckExact(index)) return PyErr_Occurred() ? -1 : 0;
+    int json = PySet_Contains(json_blocks, index);
+    if (json < 0) return -1;
+    if (json) {
+        *text = piece;
+        return 1;
+    }
+    *text = NULL;
+    PyObject *slot = PyDict_GetItemWithError(tool_calls, index);
+    if (slot == NULL) return PyErr_Occurred() ? -1 : 1; /* a server tool's input: not ours */
+    if (!PyList_CheckExact(slot) || PyList_GET_SIZE(slot) < 3 ||
+        !PyUnicode_CheckExact(PyList_GET_ITEM(slot, 2)))
+        return 0;
+    PyObject *joined = PyUnicode_Concat(PyList_GET_ITEM(slot, 2), piece);
+    if (joined == NULL) return -1;
+    PyList_SetItem(slot, 2, joined); /* steals joined, releases the old input */
+    return 1;
+}
+
+/* 1: the frame is a text delta, *text its text (borrowed from *parsed); a content block delta
+ * the Python loop ignores (a "type" str other than "text_delta" and "input_json_delta":
+ * thinking, signature, citations, ...), *text NULL; or (json_blocks not NULL) an input_json_delta
+ * read as input_json does; 0: hand it back, *parsed the parsed frame (a new reference) or NULL
+ * when it was not parsed; -1: an error is set. */
+static int text_delta(PyObject *data, PyObject *loads, PyObject *json_blocks, PyObject *tool_calls,
+                      PyObject **parsed, PyObject **text)
 {
     *parsed = NULL;
     if (!PyBytes_CheckExact(data)) return 0;
@@ -193,44 +250,69 @@ static int text_delta(PyObject *data, PyObject *loads, PyObject **parsed, PyObje
     PyObject *delta = PyDict_GetItemWithError(frame, s_delta);
     if (delta == NULL || !PyDict_CheckExact(delta)) return PyErr_Occurred() ? -1 : 0;
     PyObject *dtype = PyDict_GetItemWithError(delta, s_type);
-    if (dtype == NULL || !PyUnicode_CheckExact(dtype) ||
-        PyUnicode_Compare(dtype, s_text_delta_type) != 0)
-        return PyErr_Occurred() ? -1 : 0;
-    PyObject *value = PyDict_GetItemWithError(delta, s_text);
+    if (dtype == NULL || !PyUnicode_CheckExact(dtype)) return PyErr_Occurred() ? -1 : 0;
+    PyObject *value;
+    if (PyUnicode_Compare(dtype, s_text_delta_type) != 0) {
+        if (PyUnicode_Compare(dtype, s_input_json_delta) != 0) {
+            *text = NULL; /* the Python loop does nothing for it */
+            return 1;
+        }
+        if (json_blocks == NULL) return 0;
+        value = PyDict_GetItemWithError(delta, s_partial_json);
+        if (value == NULL || !PyUnicode_CheckExact(value)) return PyErr_Occurred() ? -1 : 0;
+        return input_json(frame, value, json_blocks, tool_calls, text);
+    }
+    value = PyDict_GetItemWithError(delta, s_text);
     if (value == NULL || !PyUnicode_CheckExact(value)) return PyErr_Occurred() ? -1 : 0;
     *text = value;
     return 1;
 }
 
 PyDoc_STRVAR(read_anthropic_doc,
-             "read_anthropic(datas, out, loads, start, /) -> (index, parsed)\n\n"
-             "read_openai for Anthropic's text deltas (content_block_delta / text_delta): an\n"
-             "empty text appends nothing; the event names are not read.");
+             "read_anthropic(datas, out, loads, start, json_blocks=None, tool_calls=None, /)\n"
+             "    -> (index, parsed)\n\n"
+             "read_openai for Anthropic's content block deltas: a text_delta appends its text\n"
+             "(an empty one nothing), the delta types the Python loop ignores (thinking,\n"
+             "signature, ...) append nothing; with the stream's json_blocks (a set) and\n"
+             "tool_calls (a dict), an input_json_delta appends its piece (a JSON tool's block)\n"
+             "or adds it to the tool call's input, else it is handed back. The event names are\n"
+             "not read.");
 
 static PyObject *read_anthropic(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "read_anthropic() takes exactly 4 arguments");
+    if (nargs != 4 && nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "read_anthropic() takes 4 or 6 arguments");
         return NULL;
     }
     PyObject *datas = args[0], *out = args[1], *loads = args[2];
+    PyObject *json_blocks = nargs == 6 ? args[4] : Py_None;
+    PyObject *tool_calls = nargs == 6 ? args[5] : Py_None;
     if (!PyList_CheckExact(datas) || !PyList_CheckExact(out)) {
         PyErr_SetString(PyExc_TypeError, "read_anthropic(): datas and out must be lists");
         return NULL;
     }
+    if ((json_blocks == Py_None) != (tool_calls == Py_None) ||
+        (json_blocks != Py_None &&
+         (!PySet_CheckExact(json_blocks) || !PyDict_CheckExact(tool_calls)))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "read_anthropic(): json_blocks and tool_calls must be a set and a dict");
+        return NULL;
+    }
+    if (json_blocks == Py_None) json_blocks = tool_calls = NULL;
     Py_ssize_t start = PyLong_AsSsize_t(args[3]);
     if (start == -1 && PyErr_Occurred()) return NULL;
     if (start < 0) start = 0;
     for (Py_ssize_t i = start; i < PyList_GET_SIZE(datas); i++) {
         PyObject *parsed, *text = NULL;
-        int plain = text_delta(PyList_GET_ITEM(datas, i), loads, &parsed, &text);
+        int plain =
+            text_delta(PyList_GET_ITEM(datas, i), loads, json_blocks, tool_calls, &parsed, &text);
         if (plain < 0) {
             Py_XDECREF(parsed);
             return NULL;
         }
         if (plain == 0) return handed_back(i, parsed);
-        int failed = PyUnicode_GET_LENGTH(text) > 0 ? append_text(out, text) : 0;
+        int failed = text != NULL && PyUnicode_GET_LENGTH(text) > 0 ? append_text(out, text) : 0;
         Py_DECREF(parsed);
         if (failed) return NULL;
     }
@@ -273,6 +355,11 @@ static int intern_all(void)
         {&s_text_delta, "text-delta"},
         {&s_content_block_delta, "content_block_delta"},
         {&s_text_delta_type, "text_delta"},
+        {&s_refusal, "refusal"},
+        {&s_tool_calls, "tool_calls"},
+        {&s_input_json_delta, "input_json_delta"},
+        {&s_partial_json, "partial_json"},
+        {&s_index, "index"},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (*names[i].slot == NULL) {

@@ -14,3 +14,12 @@ def read_openai(
     seen: bool,
     /,
 ) -> tuple[int, Any]: ...
+def read_anthropic(
+    datas: list[bytes],
+    out: list[dict[str, Any]],
+    loads: Any,
+    start: int,
+    json_blocks: set[int] | None = None,
+    tool_calls: dict[int, list[str]] | None = None,
+    /,
+) -> tuple[int, Any]: ...

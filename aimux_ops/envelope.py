@@ -14,19 +14,19 @@ is ``__cause__``; a RetryError's attempts are decoded into ``errors`` and the la
 
 The optional C extension ``aimux_ops._cproject`` (DESIGN.md "The projection in C") projects the
 common chains with the default limits and walks their links; it answers None for anything else,
-and the Python code below (the reference) runs. ``AIMUX_PURE_PYTHON=1`` (read once, at import)
-or a missing or stale build leaves it out: the same bytes either way.
+and the Python code below (the reference) runs. ``AIMUX_PURE_PYTHON=1`` (read once, by
+``_cext``, for every C extension) or a missing or stale build leaves it out: the same bytes
+either way.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from . import redact
+from ._cext import load as load_extension
 from .causes import DEFAULT_LIMITS, Limits, capture
 from .errors import (
     AimuxError,
@@ -442,22 +442,9 @@ def _load_native() -> Any:
     """``aimux_ops._cproject`` set up for this process, or None: disabled with
     ``AIMUX_PURE_PYTHON=1``, not built, or (in a checkout, where its source lies next to it)
     built from another version of ``_cproject.c`` than the one there."""
-    if os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0"):
+    _cproject = load_extension("_cproject")  # AIMUX_PURE_PYTHON read once, in _cext
+    if _cproject is None:
         return None
-    try:
-        from . import _cproject
-    except ImportError:
-        return None
-    source = Path(__file__).with_name("_cproject.c")
-    try:
-        text = source.read_bytes()
-    except OSError:  # an installed payload or a wheel: no source to be stale against
-        pass
-    else:
-        import hashlib
-
-        if hashlib.sha256(text).hexdigest() != _cproject.SOURCE_SHA:
-            return None  # a stale build: run `make native` (or native/build_cproject.py)
     from .errors import APICallError, RetryError
     from .errors._base import dump_models
     from .errors.aimux import _parse_retry_after_ms

@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 import random
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 import pytest
 from helpers import CANARY
 from scenario_server import ScenarioServer, serve_scenarios, sse_reply
 
+from aimux_ops._cext import PACE_MAX, new_pace, pace_after
 from aimux_ops.dispatch import stream_free, stream_json, stream_next_json
 from aimux_ops.providers import anthropic, openai
 
@@ -291,6 +294,28 @@ def test_a_tool_call_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
     assert last(events)["finishReason"] == "tool-calls"
 
 
+def test_role_in_every_delta_and_long_tool_call_runs(srv: ScenarioServer, monkeypatch: Any) -> None:
+    """Ollama repeats "role" in every delta (taken in C); a long run of tool-call deltas, then
+    text, then a bad chunk inside a run (the rest of the read is the Python loop's): the same
+    events and errors, and the events before the error are delivered."""
+    role = [chunk({"role": "assistant", "content": f"r{i} "}) for i in range(6)]
+    events = both(srv, "ollama-role", [*role, END, USAGE], monkeypatch)
+    assert texts(events) == [f"r{i} " for i in range(6)]
+
+    def call(arguments: str) -> dict[str, Any]:
+        return chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]})
+
+    run = [call(str(i)) for i in range(8)]
+    frames = [FIRST, chunk({"tool_calls": [TOOL_CALL]}), *run, *RUN, chunk({}, "tool_calls")]
+    for split in (0, 50):
+        events = both(srv, f"long-tool-run-{split}", [*frames, USAGE], monkeypatch, split=split)
+        calls = [e for e in events if e["type"] == "tool-call"]
+        assert [c["input"] for c in calls] == ["{}01234567"]
+        bad = [*frames[:5], b'{"choices": [', *frames[5:]]
+        events = both(srv, f"bad-in-tool-run-{split}", bad, monkeypatch, split=split)
+        assert events[-1]["error"]["message"] == "Invalid JSON in stream chunk"
+
+
 def test_stream_without_a_terminal_event(srv: ScenarioServer, monkeypatch: Any) -> None:
     events = both(srv, "no-end", [FIRST, *RUN], monkeypatch, done=False)
     assert events[-1]["type"] == "error"
@@ -335,7 +360,6 @@ def test_the_c_reader_takes_real_openai_text_chunks() -> None:
         (b"[DONE]", False),
         (b"{", False),
         (b"[1]", True),
-        (_d(chunk({"role": "assistant", "content": "x"})), True),
         (_d(chunk({"content": ""})), True),
         (_d(chunk({"content": 1})), True),
         (_d(chunk({"content": "x"}, "stop")), True),
@@ -347,7 +371,12 @@ def test_the_c_reader_takes_real_openai_text_chunks() -> None:
         (_d(chunk(choices={})), True),
         (_d(chunk(choices=[1])), True),
         (_d(chunk(choices=[{"delta": None}])), True),
-        (_d(chunk(choices=[{"delta": {"content": "x", "role": "assistant"}}])), True),
+        (_d(chunk({"role": "assistant", "content": "x", "refusal": "no"})), True),
+        (_d(chunk({"role": "assistant", "content": "x", "refusal": 0.5})), True),
+        (_d(chunk({"content": "x", "tool_calls": [TOOL_CALL]})), True),
+        (_d(chunk({"content": "x", "tool_calls": "x"})), True),
+        (_d(chunk({"role": "assistant", "content": None})), True),
+        (_d(chunk({"role": "assistant"})), True),
     ],
 )
 def test_the_c_reader_hands_back_everything_else(data: bytes, parsed: bool) -> None:
@@ -355,8 +384,28 @@ def test_the_c_reader_hands_back_everything_else(data: bytes, parsed: bool) -> N
     index, got, out = _fast([plain, data, plain])
     assert index == 1 and out == [{"type": "text-delta", "text": "p"}]
     assert got == (orjson.loads(data) if parsed else None)
-    if parsed:
-        assert got is not None or data == b"null"
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+@pytest.mark.parametrize(
+    "delta",
+    [
+        {"role": "assistant", "content": "x"},
+        {"content": "x", "role": "assistant"},
+        {"content": "x", "reasoning_content": None},
+        {"content": "x", "refusal": None, "tool_calls": None},
+        {"content": "x", "refusal": "", "tool_calls": []},
+        {"content": "x", "refusal": False, "tool_calls": {}, "function_call": {"name": "f"}},
+        {"content": "x", "refusal": 0, "tool_calls": 0, "audio": {"id": "a"}},
+    ],
+)
+def test_the_c_reader_takes_deltas_with_other_keys(delta: dict[str, Any]) -> None:
+    """Keys besides "content" the Python loop does not act on ("role" in every delta, as Ollama
+    sends; "reasoning_content": null; a falsy "refusal" or "tool_calls") are taken in C."""
+    datas = [_d(chunk(delta)), _d(text("p"))]
+    index, parsed, out = _fast(datas)
+    assert (index, parsed) == (2, None)
+    assert out == [{"type": "text-delta", "text": "x"}, {"type": "text-delta", "text": "p"}]
 
 
 @pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
@@ -389,6 +438,35 @@ def test_the_c_reader_does_not_parse_done() -> None:
     out: list[dict[str, Any]] = []
     index, parsed = _CCHUNKS.read_openai([plain, b"[DONE]", plain], None, out, loads, 0, True)
     assert (index, parsed, seen) == (1, _CCHUNKS.UNPARSED, [plain])
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "on"),
+    [("", "1", True), ("1", "", False), ("1", "0", False)],
+)
+def test_pure_python_is_read_once_for_every_extension(before: str, after: str, on: bool) -> None:
+    """AIMUX_PURE_PYTHON as the process imported aimux_ops decides for the projection and both
+    providers' stream readers, whatever it says by the first stream: they never disagree."""
+    code = (
+        "import os, aimux_ops\n"
+        "from aimux_ops import envelope\n"
+        "from aimux_ops.providers import anthropic, openai\n"
+        f"os.environ['AIMUX_PURE_PYTHON'] = {after!r}\n"
+        "o = openai._cchunks_module() is not None\n"
+        "os.environ['AIMUX_PURE_PYTHON'] = '1' if o else ''\n"
+        "print(envelope._native is not None, o, anthropic._cchunks_module() is not None)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AIMUX_PURE_PYTHON": before},
+        check=True,
+    )
+    if on and _CCHUNKS is None:  # this process runs pure Python: built is all we can expect
+        assert len(set(out.stdout.split())) == 1, out.stdout
+    else:
+        assert out.stdout.split() == [str(on)] * 3
 
 
 # -- fuzz: random chunk shapes -------------------------------------------------------------------
@@ -501,6 +579,37 @@ def test_anthropic_plain_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
         assert fin["response"]["id"] == "msg_1" and fin["usage"]["outputTokens"] == 12
 
 
+def test_anthropic_thinking_and_tool_input_streams(srv: ScenarioServer, monkeypatch: Any) -> None:
+    """A thinking block (thinking and signature deltas, taken in C), then text, then a tool's
+    input in input_json deltas (taken in C, added to the tool call's input)."""
+
+    def delta(index: int, body: dict[str, Any]) -> bytes:
+        return ev("content_block_delta", {"index": index, "delta": body})
+
+    frames = [
+        A_START[0],
+        ev("content_block_start", {"index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+        *(delta(0, {"type": "thinking_delta", "thinking": f"h{i}"}) for i in range(6)),
+        delta(0, {"type": "signature_delta", "signature": "sig"}),
+        ev("content_block_stop", {"index": 0}),
+        ev("content_block_start", {"index": 1, "content_block": {"type": "text", "text": ""}}),
+        *(delta(1, {"type": "text_delta", "text": f"t{i} "}) for i in range(3)),
+        ev("content_block_stop", {"index": 1}),
+        ev("content_block_start", {"index": 2, "content_block": {"type": "tool_use", "id": "tu",
+                                                                 "name": "f", "input": {}}}),
+        *(delta(2, {"type": "input_json_delta", "partial_json": p}) for p in ('{"a"', ": ", "1}")),
+        ev("content_block_stop", {"index": 2}),
+        ev("message_delta", {"delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        ev("message_stop"),
+    ]  # fmt: skip
+    for split in (0, 30):
+        events = both(srv, f"a-think-{split}", frames, monkeypatch, "anthropic", done=False,
+                      split=split)  # fmt: skip
+        assert texts(events) == ["t0 ", "t1 ", "t2 "]
+        calls = [e for e in events if e["type"] == "tool-call"]
+        assert [(c["toolName"], c["input"]) for c in calls] == [("f", {"a": 1})]
+
+
 @pytest.mark.parametrize(
     "odd",
     [
@@ -603,6 +712,243 @@ def test_the_c_reader_takes_anthropic_text_deltas() -> None:
     assert (index, parsed) == (3, orjson.loads(datas[3]))
     assert out == [{"type": "text-delta", "text": "x"}, {"type": "text-delta", "text": "y"}]
     assert _CCHUNKS.read_anthropic([b"{"], out, orjson.loads, 0) == (0, _CCHUNKS.UNPARSED)
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_the_c_reader_takes_the_deltas_the_python_loop_ignores() -> None:
+    """Thinking, signature and citation deltas (any "type" str but text_delta and
+    input_json_delta) append nothing in Python: they are taken in C; an input_json_delta
+    without the stream's tool state, and a delta type of another JSON type, are handed back."""
+
+    def delta(body: Any) -> bytes:
+        return orjson.dumps({"type": "content_block_delta", "index": 0, "delta": body})
+
+    ignored = [
+        delta({"type": "thinking_delta", "thinking": "hm"}),
+        delta({"type": "signature_delta", "signature": "s"}),
+        delta({"type": "citations_delta", "citation": {"type": "x"}}),
+        delta({"type": ""}),
+        delta({"type": "text_delta", "text": "t"}),
+    ]
+    out: list[dict[str, Any]] = []
+    assert _CCHUNKS.read_anthropic(ignored, out, orjson.loads, 0) == (5, _CCHUNKS.UNPARSED)
+    assert out == [{"type": "text-delta", "text": "t"}]
+    for odd in (
+        {"type": "input_json_delta", "partial_json": "{"},
+        {"type": 1},
+        {"type": None},
+        {"thinking": "no type"},
+    ):
+        out = []
+        got = _CCHUNKS.read_anthropic([ignored[0], delta(odd)], out, orjson.loads, 0)
+        assert got == (1, orjson.loads(delta(odd))) and out == []
+
+
+def data_of(frame: bytes) -> bytes:
+    return frame.split(b"\ndata: ", 1)[1]
+
+
+def _counted(module: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count the calls of ``module._read_events`` (the Python loop)."""
+    calls = {"python": 0}
+    real = module._read_events
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        calls["python"] += 1
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, "_read_events", counting)
+    return calls
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_after_two_hand_backs_in_a_row_the_rest_of_the_read_is_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run of chunks the C reader hands back (tool-call deltas, content block starts) costs two
+    C calls and three calls of the Python loop per read, not one of each per chunk; the events and
+    state are the Python loop's."""
+
+    class Resp:
+        status = 200
+        headers: ClassVar[dict[str, str]] = {}
+
+    def call(arguments: str) -> bytes:
+        return _d(chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}))
+
+    first = _d(chunk({"tool_calls": [TOOL_CALL]}))
+    datas = [_d(text("a")), first, *(call(str(i)) for i in range(8)), _d(text("b"))]
+    results = []
+    for fast in (True, False):
+        calls = _counted(openai, monkeypatch)
+        state = openai.StreamState()
+        out: list[dict[str, Any]] = []
+        if fast:
+            openai._read_fast(
+                Resp, state, None, datas, out, orjson.loads, _CCHUNKS.read_openai, _CCHUNKS.UNPARSED
+            )
+        else:
+            openai._read_events(Resp, state, None, datas, out, orjson.loads)
+        results.append((out, state.calls, calls["python"]))
+    (fast_out, fast_calls, fast_python), (out, calls_, _) = results
+    assert (fast_out, fast_calls) == (out, calls_)
+    assert fast_calls[0][2] == "{}01234567"
+    assert fast_python == 3  # first alone, call("0") alone, then the rest in one call
+
+    def block(i: int) -> bytes:
+        return orjson.dumps(
+            {"type": "content_block_start", "index": i,
+             "content_block": {"type": "text", "text": f"s{i}"}}
+        )  # fmt: skip
+
+    frames = [*(block(i) for i in range(8)), _d({"type": "ping"}), data_of(td("t"))]
+    results = []
+    for fast in (True, False):
+        calls = _counted(anthropic, monkeypatch)
+        out = []
+        a_state = anthropic.AnthropicStreamState()
+        if fast:
+            anthropic._read_fast(
+                Resp, a_state, False, None, frames, out, _CCHUNKS.read_anthropic,
+                _CCHUNKS.UNPARSED,
+            )  # fmt: skip
+        else:
+            anthropic._read_events(Resp, a_state, False, None, frames, out)
+        results.append((out, calls["python"]))
+    assert results[0][0] == results[1][0] and len(results[0][0]) == 9
+    assert results[0][1] == 3
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_reads_where_the_c_reader_takes_nothing_pace_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream's reads of one odd chunk each (tool-call deltas): after a read where the C reader
+    took nothing, the next 1, 2, 4, ... (up to PACE_MAX) reads go straight to the Python loop;
+    a read it takes resets that. The events and state are the Python loop's throughout."""
+
+    class Resp:
+        status = 200
+        headers: ClassVar[dict[str, str]] = {}
+
+    seen: list[int] = []  # the reads the C reader saw (once each)
+    now = [0]
+
+    def fast(*args: Any) -> Any:
+        if not seen or seen[-1] != now[0]:
+            seen.append(now[0])
+        return _CCHUNKS.read_openai(*args)
+
+    def call(arguments: str) -> bytes:
+        return _d(chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}))
+
+    reads = [[_d(chunk({"tool_calls": [TOOL_CALL]}))], *([call(str(i))] for i in range(20))]
+    reads += [[_d(text(f"t{i}"))] for i in range(20)]  # reads 21-40
+    reads += [[call("x"), call("y"), _d(text("d"))], [call("z")], [_d(text("e"))]]  # 41-43
+    results = []
+    for paced in (True, False):
+        state, out, pace = openai.StreamState(), [], new_pace()
+        seen.clear()
+        for now[0], datas in enumerate(reads):
+            if paced:
+                openai._read_fast(
+                    Resp, state, None, datas, out, orjson.loads, fast, _CCHUNKS.UNPARSED, pace
+                )
+            else:
+                openai._read_events(Resp, state, None, datas, out, orjson.loads)
+        results.append((out, state.calls, list(seen)))
+    assert results[0][:2] == results[1][:2]
+    assert results[0][0][-1] == {"type": "text-delta", "text": "e"}
+    # took nothing at 0, 2, 5, 10, 19 (then 1, 2, 4, 8, 16 reads skipped); took 36-40; nothing at
+    # 41 (the two calls first: the rest of the read was Python's), 42 skipped, took 43
+    assert results[0][2] == [0, 2, 5, 10, 19, 36, 37, 38, 39, 40, 41, 43]
+
+    def fast_a(*args: Any) -> Any:
+        if not seen or seen[-1] != now[0]:
+            seen.append(now[0])
+        return _CCHUNKS.read_anthropic(*args)
+
+    def start(index: int) -> bytes:
+        block = {"type": "text", "text": f"s{index}"}
+        return orjson.dumps({"type": "content_block_start", "index": index, "content_block": block})
+
+    frames = [[start(i)] for i in range(21)] + [[data_of(td(f"t{i}"))] for i in range(20)]
+    results = []
+    for paced in (True, False):
+        a_state, out, pace = anthropic.AnthropicStreamState(), [], new_pace()
+        seen.clear()
+        for now[0], datas in enumerate(frames):
+            if paced:
+                anthropic._read_fast(
+                    Resp, a_state, False, None, datas, out, fast_a, _CCHUNKS.UNPARSED, pace
+                )
+            else:
+                anthropic._read_events(Resp, a_state, False, None, datas, out)
+        results.append((out, list(seen)))
+    assert results[0][0] == results[1][0] and len(results[0][0]) == 41
+    assert results[0][1] == [0, 2, 5, 10, 19, 36, 37, 38, 39, 40]
+
+    pace = new_pace()
+    for _ in range(10):
+        pace_after(pace, False)
+    assert pace == [PACE_MAX, PACE_MAX]
+
+
+def _random_tool_frame(rng: random.Random) -> bytes:
+    roll = rng.random()
+    if roll < 0.15:
+        name = rng.choice([anthropic.JSON_TOOL, "f", "", None])
+        block = {"type": "tool_use", "id": "tu", "name": name, "input": rng.choice([{}, {"a": 1}])}
+        return orjson.dumps(
+            {"type": "content_block_start", "index": rng.choice([0, 1, 2]), "content_block": block}
+        )
+    if roll < 0.2:
+        return rng.choice([b'{"type":"ping"}', b"{", b'{"type":"message_stop"}', b"[1]"])
+    delta: Any = {"type": rng.choice(["input_json_delta"] * 6 + ["text_delta", "thinking_delta"])}
+    if rng.random() < 0.95:
+        delta["partial_json"] = rng.choice(['{"a', "", ": 1}", None, 3, "é"])
+    if rng.random() < 0.3:
+        delta["text"] = rng.choice(["t", ""])
+    frame: dict[str, Any] = {"type": "content_block_delta", "delta": delta}
+    if rng.random() < 0.95:
+        frame["index"] = rng.choice([0, 1, 2, 1, 2, "1", None, True, 1.0, -(2**63)])
+    if rng.random() < 0.03:
+        frame["delta"] = rng.choice([None, [], "x"])
+    return orjson.dumps(frame)
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+def test_random_tool_input_frames_read_the_same() -> None:
+    """input_json_delta read in C (a JSON tool's block appends its text, another tool's adds to
+    its input, a server tool's is dropped) against the Python loop, frame runs of random shapes
+    and states: the same events, tool state, result and error."""
+
+    class Resp:
+        status = 200
+        headers: ClassVar[dict[str, str]] = {}
+
+    def run(fast: bool, json_tool: bool, datas: list[bytes]) -> Any:
+        state = anthropic.AnthropicStreamState()
+        out: list[dict[str, Any]] = []
+        try:
+            if fast:
+                done = anthropic._read_fast(
+                    Resp, state, json_tool, None, datas, out, _CCHUNKS.read_anthropic,
+                    _CCHUNKS.UNPARSED,
+                )  # fmt: skip
+            else:
+                done = anthropic._read_events(Resp, state, json_tool, None, datas, out)
+            error = None
+        except Exception as exc:
+            done, error = None, (type(exc), str(exc), str(exc.__cause__))
+        return done, error, out, state.tool_calls, state.json_blocks
+
+    rng = random.Random(1614)
+    taken = 0
+    for _ in range(3000):
+        datas = [_random_tool_frame(rng) for _ in range(rng.randint(1, 10))]
+        json_tool = rng.random() < 0.5
+        assert run(True, json_tool, datas) == run(False, json_tool, datas)
+        taken += _CCHUNKS.read_anthropic(datas, [], orjson.loads, 0, set(), {})[0]
+    assert taken > 1000  # the C reader took a good share
 
 
 def _random_frame(rng: random.Random) -> bytes:

@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from .._cext import CChunks, ReadAnthropic, new_pace, pace_after
 from .._cext import load as load_extension
 from .._cext import parsed_already as given
 from ..errors import APICallError, InvalidResponseDataError
@@ -413,9 +414,9 @@ def stream_batches(
     if cchunks is None:
         read = lambda names, datas, out: _read_events(resp, state, json_tool, names, datas, out)  # noqa: E731
     else:
-        fast, unparsed = cchunks.read_anthropic, cchunks.UNPARSED
+        fast, unparsed, pace = cchunks.read_anthropic, cchunks.UNPARSED, new_pace()
         read = lambda names, datas, out: _read_fast(  # noqa: E731
-            resp, state, json_tool, names, datas, out, fast, unparsed
+            resp, state, json_tool, names, datas, out, fast, unparsed, pace
         )
     if (yield from read_batches(event_batches(resp), read)):
         return
@@ -431,11 +432,12 @@ def stream_batches(
 _cchunks: Any = ...
 
 
-def _cchunks_module() -> Any:
+def _cchunks_module() -> CChunks | None:
     global _cchunks
     if _cchunks is ...:
         _cchunks = load_extension("_cchunks")
-    return _cchunks
+    module: CChunks | None = _cchunks
+    return module
 
 
 def _read_fast(
@@ -445,33 +447,54 @@ def _read_fast(
     names: list[str | None] | None,
     datas: list[bytes],
     out: list[dict[str, Any]],
-    fast: Any,
+    fast: ReadAnthropic,
     unparsed: object,
+    pace: list[int] | None = None,
 ) -> bool:
-    """``_read_events`` with the text deltas read in C (``fast``): every frame the C reader hands
-    back (any other type or shape, a bad chunk) is read by ``_read_events`` itself, alone, and the
-    C reader goes on after it."""
+    """``_read_events`` with the content block deltas read in C (``fast``: text, the tool input
+    of ``input_json_delta`` and the delta types the Python loop ignores): a
+    frame the C reader hands back (any other type or shape, a bad chunk) is read by
+    ``_read_events`` itself, alone, and the C reader goes on after it; after two hand-backs in a
+    row the rest of the read is ``_read_events``'s, in one call (a run of other frames costs no
+    more than the Python loop). With ``pace`` (the stream's, ``_cext.pace_after``), reads where
+    the C reader took nothing make the next reads go straight to ``_read_events`` for a while."""
     n = len(datas)
     if names is not None and len(names) != n:
         return _read_events(resp, state, json_tool, names, datas, out)
+    if pace is not None and pace[0]:
+        pace[0] -= 1
+        return _read_events(resp, state, json_tool, names, datas, out)
     loads = orjson.loads
+    json_blocks, tool_calls = state.json_blocks, state.tool_calls
+    took = False
     i = 0
     while True:
-        i, frame = fast(datas, out, loads, i)
-        if i >= n:
+        j, frame = fast(datas, out, loads, i, json_blocks, tool_calls)
+        if j >= n:
+            if pace is not None:
+                pace_after(pace, True)
             return False
-        one = None if names is None else names[i : i + 1]
+        took = took or j > i
+        k = j + 1
         if _read_events(
             resp,
             state,
             json_tool,
-            one,
-            datas[i : i + 1],
+            None if names is None else names[j:k],
+            datas[j:k],
             out,
             loads if frame is unparsed else given(frame),
         ):
             return True
-        i += 1
+        if k >= n or (j == i and i > 0):  # the end, or the frame before was handed back too
+            if pace is not None:
+                pace_after(pace, took)
+            if k >= n:
+                return False
+            return _read_events(
+                resp, state, json_tool, None if names is None else names[k:], datas[k:], out
+            )
+        i = k
 
 
 def _read_events(

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import orjson
 
+from .._cext import CChunks, ReadOpenAI, new_pace, pace_after
 from .._cext import load as load_extension
 from .._cext import parsed_already as given
 from ..errors import APICallError, InvalidResponseDataError
@@ -537,9 +538,9 @@ def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str
     if cchunks is None:
         read = lambda names, datas, out: _read_events(resp, state, names, datas, out, loads)  # noqa: E731
     else:
-        fast, unparsed = cchunks.read_openai, cchunks.UNPARSED
+        fast, unparsed, pace = cchunks.read_openai, cchunks.UNPARSED, new_pace()
         read = lambda names, datas, out: _read_fast(  # noqa: E731
-            resp, state, names, datas, out, loads, fast, unparsed
+            resp, state, names, datas, out, loads, fast, unparsed, pace
         )
     if (yield from read_batches(reads, read)):
         return
@@ -560,11 +561,12 @@ def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str
 _cchunks: Any = ...
 
 
-def _cchunks_module() -> Any:
+def _cchunks_module() -> CChunks | None:
     global _cchunks
     if _cchunks is ...:
         _cchunks = load_extension("_cchunks")
-    return _cchunks
+    module: CChunks | None = _cchunks
+    return module
 
 
 def _read_fast(
@@ -574,26 +576,50 @@ def _read_fast(
     datas: list[bytes],
     out: list[dict[str, Any]],
     loads: Any,
-    fast: Any,
+    fast: ReadOpenAI,
     unparsed: object,
+    pace: list[int] | None = None,
 ) -> bool:
-    """``_read_events`` with the plain text chunks read in C (``fast``): every event the C reader
+    """``_read_events`` with the plain text chunks read in C (``fast``): an event the C reader
     hands back (any other shape, ``[DONE]``, an error, a bad chunk) is read by ``_read_events``
-    itself, alone, and the C reader goes on after it."""
+    itself, alone, and the C reader goes on after it; after two hand-backs in a row the rest of
+    the read is ``_read_events``'s, in one call (a run of other shapes costs no more than the
+    Python loop). With ``pace`` (the stream's, ``_cext.pace_after``), reads where the C reader
+    took nothing make the next reads go straight to ``_read_events`` for a while."""
     n = len(datas)
     if names is not None and len(names) != n:
         return _read_events(resp, state, names, datas, out, loads)
+    if pace is not None and pace[0]:
+        pace[0] -= 1
+        return _read_events(resp, state, names, datas, out, loads)
+    took = False
     i = 0
     while True:
-        i, chunk = fast(datas, names, out, loads, i, state.metadata_seen)
-        if i >= n:
+        j, chunk = fast(datas, names, out, loads, i, state.metadata_seen)
+        if j >= n:
+            if pace is not None:
+                pace_after(pace, True)
             return False
-        one = None if names is None else names[i : i + 1]
+        took = took or j > i
+        k = j + 1
         if _read_events(
-            resp, state, one, datas[i : i + 1], out, loads if chunk is unparsed else given(chunk)
+            resp,
+            state,
+            None if names is None else names[j:k],
+            datas[j:k],
+            out,
+            loads if chunk is unparsed else given(chunk),
         ):
             return True
-        i += 1
+        if k >= n or (j == i and i > 0):  # the end, or the event before was handed back too
+            if pace is not None:
+                pace_after(pace, took)
+            if k >= n:
+                return False
+            return _read_events(
+                resp, state, None if names is None else names[k:], datas[k:], out, loads
+            )
+        i = k
 
 
 def _read_events(

@@ -1,5 +1,6 @@
 # The installed tree itself: the layout, the SONAME and symlink, only aimux_* exported, the
-# payload for the build's Python, no rpath into a build directory.
+# payload for the build's Python with its optional C extensions (_cproject, _cchunks) built and
+# loaded (not stale against the .c files it ships), no rpath into a build directory.
 set -euo pipefail
 [ "$1" = run ] || exit 0
 P="$AIMUX_DIST_PREFIX"
@@ -14,4 +15,15 @@ other="$(nm -D --defined-only "$P/lib/libaimux.so.1" | awk '{print $3}' | grep -
 n="$(nm -D --defined-only "$P/lib/libaimux.so.1" | grep -c ' aimux_')"
 pyver="$("$AIMUX_DIST_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 [ -f "$P/lib/aimux/python$pyver/aimux_ops/__init__.py" ] || { echo "no payload lib/aimux/python$pyver"; exit 1; }
-echo "   layout ok; SONAME libaimux.so.1; $n symbols exported, all aimux_*; payload lib/aimux/python$pyver"
+payload="$P/lib/aimux/python$pyver"
+for ext in _cproject _cchunks; do
+  compgen -G "$payload/aimux_ops/$ext*.so" >/dev/null || { echo "no $ext*.so in the payload"; exit 1; }
+done
+# the payload alone (-S: not the venv's site-packages, whose aimux_ops is the checkout's)
+loaded="$(cd / && env -i PYTHONPATH="$payload" "$AIMUX_DIST_PYTHON" -S -c '
+import aimux_ops, aimux_ops._cext as c, aimux_ops.envelope as e
+print(aimux_ops.__file__)
+print(c.load("_cproject") is not None, c.load("_cchunks") is not None, e._native is not None)')"
+[ "$(echo "$loaded" | head -1)" = "$payload/aimux_ops/__init__.py" ] || { echo "aimux_ops not from the payload: $loaded"; exit 1; }
+[ "$(echo "$loaded" | tail -1)" = "True True True" ] || { echo "the payload's C extensions do not load: $loaded"; exit 1; }
+echo "   layout ok; SONAME libaimux.so.1; $n symbols exported, all aimux_*; payload lib/aimux/python$pyver (C extensions load)"
