@@ -88,6 +88,62 @@ def pace_after(pace: list[int], took: bool) -> None:
         pace[0] = pace[1] = min(pace[1] * 2 or 1, PACE_MAX)
 
 
+def chunk_reader(provider: dict[str, Any]) -> CChunks | None:
+    """``aimux_ops._cchunks`` for a provider module (its globals): its ``_cchunks`` is ``...``
+    until its first stream loads the module here (None when it is off, not built or stale; tests
+    set it, None to run the Python loop alone)."""
+    if provider["_cchunks"] is ...:
+        provider["_cchunks"] = load("_cchunks")
+    module: CChunks | None = provider["_cchunks"]
+    return module
+
+
+def read_paced(
+    fast: Callable[[int], tuple[int, Any]],
+    python: Callable[[list[str | None] | None, list[bytes], Any], bool],
+    names: list[str | None] | None,
+    datas: list[bytes],
+    loads: Any,
+    unparsed: object,
+    pace: list[int] | None,
+) -> bool:
+    """One read's events, a provider's C reader first (``fast(start)``: ``(index, parsed)`` of
+    the first event it hands back, ``index == len(datas)`` when it took them all) and its Python
+    loop (``python(names, datas, loads)``: True at the stream's terminal event) for the rest: an
+    event the C reader hands back (any other shape, the end, an error, a bad chunk) is read by
+    the Python loop alone (with the chunk the C reader parsed, not parsed again), and the C reader
+    goes on after it; after two hand-backs in a row the rest of the read is the Python loop's, in
+    one call (a run of other shapes costs no more than the Python loop). With ``pace`` (the
+    stream's, ``pace_after``), reads where the C reader took nothing make the next reads go
+    straight to the Python loop for a while."""
+    n = len(datas)
+    if names is not None and len(names) != n:
+        return python(names, datas, loads)
+    if pace is not None and pace[0]:
+        pace[0] -= 1
+        return python(names, datas, loads)
+    took = False
+    i = 0
+    while True:
+        j, parsed = fast(i)
+        if j >= n:
+            if pace is not None:
+                pace_after(pace, True)
+            return False
+        took = took or j > i
+        k = j + 1
+        one = None if names is None else names[j:k]
+        if python(one, datas[j:k], loads if parsed is unparsed else parsed_already(parsed)):
+            return True
+        if k >= n or (j == i and i > 0):  # the end, or the event before was handed back too
+            if pace is not None:
+                pace_after(pace, took)
+            if k >= n:
+                return False
+            return python(None if names is None else names[k:], datas[k:], loads)
+        i = k
+
+
 def parsed_already(obj: Any) -> Any:
     """A ``loads`` that answers ``obj``: the chunk a C reader parsed and handed back, read by the
     Python loop without parsing it again."""

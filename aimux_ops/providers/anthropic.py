@@ -32,9 +32,7 @@ from typing import Any
 
 import orjson
 
-from .._cext import CChunks, ReadAnthropic, new_pace, pace_after
-from .._cext import load as load_extension
-from .._cext import parsed_already as given
+from .._cext import CChunks, ReadAnthropic, chunk_reader, new_pace, read_paced
 from ..errors import APICallError, InvalidResponseDataError
 from ..transport import HTTPRequest, Response, event_batches
 from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
@@ -427,17 +425,12 @@ def stream_batches(
     )
 
 
-#: ``aimux_ops._cchunks`` (DESIGN.md "Stream chunks in C"), None when the C extension is off
-#: (``AIMUX_PURE_PYTHON``), not built or stale; loaded by the first stream. Tests set it.
+#: ``aimux_ops._cchunks`` (DESIGN.md "Stream chunks in C"): ``_cext.chunk_reader``.
 _cchunks: Any = ...
 
 
 def _cchunks_module() -> CChunks | None:
-    global _cchunks
-    if _cchunks is ...:
-        _cchunks = load_extension("_cchunks")
-    module: CChunks | None = _cchunks
-    return module
+    return chunk_reader(globals())
 
 
 def _read_fast(
@@ -452,49 +445,20 @@ def _read_fast(
     pace: list[int] | None = None,
 ) -> bool:
     """``_read_events`` with the content block deltas read in C (``fast``: text, the tool input
-    of ``input_json_delta`` and the delta types the Python loop ignores): a
-    frame the C reader hands back (any other type or shape, a bad chunk) is read by
-    ``_read_events`` itself, alone, and the C reader goes on after it; after two hand-backs in a
-    row the rest of the read is ``_read_events``'s, in one call (a run of other frames costs no
-    more than the Python loop). With ``pace`` (the stream's, ``_cext.pace_after``), reads where
-    the C reader took nothing make the next reads go straight to ``_read_events`` for a while."""
-    n = len(datas)
-    if names is not None and len(names) != n:
-        return _read_events(resp, state, json_tool, names, datas, out)
-    if pace is not None and pace[0]:
-        pace[0] -= 1
-        return _read_events(resp, state, json_tool, names, datas, out)
+    of ``input_json_delta`` and the delta types the Python loop ignores; ``_cext.read_paced``:
+    a frame the C reader hands back, any other type or shape, a bad chunk, is ``_read_events``'s).
+    """
     loads = orjson.loads
     json_blocks, tool_calls = state.json_blocks, state.tool_calls
-    took = False
-    i = 0
-    while True:
-        j, frame = fast(datas, out, loads, i, json_blocks, tool_calls)
-        if j >= n:
-            if pace is not None:
-                pace_after(pace, True)
-            return False
-        took = took or j > i
-        k = j + 1
-        if _read_events(
-            resp,
-            state,
-            json_tool,
-            None if names is None else names[j:k],
-            datas[j:k],
-            out,
-            loads if frame is unparsed else given(frame),
-        ):
-            return True
-        if k >= n or (j == i and i > 0):  # the end, or the frame before was handed back too
-            if pace is not None:
-                pace_after(pace, took)
-            if k >= n:
-                return False
-            return _read_events(
-                resp, state, json_tool, None if names is None else names[k:], datas[k:], out
-            )
-        i = k
+    return read_paced(
+        lambda start: fast(datas, out, loads, start, json_blocks, tool_calls),
+        lambda names, datas, loads: _read_events(resp, state, json_tool, names, datas, out, loads),
+        names,
+        datas,
+        loads,
+        unparsed,
+        pace,
+    )
 
 
 def _read_events(

@@ -32,9 +32,7 @@ from typing import Any, Literal
 
 import orjson
 
-from .._cext import CChunks, ReadOpenAI, new_pace, pace_after
-from .._cext import load as load_extension
-from .._cext import parsed_already as given
+from .._cext import CChunks, ReadOpenAI, chunk_reader, new_pace, read_paced
 from ..errors import APICallError, InvalidResponseDataError
 from ..transport import HTTPRequest, Response, SSEBatch, event_batches, iter_sse_batches
 from .base import (
@@ -556,17 +554,12 @@ def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str
     )
 
 
-#: ``aimux_ops._cchunks`` (DESIGN.md "Stream chunks in C"), None when the C extension is off
-#: (``AIMUX_PURE_PYTHON``), not built or stale; loaded by the first stream. Tests set it.
+#: ``aimux_ops._cchunks`` (DESIGN.md "Stream chunks in C"): ``_cext.chunk_reader``.
 _cchunks: Any = ...
 
 
 def _cchunks_module() -> CChunks | None:
-    global _cchunks
-    if _cchunks is ...:
-        _cchunks = load_extension("_cchunks")
-    module: CChunks | None = _cchunks
-    return module
+    return chunk_reader(globals())
 
 
 def _read_fast(
@@ -580,46 +573,17 @@ def _read_fast(
     unparsed: object,
     pace: list[int] | None = None,
 ) -> bool:
-    """``_read_events`` with the plain text chunks read in C (``fast``): an event the C reader
-    hands back (any other shape, ``[DONE]``, an error, a bad chunk) is read by ``_read_events``
-    itself, alone, and the C reader goes on after it; after two hand-backs in a row the rest of
-    the read is ``_read_events``'s, in one call (a run of other shapes costs no more than the
-    Python loop). With ``pace`` (the stream's, ``_cext.pace_after``), reads where the C reader
-    took nothing make the next reads go straight to ``_read_events`` for a while."""
-    n = len(datas)
-    if names is not None and len(names) != n:
-        return _read_events(resp, state, names, datas, out, loads)
-    if pace is not None and pace[0]:
-        pace[0] -= 1
-        return _read_events(resp, state, names, datas, out, loads)
-    took = False
-    i = 0
-    while True:
-        j, chunk = fast(datas, names, out, loads, i, state.metadata_seen)
-        if j >= n:
-            if pace is not None:
-                pace_after(pace, True)
-            return False
-        took = took or j > i
-        k = j + 1
-        if _read_events(
-            resp,
-            state,
-            None if names is None else names[j:k],
-            datas[j:k],
-            out,
-            loads if chunk is unparsed else given(chunk),
-        ):
-            return True
-        if k >= n or (j == i and i > 0):  # the end, or the event before was handed back too
-            if pace is not None:
-                pace_after(pace, took)
-            if k >= n:
-                return False
-            return _read_events(
-                resp, state, None if names is None else names[k:], datas[k:], out, loads
-            )
-        i = k
+    """``_read_events`` with the plain text chunks read in C (``fast``; ``_cext.read_paced``:
+    what the C reader hands back, ``[DONE]``, an error, a bad chunk, is ``_read_events``'s)."""
+    return read_paced(
+        lambda start: fast(datas, names, out, loads, start, state.metadata_seen),
+        lambda names, datas, loads: _read_events(resp, state, names, datas, out, loads),
+        names,
+        datas,
+        loads,
+        unparsed,
+        pace,
+    )
 
 
 def _read_events(
