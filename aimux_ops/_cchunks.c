@@ -28,8 +28,11 @@
  *   as in Python);
  * - anything but "text_delta" and "input_json_delta" (thinking_delta, signature_delta,
  *   citations_delta, ...): nothing, as the Python loop does nothing for it.
- * An input_json_delta (tool state) is handed back. The event name is not read: the Python loop
- * looks at it only for frames of another type. Other keys ("index", ...) are ignored.
+ * - "input_json_delta", with "partial_json" an exact str and the frame's "index" an exact int,
+ *   given the stream's tool state (json_blocks, tool_calls): the JSON tool's text, or the piece
+ *   added to the tool call's input (input_json); without the tool state it is handed back.
+ * The event name is not read: the Python loop looks at it only for frames of another type.
+ * Other keys are ignored.
  *
  * For both: a data loads rejects with a ValueError (orjson.JSONDecodeError) is handed back
  * unparsed (the Python loop parses it again and raises its own error); any other exception from

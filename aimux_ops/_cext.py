@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     _stub_matches: CChunks = _cchunks
 
 
-#: ``AIMUX_PURE_PYTHON`` as the process started: the C extensions are off (the one reading).
+#: ``AIMUX_PURE_PYTHON`` when this module was first imported (by ``envelope`` or a provider's
+#: first stream, not by ``import aimux_ops``): the C extensions are off (the one reading).
 PURE_PYTHON: bool = os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0")
 
 

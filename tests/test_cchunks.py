@@ -909,7 +909,7 @@ def _random_tool_frame(rng: random.Random) -> bytes:
         delta["text"] = rng.choice(["t", ""])
     frame: dict[str, Any] = {"type": "content_block_delta", "delta": delta}
     if rng.random() < 0.95:
-        frame["index"] = rng.choice([0, 1, 2, 1, 2, "1", None, True, 1.0, -(2**63)])
+        frame["index"] = rng.choice([0, 1, 2, 1, 2, "1", None, True, 1.0, -(2**63), [1], {}])
     if rng.random() < 0.03:
         frame["delta"] = rng.choice([None, [], "x"])
     return orjson.dumps(frame)
