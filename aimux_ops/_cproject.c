@@ -1483,11 +1483,13 @@ static PyObject *walk_tuple(const Walk *w)
     return Py_BuildValue("((OO)N)", w->retryable ? Py_True : Py_False, w->after, links);
 }
 
-static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* chain() and packed(): walk the links of (root, envelope_json) and answer finish(walk), or
+ * None when the walk leaves the chain to the Python code. */
+static PyObject *walk_answer(PyObject *const *args, Py_ssize_t nargs, const char *usage,
+                             PyObject *(*finish)(const Walk *))
 {
-    (void)module;
     if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "chain(root, envelope_json) takes two arguments");
+        PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
     if (!ready()) return NULL;
@@ -1497,7 +1499,7 @@ static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssiz
     PyObject *out = NULL;
     int rc = walk_links(args[0], args[1], w);
     if (rc == OK) {
-        out = walk_tuple(w);
+        out = finish(w);
         if (out == NULL) rc = ERR;
     }
     walk_clear(w);
@@ -1507,6 +1509,12 @@ static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssiz
         rc = FALLBACK;
     }
     return rc == OK ? out : Py_NewRef(Py_None);
+}
+
+static PyObject *cproject_chain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    return walk_answer(args, nargs, "chain(root, envelope_json) takes two arguments", walk_tuple);
 }
 
 /* -- packed() -------------------------------------------------------------------------------- */
@@ -1602,27 +1610,7 @@ done:
 static PyObject *cproject_packed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "packed(root, envelope_json) takes two arguments");
-        return NULL;
-    }
-    if (!ready()) return NULL;
-    if (!PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) return Py_NewRef(Py_None);
-    Walk *w = PyMem_Malloc(sizeof *w);
-    if (w == NULL) return PyErr_NoMemory();
-    PyObject *out = NULL;
-    int rc = walk_links(args[0], args[1], w);
-    if (rc == OK) {
-        out = pack_walk(w);
-        if (out == NULL) rc = ERR;
-    }
-    walk_clear(w);
-    PyMem_Free(w);
-    if (rc == ERR) {
-        if (settle() == ERR) return NULL;
-        rc = FALLBACK;
-    }
-    return rc == OK ? out : Py_NewRef(Py_None);
+    return walk_answer(args, nargs, "packed(root, envelope_json) takes two arguments", pack_walk);
 }
 
 /* -- setup() --------------------------------------------------------------------------------- */

@@ -6,7 +6,6 @@ payload list of simple models (violations) and the packed chain written from the
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from decimal import Decimal
@@ -15,16 +14,14 @@ from typing import Any
 
 import orjson
 import pytest
+from test_cproject import native, needs_c
 
 from aimux_ops import envelope
 from aimux_ops import errors as E
 from aimux_ops.envelope import chain_links, chain_packed, project
 
 pytestmark = [
-    pytest.mark.skipif(
-        os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0"),
-        reason="AIMUX_PURE_PYTHON is set: the C projection is off by request",
-    ),
+    needs_c,
     pytest.mark.filterwarnings("ignore:Pydantic serializer warnings"),
 ]
 
@@ -37,13 +34,6 @@ def _off_schema_on_purpose() -> Iterator[None]:
     import conftest
 
     conftest._problems.clear()
-
-
-def native() -> Any:
-    mod = envelope._native
-    if mod is None:
-        pytest.fail("aimux_ops._cproject is not loaded (not built or stale: run make native)")
-    return mod
 
 
 def py_project(exc: BaseException) -> bytes:
