@@ -1906,14 +1906,14 @@ static PyObject *cproject_answer(PyObject *module, PyObject *const *args, Py_ssi
     Ctx ctx;
     ctx.secrets = read_secrets();
     if (ctx.secrets == NULL) return settle() == ERR ? NULL : Py_NewRef(Py_None);
+    /* held from here: the values' lookups may run Python code (a key's __eq__) */
+    Py_INCREF(kind);
+    Py_INCREF(code);
+    Py_INCREF(name);
     Out o;
     o.p = o.local;
     o.n = 0;
     o.cap = sizeof o.local;
-    /* held across the values' lookups (which may run Python code) */
-    Py_INCREF(kind);
-    Py_INCREF(code);
-    Py_INCREF(name);
     int rc = has_anchor(&ctx, ascii_data(message), mn, 1)
                  ? FALLBACK
                  : answer_json(&ctx, &o, t, message, values, kind, code, name);
