@@ -33,6 +33,13 @@ def main() -> None:
     unbuilt = dispatch._look_up(b"no-such-op", "call")
     assert isinstance(unbuilt, tuple)
     call = dispatch.call_json
+    version = dispatch._find_op(b"aimux.version", "call")
+    assert not isinstance(version, BaseException)
+    bad = b'{"bogus1":1}'
+    try:
+        dispatch._validate(version, bad)
+    except Exception as exc:  # noqa: BLE001
+        invalid = exc
     rows = [
         (
             "call_json(aimux.version) (the core's pure-op cache)",
@@ -55,12 +62,37 @@ def main() -> None:
             ns("p(e)", p=chain_packed, e=env),
         ),
         (
-            "the same error built (dispatch._find_op) then envelope.project (errors raised elsewhere)",
+            "the same error built (_find_op), then envelope.project (as errors raised elsewhere)",
             ns("p(f(b'no-such-op', 'call'))", p=project, f=dispatch._find_op),
         ),
         (
             "project + chain_links of a built error (the walk, then its nodes packed)",
             ns("c(p(e))", c=chain_links, p=project, e=err),
+        ),
+        (
+            "call_json(aimux.version, bad params) (301 + its cause: the new bad params row)",
+            ns("c(b'aimux.version', p)", c=call, p=bad),
+        ),
+        (
+            "  of which dispatch._validate (pydantic's validation, the violations, the raise)",
+            ns(
+                "try:\n    v(s, p)\nexcept Exception:\n    pass",
+                v=dispatch._validate,
+                s=version,
+                p=bad,
+            ),
+        ),
+        (
+            "    of which pydantic's own validation failing (model_validate + ValidationError)",
+            ns(
+                "try:\n    m(d)\nexcept Exception:\n    pass",
+                m=version.params.model_validate,
+                d={"bogus1": 1},
+            ),
+        ),
+        (
+            "  of which envelope.project(InvalidParamsError) (the walk: two nodes, violations)",
+            ns("p(e)", p=project, e=invalid),
         ),
         (
             "chain_links(envelope bytes from elsewhere) (aimux_error_from_json's path: parsed)",
