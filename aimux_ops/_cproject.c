@@ -1679,16 +1679,18 @@ static int out_text(Out *o, const char *s, Py_ssize_t n)
     *w++ = '"';
     for (Py_ssize_t i = 0; i < n; i++) {
         /* eight bytes at once when none is below 0x20, '"' or '\\' (ASCII: no high bit, so
-         * a high bit after the subtractions marks exactly such a byte or a byte below one) */
-        while (i + 8 <= n) {
-            uint64_t x, q, b;
-            memcpy(&x, s + i, 8);
+         * a high bit after the subtractions marks exactly such a byte or a byte below one); a
+         * last, shorter word is padded with 'a' (never escaped), and only its own bytes kept */
+        while (i < n) {
+            uint64_t x = 0x6161616161616161ULL, q, b;
+            Py_ssize_t len = n - i < 8 ? n - i : 8;
+            memcpy(&x, s + i, (size_t)len);
             q = x ^ (ones * (uint64_t)'"');
             b = x ^ (ones * (uint64_t)'\\');
             if ((((x - ones * 0x20u) | (q - ones) | (b - ones)) & highs) != 0) break;
-            memcpy(w, &x, 8);
-            w += 8;
-            i += 8;
+            memcpy(w, &x, 8); /* room for 6 bytes per byte: 8 more are there */
+            w += len;
+            i += len;
         }
         if (i >= n) break;
         unsigned char c = (unsigned char)s[i];
