@@ -149,6 +149,16 @@ def test_edge_values_answer_as_python(value: Any) -> None:
     check(E.UnknownOpError, "m", {"available_ops": value})
 
 
+def test_every_escape_at_every_offset_is_orjsons() -> None:
+    """The writer's eight-byte words (and a last, shorter one) around every byte it escapes."""
+    for n in range(1, 20):
+        for at in range(n):
+            for c in ('"', "\\", "\x00", "\x1f", "\n", "\x7f", "a"):
+                value = "x" * at + c + "y" * (n - at - 1)
+                assert check(E.UnknownOpError, "m", {"op": value})
+                assert check(E.UnknownOpError, value.replace("\x00", "z"), {})
+
+
 def test_edge_messages_answer_as_python() -> None:
     for message in ("", "x" * 1024, "x" * 1025, "a\x00b", 'a"\\b\x01', "ÿ", "a://b", 42, None):
         check(E.UnknownOpError, message, {})
