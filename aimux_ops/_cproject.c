@@ -81,7 +81,7 @@ static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_tr
     *s_wire_root, *s_getattribute, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields,
     *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name,
     *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args, *s_last, *s_is_retryable,
-    *s_class, *s_response_headers, *s_parse_retry_after, *s_defaults;
+    *s_class, *s_response_headers, *s_parse_retry_after, *s_defaults, *s_of_values;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -1789,8 +1789,10 @@ static PyObject *class_value(PyTypeObject *t, PyObject *name, PyTypeObject *type
 /* Whether answer() may stand for cls._of_values: the walk would take the built error's node
  * (an AimuxError, not a RetryError nor a SourceError, the base payload_fields and
  * cause_children, BaseException's members, the standard lookup), its root's hooks are
- * AimuxError's (retryable false, no retryAfterMs), it is built by BaseException's __new__, and
- * nothing on the class stands in for the instance's own message and _values. */
+ * AimuxError's (retryable false, no retryAfterMs), it is built by AimuxError's own _of_values
+ * (BaseException's __new__, the generic setattr, a class of metaclass type: what _of_values
+ * reads through the class is the class's own value), and nothing on the class stands in for the
+ * instance's own message and _values. */
 static int answerable(PyTypeObject *t)
 {
     TypeInfo info = info_of(t);
@@ -1798,9 +1800,42 @@ static int answerable(PyTypeObject *t)
         !info.keeps_children || !info.keeps_fields || !info.keeps_props ||
         info.own_retryable != 1 || info.own_after != 1)
         return 0;
-    if (t->tp_new != ((PyTypeObject *)PyExc_BaseException)->tp_new) return 0;
+    if (!Py_IS_TYPE(t, &PyType_Type) || t->tp_setattro != PyObject_GenericSetAttr ||
+        t->tp_new != ((PyTypeObject *)PyExc_BaseException)->tp_new)
+        return 0;
+    PyObject *of_values = _PyType_Lookup(t, s_of_values);
+    if (of_values == NULL ||
+        of_values != _PyType_Lookup((PyTypeObject *)g_aimux_error, s_of_values))
+        return 0;
     if (_PyType_Lookup(t, s_message) != NULL || _PyType_Lookup(t, s_values) != NULL) return 0;
     return _PyType_Lookup(t, s_extra) == Py_None && _PyType_Lookup(t, s_wire_root) == Py_None;
+}
+
+/* Whether every key of the dict is an exact str: looking one up then runs no Python code (no
+ * key's __eq__), as {**_defaults, **values} would run it at another moment. */
+static int str_keys(PyObject *d)
+{
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(d, &pos, &k, &v))
+        if (!PyUnicode_CheckExact(k)) return 0;
+    return 1;
+}
+
+/* Whether the wire names are exact str, none is "name" and no two are equal: the payload dict
+ * the walk builds would otherwise keep one member where the writer writes two. */
+static int distinct_wire(PyObject *wire)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(wire); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(wire, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) return 0;
+        PyObject *key = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_CheckExact(key) || PyUnicode_Compare(key, s_name) == 0) return 0;
+        for (Py_ssize_t j = 0; j < i; j++)
+            if (PyUnicode_Compare(key, PyTuple_GET_ITEM(PyTuple_GET_ITEM(wire, j), 1)) == 0)
+                return 0;
+    }
+    return 1;
 }
 
 /* The node's JSON into `o` (FALLBACK: not one answer() writes). */
@@ -1809,7 +1844,9 @@ static int answer_json(const Ctx *ctx, Out *o, PyTypeObject *t, PyObject *messag
 {
     PyObject *wire = class_value(t, s_wire, &PyTuple_Type);
     PyObject *defaults = class_value(t, s_defaults, &PyDict_Type);
-    if (wire == NULL || defaults == NULL) return FALLBACK;
+    if (wire == NULL || defaults == NULL || !distinct_wire(wire) || !str_keys(defaults) ||
+        !str_keys(values))
+        return FALLBACK;
     int rc = OUT_LIT(o, "{\"kind\":");
     if (rc == OK) rc = out_str(o, kind);
     if (rc == OK) rc = OUT_LIT(o, ",\"code\":");
@@ -1901,7 +1938,7 @@ static PyObject *cproject_answer(PyObject *module, PyObject *const *args, Py_ssi
         Py_RETURN_NONE;
     int overflow = 0;
     long c = PyLong_AsLongAndOverflow(code, &overflow);
-    if (overflow || c < 0 || c > CODE_MAX) {
+    if (overflow || c < 1 || c > CODE_MAX) { /* a root code below 1: walk_links' refusal */
         PyErr_Clear();
         Py_RETURN_NONE;
     }
@@ -2106,6 +2143,7 @@ static int intern_all(void)
         {&s_response_headers, "response_headers"},
         {&s_parse_retry_after, "_parse_retry_after_ms"},
         {&s_defaults, "_defaults"},
+        {&s_of_values, "_of_values"},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (*names[i].slot == NULL) {

@@ -133,6 +133,10 @@ def test_every_class_and_random_values_answer_as_python() -> None:
         ["x" * 2729],
         ["x" * 2730],
         ["x" * 10000] * 2,
+        ["\x01" * 3000],
+        ["\x01" * 2729],
+        [-(2**63)] * 800,
+        [-(2**63)] * 600,
         ["x" * 3000] * 6,
         ["x"] * 700,
         [1.5],
@@ -162,6 +166,12 @@ def test_every_escape_at_every_offset_is_orjsons() -> None:
 def test_edge_messages_answer_as_python() -> None:
     for message in ("", "x" * 1024, "x" * 1025, "a\x00b", 'a"\\b\x01', "ÿ", "a://b", 42, None):
         check(E.UnknownOpError, message, {})
+    # a URL's scheme and its "://" at every offset of the writer's words (the last one shorter)
+    for n in range(0, 18):
+        for at in range(0, n + 1):
+            message = "x" * at + " ab://cd" + "y" * (n - at)
+            assert not check(E.UnknownOpError, message, {})  # scrubbed: Python's
+            assert b"[url]" in envelope.answer(E.UnknownOpError, message, {})
 
 
 def test_an_answer_runs_no_python_and_is_what_the_shim_packs() -> None:
@@ -197,6 +207,50 @@ def test_the_op_names_follow_the_registry() -> None:
     assert "zz.answer.test" not in names_in(dispatch.call_json("nope-3", b"{}")[1])
 
 
+def test_the_op_names_are_read_while_another_thread_registers() -> None:
+    """``all_ops`` (the op names' source) copies the registry's dicts before it iterates: another
+    thread's registration in between failed the call with "dictionary changed size during
+    iteration" (a 208), about one call in a hundred here before the copy."""
+    import sys
+    import threading
+
+    from pydantic import BaseModel
+
+    from aimux_ops.ops import registry
+
+    class P(BaseModel):
+        pass
+
+    stop = threading.Event()
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set():
+            registry.register_op(f"zz.race.{i % 50}", mode="call", params=P)(lambda p: {})
+            registry.unregister_op(f"zz.race.{(i + 25) % 50}")
+            i += 1
+
+    failures = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        for _ in range(20000):
+            try:
+                registry.all_ops()
+            except RuntimeError as exc:
+                failures.append(exc)
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+        for i in range(50):
+            registry.unregister_op(f"zz.race.{i}")
+    assert failures == []
+    assert not [n for n in dispatch._op_names() if n.startswith("zz.race.")]
+
+
 # -- classes the answer leaves to Python --------------------------------------------------------
 
 
@@ -223,6 +277,18 @@ def _subclass(**members: Any) -> type[E.AimuxError]:
         {"_wire": [("op", "op")]},
         {"_wire": (("op", 1),)},
         {"_defaults": type("Defaults", (dict,), {})(op="d")},
+        {"code": 0},
+        {
+            "_of_values": classmethod(
+                lambda cls, m, v: E.UnknownOpError._of_values.__func__(cls, m.upper(), v)
+            )
+        },
+        {
+            "__setattr__": lambda self, k, v: object.__setattr__(
+                self, k, v + "!" if k == "message" else v
+            )
+        },
+        {"__cause__": property(lambda self: ValueError("from a property"))},
     ],
     ids=lambda m: next(iter(m)),
 )
@@ -231,6 +297,41 @@ def test_a_class_overriding_what_the_answer_reads_is_pythons(members: dict[str, 
     values = {"op": "o", "available_ops": ["a"]}
     assert native().answer(cls, "m", values) is None
     assert envelope.answer(cls, "m", values) == python_envelope(cls, "m", values)
+
+
+def test_a_metaclass_value_is_pythons() -> None:
+    class Meta(type):
+        @property
+        def _defaults(cls) -> dict[str, Any]:
+            return {"op": "from-the-metaclass"}
+
+        @_defaults.setter
+        def _defaults(cls, value: dict[str, Any]) -> None:
+            pass  # AimuxError.__init_subclass__ sets it: the metaclass's value stays
+
+    cls = Meta("Metaed", (E.UnknownOpError,), {})
+    assert native().answer(cls, "m", {}) is None
+    assert b"from-the-metaclass" in envelope.answer(cls, "m", {})
+    assert check(cls, "m", {}) is False
+
+
+@pytest.mark.parametrize(
+    "fields", [{"name": "str | None"}, {"a_b": "str | None", "aB": "str | None"}], ids=str
+)
+def test_payload_members_of_one_wire_name_are_pythons(fields: dict[str, str]) -> None:
+    cls = type("Twice", (E.UnknownOpError,), {"__annotations__": fields, **dict.fromkeys(fields)})
+    values = {f: f"value-of-{f}" for f in fields}
+    assert native().answer(cls, "m", values) is None
+    assert check(cls, "m", values) is False
+
+
+def test_values_keyed_by_anything_but_str_are_pythons() -> None:
+    class Key(str):
+        pass
+
+    for values in ({"op": "o", 1: "x"}, {Key("op"): "o"}):
+        assert native().answer(E.UnknownOpError, "m", values) is None
+        assert check(E.UnknownOpError, "m", values) is False
 
 
 def test_a_class_default_is_answered_as_python() -> None:
