@@ -255,6 +255,7 @@ typedef struct {
     unsigned char own_after;            /* finds _own_retry_after_ms: the same */
     unsigned char api_retryable;        /* finds APICallError.is_retryable (the property) */
     unsigned char api_headers;          /* finds APICallError.response_headers (the property) */
+    unsigned char answerable;           /* answer() may write it (class_answerable) */
 } TypeInfo;
 
 #define TYPE_INFO_SLOTS 64
@@ -268,6 +269,8 @@ static unsigned char which_function(PyTypeObject *t, PyObject *name, PyObject *b
     PyObject *found = _PyType_Lookup(t, name);
     return found == NULL ? 0 : found == base ? 1 : found == api ? 2 : 0;
 }
+
+static unsigned char class_answerable(PyTypeObject *t, const TypeInfo *info);
 
 static TypeInfo compute_info(PyTypeObject *t)
 {
@@ -296,7 +299,52 @@ static TypeInfo compute_info(PyTypeObject *t)
         g_api_is_retryable != NULL && _PyType_Lookup(t, s_is_retryable) == g_api_is_retryable;
     info.api_headers =
         g_api_headers != NULL && _PyType_Lookup(t, s_response_headers) == g_api_headers;
+    info.answerable = class_answerable(t, &info);
     return info;
+}
+
+/* Whether the wire names are exact str, none is "name" and no two are equal: the payload dict
+ * the walk builds would otherwise keep one member where the writer writes two. */
+static int distinct_wire(PyObject *wire)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(wire); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(wire, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) return 0;
+        PyObject *key = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_CheckExact(key) || PyUnicode_Compare(key, s_name) == 0) return 0;
+        for (Py_ssize_t j = 0; j < i; j++)
+            if (PyUnicode_Compare(key, PyTuple_GET_ITEM(PyTuple_GET_ITEM(wire, j), 1)) == 0)
+                return 0;
+    }
+    return 1;
+}
+
+/* Whether answer() may stand for cls._of_values, as far as the class alone decides (kept in
+ * TypeInfo while the class's version tag holds; answer() still checks the metaclass, which a
+ * tag does not follow): the walk would take the built error's node (an AimuxError, not a
+ * RetryError nor a SourceError, the base payload_fields and cause_children, BaseException's
+ * members, the standard lookup), its root's hooks are AimuxError's (retryable false, no
+ * retryAfterMs), it is built by AimuxError's own _of_values (BaseException's __new__, the generic
+ * setattr), nothing on the class stands in for the instance's own message and _values, and its
+ * _wire (a tuple: the walk's own) names each payload member once. */
+static unsigned char class_answerable(PyTypeObject *t, const TypeInfo *info)
+{
+    if (!info->aimux || info->retry || info->source || !info->standard || !info->members ||
+        !info->keeps_children || !info->keeps_fields || !info->keeps_props ||
+        info->own_retryable != 1 || info->own_after != 1)
+        return 0;
+    if (t->tp_setattro != PyObject_GenericSetAttr ||
+        t->tp_new != ((PyTypeObject *)PyExc_BaseException)->tp_new)
+        return 0;
+    PyObject *of_values = _PyType_Lookup(t, s_of_values);
+    if (of_values == NULL ||
+        of_values != _PyType_Lookup((PyTypeObject *)g_aimux_error, s_of_values))
+        return 0;
+    if (_PyType_Lookup(t, s_message) != NULL || _PyType_Lookup(t, s_values) != NULL) return 0;
+    if (_PyType_Lookup(t, s_extra) != Py_None || _PyType_Lookup(t, s_wire_root) != Py_None)
+        return 0;
+    PyObject *wire = _PyType_Lookup(t, s_wire);
+    return wire != NULL && PyTuple_CheckExact(wire) && distinct_wire(wire);
 }
 
 /* The class's TypeInfo as it is now. */
@@ -1786,31 +1834,6 @@ static PyObject *class_value(PyTypeObject *t, PyObject *name, PyTypeObject *type
     return v != NULL && Py_IS_TYPE(v, type) ? v : NULL;
 }
 
-/* Whether answer() may stand for cls._of_values: the walk would take the built error's node
- * (an AimuxError, not a RetryError nor a SourceError, the base payload_fields and
- * cause_children, BaseException's members, the standard lookup), its root's hooks are
- * AimuxError's (retryable false, no retryAfterMs), it is built by AimuxError's own _of_values
- * (BaseException's __new__, the generic setattr, a class of metaclass type: what _of_values
- * reads through the class is the class's own value), and nothing on the class stands in for the
- * instance's own message and _values. */
-static int answerable(PyTypeObject *t)
-{
-    TypeInfo info = info_of(t);
-    if (!info.aimux || info.retry || info.source || !info.standard || !info.members ||
-        !info.keeps_children || !info.keeps_fields || !info.keeps_props ||
-        info.own_retryable != 1 || info.own_after != 1)
-        return 0;
-    if (!Py_IS_TYPE(t, &PyType_Type) || t->tp_setattro != PyObject_GenericSetAttr ||
-        t->tp_new != ((PyTypeObject *)PyExc_BaseException)->tp_new)
-        return 0;
-    PyObject *of_values = _PyType_Lookup(t, s_of_values);
-    if (of_values == NULL ||
-        of_values != _PyType_Lookup((PyTypeObject *)g_aimux_error, s_of_values))
-        return 0;
-    if (_PyType_Lookup(t, s_message) != NULL || _PyType_Lookup(t, s_values) != NULL) return 0;
-    return _PyType_Lookup(t, s_extra) == Py_None && _PyType_Lookup(t, s_wire_root) == Py_None;
-}
-
 /* Whether every key of the dict is an exact str: looking one up then runs no Python code (no
  * key's __eq__), as {**_defaults, **values} would run it at another moment. */
 static int str_keys(PyObject *d)
@@ -1822,30 +1845,13 @@ static int str_keys(PyObject *d)
     return 1;
 }
 
-/* Whether the wire names are exact str, none is "name" and no two are equal: the payload dict
- * the walk builds would otherwise keep one member where the writer writes two. */
-static int distinct_wire(PyObject *wire)
-{
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(wire); i++) {
-        PyObject *pair = PyTuple_GET_ITEM(wire, i);
-        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) return 0;
-        PyObject *key = PyTuple_GET_ITEM(pair, 1);
-        if (!PyUnicode_CheckExact(key) || PyUnicode_Compare(key, s_name) == 0) return 0;
-        for (Py_ssize_t j = 0; j < i; j++)
-            if (PyUnicode_Compare(key, PyTuple_GET_ITEM(PyTuple_GET_ITEM(wire, j), 1)) == 0)
-                return 0;
-    }
-    return 1;
-}
-
 /* The node's JSON into `o` (FALLBACK: not one answer() writes). */
 static int answer_json(const Ctx *ctx, Out *o, PyTypeObject *t, PyObject *message, PyObject *values,
                        PyObject *kind, PyObject *code, PyObject *name)
 {
     PyObject *wire = class_value(t, s_wire, &PyTuple_Type);
     PyObject *defaults = class_value(t, s_defaults, &PyDict_Type);
-    if (wire == NULL || defaults == NULL || !distinct_wire(wire) || !str_keys(defaults) ||
-        !str_keys(values))
+    if (wire == NULL || defaults == NULL || !str_keys(defaults) || !str_keys(values))
         return FALLBACK;
     int rc = OUT_LIT(o, "{\"kind\":");
     if (rc == OK) rc = out_str(o, kind);
@@ -1929,7 +1935,9 @@ static PyObject *cproject_answer(PyObject *module, PyObject *const *args, Py_ssi
     if (!PyType_Check(cls) || !PyDict_CheckExact(values) || !ascii_text(message)) Py_RETURN_NONE;
     PyTypeObject *t = (PyTypeObject *)cls;
     Py_ssize_t mn = PyUnicode_GET_LENGTH(message);
-    if (mn > MESSAGE_BYTES || memchr(ascii_data(message), 0, (size_t)mn) || !answerable(t))
+    /* the metaclass: type (what _of_values reads through the class is the class's own) */
+    if (mn > MESSAGE_BYTES || memchr(ascii_data(message), 0, (size_t)mn) ||
+        !Py_IS_TYPE(t, &PyType_Type) || !info_of(t).answerable)
         Py_RETURN_NONE;
     PyObject *kind = class_value(t, s_kind, &PyUnicode_Type);
     PyObject *code = class_value(t, s_code, &PyLong_Type);
