@@ -81,7 +81,7 @@ static PyObject *s_kind, *s_code, *s_message, *s_error, *s_name, *s_cause, *s_tr
     *s_wire_root, *s_getattribute, *s_values, *s_extra, *s_wire, *s_error_name, *s_payload_fields,
     *s_cause_children, *s_module, *s_qualname, *s_secret_list, *s_builtins, *s_retry_name,
     *s_dunder_cause, *s_dunder_context, *s_dunder_suppress, *s_args, *s_last, *s_is_retryable,
-    *s_class, *s_response_headers, *s_parse_retry_after;
+    *s_class, *s_response_headers, *s_parse_retry_after, *s_defaults, *s_of_values;
 
 /* The str() / repr() implementations of the builtin exceptions a source node may use. */
 static reprfunc base_str, base_repr, oserror_str, keyerror_str;
@@ -141,6 +141,13 @@ static int anchor_at(const char *s, Py_ssize_t n, Py_ssize_t i, int urls)
     return 0;
 }
 
+/* 0x80 in exactly the zero bytes of v (no carries between bytes). */
+static uint64_t exact_zeros(uint64_t v)
+{
+    const uint64_t lows = 0x7F7F7F7F7F7F7F7FULL;
+    return ~(((v & lows) + lows) | v | lows);
+}
+
 /* One pass over an ASCII text: 1 when it holds "sk-", "key-", "bearer" in any case
  * (redact._shaped_anchor; _PATTERN_RE ignores case), or, with `urls`, "://". Eight bytes at a
  * time: a word holding no '-', no 'b' / 'B' and (with `urls`) no ':' holds no anchor's last byte
@@ -166,8 +173,13 @@ static int shaped_anchor(const char *s, Py_ssize_t n, int urls)
             z |= (c - ones) & ~c;
         }
         if ((z & highs) == 0) continue;
-        for (Py_ssize_t k = i; k < i + len; k++)
-            if (anchor_at(s, n, k, urls)) return 1;
+        /* the exact bytes looked for (the test above may also mark a byte above one): each
+         * is looked at where it is; a padding byte is none of them */
+        uint64_t m = exact_zeros(a) | exact_zeros(b) | (urls ? exact_zeros(x ^ colons) : 0);
+        while (m != 0) {
+            if (anchor_at(s, n, i + (__builtin_ctzll(m) >> 3), urls)) return 1;
+            m &= m - 1;
+        }
     }
     return 0;
 }
@@ -243,6 +255,7 @@ typedef struct {
     unsigned char own_after;            /* finds _own_retry_after_ms: the same */
     unsigned char api_retryable;        /* finds APICallError.is_retryable (the property) */
     unsigned char api_headers;          /* finds APICallError.response_headers (the property) */
+    unsigned char answerable;           /* answer() may write it (class_answerable) */
 } TypeInfo;
 
 #define TYPE_INFO_SLOTS 64
@@ -256,6 +269,8 @@ static unsigned char which_function(PyTypeObject *t, PyObject *name, PyObject *b
     PyObject *found = _PyType_Lookup(t, name);
     return found == NULL ? 0 : found == base ? 1 : found == api ? 2 : 0;
 }
+
+static unsigned char class_answerable(PyTypeObject *t, const TypeInfo *info);
 
 static TypeInfo compute_info(PyTypeObject *t)
 {
@@ -284,7 +299,52 @@ static TypeInfo compute_info(PyTypeObject *t)
         g_api_is_retryable != NULL && _PyType_Lookup(t, s_is_retryable) == g_api_is_retryable;
     info.api_headers =
         g_api_headers != NULL && _PyType_Lookup(t, s_response_headers) == g_api_headers;
+    info.answerable = class_answerable(t, &info);
     return info;
+}
+
+/* Whether the wire names are exact str, none is "name" and no two are equal: the payload dict
+ * the walk builds would otherwise keep one member where the writer writes two. */
+static int distinct_wire(PyObject *wire)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(wire); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(wire, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) return 0;
+        PyObject *key = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_CheckExact(key) || PyUnicode_Compare(key, s_name) == 0) return 0;
+        for (Py_ssize_t j = 0; j < i; j++)
+            if (PyUnicode_Compare(key, PyTuple_GET_ITEM(PyTuple_GET_ITEM(wire, j), 1)) == 0)
+                return 0;
+    }
+    return 1;
+}
+
+/* Whether answer() may stand for cls._of_values, as far as the class alone decides (kept in
+ * TypeInfo while the class's version tag holds; answer() still checks the metaclass, which a
+ * tag does not follow): the walk would take the built error's node (an AimuxError, not a
+ * RetryError nor a SourceError, the base payload_fields and cause_children, BaseException's
+ * members, the standard lookup), its root's hooks are AimuxError's (retryable false, no
+ * retryAfterMs), it is built by AimuxError's own _of_values (BaseException's __new__, the generic
+ * setattr), nothing on the class stands in for the instance's own message and _values, and its
+ * _wire (a tuple: the walk's own) names each payload member once. */
+static unsigned char class_answerable(PyTypeObject *t, const TypeInfo *info)
+{
+    if (!info->aimux || info->retry || info->source || !info->standard || !info->members ||
+        !info->keeps_children || !info->keeps_fields || !info->keeps_props ||
+        info->own_retryable != 1 || info->own_after != 1)
+        return 0;
+    if (t->tp_setattro != PyObject_GenericSetAttr ||
+        t->tp_new != ((PyTypeObject *)PyExc_BaseException)->tp_new)
+        return 0;
+    PyObject *of_values = _PyType_Lookup(t, s_of_values);
+    if (of_values == NULL ||
+        of_values != _PyType_Lookup((PyTypeObject *)g_aimux_error, s_of_values))
+        return 0;
+    if (_PyType_Lookup(t, s_message) != NULL || _PyType_Lookup(t, s_values) != NULL) return 0;
+    if (_PyType_Lookup(t, s_extra) != Py_None || _PyType_Lookup(t, s_wire_root) != Py_None)
+        return 0;
+    PyObject *wire = _PyType_Lookup(t, s_wire);
+    return wire != NULL && PyTuple_CheckExact(wire) && distinct_wire(wire);
 }
 
 /* The class's TypeInfo as it is now. */
@@ -1613,6 +1673,317 @@ static PyObject *cproject_packed(PyObject *module, PyObject *const *args, Py_ssi
     return walk_answer(args, nargs, "packed(root, envelope_json) takes two arguments", pack_walk);
 }
 
+/* -- answer() -------------------------------------------------------------------------------- */
+
+/* envelope.answer(cls, message, values): the envelope of cls._of_values(message, values) and its
+ * one packed link, written straight from the class and the values, without building the error,
+ * its node dicts or calling orjson (docs/DESIGN.md "Errors answered from their values"). Handled:
+ * a class the walk handles that keeps AimuxError's hooks, its members and its __new__, whose
+ * kind, code, error_name, _wire and _defaults are plain class values; a message of at most 1 KiB
+ * of ASCII without NUL and without a scrub anchor; field values of exact types: str (ASCII, no
+ * anchor, at most 16 KiB), int (64 bits), bool, and lists of those (and None) within the 16 KiB
+ * bound. Anything else: None (envelope.answer builds the error and projects it). The bytes are
+ * orjson's for the same node (its escapes for ASCII text, compact separators). */
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    char local[1024];
+} Out;
+
+static int out_room(Out *o, size_t more)
+{
+    if (o->n + more <= o->cap) return 1;
+    size_t cap = o->cap * 2;
+    while (cap < o->n + more) cap *= 2;
+    char *p = o->p == o->local ? PyMem_Malloc(cap) : PyMem_Realloc(o->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    if (o->p == o->local) memcpy(p, o->local, o->n);
+    o->p = p;
+    o->cap = cap;
+    return 1;
+}
+
+static int out_put(Out *o, const char *s, size_t n)
+{
+    if (!out_room(o, n)) return ERR;
+    memcpy(o->p + o->n, s, n);
+    o->n += n;
+    return OK;
+}
+
+#define OUT_LIT(o, lit) out_put((o), (lit), sizeof(lit) - 1)
+
+/* A JSON string of ASCII text, escaped as orjson escapes it. */
+static int out_text(Out *o, const char *s, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (!out_room(o, (size_t)n * 6 + 2)) return ERR;
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    char *w = o->p + o->n;
+    *w++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* eight bytes at once when none is below 0x20, '"' or '\\' (ASCII: no high bit, so
+         * a high bit after the subtractions marks exactly such a byte or a byte below one); a
+         * last, shorter word is padded with 'a' (never escaped), and only its own bytes kept */
+        while (i < n) {
+            uint64_t x = 0x6161616161616161ULL, q, b;
+            Py_ssize_t len = n - i < 8 ? n - i : 8;
+            memcpy(&x, s + i, (size_t)len);
+            q = x ^ (ones * (uint64_t)'"');
+            b = x ^ (ones * (uint64_t)'\\');
+            if ((((x - ones * 0x20u) | (q - ones) | (b - ones)) & highs) != 0) break;
+            memcpy(w, &x, 8); /* room for 6 bytes per byte: 8 more are there */
+            w += len;
+            i += len;
+        }
+        if (i >= n) break;
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *w++ = (char)c;
+            continue;
+        }
+        *w++ = '\\';
+        switch (c) {
+        case '"': *w++ = '"'; break;
+        case '\\': *w++ = '\\'; break;
+        case '\b': *w++ = 'b'; break;
+        case '\t': *w++ = 't'; break;
+        case '\n': *w++ = 'n'; break;
+        case '\f': *w++ = 'f'; break;
+        case '\r': *w++ = 'r'; break;
+        default:
+            memcpy(w, "u00", 3);
+            w[3] = hex[c >> 4];
+            w[4] = hex[c & 15];
+            w += 5;
+        }
+    }
+    *w++ = '"';
+    o->n = (size_t)(w - o->p);
+    return OK;
+}
+
+/* An exact str of ASCII: its JSON string (FALLBACK otherwise). */
+static int out_str(Out *o, PyObject *s)
+{
+    if (!ascii_text(s)) return FALLBACK;
+    return out_text(o, ascii_data(s), PyUnicode_GET_LENGTH(s));
+}
+
+/* A plain scalar (None, bool, an int of 64 bits) as orjson writes it; FALLBACK for any other. */
+static int out_scalar(Out *o, PyObject *v)
+{
+    if (v == Py_None) return OUT_LIT(o, "null");
+    if (v == Py_True) return OUT_LIT(o, "true");
+    if (v == Py_False) return OUT_LIT(o, "false");
+    if (!PyLong_CheckExact(v)) return FALLBACK;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) return FALLBACK; /* orjson writes some of those: Python's */
+    if (x == -1 && PyErr_Occurred()) return settle();
+    char num[24], *end = num + sizeof num, *d = end;
+    unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    do {
+        *--d = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0) *--d = '-';
+    return out_put(o, d, (size_t)(end - d));
+}
+
+/* A payload text (field_value's str, small_copy's member) written as it is: no anchor. */
+static int out_field_text(const Ctx *ctx, Out *o, PyObject *v, Py_ssize_t limit)
+{
+    if (!ascii_text(v) || PyUnicode_GET_LENGTH(v) > limit) return FALLBACK;
+    if (has_anchor(ctx, ascii_data(v), PyUnicode_GET_LENGTH(v), 0)) return FALLBACK;
+    return out_text(o, ascii_data(v), PyUnicode_GET_LENGTH(v));
+}
+
+/* One payload field value, as field_value would keep it and orjson write it. */
+static int out_field(const Ctx *ctx, Out *o, PyObject *v)
+{
+    if (PyUnicode_CheckExact(v)) return out_field_text(ctx, o, v, VALUE_BYTES);
+    if (!PyList_CheckExact(v)) return out_scalar(o, v);
+    /* small_copy's bound of a flat list of texts and plain scalars (not floats: orjson's own
+     * float format is Python's) */
+    Py_ssize_t total = 2;
+    int rc = OUT_LIT(o, "[");
+    for (Py_ssize_t i = 0; rc == OK && i < PyList_GET_SIZE(v); i++) {
+        PyObject *item = PyList_GET_ITEM(v, i);
+        if (i > 0 && (rc = OUT_LIT(o, ",")) != OK) break;
+        if (PyUnicode_CheckExact(item)) {
+            total += 6 * PyUnicode_GET_LENGTH(item) + 3;
+            rc = total > VALUE_BYTES ? FALLBACK : out_field_text(ctx, o, item, VALUE_BYTES);
+        } else {
+            total += 25;
+            rc = total > VALUE_BYTES ? FALLBACK : out_scalar(o, item);
+        }
+    }
+    return rc == OK ? OUT_LIT(o, "]") : rc;
+}
+
+/* A class value the answer reads as the instance would find it: the class's own plain value of
+ * an exact type (NULL: none, or one of another type). Borrowed. */
+static PyObject *class_value(PyTypeObject *t, PyObject *name, PyTypeObject *type)
+{
+    PyObject *v = _PyType_Lookup(t, name);
+    return v != NULL && Py_IS_TYPE(v, type) ? v : NULL;
+}
+
+/* Whether every key of the dict is an exact str: looking one up then runs no Python code (no
+ * key's __eq__), as {**_defaults, **values} would run it at another moment. */
+static int str_keys(PyObject *d)
+{
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(d, &pos, &k, &v))
+        if (!PyUnicode_CheckExact(k)) return 0;
+    return 1;
+}
+
+/* The node's JSON into `o` (FALLBACK: not one answer() writes). */
+static int answer_json(const Ctx *ctx, Out *o, PyTypeObject *t, PyObject *message, PyObject *values,
+                       PyObject *kind, PyObject *code, PyObject *name)
+{
+    PyObject *wire = class_value(t, s_wire, &PyTuple_Type);
+    PyObject *defaults = class_value(t, s_defaults, &PyDict_Type);
+    if (wire == NULL || defaults == NULL || !str_keys(defaults) || !str_keys(values))
+        return FALLBACK;
+    int rc = OUT_LIT(o, "{\"kind\":");
+    if (rc == OK) rc = out_str(o, kind);
+    if (rc == OK) rc = OUT_LIT(o, ",\"code\":");
+    if (rc == OK) rc = out_scalar(o, code);
+    if (rc == OK) rc = OUT_LIT(o, ",\"message\":");
+    if (rc == OK) rc = out_text(o, ascii_data(message), PyUnicode_GET_LENGTH(message));
+    if (rc == OK) rc = OUT_LIT(o, ",\"error\":{\"name\":");
+    if (rc == OK) rc = out_str(o, name);
+    /* held: a field value's __eq__ (a dict lookup) could change the class */
+    Py_INCREF(wire);
+    Py_INCREF(defaults);
+    for (Py_ssize_t i = 0; rc == OK && i < PyTuple_GET_SIZE(wire); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(wire, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 0))) {
+            rc = FALLBACK;
+            break;
+        }
+        PyObject *field = PyTuple_GET_ITEM(pair, 0);
+        /* {**cls._defaults, **values}[field] */
+        PyObject *v = PyDict_GetItemWithError(values, field);
+        if (v == NULL && !PyErr_Occurred()) v = PyDict_GetItemWithError(defaults, field);
+        if (v == NULL) {
+            rc = PyErr_Occurred() ? settle() : OK;
+            continue;
+        }
+        if (v == Py_None) continue;
+        Py_INCREF(v);
+        rc = OUT_LIT(o, ",");
+        if (rc == OK) rc = out_str(o, PyTuple_GET_ITEM(pair, 1));
+        if (rc == OK) rc = OUT_LIT(o, ":");
+        if (rc == OK) rc = out_field(ctx, o, v);
+        Py_DECREF(v);
+    }
+    Py_DECREF(wire);
+    Py_DECREF(defaults);
+    if (rc == OK) rc = OUT_LIT(o, "},\"retryable\":false}");
+    return rc;
+}
+
+static void put_u32(char **at, uint32_t v) { put_bytes(at, &v, sizeof v); }
+
+/* The shim's packed chain of a one-node envelope (aimux_embed.py _packed): the root's retryable
+ * (false) and retryAfterMs (none), then the link: code, kind, name, message, JSON. */
+static PyObject *pack_one(PyObject *code, PyObject *kind, PyObject *name, PyObject *message,
+                          PyObject *json)
+{
+    Py_ssize_t kl = PyUnicode_GET_LENGTH(kind), nl = PyUnicode_GET_LENGTH(name);
+    Py_ssize_t ml = PyUnicode_GET_LENGTH(message), jl = PyBytes_GET_SIZE(json);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 1 + 8 + 4 * 5 + kl + nl + ml + jl);
+    if (out == NULL) return NULL;
+    char *at = PyBytes_AS_STRING(out);
+    uint8_t retryable = 0;
+    int64_t after = -1;
+    long c = PyLong_AsLong(code); /* 0..CODE_MAX: checked by the caller */
+    int32_t code32 = (int32_t)c;
+    put_bytes(&at, &retryable, 1);
+    put_bytes(&at, &after, 8);
+    put_bytes(&at, &code32, 4);
+    put_u32(&at, (uint32_t)kl);
+    put_u32(&at, (uint32_t)nl);
+    put_u32(&at, (uint32_t)ml);
+    put_u32(&at, (uint32_t)jl);
+    put_bytes(&at, ascii_data(kind), (size_t)kl);
+    put_bytes(&at, ascii_data(name), (size_t)nl);
+    put_bytes(&at, ascii_data(message), (size_t)ml);
+    put_bytes(&at, PyBytes_AS_STRING(json), (size_t)jl);
+    return out;
+}
+
+static PyObject *cproject_answer(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "answer(cls, message, values) takes three arguments");
+        return NULL;
+    }
+    if (!ready()) return NULL;
+    PyObject *cls = args[0], *message = args[1], *values = args[2];
+    if (!PyType_Check(cls) || !PyDict_CheckExact(values) || !ascii_text(message)) Py_RETURN_NONE;
+    PyTypeObject *t = (PyTypeObject *)cls;
+    Py_ssize_t mn = PyUnicode_GET_LENGTH(message);
+    /* the metaclass: type (what _of_values reads through the class is the class's own) */
+    if (mn > MESSAGE_BYTES || memchr(ascii_data(message), 0, (size_t)mn) ||
+        !Py_IS_TYPE(t, &PyType_Type) || !info_of(t).answerable)
+        Py_RETURN_NONE;
+    PyObject *kind = class_value(t, s_kind, &PyUnicode_Type);
+    PyObject *code = class_value(t, s_code, &PyLong_Type);
+    PyObject *name = class_value(t, s_error_name, &PyUnicode_Type);
+    if (kind == NULL || code == NULL || name == NULL || !ascii_text(kind) || !ascii_text(name))
+        Py_RETURN_NONE;
+    int overflow = 0;
+    long c = PyLong_AsLongAndOverflow(code, &overflow);
+    if (overflow || c < 1 || c > CODE_MAX) { /* a root code below 1: walk_links' refusal */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Ctx ctx;
+    ctx.secrets = read_secrets();
+    if (ctx.secrets == NULL) return settle() == ERR ? NULL : Py_NewRef(Py_None);
+    /* held from here: the values' lookups may run Python code (a key's __eq__) */
+    Py_INCREF(kind);
+    Py_INCREF(code);
+    Py_INCREF(name);
+    Out o;
+    o.p = o.local;
+    o.n = 0;
+    o.cap = sizeof o.local;
+    int rc = has_anchor(&ctx, ascii_data(message), mn, 1)
+                 ? FALLBACK
+                 : answer_json(&ctx, &o, t, message, values, kind, code, name);
+    Py_DECREF(ctx.secrets);
+    PyObject *out = NULL;
+    if (rc == OK && (Py_ssize_t)o.n <= g_envelope_max) {
+        PyObject *json = PyBytes_FromStringAndSize(o.p, (Py_ssize_t)o.n);
+        PyObject *packed = json ? pack_one(code, kind, name, message, json) : NULL;
+        if (packed != NULL) out = PyTuple_Pack(2, json, packed);
+        Py_XDECREF(json);
+        Py_XDECREF(packed);
+    } else if (rc == ERR && settle() == ERR) {
+        out = NULL;
+    } else {
+        out = Py_NewRef(Py_None);
+    }
+    if (o.p != o.local) PyMem_Free(o.p);
+    Py_DECREF(kind);
+    Py_DECREF(code);
+    Py_DECREF(name);
+    return out;
+}
+
 /* -- setup() --------------------------------------------------------------------------------- */
 
 static PyObject *cproject_setup(PyObject *module, PyObject *args, PyObject *kwargs)
@@ -1713,6 +2084,10 @@ PyDoc_STRVAR(
     packed_doc,
     "packed(root, envelope_json) -> bytes | None\n\n"
     "chain(root, envelope_json) packed as the shim's _aimux_err_unpack reads it, or None.");
+PyDoc_STRVAR(answer_doc,
+             "answer(cls, message, values) -> (bytes, bytes) | None\n\n"
+             "envelope.answer: the envelope of cls._of_values(message, values) and the shim's\n"
+             "packed chain of it, written from the class and the values, or None (Python's).");
 PyDoc_STRVAR(setup_doc, "setup(*, ...): the Python objects the projection uses (causes.py).");
 
 static PyMethodDef methods[] = {
@@ -1720,6 +2095,7 @@ static PyMethodDef methods[] = {
     {"project", (PyCFunction)cproject_project, METH_O, project_doc},
     {"chain", (PyCFunction)(void (*)(void))cproject_chain, METH_FASTCALL, chain_doc},
     {"packed", (PyCFunction)(void (*)(void))cproject_packed, METH_FASTCALL, packed_doc},
+    {"answer", (PyCFunction)(void (*)(void))cproject_answer, METH_FASTCALL, answer_doc},
     {"setup", (PyCFunction)(void (*)(void))cproject_setup, METH_VARARGS | METH_KEYWORDS, setup_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -1774,6 +2150,8 @@ static int intern_all(void)
         {&s_is_retryable, "is_retryable"},
         {&s_response_headers, "response_headers"},
         {&s_parse_retry_after, "_parse_retry_after_ms"},
+        {&s_defaults, "_defaults"},
+        {&s_of_values, "_of_values"},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (*names[i].slot == NULL) {

@@ -100,6 +100,14 @@ def project(exc: BaseException) -> bytes:
     return loaded(exc)
 
 
+def answer(cls: type[AimuxError], message: str, values: dict[str, Any]) -> bytes:
+    """``envelope.answer``, imported on first use as ``project`` is."""
+    from .envelope import answer as loaded
+
+    globals()["answer"] = loaded
+    return loaded(cls, message, values)
+
+
 def _op_name(op: str | bytes | None) -> str:
     if isinstance(op, bytes):
         try:
@@ -189,20 +197,31 @@ def _load_errors() -> ModuleType:
     return errors
 
 
-#: The sorted op names, for the registry's op names they were sorted from (an unknown op's
-#: ``availableOps``; the error copies the list).
-_names: tuple[tuple[str, ...], list[str]] = ((), [])
+#: The sorted op names (an unknown op's ``availableOps``; an error built from them copies the
+#: list) and the generation of the registry's names they were sorted at: every change of the
+#: names (``changes.OP_NAMES``) moves the generation on, before and after, so that a list
+#: sorted while a change was under way is never taken for the names after it.
+_names: tuple[int, list[str]] = (-1, [])
+_names_generation = 0
+
+
+def _names_changed() -> None:
+    global _names_generation
+    _names_generation += 1
+
+
+OP_NAMES.watch(_names_changed, _names_changed)
 
 
 def _op_names() -> list[str]:
     global _names
-    if not registry._all_loaded:
-        all_ops()  # imports every declared op module
-    registered = tuple(registry._OPS)
     held = _names
-    if held[0] != registered:
-        held = _names = (registered, sorted(s.name for s in all_ops()))
-    return held[1]
+    if held[0] == _names_generation:
+        return held[1]
+    generation = _names_generation
+    names = sorted(s.name for s in all_ops())  # all_ops imports every declared op module
+    _names = (generation, names)
+    return names
 
 
 def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
@@ -212,35 +231,55 @@ def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
     return spec
 
 
+_ops_get = registry._OPS.get  # the registry's dicts: changed in place, never replaced
+_lazy = registry._LAZY
+
+#: An error not built yet: its class, message and field values (``AimuxError._of_values``'s,
+#: except that a list may be shared: ``_built`` copies it).
+Unbuilt = tuple["type[AimuxError]", str, dict[str, Any]]
+
+
+def _built(failure: Unbuilt) -> AimuxError:
+    cls, message, values = failure
+    return cls._of_values(
+        message, {k: v.copy() if v.__class__ is list else v for k, v in values.items()}
+    )
+
+
 def _find_op(op: str | bytes | None, mode: str) -> OpSpec | AimuxError:
     """The op ``op`` names, or the error its call fails with (unknown op, wrong mode), not yet
-    raised (``call_json`` projects it without a raise when no exception is being handled: a raise
-    would record nothing the envelope shows). An op that is not text still raises here."""
+    raised. An op that is not text still raises here."""
+    found = _look_up(op, mode)
+    return found if isinstance(found, OpSpec) else _built(found)
+
+
+def _look_up(op: str | bytes | None, mode: str) -> OpSpec | Unbuilt:
+    """``_find_op`` with the error not built: ``call_json`` answers it from its values when no
+    exception is being handled (a raise would record nothing the envelope shows)."""
     if type(op) is str:
         name = op
     elif type(op) is bytes and op.isascii():  # a C caller's op: always decodes (no frame)
         name = op.decode("ascii")
     else:
         name = _op_name(op)
-    spec = get_op(name)
+    spec = _ops_get(name)
+    if spec is None and name in _lazy:
+        spec = get_op(name)  # imports the op's module
     if spec is not None and spec.mode == mode:
         return spec
     errors = _errors or _load_errors()
-    err: AimuxError
     if spec is None:
         shown = name[:200]
-        err = errors.UnknownOpError._of_values(
-            f"unknown op {shown!r}", {"op": shown, "available_ops": list(_op_names())}
+        return (
+            errors.UnknownOpError,
+            f"unknown op {shown!r}",
+            {"op": shown, "available_ops": _op_names()},
         )
-        return err
-    if spec.mode != mode:
-        err = errors.WrongModeError(
-            f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
-            op=name,
-            expected=spec.mode,
-        )
-        return err
-    return spec
+    return (
+        errors.WrongModeError,
+        f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
+        {"op": name, "expected": spec.mode},
+    )
 
 
 def _dump(value: Any) -> bytes:
@@ -334,11 +373,11 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
             cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
             if cached is not None:
                 return cached, None
-        spec = _find_op(op, "call")
-        if isinstance(spec, BaseException):
+        spec = _look_up(op, "call")
+        if not isinstance(spec, OpSpec):
             if _handled() is not None:
-                raise spec  # records the exception being handled as its __context__, as ever
-            return None, project(spec)  # nothing for a raise to record: the same envelope
+                raise _built(spec)  # records the exception being handled as its __context__
+            return None, answer(*spec)  # nothing for a raise to record: the same envelope
         params = _validate(spec, params_json)
         result = _dump(spec.handler(params))
         if spec.pure and op is not None and params_json is not None:

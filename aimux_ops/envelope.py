@@ -43,6 +43,7 @@ __all__ = [
     "CODE_MAX",
     "ENVELOPE_MAX_BYTES",
     "RETRY_AFTER_MAX_MS",
+    "answer",
     "chain_links",
     "chain_packed",
     "check_root",
@@ -386,11 +387,36 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     return root_fields(root), out
 
 
+#: The envelope ``answer`` wrote last and the shim's packed chain of it (``chain_packed``);
+#: replaced as one tuple and matched by identity, as ``_last``.
+_answered: tuple[bytes, bytes] = (b"", b"")
+
+
+def answer(cls: type[AimuxError], message: str, values: dict[str, Any]) -> bytes:
+    """``project(cls._of_values(message, values))``: the envelope of the error the core would
+    build from these values (lists in ``values`` may be shared: they are copied when the error
+    is built). The C walk writes it, and its packed chain, straight from the class and the
+    values when it handles them (DESIGN.md "Errors answered from their values"): the error is
+    never built."""
+    global _answered
+    native = _native
+    if native is not None:
+        got = native.answer(cls, message, values)
+        if got is not None:
+            _answered = got
+            return got[0]  # type: ignore[no-any-return]
+    copied = {k: v.copy() if v.__class__ is list else v for k, v in values.items()}
+    return project(cls._of_values(message, copied))
+
+
 def chain_packed(envelope_json: bytes) -> bytes | None:
     """``chain_links(envelope_json)`` already packed for the C shim (``_aimux_err_unpack``'s
     format, native/src/aimux_embed.py ``_packed``) by the C walk, when this process projected
-    those bytes just now and the walk handles its nodes; else None (the shim packs
-    ``chain_links``)."""
+    (or ``answer`` wrote) those bytes just now and the walk handles its nodes; else None (the
+    shim packs ``chain_links``)."""
+    answered = _answered
+    if answered[0] is envelope_json:
+        return answered[1]
     native = _native
     held = _last
     if native is None or held[0] is not envelope_json:

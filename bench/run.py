@@ -992,16 +992,19 @@ from a template the core cut from its own answer and checked: the "error round t
 while its version tag holds, APICallError's `retryable` / `retryAfterMs` hooks are answered in C
 when its class keeps them (retry headers without a date parsed as Python parses them), the
 anchor scan reads eight bytes at a time, the packed links are written from the walked nodes, and
-an InvalidParamsError's violations are copied by the walk. The row "… answered by the core (not
-plain)" (`no-such-op-N`) is the error path every other failure takes, and it stays about 8× the
-crossing. In-process it costs (CPU time on this 2-core machine, where the bare crossing is
-~0.7 µs): building the error (~1.5 µs: `dispatch._find_op`, the `UnknownOpError` from its own
-values ~0.7 µs, the op-name list copied, the message's `repr`), `project` (~1.4 µs: the walk
-~0.8, `orjson.dumps` ~0.2, the Python frames ~0.3), the packed links (~0.35 µs); through the C
-ABI the embedded call, the callback's Python and the C nodes add the rest. Closing it to 5×
-would take answering the common failures without building their Python exceptions. The
-RetryError row stays in Python (attempts). The invalid-params row is now mostly pydantic's
-params validation and the violations built from its `ValidationError`.
+an InvalidParamsError's violations are copied by the walk. Since DESIGN.md "Errors answered
+from their values" an error the core raises at its own boundary (unknown op, wrong mode) is not
+built at all: `dispatch._look_up` hands its class, message and values to `envelope.answer`,
+whose C writer (`_cproject.answer`) writes the envelope (orjson's bytes) and the shim's packed
+chain straight from them; anything it does not write exactly is built and projected in Python.
+The row "… answered by the core (not plain)" (`no-such-op-N`, a name the shim's template leaves
+to the core) is that path: what is left is the crossing, the cffi callback and its two
+`ffi.string` copies, five Python frames (callback, `call_json`, `_look_up`, `envelope.answer`,
+`chain_packed`), the message's `repr`, the C writer and the C nodes (the in-process pieces are
+in `bench/native-results.md`). Errors raised anywhere else (providers, params, the recorder)
+are still built and walked (`project`, then their packed links). The RetryError row stays in
+Python (attempts). The invalid-params row is mostly pydantic's params validation and the
+violations built from its `ValidationError`.
 
 **(3) Streams.** Since branch `pystreams` (DESIGN.md "Streams: one hand-off per network read")
 every layer hands over one batch per network read: the SSE split, the provider's parse, the op,

@@ -185,5 +185,9 @@ def all_ops() -> list[OpSpec]:
         for module in dict.fromkeys(_LAZY.values()):
             importlib.import_module(module)
         _all_loaded = True
-    declared = [_OPS[n] for n in _LAZY if n in _OPS]
-    return declared + [s for n, s in _OPS.items() if n not in _LAZY]
+    # copies taken in one step each (no Python code runs in a copy of a str-keyed dict): another
+    # thread may register or declare an op meanwhile, and iterating the dicts themselves would
+    # then fail ("dictionary changed size during iteration")
+    ops, lazy = _OPS.copy(), _LAZY.copy()
+    declared = [ops[n] for n in lazy if n in ops]
+    return declared + [s for n, s in ops.items() if n not in lazy]
