@@ -22,7 +22,7 @@ PYTHON    ?= $(if $(wildcard $(PY)),$(PY),$(PYTHON3))
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 
-.PHONY: help setup native schema check-schema lint lint-tools format test test-python test-native test-vectors test-fuzz fuzz peers \
+.PHONY: help setup native schema check-schema lint lint-tools format test test-python test-asan test-native test-vectors test-fuzz fuzz peers \
         install test-dist \
         $(addprefix test-,$(BINDINGS)) $(addprefix setup-,$(BINDINGS)) demo bench recordings clean
 
@@ -121,6 +121,25 @@ $(addprefix test-,$(BINDINGS)): test-%: native
 test-fuzz: native
 	$(MAKE) -C fuzz smoke $(SUB_ENV)
 
+## test-asan: the C extensions (_cproject, _cchunks) built with AddressSanitizer into a copy of the
+## package (build/asan), and their differential suites run against that copy: a stack or heap
+## overrun inside a frame, which valgrind cannot see, fails the run
+ASAN_DIR := build/asan
+ASAN_TESTS := tests/test_answer.py tests/test_cproject_fast.py tests/test_cproject.py tests/test_cchunks.py
+test-asan: setup
+	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
+	cp -r aimux_ops $(ASAN_DIR)/aimux_ops
+	rm -f $(ASAN_DIR)/aimux_ops/_cproject*.so $(ASAN_DIR)/aimux_ops/_cchunks*.so
+	$(PY) native/build_cproject.py --out-dir $(ASAN_DIR)/aimux_ops \
+	  --cflags "-O1 -fsanitize=address -fno-omit-frame-pointer"
+	@# libstdc++ preloaded too: greenlet throws C++ exceptions, which ASan's interceptor must find
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	  LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libstdc++.so.6)" \
+	  PYTHONPATH=$(CURDIR)/$(ASAN_DIR) \
+	  AIMUX_EXPECT_EXTENSIONS_FROM=$(CURDIR)/$(ASAN_DIR)/aimux_ops \
+	  $(PY) -m pytest -q --capture=sys -p no:randomly -p no:cacheprovider --rootdir=$(CURDIR) \
+	  $(addprefix $(CURDIR)/,$(ASAN_TESTS))
+
 ## install: PREFIX (and DESTDIR) get include/, lib/libaimux.so.1, pkg-config, CMake and the payload
 install:
 	$(MAKE) -C native install PYTHON=$(PYTHON) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
@@ -131,7 +150,7 @@ test-dist: setup
 	  apt-get install -y $$tool || { apt-get update && apt-get install -y $$tool; }; }; done
 	PYTHON=$(PY) dist-tests/run.sh
 
-test: lint check-schema test-python test-native $(addprefix test-,$(BINDINGS)) test-vectors test-fuzz test-dist
+test: lint check-schema test-python test-asan test-native $(addprefix test-,$(BINDINGS)) test-vectors test-fuzz test-dist
 	@echo "make test: every suite passed"
 
 demo: native

@@ -1721,7 +1721,8 @@ static int out_put(Out *o, const char *s, size_t n)
 static int out_text(Out *o, const char *s, Py_ssize_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    if (!out_room(o, (size_t)n * 6 + 2)) return ERR;
+    /* at most 6 bytes per byte and the quotes, plus 8: a last, shorter word is stored whole */
+    if (!out_room(o, (size_t)n * 6 + 2 + 8)) return ERR;
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     char *w = o->p + o->n;
     *w++ = '"';
@@ -1736,7 +1737,7 @@ static int out_text(Out *o, const char *s, Py_ssize_t n)
             q = x ^ (ones * (uint64_t)'"');
             b = x ^ (ones * (uint64_t)'\\');
             if ((((x - ones * 0x20u) | (q - ones) | (b - ones)) & highs) != 0) break;
-            memcpy(w, &x, 8); /* room for 6 bytes per byte: 8 more are there */
+            memcpy(w, &x, 8); /* within the room asked for above, even for a short word */
             w += len;
             i += len;
         }

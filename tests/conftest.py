@@ -43,6 +43,22 @@ def _every_envelope_is_valid() -> Iterator[None]:
     assert not _problems, "an envelope failed schema validation:\n" + "\n".join(_problems)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """``make test-asan`` runs the C extensions' suites against a copy of the package whose
+    extensions are built with AddressSanitizer: it must be that copy, and they must load."""
+    import os
+
+    where = os.environ.get("AIMUX_EXPECT_EXTENSIONS_FROM")
+    if not where:
+        return
+    from aimux_ops import _cext
+
+    for name in ("_cproject", "_cchunks"):
+        module = _cext.load(name)
+        if module is None or not os.path.realpath(module.__file__).startswith(where):
+            pytest.exit(f"aimux_ops.{name} is not the build under {where}: {module}", 3)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The AI SDK differential suite's counts (same / better / different-with-reason)."""
     import sys

@@ -163,6 +163,15 @@ def test_every_escape_at_every_offset_is_orjsons() -> None:
                 assert check(E.UnknownOpError, value.replace("\x00", "z"), {})
 
 
+def test_escaped_texts_ending_at_every_offset_of_the_buffer() -> None:
+    """Texts of escaped bytes and one plain last byte, ending at every offset of the writer's
+    first buffer (1 KiB on the stack): the last word is stored whole, and the room asked for
+    must hold it (an overrun there, which only ``make test-asan`` sees, was found this way)."""
+    for lead in range(12):
+        for k in range(200):
+            assert check(E.UnknownOpError, "x" * lead, {"op": "\x01" * k + "a"})
+
+
 def test_edge_messages_answer_as_python() -> None:
     for message in ("", "x" * 1024, "x" * 1025, "a\x00b", 'a"\\b\x01', "ÿ", "a://b", 42, None):
         check(E.UnknownOpError, message, {})
