@@ -1323,10 +1323,9 @@ def stop_loop_at_exit() -> None:
         aio.stop(_EXIT_WAIT_S)
         for left in list(_streams.values()):
             if isinstance(left, _Stream) and not left._stopped_flag:
-                # left suspended (e.g. a request still waiting for its response headers, which
-                # a cancel does not interrupt): its producer never runs again, so its readers
-                # get the end now rather than after the op's cleanup (which a cancel's reader
-                # waits for)
+                # left suspended (e.g. a request still connecting, which a cancel does not
+                # interrupt): its producer never runs again, so its readers get the end now
+                # rather than after the op's cleanup (which a cancel's reader waits for)
                 left.ctx.cancel()
                 left._stopped(None)
     for stream in readers:
@@ -1334,7 +1333,7 @@ def stop_loop_at_exit() -> None:
         if thread is not threading.current_thread():
             thread.join(max(deadline - time.monotonic(), 0.0))
         if thread.is_alive() and _native is not None and stream._q is not None:
-            # still blocked (its request waits for its headers): its readers get the end now
+            # still blocked (its request still connecting): its readers get the end now
             _native._aimux_cq_flag(stream._q, _Q_STOPPED)
 
 

@@ -15,6 +15,10 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
   request with the API key never reaches another origin.
 - ``HttpResponse.abort()`` (any thread) shuts the socket down so a blocked read wakes: used for
   stream cancellation.
+- ``SendGuard``: a stream's request until its response headers are in. A cancel before its
+  first byte is written keeps it from being sent (the stream clients' connections check the
+  guard when they connect and write); a cancel after shuts its connection down, so a wait for
+  the headers wakes at once (DESIGN.md "A cancel before the send").
 - Failures map to ``APICallError`` raised ``from`` the httpx exception, whose own chain is
   httpcore's exception and the ``OSError`` below it. No message carries a URL (httpx's messages
   do not; the projection scrubs any that slip through).
@@ -35,8 +39,9 @@ import re
 import socket  # (loaded on a replay's path anyway: importlib.metadata, for pydantic's plugins)
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from ._lazy import LazyModule
@@ -55,7 +60,7 @@ else:
     aio = LazyModule("aimux_ops.aio", globals(), "aio")
 
 from . import deadlines
-from .errors import AimuxError, APICallError, InvalidArgumentError
+from .errors import AbortedError, AimuxError, APICallError, InvalidArgumentError
 from .errors import TimeoutError as AITimeoutError
 from .guest import Limits, on_fork_child
 from .guest import limits as guest_limits
@@ -67,6 +72,7 @@ __all__ = [
     "HttpResponse",
     "HttpTransport",
     "Response",
+    "SendGuard",
     "Transport",
     "default_transport",
     "event_batches",
@@ -118,6 +124,8 @@ class HTTPRequest:
     stream: bool = False
     #: The parsed JSON body (for recording / replay matching), when the caller has it.
     json_body: Any = None
+    #: a stream's cancel, told to the send (``SendGuard``); None: nothing cancels the send
+    guard: SendGuard | None = field(default=None, repr=False, compare=False)
 
 
 class Response(Protocol):
@@ -605,13 +613,233 @@ def _next_part_buffered(h11: Any) -> bool:
 def _shutdown_socket(raw: httpx.Response) -> None:
     """Shut the socket of ``raw``'s connection down: a blocked read on it wakes with an error."""
     stream = raw.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
+    if stream is not None:
+        _shutdown_stream(stream)
+
+
+def _shutdown_stream(stream: Any) -> None:
+    """Shut an httpcore network stream's socket down (any thread): its blocked read wakes."""
+    sock = stream.get_extra_info("socket")
     # a socket.socket, or asyncio's TransportSocket on the stream loop
     if sock is not None and hasattr(sock, "shutdown"):
         try:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _cancelled_send() -> AbortedError:
+    return AbortedError("The call was cancelled.")
+
+
+class SendGuard:
+    """A stream's request until its response headers are in, and the stream's cancel racing it
+    (DESIGN.md "A cancel before the send"). The op makes one per stream, registers ``cancel``
+    with the stream's cancel and puts it on its request (``HTTPRequest.guard``).
+
+    The send checks it before it takes a connection (``check``), and a stream client's
+    connection checks it again, atomically with ``attach``, when it is opened and before each
+    write (``_GuardedStream``): a cancel that comes before the request's first byte is written
+    keeps the request from being written (the send raises ``AbortedError``, which the op takes
+    for the cancel it is). A cancel that comes later shuts the attached connection down, so a
+    connect's TLS handshake or the wait for the response headers wakes at once (httpcore then
+    closes the connection) instead of lasting until the server answers or the deadline.
+    """
+
+    __slots__ = ("_lock", "_stream", "cancelled")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stream: Any = None  # the network stream the request is on, while it is sent
+        self.cancelled = False
+
+    def check(self) -> None:
+        """Raise ``AbortedError`` once the stream is cancelled."""
+        if self.cancelled:
+            raise _cancelled_send()
+
+    def attach(self, stream: Any) -> None:
+        """The request goes out on ``stream`` now (httpcore's network stream): unless the
+        stream was cancelled (then ``AbortedError``, nothing written), a cancel shuts it down."""
+        with self._lock:
+            if not self.cancelled:
+                self._stream = stream
+                return
+        raise _cancelled_send()
+
+    def detach(self) -> None:
+        """The send is over (its headers are in, or it failed): the response's own ``abort``
+        answers a cancel from now on."""
+        with self._lock:
+            self._stream = None
+
+    def cancel(self) -> None:
+        """The stream is cancelled (any thread): nothing more is written, and the connection
+        the request is on is shut down (under the lock: ``detach`` never lets it go back to a
+        pool in between)."""
+        with self._lock:
+            self.cancelled = True
+            stream, self._stream = self._stream, None
+            if stream is not None:
+                _shutdown_stream(stream)
+
+
+#: the guard of the request being sent in this context (the thread's on a sync send, the
+#: stream's task on the loop), which the stream clients' connections check (``_GuardedStream``)
+_sending: ContextVar[SendGuard | None] = ContextVar("aimux_sending", default=None)
+
+#: tests: called with a guarded request on its sending thread (on the loop: in the stream's
+#: greenlet) right before it goes to httpx, after the send's own ``check``, so a test can cancel
+#: there (the cancel then happens-before the send) and show that the connection's check alone
+#: keeps the request from being written. None in production: nothing is called.
+before_guarded_send: Callable[[HTTPRequest], None] | None = None
+
+
+def _attach_new(stream: Any) -> None:
+    """A connection just opened (or upgraded to TLS) for the request of this context's guard."""
+    guard = _sending.get()
+    if guard is not None:
+        try:
+            guard.attach(stream)
+        except BaseException:
+            stream.close()
+            raise
+
+
+class _GuardedStream:
+    """An httpcore sync network stream whose writes first attach it to the guard of the request
+    being sent (``SendGuard.attach``: a cancelled request is never written). Reads go straight
+    to the stream (``read`` is its own bound method: no extra call per network read)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.read = inner.read
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        guard = _sending.get()
+        if guard is not None:
+            guard.attach(self._inner)
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, *args: Any, **kwargs: Any) -> _GuardedStream:
+        tls = self._inner.start_tls(*args, **kwargs)
+        _attach_new(tls)
+        return _GuardedStream(tls)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _GuardedBackend:
+    """httpcore's sync network backend for the stream client: a connection is not opened for a
+    cancelled request, and one opened while the request was cancelled is closed at once."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def _open(self, connect: Callable[..., Any], *args: Any, **kwargs: Any) -> _GuardedStream:
+        guard = _sending.get()
+        if guard is not None:
+            guard.check()
+        stream = connect(*args, **kwargs)
+        _attach_new(stream)
+        return _GuardedStream(stream)
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> _GuardedStream:
+        return self._open(self._inner.connect_tcp, *args, **kwargs)
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _GuardedStream:
+        return self._open(self._inner.connect_unix_socket, *args, **kwargs)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+async def _attach_new_async(stream: Any) -> None:
+    guard = _sending.get()
+    if guard is not None:
+        try:
+            guard.attach(stream)
+        except BaseException:
+            await stream.aclose()
+            raise
+
+
+class _GuardedAsyncStream:
+    """``_GuardedStream`` for the stream loop's async client."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.read = inner.read
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        guard = _sending.get()
+        if guard is not None:
+            guard.attach(self._inner)
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(self, *args: Any, **kwargs: Any) -> _GuardedAsyncStream:
+        tls = await self._inner.start_tls(*args, **kwargs)
+        await _attach_new_async(tls)
+        return _GuardedAsyncStream(tls)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _GuardedAsyncBackend:
+    """``_GuardedBackend`` for the stream loop's async client."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def _open(
+        self, connect: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
+    ) -> _GuardedAsyncStream:
+        guard = _sending.get()
+        if guard is not None:
+            guard.check()
+        stream = await connect(*args, **kwargs)
+        await _attach_new_async(stream)
+        return _GuardedAsyncStream(stream)
+
+    async def connect_tcp(self, *args: Any, **kwargs: Any) -> _GuardedAsyncStream:
+        return await self._open(self._inner.connect_tcp, *args, **kwargs)
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _GuardedAsyncStream:
+        return await self._open(self._inner.connect_unix_socket, *args, **kwargs)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def _guard_connections(client: httpx.Client | httpx.AsyncClient) -> None:
+    """Give ``client``'s pools (its own and a proxy's, from the environment) the guarded
+    network backend (httpcore's pool keeps it as ``_network_backend``; every connection it opens
+    from now on is guarded). A pool without one is left as it is: its sends still check the
+    guard before they start, only a cancel after that is not seen before the headers."""
+    guarded = _GuardedAsyncBackend if isinstance(client, httpx.AsyncClient) else _GuardedBackend
+    for transport in (client._transport, *client._mounts.values()):
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is not None and not isinstance(backend, guarded):
+            pool._network_backend = guarded(backend)  # type: ignore[union-attr]
+
+
+async def _send_guarded(guard: SendGuard, send: Awaitable[httpx.Response]) -> httpx.Response:
+    """Await ``send`` with ``guard`` as this task's (the stream loop's side of ``_sending``)."""
+    token = _sending.set(guard)
+    try:
+        return await send
+    finally:
+        _sending.reset(token)
+        guard.detach()
 
 
 #: what is left of a stream's body after its terminal event is read for at most this long and
@@ -681,6 +909,8 @@ def _drain_here(raw: httpx.Response, chunks: Iterator[bytes]) -> None:
         return data
 
     guard: deadlines.Entry | None = None
+    #: the stream's own ``read`` attribute, if it has one (a guarded stream's: put back after)
+    own_read = getattr(stream, "__dict__", {}).get("read")
     try:
         stream.read = bounded  # type: ignore[union-attr]
     except (AttributeError, TypeError):  # not a stream whose reads can be bounded: a deadline
@@ -697,7 +927,10 @@ def _drain_here(raw: httpx.Response, chunks: Iterator[bytes]) -> None:
     finally:
         if stream is not None:
             try:
-                del stream.read
+                if own_read is not None:
+                    stream.read = own_read
+                else:
+                    del stream.read
             except AttributeError:
                 pass
         if guard is not None:
@@ -936,6 +1169,7 @@ class HttpTransport:
                 cookies=_no_cookies(),
                 verify=tls[0],
             )
+            _guard_connections(client)
         return client, shard
 
     def stream_client(self) -> httpx.Client:
@@ -956,6 +1190,7 @@ class HttpTransport:
                     )
                     # as ``_new_client``: its jar stores nothing, so nothing is offered to it
                     client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
+                    _guard_connections(client)  # a cancelled stream's request is never sent
                     self._stream_client = client
         return client
 
@@ -976,6 +1211,12 @@ class HttpTransport:
         rem = deadline.remaining()
         if rem is not None and rem <= 0:
             raise deadline.error()
+        guard = request.guard
+        if guard is not None:
+            guard.check()  # a cancelled stream's request: not even a connection is taken
+            hook = before_guarded_send
+            if hook is not None:
+                hook(request)
         if aio.in_stream():
             return self._send_async(request, deadline, rem)
         pool_s = self.limits.pool_timeout_ms / 1000.0
@@ -984,7 +1225,14 @@ class HttpTransport:
         def send_hop(req: httpx.Request, rem: float | None) -> httpx.Response:
             nonlocal hop_rem
             hop_rem = rem
-            return client.send(req, stream=True)
+            if guard is None:
+                return client.send(req, stream=True)
+            token = _sending.set(guard)  # this thread's send: its connection checks the guard
+            try:
+                return client.send(req, stream=True)
+            finally:
+                _sending.reset(token)
+                guard.detach()
 
         here = request.stream and self._fixed is None
         try:
@@ -993,11 +1241,16 @@ class HttpTransport:
                 client, request, deadline, rem, pool_s, send_hop, lambda raw: raw.close()
             )
         except httpx.PoolTimeout as exc:
+            if guard is not None and guard.cancelled:
+                raise _cancelled_send() from exc
             if hop_rem is not None and hop_rem < pool_s:
                 # the call's own deadline ended the wait for a free connection
                 raise deadline.error() from _pool_limit_error(self.limits)
             raise _pool_limit_error(self.limits) from exc
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
+            if guard is not None and guard.cancelled:
+                # the cancel shut the connection down (a connect, the wait for the headers)
+                raise _cancelled_send() from exc
             raise map_transport_error(exc, deadline) from exc
         response = HttpResponse(raw, deadline)
         response._drain_here = here
@@ -1007,6 +1260,14 @@ class HttpTransport:
         self, request: HTTPRequest, deadline: Deadline, rem: float | None
     ) -> HttpResponse:
         client, shard = self.async_client()
+        guard = request.guard
+
+        def send_hop(req: httpx.Request, _rem: float | None) -> httpx.Response:
+            send = client.send(req, stream=True)
+            if guard is None:
+                return aio.await_only(send)
+            return aio.await_only(_send_guarded(guard, send))
+
         try:
             raw = _send_following(
                 client,
@@ -1014,11 +1275,13 @@ class HttpTransport:
                 deadline,
                 rem,
                 None,
-                lambda req, _rem: aio.await_only(client.send(req, stream=True)),
+                send_hop,
                 lambda raw: aio.await_only(raw.aclose()),
             )
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
             shard.done()
+            if guard is not None and guard.cancelled:
+                raise _cancelled_send() from exc  # the cancel shut the connection down
             cause = _as_blocking(exc)
             raise map_transport_error(cause, deadline) from cause
         except BaseException:
@@ -1119,6 +1382,7 @@ def _close_inherited_sockets(transport: HttpTransport) -> None:
         for conn in list(getattr(pool, "_connections", ()) or ()):
             inner = getattr(conn, "_connection", None)
             stream = getattr(inner, "_network_stream", None)
+            stream = getattr(stream, "_inner", stream)  # a guarded stream's (``_GuardedStream``)
             sock = getattr(stream, "_sock", None)
             if isinstance(sock, socket.socket):
                 try:

@@ -1,9 +1,9 @@
 """Event-driven streams (``aimux_stream_start``) read by a reader thread of their own
 (``caller_stream.EventThreadStream``; DESIGN.md "Event-driven streams on reader threads"): at
 most ``AIMUX_STREAM_READER_THREADS`` at once and the rest on the stream loop; a thread that
-cannot start leaves its stream to the loop; a cancel during the open ends reads at once and
-tells the host; the open's failure reaches ``aimux_poll_ready``; the reaper closes a stream
-nobody polls; the setting is read from the environment. (The events themselves, byte for byte
+cannot start leaves its stream to the loop; a cancel during the open ends reads at once, tells
+the host and ends the open; the open's failure reaches ``aimux_poll_ready``; the reaper closes
+a stream nobody polls; the setting is read from the environment. (The events themselves, byte for byte
 against the loop, the high-water mark, a cancel and a fork: ``test_c_stream_queue.py``.)"""
 
 from __future__ import annotations
@@ -170,7 +170,9 @@ def test_a_cancel_during_the_open_ends_reads_at_once_and_tells_the_host(
     lib: Queue, server: FaultServer
 ) -> None:
     """The reader thread waits for the response headers (held by the server): a cancel ends
-    the stream's reads at once and lists it, while the thread is still in the open."""
+    the stream's reads and lists it (the host hears the end, no failure), and shuts the
+    request's connection down, so the thread's open ends without the headers
+    (``test_stream_cancel_send.py`` shows the server sees the client go)."""
     p = orjson.dumps(params(server, "mode=ok;hold=rt-open-cancel", scenario="rt-open-cancel"))
     h = lib.start(b"stream_text", p)
     stream = dispatch._streams[h]
@@ -180,12 +182,11 @@ def test_a_cancel_during_the_open_ends_reads_at_once_and_tells_the_host(
         dispatch.ready_handles(1 << 30)  # (nothing of this stream is listed yet)
         lib.lib.aimux_stream_cancel(h)
         assert poll_until(lib, h, lambda e: e[1] == 1) == [[h, 1, None, None]]  # no failure
-        assert stream._pump_thread.is_alive()  # (the end came from the cancel, not the thread)
         assert lib.batch(h, 10, blocking=True) == (None, True)
+        stream._pump_thread.join(60)  # the open ends: nothing is read
+        assert not stream._pump_thread.is_alive()
     finally:
         server.release("rt-open-cancel")
-    stream._pump_thread.join(60)  # the open ends with the headers: nothing is read
-    assert not stream._pump_thread.is_alive()
     assert lib.batch(h, 10, blocking=False) == (None, True)
     lib.lib.aimux_stream_free(h)
     wait_until(lambda: caller_stream._threads == 0)

@@ -27,7 +27,7 @@ from ..providers.base import (
 from ..recording import Recorder, open_transport
 from ..redact import guard_url, remember_header_secrets
 from ..retry import retry_with_exponential_backoff
-from ..transport import Deadline, Response, Transport, default_transport
+from ..transport import Deadline, Response, SendGuard, Transport, default_transport
 from .models import CallParams, ToolChoiceTool
 from .registry import EventBatch, StreamContext
 from .tools import check_schema, tool_call
@@ -191,14 +191,20 @@ def _stream_batches(
     neutral = call_of()
     call = Call(op, params, neutral)
     current: list[Response] = []
+    # a cancel before the request's first byte is written keeps it from being sent; one while
+    # it waits for the response headers shuts its connection down (DESIGN.md "A cancel before
+    # the send"); once the headers are in, the response's ``abort`` takes over
+    guard = call.request.guard = SendGuard()
 
     def abort() -> None:
+        guard.cancel()
         for r in list(current):
             r.abort()
 
-    ctx.on_cancel(abort)
+    ctx.on_cancel(abort)  # (at once when the stream was cancelled already)
 
     def attempt() -> tuple[Response, StreamState, Iterator[list[dict[str, Any]]], Any]:
+        guard.check()  # cancelled: no send (and no exchange in a recording)
         resp = call.send()
         current[:] = [resp]
         if ctx.cancelled.is_set():

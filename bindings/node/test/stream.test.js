@@ -248,6 +248,10 @@ test('aborting while the stream waits for its first event rejects at once', asyn
     }
   }, { name: 'AbortError' });
   assert.equal(await serverEvents('released', spec), 0, 'rejected while the server still held the request');
+  // and the abort shut the request's connection down: the server sees the client go while it
+  // still holds the request (it used to stay open until the server answered)
+  await serverSaw('gone', spec);
+  assert.equal(await serverEvents('released', spec), 0, 'the connection closed before the answer');
   await release('node-first');
 });
 

@@ -1,0 +1,224 @@
+"""A stream cancelled before its request is sent never sends it; one cancelled while its request
+waits for the response headers has its connection shut down at once (DESIGN.md "A cancel before
+the send"). Through the real libaimux (ctypes) and the fault server, on every path a C-ABI stream
+takes: a reader thread (``EventThreadStream``), the stream loop (``_NativeStream``), and the
+caller's thread (``aimux_stream``, ``NativeCallerStream``).
+
+"Before the send" is made exact by ``transport.before_guarded_send``: the op calls it on its
+sending thread after every check of its own, right before the request goes to httpx; the test
+cancels (or frees) the stream there, so the cancel happens-before the send and only the
+connection's own check (``transport._GuardedStream``) can keep the request from being written.
+The server's count is read once the op is over: a client that sent the request waited for its
+response headers, which the server sends after counting it, so a count of 0 then is final."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+import test_c_stream_queue
+from fault_server import FaultServer, serve
+from helpers import provider_params as params
+from test_c_stream_queue import CError, Queue, use_loop, wait_until
+from test_c_stream_threads import poll_until
+
+from aimux_ops import caller_stream, dispatch, transport
+from aimux_ops.caller_stream import EventThreadStream, NativeCallerStream
+
+pytestmark = pytest.mark.timeout(120)
+
+lib = test_c_stream_queue.lib  # the library through ctypes, one per process (a shared fixture)
+_empty_ready_list = test_c_stream_queue._empty_ready_list  # (autouse there: here too)
+
+
+class Gate:
+    """``transport.before_guarded_send`` for the requests of one scenario: each waits there
+    until ``go`` (the bound only ends a broken run)."""
+
+    def __init__(self, scenario: str) -> None:
+        self.scenario = scenario
+        self.reached = threading.Event()
+        self.go = threading.Event()
+
+    def __call__(self, request: transport.HTTPRequest) -> None:
+        if request.headers.get("x-scenario") != self.scenario:
+            return
+        assert request.guard is not None and not request.guard.cancelled
+        self.reached.set()
+        self.go.wait(60)
+
+
+@pytest.fixture()
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    gates: list[Gate] = []
+
+    def make(scenario: str) -> Gate:
+        g = Gate(scenario)
+        gates.append(g)
+        monkeypatch.setattr(transport, "before_guarded_send", g)
+        return g
+
+    yield make
+    for g in gates:
+        g.go.set()  # (a failed test leaves no op waiting)
+
+
+@pytest.fixture()
+def cold_server() -> Iterator[FaultServer]:
+    """A server of this test alone: no connection to it is pooled yet (the request would be
+    sent on a new connection)."""
+    with serve() as srv:
+        yield srv
+
+
+def _op_over(stream: Any) -> None:
+    """Until the stream's op is over (its reader thread ended, or its producer on the loop)."""
+    if isinstance(stream, EventThreadStream):
+        assert stream._pump_thread is not None
+        stream._pump_thread.join(60)
+        assert not stream._pump_thread.is_alive()
+        wait_until(lambda: caller_stream._threads == 0)
+    else:
+        wait_until(lambda: stream._stopped_flag)
+
+
+def _warm(lib: Queue, server: FaultServer, path: str) -> None:
+    """Read one stream of ``path`` to its end, so the pool that path sends through keeps an idle
+    connection to ``server``: the next request goes out on it (no connect)."""
+    h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=ok", scenario="warm")))
+    stream = dispatch._streams[h]
+    ended = False
+    while not ended:
+        _batch, ended = lib.batch(h, 100, blocking=True)
+    _op_over(stream)
+    lib.lib.aimux_stream_free(h)
+    if path == "thread":
+        client = transport.default_transport()._stream_client
+        assert client is not None
+        pool: Any = client._transport._pool  # type: ignore[attr-defined]
+    else:
+        from aimux_ops import aio
+
+        shards = aio.loop_state().client[1]
+        pool = shards[0]._transport._pool
+    wait_until(lambda: any(c.is_idle() for c in list(pool._connections)))
+
+
+@pytest.mark.parametrize("end", ["cancel", "free"])
+@pytest.mark.parametrize("pool", ["new", "pooled"])
+@pytest.mark.parametrize("path", ["thread", "loop"])
+def test_an_event_driven_stream_cancelled_before_its_send_sends_nothing(
+    lib: Queue,
+    server: FaultServer,
+    cold_server: FaultServer,
+    gate: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    pool: str,
+    end: str,
+) -> None:
+    """``aimux_stream_start``, then ``aimux_stream_cancel`` / ``aimux_stream_free`` before the
+    request is written: the server sees no request (on a new connection: none is opened; on a
+    pooled one: nothing is written on it), and a cancelled stream's reads end as a cancel's do."""
+    if path == "loop":
+        use_loop(monkeypatch)
+    target = server if pool == "pooled" else cold_server
+    if pool == "pooled":
+        _warm(lib, server, path)
+    scenario = f"pre-send-{path}-{pool}-{end}"
+    g = gate(scenario)
+    h = lib.start(b"stream_text", orjson.dumps(params(target, "mode=ok", scenario=scenario)))
+    stream = dispatch._streams[h]
+    assert type(stream) is (EventThreadStream if path == "thread" else dispatch._NativeStream)
+    assert g.reached.wait(60)  # the op is about to send: past each check of its own
+    dispatch.ready_handles(1 << 30)
+    if end == "cancel":
+        lib.lib.aimux_stream_cancel(h)
+    else:
+        lib.lib.aimux_stream_free(h)
+    g.go.set()
+    _op_over(stream)
+    assert target.count(scenario) == 0
+    assert target.times("request", scenario) == []
+    if end == "cancel":  # what a cancel's reader gets: the end, no failure
+        assert poll_until(lib, h, lambda e: e[1] == 1)[-1] == [h, 1, None, None]
+        assert lib.batch(h, 10, blocking=True) == (None, True)
+        assert lib.batch(h, 10, blocking=False) == (None, True)
+        lib.lib.aimux_stream_free(h)
+    with pytest.raises(CError) as info:
+        lib.batch(h, 10, blocking=False)
+    assert info.value.code == 203
+
+
+def test_a_blocking_open_cancelled_before_its_send_sends_nothing(
+    lib: Queue, server: FaultServer, gate: Any
+) -> None:
+    """``aimux_stream`` reads on its caller's thread and returns the handle only after the open,
+    so a host cannot cancel it before the send; the core can (its exit hook, a guessed handle).
+    A cancel before the send: nothing is sent, the open returns a handle whose reads end."""
+    scenario = "pre-send-here"
+    g = gate(scenario)
+    before = set(dispatch._streams)
+    opened: list[int] = []
+    p = orjson.dumps(params(server, "mode=ok", scenario=scenario))
+    opener = threading.Thread(target=lambda: opened.append(lib.open_stream(b"stream_text", p)))
+    opener.start()
+    assert g.reached.wait(60)
+    (h,) = set(dispatch._streams) - before
+    stream = dispatch._streams[h]
+    assert type(stream) is NativeCallerStream
+    lib.lib.aimux_stream_cancel(h)
+    g.go.set()
+    opener.join(60)
+    assert opened == [h]
+    assert server.count(scenario) == 0
+    assert lib.next_event(h) is None
+    lib.lib.aimux_stream_free(h)
+
+
+@pytest.mark.parametrize("path", ["thread", "loop"])
+def test_a_cancel_while_the_headers_are_held_closes_the_connection_at_once(
+    lib: Queue, server: FaultServer, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """The server holds the response headers (and never releases them): a cancel shuts the
+    request's connection down, the server sees the client go, the op ends without the headers
+    and is not retried; the host gets the end. A client that waited for the headers would end
+    only when the server gave up holding (``hold_ms``, 60 s): then ``released``, and no ``gone``
+    within the wait's bound."""
+    if path == "loop":
+        use_loop(monkeypatch)
+    scenario = f"held-cancel-{path}"
+    p = orjson.dumps(params(server, f"mode=ok;hold={scenario}", scenario=scenario))
+    h = lib.start(b"stream_text", p)
+    stream = dispatch._streams[h]
+    assert type(stream) is (EventThreadStream if path == "thread" else dispatch._NativeStream)
+    try:
+        assert server.wait_for("held", scenario, 1) == 1  # the open waits for the headers
+        dispatch.ready_handles(1 << 30)
+        lib.lib.aimux_stream_cancel(h)
+        assert server.wait_for("gone", scenario, 1) == 1  # the client closed the connection
+        _op_over(stream)  # without the headers
+        assert server.times("released", scenario) == []
+        assert server.count(scenario) == 1  # the cancel's error is not retried
+        assert poll_until(lib, h, lambda e: e[1] == 1)[-1] == [h, 1, None, None]
+        assert lib.batch(h, 10, blocking=True) == (None, True)
+    finally:
+        server.release(scenario)
+        lib.lib.aimux_stream_free(h)
+
+
+def test_the_stream_clients_connections_are_guarded() -> None:
+    """``transport._guard_connections`` replaces httpcore's pools' private network backend;
+    were that attribute gone (a dependency update), a cancel would no longer stop a request
+    whose send had begun: pin it on both clients that send streams."""
+    import httpx
+
+    for client in (httpx.Client(), httpx.AsyncClient()):
+        transport._guard_connections(client)
+        backend = client._transport._pool._network_backend  # type: ignore[attr-defined]
+        assert isinstance(backend, (transport._GuardedBackend, transport._GuardedAsyncBackend))
+    client = transport.HttpTransport().stream_client()
+    assert isinstance(client._transport._pool._network_backend, transport._GuardedBackend)  # type: ignore[attr-defined]
