@@ -619,13 +619,33 @@ def _shutdown_socket(raw: httpx.Response) -> None:
 
 def _shutdown_stream(stream: Any) -> None:
     """Shut an httpcore network stream's socket down (any thread): its blocked read wakes."""
-    sock = stream.get_extra_info("socket")
-    # a socket.socket, or asyncio's TransportSocket on the stream loop
-    if sock is not None and hasattr(sock, "shutdown"):
-        try:
+    _shutdown_sock(stream.get_extra_info("socket"))
+
+
+def _shutdown_sock(sock: Any) -> None:
+    """Shut ``sock`` down (a socket.socket, or asyncio's TransportSocket on the stream loop).
+    A socket.socket, an ``ssl.SSLSocket`` too, is shut down by socket.socket's own method:
+    ``SSLSocket.shutdown`` first drops its TLS layer, and a write on another thread that raced
+    it would then go out unencrypted (a request's headers, its key among them)."""
+    try:
+        if isinstance(sock, socket.socket):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        elif sock is not None and hasattr(sock, "shutdown"):
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    except OSError:
+        pass
+
+
+class _SocketHolder:
+    """A network stream's stand-in while a sync connection's TLS handshake runs: a duplicate of
+    the connection's socket (``ssl.wrap_socket`` takes the original's descriptor away before
+    the handshake), so that a cancel's shutdown reaches the TCP connection and wakes it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._sock if info == "socket" else None
 
 
 def _cancelled_send() -> AbortedError:
@@ -672,6 +692,12 @@ class SendGuard:
         answers a cancel from now on."""
         with self._lock:
             self._stream = None
+
+    def release(self, stream: Any) -> None:
+        """``stream`` is done with (a TLS handshake's stand-in): detached if it still is."""
+        with self._lock:
+            if self._stream is stream:
+                self._stream = None
 
     def cancel(self) -> None:
         """The stream is cancelled (any thread): nothing more is written, and the connection
@@ -725,7 +751,19 @@ class _GuardedStream:
         self._inner.close()
 
     def start_tls(self, *args: Any, **kwargs: Any) -> _GuardedStream:
-        tls = self._inner.start_tls(*args, **kwargs)
+        guard = _sending.get()
+        raw = self._inner.get_extra_info("socket") if guard is not None else None
+        if guard is None or not isinstance(raw, socket.socket):
+            tls = self._inner.start_tls(*args, **kwargs)
+        else:
+            # the handshake's socket is the duplicate's too: a cancel during it shuts it down
+            holder = _SocketHolder(raw.dup())
+            try:
+                guard.attach(holder)
+                tls = self._inner.start_tls(*args, **kwargs)
+            finally:
+                guard.release(holder)
+                holder._sock.close()
         _attach_new(tls)
         return _GuardedStream(tls)
 
@@ -825,7 +863,10 @@ def _guard_connections(client: httpx.Client | httpx.AsyncClient) -> None:
     from now on is guarded). A pool without one is left as it is: its sends still check the
     guard before they start, only a cancel after that is not seen before the headers."""
     guarded = _GuardedAsyncBackend if isinstance(client, httpx.AsyncClient) else _GuardedBackend
-    for transport in (client._transport, *client._mounts.values()):
+    # httpx's own attributes read with a default too: a later httpx without them leaves the
+    # clients as they are (the checks before the send remain), rather than failing every stream
+    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
+    for transport in transports:
         pool = getattr(transport, "_pool", None)
         backend = getattr(pool, "_network_backend", None)
         if backend is not None and not isinstance(backend, guarded):

@@ -222,3 +222,147 @@ def test_the_stream_clients_connections_are_guarded() -> None:
         assert isinstance(backend, (transport._GuardedBackend, transport._GuardedAsyncBackend))
     client = transport.HttpTransport().stream_client()
     assert isinstance(client._transport._pool._network_backend, transport._GuardedBackend)  # type: ignore[attr-defined]
+
+
+# -- TLS: the shutdown keeps the TLS layer; a cancel during a handshake wakes it -----------------
+
+
+def test_a_cancel_shuts_a_tls_socket_down_without_dropping_its_tls_layer() -> None:
+    """``ssl.SSLSocket.shutdown`` drops the TLS layer (``_sslobj``) before it shuts the socket
+    down, and a write racing it on the sending thread then went out as plain text (a request's
+    headers, its key among them: a reviewer saw 5 such requests in 1,500 raced connections).
+    The cancel's shutdown is socket.socket's own: the TLS layer stays, a racing write fails."""
+    import socket
+    import ssl
+
+    a, b = socket.socketpair()
+    tls = ssl.create_default_context().wrap_socket(
+        a, server_hostname="localhost", do_handshake_on_connect=False
+    )
+    try:
+        assert tls._sslobj is not None  # type: ignore[attr-defined]
+        transport._shutdown_sock(tls)
+        assert tls._sslobj is not None  # type: ignore[attr-defined]
+        assert b.recv(16) == b""  # shut down all the same: the peer sees the end
+        with pytest.raises((ssl.SSLError, OSError)):
+            tls.send(b"Authorization: Bearer sk-canary")  # never as plain text
+        assert b.recv(64) == b""
+    finally:
+        tls.close()
+        b.close()
+
+
+def test_a_cancel_during_a_tls_handshake_wakes_the_reader_thread() -> None:
+    """On a reader thread (the sync client) ``ssl.wrap_socket`` takes the connection's
+    descriptor away before its handshake: a cancel then shut down nothing, and the handshake
+    waited for the server or the deadline. The server here answers no ClientHello; once it has
+    one, the cancel must end the send as a cancel (not the deadline's 30 s later) and close the
+    connection."""
+    import socket
+
+    import httpx
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    hello, gone = threading.Event(), threading.Event()
+
+    def serve_one() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            if conn.recv(4096):  # the ClientHello: the handshake is under way
+                hello.set()
+            while conn.recv(4096):
+                pass
+            gone.set()  # the client closed the connection
+
+    threading.Thread(target=serve_one, daemon=True).start()
+    guard = transport.SendGuard()
+    request = transport.HTTPRequest(
+        "POST",
+        f"https://127.0.0.1:{srv.getsockname()[1]}/v1/chat/completions",
+        {"content-type": "application/json"},
+        b"{}",
+        stream=True,
+        guard=guard,
+    )
+    outcome: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            transport.default_transport().send(request, transport.Deadline(30_000))
+        except BaseException as exc:  # what the send ended with
+            outcome.append(exc)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        assert hello.wait(60), "the client sent no ClientHello"
+        guard.cancel()
+        sender.join(60)  # a bound for a broken run only: the deadline would end it at 30 s
+        assert not sender.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], transport.AbortedError), outcome
+        # ended by the cancel's shutdown, not by the deadline (a cancelled send that ends at its
+        # deadline is reported as a cancel too: its cause says which it was)
+        causes = []
+        cause = outcome[0].__cause__
+        while cause is not None:
+            causes.append(cause)
+            cause = cause.__cause__ or cause.__context__
+        assert not [c for c in causes if isinstance(c, (httpx.TimeoutException, TimeoutError))], [
+            repr(c) for c in causes
+        ]
+        assert gone.wait(60)
+    finally:
+        guard.cancel()
+        sender.join(60)
+        srv.close()
+
+
+def test_a_late_cancel_never_reaches_the_next_request_on_its_connection(
+    server: FaultServer,
+) -> None:
+    """Once a stream's headers are in, its guard lets the connection go (``detach``): read to
+    its end, the connection goes back to the pool and carries the next stream's request. A late
+    cancel of the first stream must not shut that request's connection down."""
+    first, second = transport.SendGuard(), transport.SendGuard()
+    t = transport.default_transport()
+
+    def request(guard: transport.SendGuard, fault: str, scenario: str) -> transport.HTTPRequest:
+        p = params(server, fault, scenario=scenario)
+        return transport.HTTPRequest(
+            "POST",
+            server.base_url + "/chat/completions",
+            {"content-type": "application/json", **p["model"]["headers"]},
+            orjson.dumps({"model": "gpt-4o-mini", "stream": True, "messages": []}),
+            stream=True,
+            guard=guard,
+        )
+
+    resp = t.send(request(first, "mode=ok", "late-cancel-first"), transport.Deadline(60_000))
+    resp.read()  # to its end: the connection is back in the pool
+    outcome: list[Any] = []
+
+    def send_second() -> None:
+        try:
+            r = t.send(
+                request(second, "mode=ok;hold=late-cancel-second", "late-cancel-second"),
+                transport.Deadline(60_000),
+            )
+            outcome.append(r.read())
+        except BaseException as exc:  # what the send ended with
+            outcome.append(exc)
+
+    sender = threading.Thread(target=send_second)
+    sender.start()
+    try:
+        assert server.wait_for("held", "late-cancel-second", 1) == 1  # waits for its headers
+        first.cancel()  # late: the first stream's request is long over
+        server.release("late-cancel-second")
+        sender.join(60)  # a bound for a broken run only
+        assert not sender.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], bytes), outcome
+        assert server.times("gone", "late-cancel-second") == []
+    finally:
+        server.release("late-cancel-second")
+        sender.join(60)
