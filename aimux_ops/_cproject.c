@@ -303,13 +303,16 @@ static TypeInfo compute_info(PyTypeObject *t)
     return info;
 }
 
-/* Whether the wire names are exact str, none is "name" and no two are equal: the payload dict
- * the walk builds would otherwise keep one member where the writer writes two. */
-static int distinct_wire(PyObject *wire)
+/* Whether _wire is (field, wire name) pairs of exact str, the wire names distinct and none
+ * "name": the payload dict the walk builds would otherwise keep one member where the writer
+ * writes two. (A tuple of tuples of str: what it answers holds while the class's tag does.) */
+static int plain_wire(PyObject *wire)
 {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(wire); i++) {
         PyObject *pair = PyTuple_GET_ITEM(wire, i);
-        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) return 0;
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 0)))
+            return 0;
         PyObject *key = PyTuple_GET_ITEM(pair, 1);
         if (!PyUnicode_CheckExact(key) || PyUnicode_Compare(key, s_name) == 0) return 0;
         for (Py_ssize_t j = 0; j < i; j++)
@@ -326,7 +329,7 @@ static int distinct_wire(PyObject *wire)
  * members, the standard lookup), its root's hooks are AimuxError's (retryable false, no
  * retryAfterMs), it is built by AimuxError's own _of_values (BaseException's __new__, the generic
  * setattr), nothing on the class stands in for the instance's own message and _values, and its
- * _wire (a tuple: the walk's own) names each payload member once. */
+ * _wire is plain (plain_wire). */
 static unsigned char class_answerable(PyTypeObject *t, const TypeInfo *info)
 {
     if (!info->aimux || info->retry || info->source || !info->standard || !info->members ||
@@ -344,7 +347,7 @@ static unsigned char class_answerable(PyTypeObject *t, const TypeInfo *info)
     if (_PyType_Lookup(t, s_extra) != Py_None || _PyType_Lookup(t, s_wire_root) != Py_None)
         return 0;
     PyObject *wire = _PyType_Lookup(t, s_wire);
-    return wire != NULL && PyTuple_CheckExact(wire) && distinct_wire(wire);
+    return wire != NULL && PyTuple_CheckExact(wire) && plain_wire(wire);
 }
 
 /* The class's TypeInfo as it is now. */
@@ -1588,7 +1591,36 @@ static void put_bytes(char **at, const void *data, size_t n)
 /* The buffer the shim's _aimux_err_unpack reads (native/src/aimux_embed.py _packed): the root's
  * retryable (uint8) and retryAfterMs (int64, -1 when absent), then per link its code (int32),
  * the lengths (uint32) of its kind, name (0xFFFFFFFF: none), message and JSON, and those bytes;
- * native byte order, no padding. Written from the walk's texts (ASCII ones in place), without
+ * native byte order, no padding. */
+#define PACKED_ROOT 9  /* retryable, retryAfterMs */
+#define PACKED_LINK 20 /* code and the four lengths, ahead of the link's bytes */
+
+/* One text of a link: (data, size); size -1: none (a name). */
+typedef struct {
+    const char *data;
+    Py_ssize_t size;
+} Piece;
+
+static void put_root(char **at, int retryable, int64_t after_ms)
+{
+    uint8_t r = (uint8_t)(retryable != 0);
+    put_bytes(at, &r, 1);
+    put_bytes(at, &after_ms, 8);
+}
+
+/* A link: its code, then kind, name, message and JSON (p[0..3]). */
+static void put_link(char **at, int32_t code, const Piece p[4])
+{
+    put_bytes(at, &code, 4);
+    for (int j = 0; j < 4; j++) {
+        uint32_t len = p[j].size < 0 ? 0xFFFFFFFFu : (uint32_t)p[j].size;
+        put_bytes(at, &len, 4);
+    }
+    for (int j = 0; j < 4; j++)
+        if (p[j].size >= 0) put_bytes(at, p[j].data, (size_t)p[j].size);
+}
+
+/* The packed chain of the walk's links, written from its texts (ASCII ones in place), without
  * the Links chain() builds. */
 static PyObject *pack_walk(const Walk *w)
 {
@@ -1599,11 +1631,7 @@ static PyObject *pack_walk(const Walk *w)
         if (v == -1 && PyErr_Occurred()) return NULL;
         after_ms = overflow ? -1 : (int64_t)v;
     }
-    /* per link: kind, name, message, json as (data, size); encoded texts held */
-    typedef struct {
-        const char *data;
-        Py_ssize_t size; /* -1: none (a name) */
-    } Piece;
+    /* per link: kind, name, message, json; encoded texts held */
     Py_ssize_t n = w->n;
     Piece *pieces = PyMem_Malloc(sizeof(Piece) * 4 * (size_t)(n ? n : 1));
     PyObject **held = PyMem_Calloc((size_t)(3 * (n ? n : 1)), sizeof(PyObject *));
@@ -1612,7 +1640,7 @@ static PyObject *pack_walk(const Walk *w)
         PyErr_NoMemory();
         goto done;
     }
-    size_t size = 9;
+    size_t size = PACKED_ROOT;
     for (Py_ssize_t i = 0; i < n; i++) {
         const LinkRec *r = &w->links[i];
         Piece *p = &pieces[4 * i];
@@ -1631,7 +1659,7 @@ static PyObject *pack_walk(const Walk *w)
         if (text_bytes(r->message, &p[2].data, &p[2].size, &held[3 * i + 2]) < 0) goto done;
         p[3].data = PyBytes_AS_STRING(r->json);
         p[3].size = PyBytes_GET_SIZE(r->json);
-        size += 20;
+        size += PACKED_LINK;
         for (int j = 0; j < 4; j++) {
             if (p[j].size < 0) continue;
             if ((size_t)p[j].size >= 0xFFFFFFFFu) {
@@ -1644,20 +1672,9 @@ static PyObject *pack_walk(const Walk *w)
     out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
     if (out == NULL) goto done;
     char *at = PyBytes_AS_STRING(out);
-    uint8_t retryable = (uint8_t)(w->retryable != 0);
-    put_bytes(&at, &retryable, 1);
-    put_bytes(&at, &after_ms, 8);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const Piece *p = &pieces[4 * i];
-        int32_t code32 = (int32_t)w->links[i].code; /* 0..2**31-1: checked */
-        put_bytes(&at, &code32, 4);
-        for (int j = 0; j < 4; j++) {
-            uint32_t len = p[j].size < 0 ? 0xFFFFFFFFu : (uint32_t)p[j].size;
-            put_bytes(&at, &len, 4);
-        }
-        for (int j = 0; j < 4; j++)
-            if (p[j].size >= 0) put_bytes(&at, p[j].data, (size_t)p[j].size);
-    }
+    put_root(&at, w->retryable, after_ms);
+    for (Py_ssize_t i = 0; i < n; i++) /* codes 0..2**31-1: checked */
+        put_link(&at, (int32_t)w->links[i].code, &pieces[4 * i]);
 done:
     if (held != NULL) {
         for (Py_ssize_t i = 0; i < 3 * n; i++) Py_XDECREF(held[i]);
@@ -1796,10 +1813,11 @@ static int out_scalar(Out *o, PyObject *v)
     return out_put(o, d, (size_t)(end - d));
 }
 
-/* A payload text (field_value's str, small_copy's member) written as it is: no anchor. */
-static int out_field_text(const Ctx *ctx, Out *o, PyObject *v, Py_ssize_t limit)
+/* A payload text (field_value's str, small_copy's member) written as it is: ASCII, at most
+ * VALUE_BYTES, no anchor. */
+static int out_field_text(const Ctx *ctx, Out *o, PyObject *v)
 {
-    if (!ascii_text(v) || PyUnicode_GET_LENGTH(v) > limit) return FALLBACK;
+    if (!ascii_text(v) || PyUnicode_GET_LENGTH(v) > VALUE_BYTES) return FALLBACK;
     if (has_anchor(ctx, ascii_data(v), PyUnicode_GET_LENGTH(v), 0)) return FALLBACK;
     return out_text(o, ascii_data(v), PyUnicode_GET_LENGTH(v));
 }
@@ -1807,7 +1825,7 @@ static int out_field_text(const Ctx *ctx, Out *o, PyObject *v, Py_ssize_t limit)
 /* One payload field value, as field_value would keep it and orjson write it. */
 static int out_field(const Ctx *ctx, Out *o, PyObject *v)
 {
-    if (PyUnicode_CheckExact(v)) return out_field_text(ctx, o, v, VALUE_BYTES);
+    if (PyUnicode_CheckExact(v)) return out_field_text(ctx, o, v);
     if (!PyList_CheckExact(v)) return out_scalar(o, v);
     /* small_copy's bound of a flat list of texts and plain scalars (not floats: orjson's own
      * float format is Python's) */
@@ -1818,7 +1836,7 @@ static int out_field(const Ctx *ctx, Out *o, PyObject *v)
         if (i > 0 && (rc = OUT_LIT(o, ",")) != OK) break;
         if (PyUnicode_CheckExact(item)) {
             total += 6 * PyUnicode_GET_LENGTH(item) + 3;
-            rc = total > VALUE_BYTES ? FALLBACK : out_field_text(ctx, o, item, VALUE_BYTES);
+            rc = total > VALUE_BYTES ? FALLBACK : out_field_text(ctx, o, item);
         } else {
             total += 25;
             rc = total > VALUE_BYTES ? FALLBACK : out_scalar(o, item);
@@ -1862,16 +1880,11 @@ static int answer_json(const Ctx *ctx, Out *o, PyTypeObject *t, PyObject *messag
     if (rc == OK) rc = out_text(o, ascii_data(message), PyUnicode_GET_LENGTH(message));
     if (rc == OK) rc = OUT_LIT(o, ",\"error\":{\"name\":");
     if (rc == OK) rc = out_str(o, name);
-    /* held: a field value's __eq__ (a dict lookup) could change the class */
+    /* held while read (exact-str keys: no lookup runs Python code; held all the same) */
     Py_INCREF(wire);
     Py_INCREF(defaults);
     for (Py_ssize_t i = 0; rc == OK && i < PyTuple_GET_SIZE(wire); i++) {
-        PyObject *pair = PyTuple_GET_ITEM(wire, i);
-        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
-            !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 0))) {
-            rc = FALLBACK;
-            break;
-        }
+        PyObject *pair = PyTuple_GET_ITEM(wire, i); /* plain_wire: (str, str) */
         PyObject *field = PyTuple_GET_ITEM(pair, 0);
         /* {**cls._defaults, **values}[field] */
         PyObject *v = PyDict_GetItemWithError(values, field);
@@ -1894,33 +1907,24 @@ static int answer_json(const Ctx *ctx, Out *o, PyTypeObject *t, PyObject *messag
     return rc;
 }
 
-static void put_u32(char **at, uint32_t v) { put_bytes(at, &v, sizeof v); }
-
-/* The shim's packed chain of a one-node envelope (aimux_embed.py _packed): the root's retryable
- * (false) and retryAfterMs (none), then the link: code, kind, name, message, JSON. */
-static PyObject *pack_one(PyObject *code, PyObject *kind, PyObject *name, PyObject *message,
+/* The shim's packed chain of a one-node envelope: the root's retryable (false) and
+ * retryAfterMs (none), then the link (its JSON the whole envelope). */
+static PyObject *pack_one(int32_t code, PyObject *kind, PyObject *name, PyObject *message,
                           PyObject *json)
 {
-    Py_ssize_t kl = PyUnicode_GET_LENGTH(kind), nl = PyUnicode_GET_LENGTH(name);
-    Py_ssize_t ml = PyUnicode_GET_LENGTH(message), jl = PyBytes_GET_SIZE(json);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, 1 + 8 + 4 * 5 + kl + nl + ml + jl);
+    const Piece p[4] = {
+        {ascii_data(kind), PyUnicode_GET_LENGTH(kind)},
+        {ascii_data(name), PyUnicode_GET_LENGTH(name)},
+        {ascii_data(message), PyUnicode_GET_LENGTH(message)},
+        {PyBytes_AS_STRING(json), PyBytes_GET_SIZE(json)},
+    };
+    Py_ssize_t size = PACKED_ROOT + PACKED_LINK;
+    for (int j = 0; j < 4; j++) size += p[j].size;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
     if (out == NULL) return NULL;
     char *at = PyBytes_AS_STRING(out);
-    uint8_t retryable = 0;
-    int64_t after = -1;
-    long c = PyLong_AsLong(code); /* 0..CODE_MAX: checked by the caller */
-    int32_t code32 = (int32_t)c;
-    put_bytes(&at, &retryable, 1);
-    put_bytes(&at, &after, 8);
-    put_bytes(&at, &code32, 4);
-    put_u32(&at, (uint32_t)kl);
-    put_u32(&at, (uint32_t)nl);
-    put_u32(&at, (uint32_t)ml);
-    put_u32(&at, (uint32_t)jl);
-    put_bytes(&at, ascii_data(kind), (size_t)kl);
-    put_bytes(&at, ascii_data(name), (size_t)nl);
-    put_bytes(&at, ascii_data(message), (size_t)ml);
-    put_bytes(&at, PyBytes_AS_STRING(json), (size_t)jl);
+    put_root(&at, 0, -1);
+    put_link(&at, code, p);
     return out;
 }
 
@@ -1954,7 +1958,7 @@ static PyObject *cproject_answer(PyObject *module, PyObject *const *args, Py_ssi
     Ctx ctx;
     ctx.secrets = read_secrets();
     if (ctx.secrets == NULL) return settle() == ERR ? NULL : Py_NewRef(Py_None);
-    /* held from here: the values' lookups may run Python code (a key's __eq__) */
+    /* held while written (nothing below runs Python code; held all the same) */
     Py_INCREF(kind);
     Py_INCREF(code);
     Py_INCREF(name);
@@ -1969,7 +1973,7 @@ static PyObject *cproject_answer(PyObject *module, PyObject *const *args, Py_ssi
     PyObject *out = NULL;
     if (rc == OK && (Py_ssize_t)o.n <= g_envelope_max) {
         PyObject *json = PyBytes_FromStringAndSize(o.p, (Py_ssize_t)o.n);
-        PyObject *packed = json ? pack_one(code, kind, name, message, json) : NULL;
+        PyObject *packed = json ? pack_one((int32_t)c, kind, name, message, json) : NULL;
         if (packed != NULL) out = PyTuple_Pack(2, json, packed);
         Py_XDECREF(json);
         Py_XDECREF(packed);

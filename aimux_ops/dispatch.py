@@ -234,16 +234,13 @@ def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
 _ops_get = registry._OPS.get  # the registry's dicts: changed in place, never replaced
 _lazy = registry._LAZY
 
-#: An error not built yet: its class, message and field values (``AimuxError._of_values``'s,
-#: except that a list may be shared: ``_built`` copies it).
+#: An error not built yet: its class, message and field values (``AimuxError._of_values``'s).
 Unbuilt = tuple["type[AimuxError]", str, dict[str, Any]]
 
 
 def _built(failure: Unbuilt) -> AimuxError:
     cls, message, values = failure
-    return cls._of_values(
-        message, {k: v.copy() if v.__class__ is list else v for k, v in values.items()}
-    )
+    return cls._of_values(message, values)
 
 
 def _find_op(op: str | bytes | None, mode: str) -> OpSpec | AimuxError:

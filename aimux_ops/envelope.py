@@ -394,10 +394,9 @@ _answered: tuple[bytes, bytes] = (b"", b"")
 
 def answer(cls: type[AimuxError], message: str, values: dict[str, Any]) -> bytes:
     """``project(cls._of_values(message, values))``: the envelope of the error the core would
-    build from these values (lists in ``values`` may be shared: they are copied when the error
-    is built). The C walk writes it, and its packed chain, straight from the class and the
-    values when it handles them (DESIGN.md "Errors answered from their values"): the error is
-    never built."""
+    build from these values. The C walk writes it, and its packed chain, straight from the class
+    and the values when it handles them (DESIGN.md "Errors answered from their values"): the
+    error is never built."""
     global _answered
     native = _native
     if native is not None:
@@ -405,8 +404,7 @@ def answer(cls: type[AimuxError], message: str, values: dict[str, Any]) -> bytes
         if got is not None:
             _answered = got
             return got[0]  # type: ignore[no-any-return]
-    copied = {k: v.copy() if v.__class__ is list else v for k, v in values.items()}
-    return project(cls._of_values(message, copied))
+    return project(cls._of_values(message, values))
 
 
 def chain_packed(envelope_json: bytes) -> bytes | None:

@@ -40,6 +40,7 @@ import socket  # (loaded on a replay's path anyway: importlib.metadata, for pyda
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
@@ -693,6 +694,18 @@ class SendGuard:
         with self._lock:
             self._stream = None
 
+    @contextmanager
+    def sending(self) -> Iterator[None]:
+        """The request goes out in this context (the sending thread, or the stream's task on the
+        loop): the stream clients' connections check this guard (``_sending``); once the send
+        is over, the guard is detached."""
+        token = _sending.set(self)
+        try:
+            yield
+        finally:
+            _sending.reset(token)
+            self.detach()
+
     def release(self, stream: Any) -> None:
         """``stream`` is done with (a TLS handshake's stand-in): detached if it still is."""
         with self._lock:
@@ -875,12 +888,8 @@ def _guard_connections(client: httpx.Client | httpx.AsyncClient) -> None:
 
 async def _send_guarded(guard: SendGuard, send: Awaitable[httpx.Response]) -> httpx.Response:
     """Await ``send`` with ``guard`` as this task's (the stream loop's side of ``_sending``)."""
-    token = _sending.set(guard)
-    try:
+    with guard.sending():
         return await send
-    finally:
-        _sending.reset(token)
-        guard.detach()
 
 
 #: what is left of a stream's body after its terminal event is read for at most this long and
@@ -1268,12 +1277,8 @@ class HttpTransport:
             hop_rem = rem
             if guard is None:
                 return client.send(req, stream=True)
-            token = _sending.set(guard)  # this thread's send: its connection checks the guard
-            try:
+            with guard.sending():  # this thread's send: its connection checks the guard
                 return client.send(req, stream=True)
-            finally:
-                _sending.reset(token)
-                guard.detach()
 
         here = request.stream and self._fixed is None
         try:

@@ -37,17 +37,11 @@ def _secrets() -> Iterator[None]:
     conftest._problems.clear()  # off-schema values on purpose: both paths project them as given
 
 
-def built(cls: type[E.AimuxError], message: str, values: dict[str, Any]) -> E.AimuxError:
-    return cls._of_values(
-        message, {k: v.copy() if type(v) is list else v for k, v in values.items()}
-    )
-
-
 def python_envelope(cls: type[E.AimuxError], message: str, values: dict[str, Any]) -> bytes:
     saved = envelope._native
     envelope._native = None
     try:
-        return project(built(cls, message, values))
+        return project(cls._of_values(message, values))
     finally:
         envelope._native = saved
 
@@ -285,6 +279,7 @@ def _subclass(**members: Any) -> type[E.AimuxError]:
         {"payload_fields": lambda self: {}},
         {"_wire": [("op", "op")]},
         {"_wire": (("op", 1),)},
+        {"_wire": ((1, "op"),)},
         {"_defaults": type("Defaults", (dict,), {})(op="d")},
         {"code": 0},
         {

@@ -412,11 +412,13 @@ class AimuxError(Exception):
     @classmethod
     def _of_values(cls, message: str, values: dict[str, Any]) -> Self:
         """``cls(message, **values)`` for field values the core itself built with exactly their
-        declared types (each what ``__init__``'s check would store, lists already copies): the
-        same error, without the keyword dict and the per-field checks. Only for classes that
-        keep ``AimuxError.__init__``."""
+        declared types (each what ``__init__``'s check would store; a list is copied, as
+        ``__init__`` stores a copy, so the caller may hand over one it keeps): the same error,
+        without the keyword dict and the per-field checks. Only for classes that keep
+        ``AimuxError.__init__``."""
         err = cls.__new__(cls, message)  # BaseException.__new__: args == (message,)
-        err._values = {**cls._defaults, **values}
+        own = {k: v.copy() if v.__class__ is list else v for k, v in values.items()}
+        err._values = {**cls._defaults, **own}
         err.message = message
         return err
 
