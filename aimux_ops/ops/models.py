@@ -11,10 +11,10 @@ through this module like the params (cold start: a call never creates their clas
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
-from pydantic.alias_generators import to_camel
+from pydantic import Field, WithJsonSchema
 
 from ..providers import available_providers
+from ._model import Model as _Model
 
 __all__ = [
     "CallParams",
@@ -49,18 +49,6 @@ _PROVIDER_SCHEMA = {
     "description": 'The provider id: "openai" (Chat Completions wire format) or "anthropic" '
     "(Messages API); any other id is NoSuchProviderError.",
 }
-
-
-class _Model(BaseModel):
-    # defer_build: each model's validator and serializer are built on its first use, not at
-    # import (cold start: a generate_text call never builds the other ops' models)
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=False,
-        defer_build=True,
-    )
 
 
 # -- params ----------------------------------------------------------------------------------------

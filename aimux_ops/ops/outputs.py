@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from .models import _Model
+from ._model import Model as _Model
 
 __all__ = [
     "ErrorEvent",
