@@ -32,7 +32,6 @@ static int _aimux_py_ready(uint64_t *, size_t, size_t *);
 static int _aimux_py_events_fd(int *, aimux_error_t **);
 static int _aimux_py_wake(uint64_t, int);
 static int _aimux_py_poll_one(uint64_t, size_t, char **);
-static int _aimux_py_unknown_op_arm(uint64_t);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
    retryable / retry_after_ms are decided once, by the Python side (aimux_embed.py `_packed`) or
@@ -244,7 +243,6 @@ static void _aimux_buf_json_string(_aimux_buf *b, const char *s, size_t n)
 }
 
 #include "aimux_queue.c"
-#include "aimux_unknown_op.c"
 
 /* Length of a valid-UTF-8 prefix of s[0..n) cut at <= max bytes on a character boundary;
    invalid bytes end the prefix (the shim's own messages are ASCII; this is a guard). */
@@ -567,9 +565,6 @@ static void _aimux_fork_child(void)
 
 static void _aimux_install_atfork(void)
 {
-    /* child handlers run in the order of registration: the unknown-op template is reset
-       (aimux_unknown_op.c) before the interpreter's after-fork hooks run */
-    pthread_atfork(NULL, NULL, _aimux_uo_fork_child);
     pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
 }
 
@@ -787,11 +782,7 @@ CFFI_DLLEXPORT aimux_error_t *aimux_call(const char *op, const char *params_json
     if (out_result_json == NULL) return _aimux_null_arg("out_result_json");
     *out_result_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
-    if ((err = _aimux_uo_answer(op)) != NULL) return err; /* a plain unknown name: no Python */
     rc = _aimux_py_call(op, params_json, &res, &err);
-    if (rc == 0 && err != NULL && err->code == 300)
-        _aimux_uo_arm_soon(); /* before _aimux_after:
-            it hands back an interrupt noted there */
     if ((err = _aimux_after(rc, err)) != NULL) {
         free(res);
         return err;
