@@ -49,7 +49,7 @@ native: setup
 	$(MAKE) -C native build $(SUB_ENV)
 
 ## schema: regenerate everything derived from the catalogue and the op models (one generator,
-## aimux_ops/codegen): schema/, native/aimux_codes.h, the shim's early-error table, the Go, Node
+## aimux_ops/codegen): schema/, native/aimux_codes.h, the shim's early-error table and packed-chain layout, the Go, Node
 ## and Java generated code, the DESIGN.md catalogue table. All of it is committed.
 schema: setup
 	$(PY) -m aimux_ops.codegen --write
@@ -62,7 +62,7 @@ check-schema: setup
 ## clang-format, a strict -Werror compile of the shim on its own, cppcheck; Node: eslint; Go:
 ## gofmt, go vet, staticcheck; Java: checkstyle. Tool versions are pinned (lock files, Makefiles).
 PY_LINTED := aimux_ops tests contract-tests bindings/python native setup.py
-C_GENERATED := native/aimux_codes.h native/src/aimux_early.h
+C_GENERATED := native/aimux_codes.h native/src/aimux_early.h native/src/aimux_packed.h
 C_SOURCES := $(filter-out $(C_GENERATED),$(wildcard native/*.h native/src/*.c native/lint/*.[ch] \
              native/tests/*.c native/examples/*.c bindings/cpp/*.hpp bindings/cpp/tests/*.cpp \
              bindings/cpp/tools/*.cpp fuzz/*.c bench/*.c bench/native/*.c aimux_ops/*.c))

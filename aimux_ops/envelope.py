@@ -303,7 +303,7 @@ def _decoded_root_code(root: dict[str, Any]) -> int:
 
 
 class Link(NamedTuple):
-    """One link of the native chain as the C shim packs it (DESIGN.md "The C accessors")."""
+    """One link of the native chain as the C shim gets it (``aimux_ops.packed.pack``)."""
 
     code: int
     kind: bytes  #: the node's kind, b"source" for a source node

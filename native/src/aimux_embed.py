@@ -8,15 +8,10 @@ aimux_cdef.h. It never raises: a failure to load the core is recorded, and every
 # ruff: noqa: BLE001, UP031  (the callbacks must catch everything; %-format keeps bytes-safe text)
 
 import site
-import struct
 
 from _aimux_cffi import ffi, lib
 
 NULL = ffi.NULL
-_ROOT = struct.Struct("=Bq")  # the root's retryable and retryAfterMs, ahead of the links
-_pack_root = _ROOT.pack
-_pack = struct.Struct("=iIIII").pack
-_NO_NAME = 0xFFFFFFFF
 _init_error = None
 _paths = []
 try:
@@ -109,24 +104,13 @@ def _internal(where, exc):
 
 
 def _packed(walk):
-    # The format _aimux_err_unpack reads (aimux_shim.c): the root's own retryable and
-    # retryAfterMs, then per link its code, kind, name, message and JSON, decided once by
-    # chain_links (the C accessors never read JSON).
-    (retryable, after), links = walk
-    root = _pack_root(1 if retryable else 0, -1 if after is None or after > 2**63 - 1 else after)
-    parts = [root]
-    for code, kind, name, msg, node in links:
-        if not -0x80000000 <= code <= 0x7FFFFFFF:
-            code = 0
-        parts.append(
-            _pack(code, len(kind), _NO_NAME if name is None else len(name), len(msg), len(node))
-        )
-        parts.append(kind)
-        if name is not None:
-            parts.append(name)
-        parts.append(msg)
-        parts.append(node)
-    return b"".join(parts)
+    # The format _aimux_err_unpack reads (aimux_ops/packed.py, its one definition): the root's
+    # own retryable and retryAfterMs, then per link its code, kind, name, message and JSON,
+    # decided once by chain_links (the C accessors never read JSON).
+    global _packed
+    from aimux_ops.packed import pack as _packed
+
+    return _packed(walk)
 
 
 def _chain(env):
@@ -385,7 +369,7 @@ else:
                 )
             )
             return 0
-        if len(buf) <= _ROOT.size:  # no link: not a JSON object
+        if len(buf) <= lib._AIMUX_PACKED_ROOT_SIZE:  # no link: not a JSON object
             out_err[0] = _core_error(
                 _errors.InvalidWireJSONError(
                     "envelope_json is not an error envelope (not a JSON object)",
