@@ -67,8 +67,3 @@ static int _aimux_py_events_fd(int *out, aimux_error_t **err)
     (void)out, (void)err;
     return -1;
 }
-static int _aimux_py_unknown_op_arm(uint64_t gen)
-{
-    (void)gen;
-    return -1;
-}

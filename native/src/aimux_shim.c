@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include "aimux.h"
 #include "aimux_early.h"
+#include "aimux_packed.h"
 
 #define AIMUX_MSG_MAX 1024
 
@@ -32,11 +33,10 @@ static int _aimux_py_ready(uint64_t *, size_t, size_t *);
 static int _aimux_py_events_fd(int *, aimux_error_t **);
 static int _aimux_py_wake(uint64_t, int);
 static int _aimux_py_poll_one(uint64_t, size_t, char **);
-static int _aimux_py_unknown_op_arm(uint64_t);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
-   retryable / retry_after_ms are decided once, by the Python side (aimux_embed.py `_packed`) or
-   by _aimux_err_early: the accessors never read JSON. */
+   retryable / retry_after_ms are decided once, by the core (aimux_ops.packed.pack of
+   envelope.chain_links) or by _aimux_err_early: the accessors never read JSON. */
 struct aimux_error {
     int32_t code;
     int retryable;          /* root only (0 on a cause) */
@@ -61,8 +61,6 @@ static struct aimux_error _aimux_oom = {_AIMUX_OOM_CODE,
                                         sizeof(_AIMUX_OOM_MSG) - 1,
                                         sizeof(_AIMUX_OOM_JSON) - 1,
                                         NULL};
-
-#define _AIMUX_NO_NAME 0xFFFFFFFFu
 
 /* One allocation for a node: kind and name copied (name == NULL: the node has no name), room
    for a message of msg_len and a JSON text of json_len bytes, NUL-terminated, for the caller to
@@ -123,36 +121,42 @@ static void _aimux_chain_free(aimux_error_t *e)
     }
 }
 
-/* A chain packed by Python (aimux_embed.py `_packed`): {uint8 retryable, int64 retry_after_ms
-   (-1: absent)} for the root, then per node, root first: {int32 code, uint32 kind_len,
-   uint32 name_len (0xFFFFFFFF: no name), uint32 msg_len, uint32 json_len, kind, name, msg,
-   json}. One allocation per node. NULL when out of memory or malformed. */
+/* A chain packed by the core (aimux_ops/packed.py, the layout's one definition; its types and
+   offsets are generated into aimux_packed.h): the root's header, then per node, root first, a
+   link header and its kind, name, message and JSON bytes. One allocation per node. NULL when
+   out of memory or malformed. */
+#define _AIMUX_PACKED_GET(var, buf, at) memcpy(&(var), (buf) + (at), sizeof(var))
 aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
 {
     aimux_error_t *root = NULL, **tail = &root;
-    size_t off = 9;
-    uint8_t retryable;
-    int64_t after;
-    if (len < 9) return NULL;
-    memcpy(&retryable, buf, 1);
-    memcpy(&after, buf + 1, 8);
+    size_t off = _AIMUX_PACKED_ROOT_SIZE;
+    _aimux_packed_root_retryable_t retryable;
+    _aimux_packed_root_retry_after_ms_t after;
+    if (len < _AIMUX_PACKED_ROOT_SIZE) return NULL;
+    _AIMUX_PACKED_GET(retryable, buf, _AIMUX_PACKED_ROOT_RETRYABLE);
+    _AIMUX_PACKED_GET(after, buf, _AIMUX_PACKED_ROOT_RETRY_AFTER_MS);
     while (off < len) {
-        int32_t code;
-        uint32_t kl, nl, ml, jl;
-        size_t need;
+        _aimux_packed_link_code_t code;
+        _aimux_packed_link_kind_len_t kl;
+        _aimux_packed_link_name_len_t nl;
+        _aimux_packed_link_message_len_t ml;
+        _aimux_packed_link_json_len_t jl;
+        const char *at = buf + off;
+        size_t need, nlen;
         aimux_error_t *n;
-        if (len - off < 20) goto bad;
-        memcpy(&code, buf + off, 4);
-        memcpy(&kl, buf + off + 4, 4);
-        memcpy(&nl, buf + off + 8, 4);
-        memcpy(&ml, buf + off + 12, 4);
-        memcpy(&jl, buf + off + 16, 4);
-        off += 20;
-        need = (size_t)kl + (nl == _AIMUX_NO_NAME ? 0 : (size_t)nl) + (size_t)ml + (size_t)jl;
+        if (len - off < _AIMUX_PACKED_LINK_SIZE) goto bad;
+        _AIMUX_PACKED_GET(code, at, _AIMUX_PACKED_LINK_CODE);
+        _AIMUX_PACKED_GET(kl, at, _AIMUX_PACKED_LINK_KIND_LEN);
+        _AIMUX_PACKED_GET(nl, at, _AIMUX_PACKED_LINK_NAME_LEN);
+        _AIMUX_PACKED_GET(ml, at, _AIMUX_PACKED_LINK_MESSAGE_LEN);
+        _AIMUX_PACKED_GET(jl, at, _AIMUX_PACKED_LINK_JSON_LEN);
+        off += _AIMUX_PACKED_LINK_SIZE;
+        nlen = nl == _AIMUX_PACKED_NO_NAME ? 0 : (size_t)nl;
+        need = (size_t)kl + nlen + (size_t)ml + (size_t)jl;
         if (len - off < need) goto bad;
-        n = _aimux_node_new(code, buf + off, kl, nl == _AIMUX_NO_NAME ? NULL : buf + off + kl,
-                            nl == _AIMUX_NO_NAME ? 0 : nl, buf + off + need - ml - jl, ml,
-                            buf + off + need - jl, jl);
+        n = _aimux_node_new(code, buf + off, kl,
+                            nl == _AIMUX_PACKED_NO_NAME ? NULL : buf + off + kl, nlen,
+                            buf + off + kl + nlen, ml, buf + off + kl + nlen + ml, jl);
         if (n == NULL) goto bad;
         off += need;
         *tail = n;
@@ -244,7 +248,6 @@ static void _aimux_buf_json_string(_aimux_buf *b, const char *s, size_t n)
 }
 
 #include "aimux_queue.c"
-#include "aimux_unknown_op.c"
 
 /* Length of a valid-UTF-8 prefix of s[0..n) cut at <= max bytes on a character boundary;
    invalid bytes end the prefix (the shim's own messages are ASCII; this is a guard). */
@@ -567,9 +570,6 @@ static void _aimux_fork_child(void)
 
 static void _aimux_install_atfork(void)
 {
-    /* child handlers run in the order of registration: the unknown-op template is reset
-       (aimux_unknown_op.c) before the interpreter's after-fork hooks run */
-    pthread_atfork(NULL, NULL, _aimux_uo_fork_child);
     pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
 }
 
@@ -787,11 +787,7 @@ CFFI_DLLEXPORT aimux_error_t *aimux_call(const char *op, const char *params_json
     if (out_result_json == NULL) return _aimux_null_arg("out_result_json");
     *out_result_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
-    if ((err = _aimux_uo_answer(op)) != NULL) return err; /* a plain unknown name: no Python */
     rc = _aimux_py_call(op, params_json, &res, &err);
-    if (rc == 0 && err != NULL && err->code == 300)
-        _aimux_uo_arm_soon(); /* before _aimux_after:
-            it hands back an interrupt noted there */
     if ((err = _aimux_after(rc, err)) != NULL) {
         free(res);
         return err;

@@ -10,7 +10,7 @@
  *                            a stream opened before the fork is 203 in the child
  *   test_guest fork-busy     another thread inside a call when the host forks: the child's calls
  *                            complete, the parent's call gets its own answer
- *   test_guest fork-unknown  two threads answered unknown ops in C (no interpreter) while the
+ *   test_guest fork-unknown  two threads calling unknown ops (answered by the core) while the
  *                            host forks 200 times: each child answers its own unknown ops; the
  *                            host's own fork handler (registered first) makes calls each time
  *   test_guest signals       every disposition and the mask are the same before and after calls
@@ -396,8 +396,8 @@ static void test_fork_busy(void)
           busy_bad);
 }
 
-/* unknown ops answered in C (aimux_unknown_op.c: its own lock, no interpreter) by other threads
-   while the host forks: the lock is never copied held, each child answers its own unknown ops */
+/* unknown ops answered by the core on other threads while the host forks: no lock is copied
+   held, each child answers its own unknown ops */
 static void *unknown_ops_thread(void *arg)
 {
     char name[64];
@@ -448,7 +448,6 @@ static void test_fork_unknown(void)
     int round, forks = 0, bad[2] = {0, 0};
     pthread_t t[2];
     pthread_atfork(NULL, host_parent_handler, NULL);
-    /* the first unknown op goes to the core, which arms the C answer for the next ones */
     CHECK(unknown_op_answered("no.such.op") && unknown_op_answered("no.such.op"),
           "unknown ops answered before the threads start");
     atomic_store(&g_stop_busy, 0);
