@@ -10,12 +10,12 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers import ROOT
+from scenario_server import Reply, ScenarioServer, sse_reply
 
 import aimux_ops
 from aimux_ops import ToolResult
 from aimux_ops.errors import ToolExecutionError
-
-from scenario_server import Reply, ScenarioServer, sse_reply
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,10 @@ def openai_tool_calls(*calls: tuple[str, str, dict[str, Any]]) -> Reply:
                                     "index": i,
                                     "id": call_id,
                                     "type": "function",
-                                    "function": {"name": name, "arguments": orjson.dumps(args).decode()},
+                                    "function": {
+                                        "name": name,
+                                        "arguments": orjson.dumps(args).decode(),
+                                    },
                                 }
                             ]
                         },
@@ -53,8 +56,12 @@ def openai_tool_calls(*calls: tuple[str, str, dict[str, Any]]) -> Reply:
                 ],
             }
         )
-    frames.append({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
-    frames.append({"id": "c1", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+    frames.append(
+        {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    )
+    frames.append(
+        {"id": "c1", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+    )
     return sse_reply(frames)
 
 
@@ -106,7 +113,10 @@ def anthropic_tool_calls(*calls: tuple[str, str, dict[str, Any]]) -> Reply:
                 {
                     "type": "content_block_delta",
                     "index": i,
-                    "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(args).decode()},
+                    "delta": {
+                        "type": "input_json_delta",
+                        "partial_json": orjson.dumps(args).decode(),
+                    },
                 },
             )
         )
@@ -114,7 +124,11 @@ def anthropic_tool_calls(*calls: tuple[str, str, dict[str, Any]]) -> Reply:
     frames.append(
         _event(
             "message_delta",
-            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use"},
+                "usage": {"output_tokens": 5},
+            },
         )
     )
     frames.append(_event("message_stop", {"type": "message_stop"}))
@@ -140,16 +154,28 @@ def anthropic_text(text: str) -> Reply:
             ),
             _event(
                 "content_block_start",
-                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
             ),
             _event(
                 "content_block_delta",
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": text},
+                },
             ),
             _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
             _event(
                 "message_delta",
-                {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn"},
+                    "usage": {"output_tokens": 3},
+                },
             ),
             _event("message_stop", {"type": "message_stop"}),
         ],
@@ -204,7 +230,9 @@ def tool_results_sent(provider: str, request: dict[str, Any]) -> list[dict[str, 
 def assistant_calls_sent(provider: str, request: dict[str, Any]) -> list[str]:
     body = orjson.loads(request["body"])
     if provider == "openai":
-        return [c["id"] for m in body["messages"] if m["role"] == "assistant" for c in m["tool_calls"]]
+        return [
+            c["id"] for m in body["messages"] if m["role"] == "assistant" for c in m["tool_calls"]
+        ]
     return [
         b["id"]
         for m in body["messages"]
@@ -235,8 +263,12 @@ def test_a_tool_value_goes_to_the_model_and_the_loop_answers(
     assert result["text"] == "Sunny in Paris."
     assert [s["finishReason"] for s in result["steps"]] == ["tool-calls", "stop"]
     assert result["steps"][0]["toolResults"] == [
-        {"toolCallId": "t1", "toolName": "weather", "input": {"city": "Paris"},
-         "output": {"forecast": "sunny", "celsius": 21}}
+        {
+            "toolCallId": "t1",
+            "toolName": "weather",
+            "input": {"city": "Paris"},
+            "output": {"forecast": "sunny", "celsius": 21},
+        }
     ]
     assert result["usage"]["inputTokens"] == 30 and result["usage"]["outputTokens"] == 8
     requests = scenarios.requests[name]
@@ -258,20 +290,31 @@ def test_a_tool_level_error_is_seen_by_the_model_which_recovers(
         aimux_ops.stream(
             "stream_text",
             params(provider, url),
-            execute={"weather": lambda a: ToolResult.error_with_data("unknown city", {"city": a["city"]})},
+            execute={
+                "weather": lambda a: ToolResult.error_with_data("unknown city", {"city": a["city"]})
+            },
         )
     )
     kinds = [e["type"] for e in events]
     assert kinds == [
-        "start-step", "tool-call", "tool-error", "finish-step",
-        "start-step", "text-delta", "finish-step", "finish",
+        "start-step",
+        "tool-call",
+        "tool-error",
+        "finish-step",
+        "start-step",
+        "text-delta",
+        "finish-step",
+        "finish",
     ]
     tool_error = events[2]
     assert tool_error["error"] == {"message": "unknown city", "data": {"city": "Atlantis"}}
     sent = tool_results_sent(provider, scenarios.requests[name][1])
     assert sent == [
-        {"id": "t1", "content": '{"message":"unknown city","data":{"city":"Atlantis"}}',
-         "is_error": provider == "anthropic"}
+        {
+            "id": "t1",
+            "content": '{"message":"unknown city","data":{"city":"Atlantis"}}',
+            "is_error": provider == "anthropic",
+        }
     ]
 
 
@@ -285,7 +328,7 @@ def test_a_raised_exception_reaches_the_caller_with_its_own_chain_and_never_the_
 
     def weather(args: dict[str, Any]) -> Any:
         try:
-            open("/nonexistent/aimux/weather.json")  # noqa: SIM115
+            open("/nonexistent/aimux/weather.json")
         except OSError as exc:
             raise RuntimeError("cannot read the weather file") from exc
 
@@ -300,7 +343,9 @@ def test_a_raised_exception_reaches_the_caller_with_its_own_chain_and_never_the_
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_a_raised_exception_to_the_model_when_asked(scenarios: ScenarioServer, provider: str) -> None:
+def test_a_raised_exception_to_the_model_when_asked(
+    scenarios: ScenarioServer, provider: str
+) -> None:
     calls, text = WIRE[provider]
     name = f"tomodel-{provider}"
     url = scenarios.add(name, calls(("t1", "weather", {"city": "Paris"})), text("Sorry."))
@@ -309,13 +354,18 @@ def test_a_raised_exception_to_the_model_when_asked(scenarios: ScenarioServer, p
         raise FileNotFoundError(2, "No such file or directory", "weather.json")
 
     result = aimux_ops.call(
-        "generate_text", params(provider, url, toolFailures="to-model"), execute={"weather": weather}
+        "generate_text",
+        params(provider, url, toolFailures="to-model"),
+        execute={"weather": weather},
     )
     assert result["text"] == "Sorry."
     sent = tool_results_sent(provider, scenarios.requests[name][1])
     assert sent == [
-        {"id": "t1", "content": "[Errno 2] No such file or directory: 'weather.json'",
-         "is_error": provider == "anthropic"}
+        {
+            "id": "t1",
+            "content": "[Errno 2] No such file or directory: 'weather.json'",
+            "is_error": provider == "anthropic",
+        }
     ]
 
 
@@ -330,7 +380,11 @@ def test_an_unknown_tool_goes_back_to_the_model_as_a_tool_error(
     tool_error = next(e for e in events if e["type"] == "tool-error")
     assert tool_error["error"]["error"]["name"] == "AI_NoSuchToolError"
     sent = tool_results_sent(provider, scenarios.requests[name][1])
-    assert len(sent) == 1 and sent[0]["id"] == "t1" and "unavailable tool 'teleport'" in sent[0]["content"]
+    assert (
+        len(sent) == 1
+        and sent[0]["id"] == "t1"
+        and "unavailable tool 'teleport'" in sent[0]["content"]
+    )
     assert sent[0]["is_error"] is (provider == "anthropic")
     assert events[-1]["type"] == "finish"
 
@@ -356,7 +410,9 @@ def test_two_calls_of_one_step_run_concurrently_and_are_answered_in_any_order(
             paris_may_finish.set()
         return f"{args['city']}: fine"
 
-    events = list(aimux_ops.stream("stream_text", params(provider, url), execute={"weather": weather}))
+    events = list(
+        aimux_ops.stream("stream_text", params(provider, url), execute={"weather": weather})
+    )
     results = [e["toolCallId"] for e in events if e["type"] == "tool-result"]
     assert results == ["t2", "t1"]  # as they came
     sent = tool_results_sent(provider, scenarios.requests[name][1])
@@ -377,7 +433,9 @@ def test_the_default_stop_runs_the_tools_of_one_step_and_calls_the_model_once(
 
 
 def test_has_tool_call_stops_the_loop(scenarios: ScenarioServer) -> None:
-    url = scenarios.add("hastool", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("x"))
+    url = scenarios.add(
+        "hastool", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("x")
+    )
     p = params("openai", url, stopWhen=[{"stepCount": 9}, {"hasToolCall": ["weather"]}])
     aimux_ops.call("generate_text", p, execute={"weather": lambda a: "sunny"})
     assert scenarios.count("hastool") == 1
@@ -386,7 +444,9 @@ def test_has_tool_call_stops_the_loop(scenarios: ScenarioServer) -> None:
 def test_closing_the_stream_while_a_tool_runs_cancels_it_without_a_next_step(
     scenarios: ScenarioServer,
 ) -> None:
-    url = scenarios.add("cancel", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("x"))
+    url = scenarios.add(
+        "cancel", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("x")
+    )
     running, release = threading.Event(), threading.Event()
 
     def weather(args: dict[str, Any]) -> str:
@@ -423,7 +483,9 @@ def test_answers_the_stream_does_not_wait_for_are_clear_errors(scenarios: Scenar
     from aimux_ops.caller_stream import stream_here_json
     from aimux_ops.dispatch import stream_free, stream_next_objects, stream_tool_result_json
 
-    url = scenarios.add("answers", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("ok"))
+    url = scenarios.add(
+        "answers", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("ok")
+    )
     p = params("openai", url)
     p["tools"]["weather"] = {**WEATHER, "execute": True}
     handle, envelope = stream_here_json("stream_text", orjson.dumps(p))
@@ -467,7 +529,7 @@ def test_a_timeout_bounds_the_wait_for_an_answer(scenarios: ScenarioServer) -> N
     assert handle is not None
     events: list[Any] = []
     while True:
-        batch, env = stream_next_objects(handle)
+        batch, _ = stream_next_objects(handle)
         if batch is None:
             break
         events.extend(batch)
@@ -478,3 +540,105 @@ def test_a_timeout_bounds_the_wait_for_an_answer(scenarios: ScenarioServer) -> N
     assert last["type"] == "error" and last["error"]["error"]["name"] == "AI_TimeoutError"
 
 
+# -- through libaimux (a C host) ----------------------------------------------------------------
+
+LIB = ROOT / "native" / "build" / "libaimux.so"
+AGENT = ROOT / "native" / "build" / "agent"
+
+_C_HOST = r"""
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.aimux_stream.restype = lib.aimux_stream_tool_result.restype = ctypes.c_void_p
+lib.aimux_stream.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+lib.aimux_stream_tool_result.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_char_p]
+lib.aimux_stream_next.restype = ctypes.c_void_p
+lib.aimux_stream_next.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
+lib.aimux_error_code.argtypes = [ctypes.c_void_p]
+lib.aimux_error_free.argtypes = [ctypes.c_void_p]
+lib.aimux_string_free.argtypes = [ctypes.c_void_p]
+lib.aimux_stream_free.argtypes = [ctypes.c_uint64]
+
+def code(err):
+    if not err:
+        return None
+    c = lib.aimux_error_code(err)
+    lib.aimux_error_free(err)
+    return c
+
+h = ctypes.c_uint64()
+assert code(lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))) is None
+out = []
+ev = ctypes.c_void_p()
+while True:
+    assert code(lib.aimux_stream_next(h.value, ctypes.byref(ev))) is None
+    if not ev.value:
+        break
+    text = ctypes.string_at(ev.value).decode()
+    lib.aimux_string_free(ev.value)
+    out.append(text)
+    if '"tool-call"' in text:
+        out.append(str(code(lib.aimux_stream_tool_result(h.value, None, b"{}"))))
+        out.append(str(code(lib.aimux_stream_tool_result(h.value, b"t1", None))))
+        out.append(str(code(lib.aimux_stream_tool_result(h.value, b"t9", b'{"output": 1}'))))
+        out.append(str(code(lib.aimux_stream_tool_result(h.value, b"t1", b'{"output": "sunny"}'))))
+lib.aimux_stream_free(h.value)
+out.append(str(code(lib.aimux_stream_tool_result(h.value, b"t1", b'{"output": 1}'))))
+print("\n".join(out))
+"""
+
+
+def test_a_c_host_answers_through_aimux_stream_tool_result(
+    scenarios: ScenarioServer, tmp_path: Any
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    url = scenarios.add(
+        "cabi", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("Sunny.")
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    host = tmp_path / "host.py"
+    host.write_text(_C_HOST)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    i = next(n for n, line in enumerate(lines) if '"tool-call"' in line)
+    assert lines[i + 1 : i + 5] == ["204", "204", "301", "None"]
+    assert '"tool-result"' in lines[i + 5] and '"sunny"' in lines[i + 5]
+    assert '"Sunny."' in "".join(lines)
+    assert lines[-1] == "203"  # the stream was freed
+    assert tool_results_sent("openai", scenarios.requests["cabi"][1]) == [
+        {"id": "t1", "content": "sunny", "is_error": False}
+    ]
+
+
+def test_the_c_agent_demo_runs_from_outside_the_checkout(tmp_path: Any) -> None:
+    import subprocess
+
+    if not AGENT.exists():
+        subprocess.run(
+            ["make", "-C", str(ROOT / "native"), "build/agent"], check=True, capture_output=True
+        )
+    proc = subprocess.run(
+        [str(AGENT), str(ROOT / "recordings" / "agent.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'host answers {"error": {"message": "file not found: notes/missing.txt"}}' in proc.stdout
+    assert proc.stdout.strip().endswith(
+        "done after 3 steps: Your todo list: buy milk, and call Ada."
+    )
