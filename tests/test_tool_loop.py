@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
-from helpers import ROOT
+from helpers import ROOT, validator
 from scenario_server import Reply, ScenarioServer, sse_reply
 
 import aimux_ops
@@ -271,6 +271,7 @@ def test_a_tool_value_goes_to_the_model_and_the_loop_answers(
         }
     ]
     assert result["usage"]["inputTokens"] == 30 and result["usage"]["outputTokens"] == 8
+    validator("ops/generate_text.result.schema.json").validate(result)
     requests = scenarios.requests[name]
     assert len(requests) == 2
     assert assistant_calls_sent(provider, requests[1]) == ["t1"]
@@ -295,6 +296,9 @@ def test_a_tool_level_error_is_seen_by_the_model_which_recovers(
             },
         )
     )
+    event_schema = validator("ops/stream_text.event.schema.json")
+    for event in events:
+        event_schema.validate(event)  # the manifest's event schema holds every loop event
     kinds = [e["type"] for e in events]
     assert kinds == [
         "start-step",

@@ -199,6 +199,13 @@ if TYPE_CHECKING:
 _OUTPUTS = frozenset(
     (
         "ErrorEvent",
+        "ToolResultPart",
+        "ToolResultEvent",
+        "ToolErrorPart",
+        "ToolErrorEvent",
+        "StepResult",
+        "StartStepEvent",
+        "FinishStepEvent",
         "FinishEvent",
         "FinishReason",
         "GenerateObjectResult",
