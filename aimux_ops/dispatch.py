@@ -79,6 +79,7 @@ __all__ = [
     "stream_next_objects",
     "stream_poll_json",
     "stream_start_json",
+    "stream_tool_result_json",
     "stream_wake",
     "use_native_queues",
 ]
@@ -1229,6 +1230,45 @@ def stream_next_objects(handle: int, max_events: int = 256) -> tuple[Any, bytes 
         raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
+
+
+def stream_tool_result_json(
+    handle: int, tool_call_id: str | bytes | None, answer_json: bytes | str | None
+) -> bytes | None:
+    """The host's answer to one of a stream's host tool calls (``aimux_stream_tool_result``,
+    any thread): None when taken, else the envelope — 203 for a stream that is unknown, freed or
+    ended, 301 for a call the stream does not wait for or an answer that is not one (the call
+    still waits for its answer), 201 / 202 / 204 for text that cannot be read. Never raises."""
+    try:
+        from .ops.answers import parse_answer
+
+        if tool_call_id is None or answer_json is None:
+            from .errors import NullArgumentError
+
+            which = "tool_call_id" if tool_call_id is None else "answer_json"
+            raise NullArgumentError(f"{which} is NULL", argument=which)
+        stream = _lookup(handle)
+        if isinstance(tool_call_id, bytes):
+            try:
+                tool_call_id = tool_call_id.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                from .errors import InvalidUTF8Error
+
+                raise InvalidUTF8Error(
+                    "tool_call_id is not valid UTF-8", argument="tool_call_id"
+                ) from exc
+        answer = parse_answer(answer_json)
+        answers = stream.ctx.answers
+        if answers is None:  # a stream without host tools: nothing to answer
+            from .ops.answers import refused
+
+            raise refused("tool_call_id", f"no such pending call: {tool_call_id[:200]!r}")
+        answers.put(tool_call_id, answer)
+        return None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
+        return project(exc)
 
 
 def stream_cancel(handle: int) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "RETRY_AFTER_MAX_MS",
     "chain_links",
     "check_root",
+    "decode_cause",
     "decode_error",
     "native_chain",
     "project",
@@ -255,6 +256,12 @@ def check_root(obj: dict[str, Any]) -> None:
                 "envelope has no valid 'code' (an integer ≥ 1) and no known error name",
                 argument="envelope",
             )
+
+
+def decode_cause(node: dict[str, Any]) -> BaseException:
+    """Rebuild one cause node (an aimux node or a source node) and its chain as exceptions: a
+    host's own error chain (a tool's failure) enters the core this way."""
+    return _decode_node(node, 0)
 
 
 def decode_error(envelope: bytes | str | dict[str, Any]) -> AimuxError:

@@ -258,3 +258,12 @@ class NoObjectGeneratedError(AIError, code=21):
     text: str | None = None
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
+
+
+class ToolExecutionError(AIError, code=22):
+    """A host tool failed at framework level (its ``execute`` raised, threw or returned an
+    error): the model never sees it; the cause is the host's own exception chain."""
+
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    input: Any = None

@@ -31,6 +31,7 @@ __all__ = [
     "ResponseInfo",
     "RetrySpec",
     "StreamEvent",
+    "StopCondition",
     "StreamTextParams",
     "TextDeltaEvent",
     "ToolCall",
@@ -102,6 +103,22 @@ class ToolSpec(_Model):
         default_factory=lambda: {"type": "object", "properties": {}},
         description="JSON Schema of the tool's input.",
     )
+    execute: bool = Field(
+        default=False,
+        description="true: the host runs this tool. Its calls arrive as tool-call events and "
+        "are answered with aimux_stream_tool_result (stream ops only).",
+    )
+
+
+class StopCondition(_Model):
+    """When the multi-step loop stops (any condition that holds stops it)."""
+
+    step_count: int | None = Field(
+        default=None, ge=1, description="Stop after this many steps (model calls)."
+    )
+    has_tool_call: list[str] | None = Field(
+        default=None, description="Stop after a step that called one of these tools."
+    )
 
 
 class ToolChoiceTool(_Model):
@@ -138,6 +155,16 @@ class CallParams(_Model):
     recording: RecordingSpec | None = None
     tools: dict[str, ToolSpec] | None = None
     tool_choice: Literal["auto", "none", "required"] | ToolChoiceTool | None = None
+    stop_when: StopCondition | list[StopCondition] | None = Field(
+        default=None,
+        description="When the tool loop stops (default: one step, as the AI SDK).",
+    )
+    tool_failures: Literal["to-caller", "to-model"] = Field(
+        default="to-caller",
+        description='A host tool that failed (raised): "to-caller" ends the call with '
+        'AI_ToolExecutionError caused by the host\'s error; "to-model" sends its message to '
+        "the model as a tool error (the AI SDK's behaviour).",
+    )
 
 
 class GenerateTextParams(CallParams):
@@ -172,6 +199,13 @@ if TYPE_CHECKING:
 _OUTPUTS = frozenset(
     (
         "ErrorEvent",
+        "ToolResultPart",
+        "ToolResultEvent",
+        "ToolErrorPart",
+        "ToolErrorEvent",
+        "StepResult",
+        "StartStepEvent",
+        "FinishStepEvent",
         "FinishEvent",
         "FinishReason",
         "GenerateObjectResult",

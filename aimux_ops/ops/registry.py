@@ -56,6 +56,9 @@ class StreamContext:
     def __init__(self, *, batches: bool = False) -> None:
         self.cancelled = threading.Event()
         self.batches = batches
+        #: the host's answers to its tools' calls (``ops.answers.ToolAnswers``), set by the
+        #: tool loop; None for a stream without host tools
+        self.answers: Any = None
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 

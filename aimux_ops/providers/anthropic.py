@@ -147,6 +147,8 @@ def convert_prompt(call: LanguageModelCall) -> tuple[list[dict[str, Any]], list[
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
             if m.content is not None:
                 result["content"] = m.content
+            if m.is_error:
+                result["is_error"] = True
             blocks = [result]
         else:
             role = m.role

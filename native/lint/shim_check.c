@@ -24,6 +24,12 @@ static int _aimux_py_stream_ctl(uint64_t h, int free_it)
     (void)h, (void)free_it;
     return -1;
 }
+static int _aimux_py_stream_tool_result(uint64_t h, const char *id, const char *answer,
+                                        aimux_error_t **err)
+{
+    (void)h, (void)id, (void)answer, (void)err;
+    return -1;
+}
 static int _aimux_py_decode(const char *text, aimux_error_t **out, aimux_error_t **err)
 {
     (void)text, (void)out, (void)err;

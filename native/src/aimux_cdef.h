@@ -48,4 +48,5 @@ extern "Python" int _aimux_py_poll_one(uint64_t, size_t, char **);
 extern "Python" int _aimux_py_wake(uint64_t, int);
 extern "Python" int _aimux_py_ready(uint64_t *, size_t, size_t *);
 extern "Python" int _aimux_py_events_fd(int *, aimux_error_t **);
+extern "Python" int _aimux_py_stream_tool_result(uint64_t, const char *, const char *, aimux_error_t **);
 extern "Python" int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);

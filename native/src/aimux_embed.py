@@ -155,6 +155,10 @@ if _init_error is not None:
         return _fail(out_err)
 
     @ffi.def_extern(error=-1)
+    def _aimux_py_stream_tool_result(handle, tool_call_id, answer, out_err):
+        return _fail(out_err)
+
+    @ffi.def_extern(error=-1)
     def _aimux_py_stream_start(op, params, out_stream, out_err):
         return _fail(out_err)
 
@@ -337,6 +341,18 @@ else:
             out_fd[0] = _events_fd()
         except BaseException as e:
             out_err[0] = _internal("events_fd", e)
+        return 0
+
+    @ffi.def_extern(error=-1)
+    def _aimux_py_stream_tool_result(handle, tool_call_id, answer, out_err, _s=ffi.string):
+        try:
+            env = _dispatch.stream_tool_result_json(handle, _s(tool_call_id), _s(answer))
+            if env is not None:
+                out_err[0] = _chain(env)
+        except MemoryError:
+            raise
+        except BaseException as e:
+            out_err[0] = _internal("stream_tool_result_json", e)
         return 0
 
     @ffi.def_extern(error=-1)

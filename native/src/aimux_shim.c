@@ -33,6 +33,7 @@ static int _aimux_py_ready(uint64_t *, size_t, size_t *);
 static int _aimux_py_events_fd(int *, aimux_error_t **);
 static int _aimux_py_wake(uint64_t, int);
 static int _aimux_py_poll_one(uint64_t, size_t, char **);
+static int _aimux_py_stream_tool_result(uint64_t, const char *, const char *, aimux_error_t **);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
    retryable / retry_after_ms are decided once, by the core (aimux_ops.packed.pack of
@@ -874,6 +875,19 @@ static void _aimux_stream_ctl(uint64_t stream, int release)
         return;
     }
     (void)_aimux_py_stream_ctl(stream, release);
+}
+
+CFFI_DLLEXPORT aimux_error_t *aimux_stream_tool_result(uint64_t stream, const char *tool_call_id,
+                                                       const char *answer_json)
+{
+    aimux_error_t *err;
+    int rc;
+    if (tool_call_id == NULL) return _aimux_null_arg("tool_call_id");
+    if (answer_json == NULL) return _aimux_null_arg("answer_json");
+    if ((err = _aimux_runtime()) != NULL) return err;
+    err = NULL;
+    rc = _aimux_py_stream_tool_result(stream, tool_call_id, answer_json, &err);
+    return _aimux_after(rc, err);
 }
 
 CFFI_DLLEXPORT void aimux_stream_cancel(uint64_t stream) { _aimux_stream_ctl(stream, 0); }
