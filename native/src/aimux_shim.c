@@ -979,10 +979,10 @@ static aimux_error_t *_aimux_stream_batch(_aimux_batch_fn batch_fn, int blocking
     char *batch = NULL;
     int32_t ended = AIMUX_STREAM_OPEN;
     int rc;
+    if (out_events_json != NULL) *out_events_json = NULL; /* both set on entry (aimux.h) */
+    if (out_ended != NULL) *out_ended = AIMUX_STREAM_OPEN;
     if (out_events_json == NULL) return _aimux_null_arg("out_events_json");
-    *out_events_json = NULL;
     if (out_ended == NULL) return _aimux_null_arg("out_ended");
-    *out_ended = AIMUX_STREAM_OPEN;
     if ((err = _aimux_runtime()) != NULL) return err;
     switch (_aimux_fast_take(stream, max_events ? max_events : 1, blocking, &batch, &ended)) {
     case _AIMUX_T_DATA:
