@@ -320,7 +320,7 @@ static aimux_error_t *_aimux_null_arg(const char *argument)
 /* --- starting the embedded runtime ------------------------------------------------------- */
 static int _aimux_started = 0; /* the start-up ran (_aimux_runtime) */
 static int _aimux_ready = 0;
-static char _aimux_init_msg[AIMUX_MSG_MAX];
+static char _aimux_init_msg[4 * AIMUX_MSG_MAX]; /* each 207 bounds and marks it */
 static char *_aimux_path_list = NULL;
 
 const char *_aimux_paths(void) { return _aimux_path_list ? _aimux_path_list : ""; }
@@ -701,6 +701,8 @@ static void _aimux_start_runtime(void)
         }
         PyConfig_InitIsolatedConfig(&cfg);
         cfg.install_signal_handlers = 0;
+        cfg.site_import = 0; /* the interpreter's own site-packages and their .pth files are the
+                                installation's, not ours: the payload's paths come in step 3 */
         home = _aimux_find_home();
         st = PyConfig_SetBytesString(&cfg, &cfg.home, home);
         if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&cfg);
@@ -740,6 +742,10 @@ static void _aimux_start_runtime(void)
     mod = PyImport_ImportModule("_cffi_backend");
     if (mod == NULL) {
         _aimux_init_fail_pyerr("cannot import _cffi_backend (cffi): ");
+        /* the payload's paths, where aimux_ops and its dependencies were looked for (the
+           interpreter's own site-packages are not: no site import) */
+        _aimux_init_append(" (aimux_ops and its dependencies are looked for in ", _aimux_path_list,
+                           ")");
         PyGILState_Release(gil);
         return;
     }

@@ -42,6 +42,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -679,6 +680,75 @@ static void test_fork_anytime(void)
            seed);
 }
 
+/* --- the payload's start-up: no site import, the payload's .pth files but the skipped ones --- */
+static int file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* The host of `payload-pth`: its first call (AIMUX_PYTHONPATH names the payload directories). */
+static int payload_pth_host(void)
+{
+    char *out = NULL;
+    aimux_error_t *e = aimux_call("aimux.version", "{}", &out);
+    int ok = e == NULL && out != NULL;
+    aimux_error_free(e);
+    aimux_string_free(out);
+    return ok ? 0 : 1;
+}
+
+/* A payload directory first on the path list with three .pth files, each leaving a mark when it
+   runs: one of the payload's own (it runs, and sees no site import), setuptools' distutils shim
+   and an editable install of aimux_ops (skipped: start-up time only). */
+static void test_payload_pth(const char *python)
+{
+    char dir[128], file[256], mark[200], cmd[600], site[512] = "", paths[1200];
+    static const char *const pth[][2] = {
+        {"probe.pth", "probe"},
+        {"distutils-precedence.pth", "distutils"},
+        {"__editable__.aimux_ops-0.0.pth", "editable"},
+    };
+    FILE *f;
+    size_t i;
+    int rc;
+    snprintf(dir, sizeof dir, "/tmp/aimux-test-pth-%d", (int)getpid());
+    CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+    snprintf(mark, sizeof mark, "%s/mark", dir);
+    for (i = 0; i < sizeof pth / sizeof pth[0]; i++) {
+        snprintf(file, sizeof file, "%s/%s", dir, pth[i][0]);
+        f = fopen(file, "w");
+        if (f == NULL) continue;
+        fprintf(f,
+                "import sys; open(%s%s.%s.' + ('nosite' if sys.flags.no_site else 'site'), "
+                "'w').close()\n",
+                "'", mark, pth[i][1]);
+        fclose(f);
+    }
+    /* the build's package paths after it (the venv's site-packages, the repository) */
+    snprintf(cmd, sizeof cmd, "%s -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])'",
+             python);
+    f = popen(cmd, "r");
+    if (f != NULL) {
+        if (fgets(site, sizeof site, f) == NULL) site[0] = 0;
+        pclose(f);
+    }
+    site[strcspn(site, "\n")] = 0;
+    snprintf(paths, sizeof paths, "%s:%s:%s", dir, site, AIMUX_REPO);
+    setenv("AIMUX_PYTHONPATH", paths, 1);
+    rc = run_host("payload-pth-host", "");
+    unsetenv("AIMUX_PYTHONPATH");
+    CHECK(rc == 0, "the host's first call answered (status %d)", rc);
+    snprintf(file, sizeof file, "%s.probe.nosite", mark);
+    CHECK(file_exists(file), "the payload's own .pth ran, in an interpreter without site");
+    snprintf(file, sizeof file, "%s.probe.site", mark);
+    CHECK(!file_exists(file), "no site import: the interpreter's own site-packages are not ours");
+    for (i = 1; i < sizeof pth / sizeof pth[0]; i++) {
+        snprintf(file, sizeof file, "%s.%s.nosite", mark, pth[i][1]);
+        CHECK(!file_exists(file), "%s is skipped", pth[i][0]);
+        snprintf(file, sizeof file, "%s.%s.site", mark, pth[i][1]);
+        CHECK(!file_exists(file), "%s is skipped", pth[i][0]);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* --- signals ------------------------------------------------------------------------------- */
 #define NSIGS        65
 #define SA_RESTORER_ 0x04000000 /* the C library adds it to every action it sets */
@@ -1128,6 +1198,7 @@ int main(int argc, char **argv)
         g_port = argc > 2 ? atoi(argv[2]) : 0;
         return fork_three_host();
     }
+    if (strcmp(mode, "payload-pth-host") == 0) return payload_pth_host(); /* by `payload-pth` */
     if (strcmp(mode, "fork-anytime-host") == 0) { /* internal: run by `fork-anytime` */
         g_port = argc > 2 ? atoi(argv[2]) : 0;
         return fork_anytime_host(argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 1u);
@@ -1157,6 +1228,8 @@ int main(int argc, char **argv)
         test_fork_three();
     else if (strcmp(mode, "fork-anytime") == 0)
         test_fork_anytime();
+    else if (strcmp(mode, "payload-pth") == 0)
+        test_payload_pth(argv[2]);
     else if (strcmp(mode, "signals") == 0)
         test_signals();
     else if (strcmp(mode, "sigint") == 0) {
