@@ -7,7 +7,9 @@
   fork through ``os.fork()`` CPython calls it, for a C-level ``fork()`` of a host the shim's
   ``pthread_atfork`` handlers run CPython's after-fork handling (``PyOS_AfterFork_Child``), which
   calls it. A hook must not take a lock it did not create itself and must not do I/O: it abandons
-  the parent's objects (the parent still owns them) and makes fresh ones.
+  the parent's objects (the parent still owns them) and makes fresh ones. Before the hooks, the
+  import system's state a fork orphaned is reset (``_reset_imports_after_fork``): a module
+  another thread was importing is imported again, whole, by the child.
 - **The host's exit.** Inside libaimux the interpreter is never finalized, so the core's threads
   may still run while the host's C exit handlers do. OpenSSL's (``OPENSSL_cleanup``) would free
   what those threads use; ``keep_openssl_at_exit`` makes libaimux initialize OpenSSL, before

@@ -13,6 +13,15 @@
  *   test_guest fork-unknown  two threads answered unknown ops in C (no interpreter) while the
  *                            host forks 200 times: each child answers its own unknown ops; the
  *                            host's own fork handler (registered first) makes calls each time
+ *   test_guest fork-three    10 fresh hosts: another thread starts the runtime and calls all the
+ *                            time, the main thread (which never called) forks three children
+ *                            150 ms apart; each child's first generate_text gets its own answer
+ *   test_guest fork-anytime  10 fresh hosts fork 5 children each at random moments of their
+ *                            first second (during the start-up, while the first event-driven
+ *                            stream's reader imports, during calls): 50 of 50 answer; a child
+ *                            that does not within 20 s is killed and counted
+ *   test_guest payload-pth   the runtime runs no site import; a payload .pth runs, the two it
+ *                            skips (distutils-precedence, an editable aimux_ops) do not
  *   test_guest signals       every disposition and the mask are the same before and after calls
  *   test_guest sigint        a real SIGINT to a host blocked in a slow call: it dies by SIGINT;
  *                            with its own handler, the handler runs and the call completes
