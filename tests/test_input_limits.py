@@ -312,3 +312,21 @@ def test_a_base_url_secret_is_not_quoted_when_refused() -> None:
     env = _fails("generate_text", _params("ftp://user:sk-secret-0123456789@127.0.0.1/v1"))
     assert env["code"] == 5
     assert "sk-secret" not in orjson.dumps(env).decode()
+
+
+def test_error_calls_leave_no_attempt_behind() -> None:
+    """Across many failed calls (each a short retry loop) no attempt outlives its call."""
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    raw = json.dumps(_params(url, maxRetries=1, retry={"initialDelayMs": 0})).encode()
+
+    def alive() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, APICallError))
+
+    for _ in range(50):
+        call_json("generate_text", raw)
+    before = alive()
+    for _ in range(2_500):  # 5,000 attempts
+        _, err = call_json("generate_text", raw)
+        assert err is not None and b'"code":14' in err
+    assert alive() <= before + 2

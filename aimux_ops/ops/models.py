@@ -150,7 +150,14 @@ class CallParams(_Model):
     stop_sequences: list[str] | None = None
     seed: int | None = None
     headers: dict[str, str] | None = None
-    max_retries: int = Field(default=2, ge=0, le=MAX_RETRIES)
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        le=MAX_RETRIES,
+        description=f"Retries after the first attempt (the AI SDK's maxRetries), at most "
+        f"{MAX_RETRIES} (more is invalid params); a failed call reports the first and the latest "
+        "15 attempts.",
+    )
     retry: RetrySpec | None = None
     timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMER_MS)
     recording: RecordingSpec | None = None
