@@ -308,6 +308,33 @@ def test_an_empty_or_relative_base_url_is_refused(base_url: str, op: str, provid
     assert env["error"]["argument"] == "model.baseURL"
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    "key",
+    ["sk-abcd\r\nX-Injected: tail-of-the-key", "sk-abcd\ntail", "sk-\x00tail", "sk-caf\u00e9"],
+)
+def test_an_api_key_that_cannot_be_a_header_is_refused_unquoted(
+    server: _Server, provider: str, key: str
+) -> None:
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    env = _fails("generate_text", _params(url, model={"provider": provider, "apiKey": key}))
+    assert env["code"] == 5, env["message"]
+    assert env["error"]["argument"] == "model.apiKey"
+    text = orjson.dumps(env).decode()
+    assert "tail" not in text and "abcd" not in text and "position" not in text
+    assert server.requests == []
+
+
+def test_an_api_key_from_the_environment_is_checked_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIMUX_TEST_BAD_KEY", "sk-abcd\r\ntail")
+    params = _params(f"http://127.0.0.1:{closed_port()}/v1")
+    del params["model"]["apiKey"]
+    params["model"]["apiKeyEnv"] = "AIMUX_TEST_BAD_KEY"
+    env = _fails("generate_text", params)
+    assert (env["code"], env["error"]["argument"]) == (5, "model.apiKeyEnv")
+    assert "tail" not in orjson.dumps(env).decode()
+
+
 def test_a_base_url_secret_is_not_quoted_when_refused() -> None:
     env = _fails("generate_text", _params("ftp://user:sk-secret-0123456789@127.0.0.1/v1"))
     assert env["code"] == 5

@@ -19,6 +19,8 @@ the field); the rest are checked here before any network and answered as ``Inval
   (``TRANSPORT_HEADERS``: framing and hop-by-hop; a caller's ``Content-Length`` beside the
   transport's chunked body is a request-smuggling desync). A value is never quoted (it may be a
   secret).
+- the API key (``model.apiKey``, or the variable ``model.apiKeyEnv`` names): printable ASCII
+  only, as a header value must be (a CR/LF would split the credential header); never quoted.
 - ``model.baseURL``: absolute ``http://`` or ``https://`` with a host; an empty or relative one is
   refused, never taken as the provider's default origin.
 """
@@ -40,6 +42,7 @@ __all__ = [
     "MAX_RETRIES",
     "MAX_TIMER_MS",
     "TRANSPORT_HEADERS",
+    "check_api_key",
     "check_base_url",
     "check_headers",
     "json_depth_checked",
@@ -75,6 +78,8 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 #: a value's forbidden characters: controls but HTAB, DEL, and anything outside ASCII (the
 #: transport sends a value as ASCII bytes; fetch refuses one that is not even a ByteString)
 _BAD_VALUE = re.compile(r"[^\t\x20-\x7e]")
+#: a key's: the same but HTAB
+_BAD_KEY = re.compile(r"[^\x20-\x7e]")
 
 
 def json_depth_checked(value: Any) -> Any:
@@ -140,6 +145,17 @@ def check_headers(headers: dict[str, str] | None, field: str) -> None:
                 f"the value of header {name!r} holds a control character (CR, LF, NUL, …) or a "
                 "character outside ASCII",
             )
+
+
+def check_api_key(key: str | None, from_params: bool) -> None:
+    """Refuse a key that cannot be sent in a header as it is (nothing of it is quoted, not even a
+    position: the codec's own error would show a character of it)."""
+    if key is not None and _BAD_KEY.search(key):
+        field = "model.apiKey" if from_params else "model.apiKeyEnv"
+        raise _refuse(
+            field,
+            "the API key holds a control character (CR, LF, NUL, …) or a character outside ASCII",
+        )
 
 
 def check_base_url(url: str) -> None:
