@@ -3,7 +3,8 @@
 - Only an ``APICallError`` with ``isRetryable`` is retried; anything else stops the loop.
 - ``maxRetries`` 0, or a non-retryable *first* failure: the error comes back unwrapped.
 - Otherwise ``RetryError`` with reason ``maxRetriesExceeded`` (attempts = maxRetries + 1) or
-  ``errorNotRetryable``; ``errors`` holds every attempt's error, the last one is the native cause.
+  ``errorNotRetryable``; ``errors`` holds the attempts' errors (of a long loop the first and
+  the latest: below), the last one is the native cause.
 - The delay starts at ``initialDelayMs`` and is multiplied by ``backoffFactor`` after each retry;
   the server's ``retry-after-ms``, then ``retry-after`` (seconds or an HTTP date) replace it when
   ``0 <= hint < 60 s`` (or shorter than the backoff), exactly like the AI SDK's
