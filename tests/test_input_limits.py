@@ -357,3 +357,28 @@ def test_error_calls_leave_no_attempt_behind() -> None:
         _, err = call_json("generate_text", raw)
         assert err is not None and b'"code":14' in err
     assert alive() <= before + 2
+
+
+def test_a_timeout_after_a_long_loop_keeps_the_first_and_latest_attempts() -> None:
+    from aimux_ops.envelope import project
+    from aimux_ops.errors import TimeoutError as AITimeoutError
+    from aimux_ops.retry import retry_with_exponential_backoff
+
+    made: list[APICallError] = []
+
+    def attempt() -> None:
+        if len(made) == 100:
+            raise AITimeoutError("The call timed out.", timeout_ms=5)
+        made.append(APICallError(f"attempt {len(made) + 1}", is_retryable=True))
+        raise made[-1]
+
+    with pytest.raises(AITimeoutError) as info:
+        retry_with_exponential_backoff(attempt, max_retries=MAX_RETRIES, initial_delay_ms=0)
+    err = info.value
+    assert [e.message for e in err.errors] == ["attempt 1"] + [
+        f"attempt {i}" for i in range(86, 101)
+    ]
+    assert err.attempts_dropped == 100 - KEPT_ATTEMPTS
+    assert err.__cause__ is made[-1]
+    env = orjson.loads(project(err))
+    assert len(env["error"]["errors"]) == KEPT_ATTEMPTS and "error.errors" in env["truncated"]

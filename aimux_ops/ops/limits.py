@@ -23,6 +23,10 @@ the field); the rest are checked here before any network and answered as ``Inval
   only, as a header value must be (a CR/LF would split the credential header); never quoted.
 - ``model.baseURL``: absolute ``http://`` or ``https://`` with a host; an empty or relative one is
   refused, never taken as the provider's default origin.
+
+Not capped: the prompt, messages, tools and stop sequences are forwarded as given, like the AI
+SDK does: their size is the caller's own params JSON (nothing here amplifies it: the body is built
+once, an envelope clips what it quotes), and the provider enforces its own limits.
 """
 
 from __future__ import annotations
