@@ -15,8 +15,9 @@ Sections (issue 8):
      stream, and aggregate events/s at 1,000 streams on a fast server
   0. cold start of a C host (issue 16): first call and RSS, one process each (bench/coldstart.py)
   4b. the stream parsers in memory (bench/parsers.py, moved from the tests)
+  7. RSS of a C host under the longest retry loop and 20,000 error calls (bench/memory.py)
 ``--only concurrency`` (comma-separated, from SECTIONS: native, coldstart, projection, latency,
-stream, parsers, threads, profiles, concurrency) runs those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
+stream, parsers, threads, profiles, concurrency, memory) runs those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
 The server is bench/server.py in its own process (prebuilt responses, TCP_NODELAY); a bare-socket
 client measures what the server and the loopback cost alone, to show it is not the bottleneck.
 """
@@ -846,7 +847,7 @@ def write_png(path: Path, data: dict[str, Any]) -> None:
 
 #: The sections ``--only`` selects from (native = bench/native-results.md, included as written).
 SECTIONS = ("native", "coldstart", "projection", "latency", "stream", "parsers", "threads",
-            "profiles", "concurrency")
+            "profiles", "concurrency", "memory")
 
 
 def main() -> int:
@@ -903,8 +904,10 @@ def main() -> int:
         log("(4b) stream parsers")
         data["parsers"] = {k: median(v) for k, v in bench_parsers(max(5, rounds)).items()}
 
-    with bench_server() as port:
-        peers = Peers(port, lib)
+    with bench_server() if only & {"latency", "stream", "threads", "profiles"} else (
+        contextlib.nullcontext(0)
+    ) as port:  # (the peers need bench/requirements.txt: a section without them runs without)
+        peers = Peers(port, lib) if port else None
         if "latency" in only:
             log("(3) generate_text latency")
             lat = bench_latency(peers, rounds, calls, node_ok)
@@ -929,6 +932,11 @@ def main() -> int:
     if "concurrency" in only:
         log("(6) concurrent streams")
         data["concurrency"] = bench_concurrency(node_ok)
+    if "memory" in only:
+        from memory import bench_memory
+
+        log("(7) memory under a long retry loop and many error calls")
+        data["memory"] = bench_memory()
     wall = time.monotonic() - wall0
     busy, own = cpu_busy() - busy0, own_cpu() - own0
     data["cpu"] = {"wall": wall, "busyCores": busy / wall, "ownCores": own / wall,
@@ -1285,6 +1293,10 @@ def render_threads(th: dict[str, Any], L: list[str], aims: list[tuple[str, str, 
 def render_tail(d: dict[str, Any], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
     if "concurrency" in d:
         L += render_concurrency(d["concurrency"])
+    if "memory" in d:
+        from memory import render_memory
+
+        L += render_memory(d["memory"])
     L.append("Rows: *ctypes* is the C ABI called from this Python process through ctypes (what a "
              "Python user of the shared library pays, ctypes' own per-call cost included); "
              "*C caller* is `bench/threads.c` calling the same library from C in its own process "
