@@ -5,9 +5,9 @@ delivered at once), so an event stream sent compressed reads as the same events.
 ``gzip`` and ``deflate`` always (zlib), ``br`` when ``brotli`` / ``brotlicffi`` is installed and
 ``zstd`` when ``zstandard`` is: exactly the encodings httpx advertises in its default
 ``Accept-Encoding`` (``ACCEPT_ENCODING``, checked by the tests against what a server receives).
-A corrupt body raises ``httpx.DecodingError`` caused by the decoder's own error (the transport
-maps it as any failed body read); an encoding none of these decodes raises
-``UnsupportedContentEncoding`` (not retryable: the same answer would come again)."""
+A corrupt body raises ``httpx.DecodingError`` caused by the decoder's own error; an encoding
+none of these decodes raises ``UnsupportedContentEncoding``, one (the transport maps both to a
+non-retryable ``APICallError``: the same bytes would come again)."""
 
 from __future__ import annotations
 

@@ -301,7 +301,9 @@ def map_transport_error(
 
     Before a response: ``APICallError("Cannot connect to API: …", isRetryable=True)`` without a
     status (the AI SDK's ``handleFetchError``). While reading a body: the same, with the status and
-    headers that were observed. A passed deadline: ``TimeoutError``."""
+    headers that were observed; not retryable when the body cannot be decoded (its
+    ``Content-Encoding``: the AI SDK's "Failed to process successful response"). A passed
+    deadline: ``TimeoutError``."""
     if deadline.fired or (
         deadline.expires_at is not None
         and (isinstance(exc, httpx.TimeoutException) or deadline.expired())
@@ -321,7 +323,7 @@ def map_transport_error(
     return APICallError(
         f"The response body could not be read: {_detail(exc)}",
         status_code=response.status,
-        is_retryable=not isinstance(exc, stream_decoding.UnsupportedContentEncoding),
+        is_retryable=not isinstance(exc, httpx.DecodingError),  # the same bytes would come again
         response_headers=redact_headers(response.headers),
     )
 

@@ -1450,6 +1450,16 @@ REAL_STREAMS: list[Case] = [
         fixture_chunks("anthropic-programmatic-tool-calling.1", slice(167, 169)),
         tools=True,
     ),
+    Case(
+        "fx-anthropic-text-deflate",
+        "stream",
+        [anthropic_stream(fixture_chunks("anthropic-text"), "deflate")],
+        provider="anthropic",
+    ),
+    S(
+        "fx-azure-model-router-deflate",
+        sse_reply(fixture_chunks("azure-model-router.1"), encoding="deflate"),
+    ),
     *O("fx-openai-text", fixture_chunks("openai-text")),
     *O("fx-azure-model-router", fixture_chunks("azure-model-router.1")),
     # what message_start holds
