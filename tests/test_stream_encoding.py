@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from fault_server import FaultServer
-from helpers import assert_no_canary
+from helpers import assert_no_canary, closed_port
 from helpers import provider_params as params
 from op_calls import chain_names as names
 from op_calls import drain
@@ -239,3 +239,28 @@ def test_accept_encoding_names_only_what_is_decoded(server: FaultServer) -> None
         assert stream_decoding.stream_decoder(name) is not None
     if not any(importlib.util.find_spec(m) for m in ("brotli", "brotlicffi")):
         assert "br" not in advertised  # never asked for what could not be read
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_compressed_error_body_of_a_stream_request(server: FaultServer, provider: str) -> None:
+    p = _params(server, provider, "mode=status;status=400;encoding=gzip", maxRetries=0)
+    handle, env = _open(p, False)
+    assert handle is None and env is not None
+    assert env["error"]["statusCode"] == 400 and env["error"]["data"] is not None  # parsed body
+
+
+def test_recorded_compressed_stream_replays(server: FaultServer, tmp_path: Any) -> None:
+    """A recording holds the decoded events (never compressed bytes) and replays them."""
+    path = tmp_path / "rec.jsonl"
+    p = _params(server, "anthropic", "mode=ok;encoding=gzip", maxRetries=0)
+    p["recording"] = {"mode": "record", "path": str(path)}
+    live = _run(p, False)
+    assert live == _hello("anthropic")
+    (rec,) = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    datas = [e["data"] for e in rec["exchanges"][0]["response"]["events"]]
+    assert datas and all(orjson.loads(d)["type"] for d in datas)
+    q = orjson.loads(orjson.dumps(p))
+    q["model"].pop("apiKey")
+    q["model"]["baseURL"] = f"http://127.0.0.1:{closed_port()}/v1"  # any dial would fail
+    q["recording"]["mode"] = "replay"
+    assert _run(q, False) == live
