@@ -28,7 +28,7 @@ Shape checks are hand-written (no per-event pydantic): this is the hot path.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import repeat
 from typing import Any
 
@@ -414,7 +414,7 @@ def _start_message(
     state: AnthropicStreamState,
     json_tool: bool,
     message: Any,
-    append: Any,
+    append: Callable[[dict[str, Any]], None],
 ) -> None:
     """What a ``message_start``'s message already holds: ids, usage, content blocks (tool calls
     a server ran before the stream, as with deferred tool calls; text) and a ``stop_reason``."""
