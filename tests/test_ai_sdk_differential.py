@@ -1511,6 +1511,33 @@ REAL_STREAMS: list[Case] = [
             MSG_STOP,
         ],
     ),
+    *A(
+        "ms-output-tokens-only-in-start",
+        [
+            msg_start(
+                content=[ROLL_DIE],
+                stop="tool_use",
+                usage={"input_tokens": 40, "output_tokens": 17},
+            ),
+            MSG_STOP,
+        ],
+        tools=True,
+        expect="better:start-output-tokens",
+        check=lambda o: o["usage"] == [40, 17, 57] and o["finishReason"] == "tool-calls",
+    ),
+    *A(
+        "ms-stop-reason-then-null-delta",
+        [
+            msg_start(stop="end_turn"),
+            block_start(0, {"type": "text", "text": ""}),
+            text_delta(0, "Hi"),
+            block_stop(0),
+            msg_delta(None, 4),
+            MSG_STOP,
+        ],
+        expect="better:null-stop-keeps-start",
+        check=lambda o: o["finishReason"] == "stop",
+    ),
     # the open message's start again (same id): ignored by both
     *A(
         "ms-repeated-same-id",
