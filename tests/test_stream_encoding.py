@@ -8,6 +8,7 @@ what is decoded."""
 from __future__ import annotations
 
 import importlib.util
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -264,3 +265,26 @@ def test_recorded_compressed_stream_replays(server: FaultServer, tmp_path: Any) 
     q["model"]["baseURL"] = f"http://127.0.0.1:{closed_port()}/v1"  # any dial would fail
     q["recording"]["mode"] = "replay"
     assert _run(q, False) == live
+
+
+def test_decoder_of_each_content_encoding_value() -> None:
+    """The header as servers write it: no encoding or ``identity`` (none), any case, a list of
+    encodings (applied in order, so decoded last first), an unknown one refused."""
+    assert stream_decoding.stream_decoder(None) is None
+    assert stream_decoding.stream_decoder("identity") is None
+    gz = zlib.compressobj(6, zlib.DEFLATED, 31)
+    body = gz.compress(b"data: {}\n\n") + gz.flush()
+    decoder = stream_decoding.stream_decoder(" GZIP ")
+    assert decoder is not None and decoder.decode(body) + decoder.flush() == b"data: {}\n\n"
+    inner = zlib.compress(b"twice")  # deflate first, then gzip over it
+    gz = zlib.compressobj(6, zlib.DEFLATED, 31)
+    both = gz.compress(inner) + gz.flush()
+    decoder = stream_decoding.stream_decoder("deflate, gzip")
+    assert decoder is not None
+    assert (
+        b"".join(decoder.decode(both[i : i + 3]) for i in range(0, len(both), 3))
+        + (decoder.flush())
+        == b"twice"
+    )
+    with pytest.raises(stream_decoding.UnsupportedContentEncoding, match="'compress'"):
+        stream_decoding.stream_decoder("gzip, compress")
