@@ -33,7 +33,7 @@ run)
   printf 'module example.com/app\n\ngo 1.24\n\nrequire %s %s\n\nreplace %s => ../binding\n' "$MOD" "$VER" "$MOD" > app/go.mod
   (cd app && go mod vendor)
   [ -f "app/vendor/$MOD/aimux.h" ] || { echo "go mod vendor left out aimux.h"; exit 1; }
-  libdir="$(PKG_CONFIG_PATH="$AIMUX_DIST_PREFIX/lib/pkgconfig" pkg-config --variable=libdir aimux)"
+  libdir="$(PKG_CONFIG_PATH="$AIMUX_DIST_PREFIX/lib/pkgconfig" pkg-config --define-prefix --variable=libdir aimux)"
   libdir="$(cd "$libdir" && pwd)"
   echo "   pkg-config --variable=libdir aimux: $libdir"
   (cd app && go build -mod=vendor -trimpath -ldflags "-X '$MOD.buildLibDir=$libdir'" -o ../bin/app-pkgconfig .)
