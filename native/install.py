@@ -7,6 +7,8 @@ can be moved after installation: pkg-config --define-prefix finds a moved aimux.
     lib/libaimux.so.1                       SONAME libaimux.so.1; finds the payload from its path
     lib/libaimux.so -> libaimux.so.1
     lib/pkgconfig/aimux.pc                  prefix=PREFIX (clean flags; the rpath in Libs)
+    lib/pkgconfig/aimux-dlopen.pc           the rpath alone, for programs that dlopen libaimux.so.1
+                                            (the Go binding: no DT_NEEDED, so no library is a 207)
     lib/cmake/aimux/aimuxConfig.cmake       imported target aimux::aimux (both headers)
     lib/cmake/aimux/aimuxConfigVersion.cmake
     lib/aimux/pythonX.Y/                    the Python payload: aimux_ops (with its C extensions,
@@ -43,6 +45,18 @@ Description: aimux-ops C ABI: AI SDK ops with one error envelope (embeds CPython
 Version: {version}
 Libs: -L${{libdir}} {rpath}-laimux
 Cflags: -I${{includedir}}
+"""
+
+# A program that dlopen()s libaimux.so.1 (the Go binding) needs only the rpath: linking -laimux
+# would make the library a DT_NEEDED, and a program without it would not start (no 207).
+PC_DLOPEN = """\
+prefix={prefix}
+libdir=${{prefix}}/lib
+
+Name: aimux-dlopen
+Description: aimux-ops: the rpath to libaimux.so.1 for programs that dlopen it (no -laimux)
+Version: {version}
+Libs: {rpath}
 """
 
 CONFIG = """\
@@ -155,6 +169,10 @@ def install(stage: Path, prefix: str, destdir: str) -> None:
     _write(
         lib / "pkgconfig" / "aimux.pc",
         PC.format(prefix=clean, rpath=rpath, version=version, pyver=pyver),
+    )
+    _write(
+        lib / "pkgconfig" / "aimux-dlopen.pc",
+        PC_DLOPEN.format(prefix=clean, rpath=rpath.strip(), version=version),
     )
     cmake = lib / "cmake" / "aimux"
     _write(cmake / "aimuxConfig.cmake", CONFIG.format(pyver=pyver))

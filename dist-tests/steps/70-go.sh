@@ -1,7 +1,7 @@
 # Go: the module github.com/aimux-ops/aimux-ops/bindings/go/aimux (package aimux: no import alias)
 # served from a file:// GOPROXY (dist-tests/go/goproxy.py) and added to a fresh module with
 # `go get`; no replace, no -ldflags, no LD_LIBRARY_PATH: the binding finds the installed library
-# through pkg-config (`#cgo pkg-config: --define-prefix aimux`), whose Libs put <prefix>/lib in
+# through pkg-config (`#cgo pkg-config: --define-prefix aimux-dlopen`), whose Libs put <prefix>/lib in
 # the program's RUNPATH: built in place (package phase) and after the move (also vendored,
 # -trimpath), with nothing but PKG_CONFIG_PATH; a program whose library has gone starts and gets
 # the 207; a CGO_ENABLED=0 build says cgo is needed. Each phase has a build cache of its own: Go's
