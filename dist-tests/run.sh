@@ -102,9 +102,17 @@ rm -rf "$WORK/src"
 mv "$AIMUX_DIST_PREFIX" "$WORK/prefix-moved"
 export AIMUX_DIST_PREFIX="$WORK/prefix-moved"
 unset AIMUX_DIST_SRC
-bad="$(grep -rlF --binary-files=text -e "$REPO" -e "$WORK/src" -e "$WORK/installed" "$AIMUX_DIST_PREFIX" || true)"
+# the .pc files name their prefix (clean flags; `pkg-config --define-prefix` for a moved tree), in
+# their prefix= line only; no other file names it
+PCS=("$AIMUX_DIST_PREFIX/lib/pkgconfig/aimux.pc" "$AIMUX_DIST_PREFIX/lib/pkgconfig/aimux-dlopen.pc")
+bad="$(grep -rlF --binary-files=text -e "$REPO" -e "$WORK/src" -e "$WORK/installed" "$AIMUX_DIST_PREFIX" \
+  | grep -vxF -e "${PCS[0]}" -e "${PCS[1]}" || true)"
 if [ -n "$bad" ]; then echo "test-dist: installed files name the checkout or the build:"; echo "$bad"; exit 1; fi
-echo "   no installed file names $REPO, the copy or the first prefix"
+for pc in "${PCS[@]}"; do
+  named="$(grep -F -e "$REPO" -e "$WORK/src" -e "$WORK/installed" "$pc")"
+  [ "$named" = "prefix=$WORK/installed" ] || { echo "test-dist: $pc names the build beyond its prefix= line: $named"; exit 1; }
+done
+echo "   no installed file names $REPO, the copy or the first prefix (but the .pc files' prefix=)"
 
 run_steps run
 echo "test-dist: $(( ${#steps[@]} - ${#skipped[@]} )) steps passed, ${#skipped[@]} skipped${skipped[*]+ (${!skipped[*]})}"

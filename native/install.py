@@ -1,12 +1,14 @@
 """Lay out an installed libaimux under DESTDIR/PREFIX (run by `make install`; stdlib only).
 
-The layout (docs/DESIGN.md "Installing"; every path relative, so the tree can be moved after
-installation):
+The layout (docs/DESIGN.md "Installing"; every path relative but aimux.pc's prefix, so the tree
+can be moved after installation: pkg-config --define-prefix finds a moved aimux.pc's prefix):
 
     include/aimux.h (+ aimux_codes.h, which it includes), include/aimux.hpp
     lib/libaimux.so.1                       SONAME libaimux.so.1; finds the payload from its path
     lib/libaimux.so -> libaimux.so.1
-    lib/pkgconfig/aimux.pc                  prefix=${pcfiledir}/../..
+    lib/pkgconfig/aimux.pc                  prefix=PREFIX (clean flags; the rpath in Libs)
+    lib/pkgconfig/aimux-dlopen.pc           the rpath alone, for programs that dlopen libaimux.so.1
+                                            (the Go binding: no DT_NEEDED, so no library is a 207)
     lib/cmake/aimux/aimuxConfig.cmake       imported target aimux::aimux (both headers)
     lib/cmake/aimux/aimuxConfigVersion.cmake
     lib/aimux/pythonX.Y/                    the Python payload: aimux_ops (with its C extension,
@@ -29,16 +31,31 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
+# The prefix is written as it is (pkg-config does not normalise a ${pcfiledir}/../.., which a
+# program's rpath would then carry); a moved tree: `pkg-config --define-prefix` (its prefix from
+# where aimux.pc is found). Libs carries the rpath, but for /usr (the loader's own directories).
 PC = """\
-prefix=${{pcfiledir}}/../..
+prefix={prefix}
 libdir=${{prefix}}/lib
 includedir=${{prefix}}/include
 
 Name: aimux
 Description: aimux-ops C ABI: AI SDK ops with one error envelope (embeds CPython {pyver})
 Version: {version}
-Libs: -L${{libdir}} -laimux
+Libs: -L${{libdir}} {rpath}-laimux
 Cflags: -I${{includedir}}
+"""
+
+# A program that dlopen()s libaimux.so.1 (the Go binding) needs only the rpath: linking -laimux
+# would make the library a DT_NEEDED, and a program without it would not start (no 207).
+PC_DLOPEN = """\
+prefix={prefix}
+libdir=${{prefix}}/lib
+
+Name: aimux-dlopen
+Description: aimux-ops: the rpath to libaimux.so.1 for programs that dlopen it (no -laimux)
+Version: {version}
+Libs: {rpath}
 """
 
 CONFIG = """\
@@ -144,7 +161,16 @@ def install(stage: Path, prefix: str, destdir: str) -> None:
         _copy(ext, payload / "aimux_ops" / ext.name)
     print(f"  {payload}/ (aimux_ops and its dependencies)")
     _compile(payload, f"lib/aimux/python{pyver}")
-    _write(lib / "pkgconfig" / "aimux.pc", PC.format(version=version, pyver=pyver))
+    clean = os.path.normpath(prefix).rstrip("/")  # "/opt/x/" or "/opt/./x" as /opt/x; "/" as ""
+    rpath = "" if clean in ("", "/usr") else "-Wl,-rpath,${libdir} "
+    _write(
+        lib / "pkgconfig" / "aimux.pc",
+        PC.format(prefix=clean, rpath=rpath, version=version, pyver=pyver),
+    )
+    _write(
+        lib / "pkgconfig" / "aimux-dlopen.pc",
+        PC_DLOPEN.format(prefix=clean, rpath=rpath.strip(), version=version),
+    )
     cmake = lib / "cmake" / "aimux"
     _write(cmake / "aimuxConfig.cmake", CONFIG.format(pyver=pyver))
     _write(

@@ -74,8 +74,8 @@ def test_a_new_error_is_one_python_change_and_everything_else_regenerates(tmp_pa
         "schema/manifest.json",
         "schema/errors/binding/ThrowawayBindingError.schema.json",
         "native/aimux_codes.h",
-        "bindings/go/aimux_codes.h",
-        "bindings/go/zz_generated.go",
+        "bindings/go/aimux/aimux_codes.h",
+        "bindings/go/aimux/zz_generated.go",
         "bindings/node/src/generated/variants.js",
         "bindings/node/src/generated/variants.d.ts",
         f"{java}/AimuxErrorType.java",
@@ -97,7 +97,7 @@ def test_a_new_error_is_one_python_change_and_everything_else_regenerates(tmp_pa
 
     text = {rel: after[rel].decode("utf-8") for rel in changed}
     assert "#define AIMUX_CODE_THROWAWAY_BINDING" in text["native/aimux_codes.h"]
-    assert "CodeThrowawayBinding" in text["bindings/go/zz_generated.go"]
+    assert "CodeThrowawayBinding" in text["bindings/go/aimux/zz_generated.go"]
     assert (
         "export class ThrowawayBindingError extends AimuxError"
         in text["bindings/node/src/generated/variants.js"]
@@ -273,7 +273,7 @@ def test_no_binding_writes_a_catalogue_code_kind_or_name_by_hand() -> None:
     for must in (
         "bindings/node/src/index.js",
         "bindings/node/src/native.js",
-        "bindings/go/native.go",
+        "bindings/go/aimux/native.go",
         "bindings/java/src/main/java/dev/aimux/Envelopes.java",
         "bindings/cpp/aimux.hpp",
     ):

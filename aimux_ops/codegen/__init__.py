@@ -6,8 +6,9 @@ error catalogue in ``aimux_ops/errors/`` and the op registry):
 - ``schema/`` (JSON Schema of the envelope, every payload, every op; the manifest);
 - C / C++: ``native/aimux_codes.h``, the shim's ``native/src/aimux_early.h`` and, from
   ``aimux_ops/packed.py``, its ``native/src/aimux_packed.h`` (``c.py``);
-- Go: ``bindings/go/zz_generated.go`` (``go.py``), and the module's copies of ``native/aimux.h``
-  and ``native/aimux_codes.h`` (cgo includes them from the package directory, so the module builds
+- Go: ``bindings/go/aimux/zz_generated.go`` (``go.py``), and the module's copies of
+  ``native/aimux.h`` and ``native/aimux_codes.h`` (cgo includes them from the package directory,
+  so the module builds
   from a module cache, a vendor directory and with ``-trimpath``);
 - Node: ``bindings/node/src/generated/`` (error classes and op types, ``node.py``);
 - Java: ``bindings/java/src/generated/java/`` (``java.py``);

@@ -1,5 +1,5 @@
-"""Go: ``bindings/go/zz_generated.go`` — code constants, the code→kind rule, sentinels and the typed
-views of package aimux, already gofmt-aligned (``gofmt -l`` in the Go suite checks it)."""
+"""Go: ``bindings/go/aimux/zz_generated.go`` — code constants, the code→kind rule, sentinels and
+the typed views of package aimux, already gofmt-aligned (``gofmt -l`` in the Go suite checks it)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 from ._model import Manifest, words
 
-OUT = "bindings/go/zz_generated.go"
+OUT = "bindings/go/aimux/zz_generated.go"
 #: Copies of the C headers inside the Go module (written by ``generate``): cgo includes them from
 #: the package directory, so the module builds on its own (module cache, vendor/, -trimpath).
-MODULE_AIMUX_H = "bindings/go/aimux.h"
-MODULE_CODES_H = "bindings/go/aimux_codes.h"
+MODULE_AIMUX_H = "bindings/go/aimux/aimux.h"
+MODULE_CODES_H = "bindings/go/aimux/aimux_codes.h"
 RESERVED_TYPES = {"Error", "SourceError", "Stream", "EventStream", "Call", "Variant", "Sentinel"}
 RESERVED_MEMBERS = {
     "Kind", "Code", "Name", "Message", "Payload", "Retryable", "RetryAfter", "Raw", "Truncated",

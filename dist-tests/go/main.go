@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	aimux "github.com/aimux-ops/aimux-ops/bindings/go"
+	"github.com/aimux-ops/aimux-ops/bindings/go/aimux"
 )
 
 func main() {

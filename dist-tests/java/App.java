@@ -14,6 +14,7 @@ public class App {
             Map<String, Object> r = Aimux.call("generate_text", Map.of("model", model, "prompt", "Say hello in one word.",
                     "recording", Map.of("mode", "replay", "path", args[0])));
             System.out.println("text: " + r.get("text"));
+            System.out.println("library: " + Aimux.libraryPath());
         } catch (AimuxException e) {
             System.out.println("error: " + e.code() + " " + e.name() + ": " + e.getMessage());
             System.exit(3);

@@ -1,10 +1,11 @@
 // The Node consumer of dist-tests/steps/60-node.sh: `node app.mjs <recording.jsonl>`.
-import { call } from 'aimux-ops';
+import { call, libraryPath } from 'aimux-ops';
 
 const model = { provider: 'openai', modelId: 'gpt-4o-mini', baseURL: 'http://127.0.0.1:1/v1' };
 try {
   const r = await call('generate_text', { model, prompt: 'Say hello in one word.', recording: { mode: 'replay', path: process.argv[2] } });
   console.log(`text: ${r.text}`);
+  console.log(`library: ${libraryPath()}`);
 } catch (e) {
   console.log(`error: ${e.code} ${e.name}: ${e.message}`);
   process.exit(3);

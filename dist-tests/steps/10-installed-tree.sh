@@ -4,7 +4,7 @@
 set -euo pipefail
 [ "$1" = run ] || exit 0
 P="$AIMUX_DIST_PREFIX"
-for f in include/aimux.h include/aimux_codes.h include/aimux.hpp lib/libaimux.so.1 lib/pkgconfig/aimux.pc \
+for f in include/aimux.h include/aimux_codes.h include/aimux.hpp lib/libaimux.so.1 lib/pkgconfig/aimux.pc lib/pkgconfig/aimux-dlopen.pc \
          lib/cmake/aimux/aimuxConfig.cmake lib/cmake/aimux/aimuxConfigVersion.cmake; do
   [ -f "$P/$f" ] || { echo "missing $f"; exit 1; }
 done

@@ -23,8 +23,9 @@ run)
   readelf -d prefix-moved/lib/libaimux.so.1 | grep -q RUNPATH && { echo "a system-Python build has an rpath"; exit 1; }
   cp "$AIMUX_DIST_TESTS/c/consumer.c" .
   export PKG_CONFIG_PATH="$PWD/prefix-moved/lib/pkgconfig"
-  cc -Wall -Werror consumer.c -o consumer $(pkg-config --cflags --libs aimux) \
-    -Wl,-rpath,"$(pkg-config --variable=libdir aimux)"
+  cc -Wall -Werror consumer.c -o consumer $(pkg-config --define-prefix --cflags --libs aimux)
+  readelf -d consumer | grep -qF "(RUNPATH)            Library runpath: [$PWD/prefix-moved/lib]" \
+    || { readelf -d consumer | grep PATH; echo "the consumer's RUNPATH is not $PWD/prefix-moved/lib"; exit 1; }
   dist_run / "$PWD/consumer" "$AIMUX_DIST_RECORDING" > out.txt
   env -i LD_DEBUG=libs "$PWD/consumer" "$AIMUX_DIST_RECORDING" 2> ld.txt > /dev/null
   lp="$(grep -o 'calling init: [^ ]*libpython[^ ]*' ld.txt | head -1 | cut -d' ' -f3)"

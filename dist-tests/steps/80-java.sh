@@ -1,7 +1,11 @@
-# Java: the binding `mvn install`ed (from the checkout copy) into a local Maven repository of the
-# step's own; a Maven project depending on dev.aimux:aimux-ops:0.1.0; libaimux.so.1 found through
-# -Djava.library.path (no AIMUX_LIB, no LD_LIBRARY_PATH); with no library findable, a 207; the
-# build on a JDK older than 22 stops with the enforcer's message.
+# Java: the binding installed by `make -C bindings/java install PREFIX=<the installed tree>` (from
+# the checkout copy: the jar carries libaimux.so.1 and its payload for linux-x64) into a local Maven
+# repository of the step's own; a Maven project depending on dev.aimux:aimux-ops:0.1.0, run with no
+# JVM flag and no environment variable (the jar's library, extracted under ~/.cache/aimux/<hash>/);
+# with -Djava.library.path, that directory's library first; the same program as a named module run
+# from the module path (no --add-modules); the jar without its library and none findable, a 207; on
+# a JDK older than 22 the build stops with the enforcer's message (mvn) and `make install` with the
+# Makefile's own, before any JVM option can fail.
 set -euo pipefail
 . "$AIMUX_DIST_TESTS/bindings-lib.sh"
 export JAVA_HOME="${AIMUX_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -16,15 +20,25 @@ package)
   if [ -d "$HOME/.m2/repository" ]; then cp -a "$HOME/.m2/repository/." "$M2/"; fi
   rm -rf "$M2/dev/aimux"
   bindings_copy "$AIMUX_DIST_SRC/bindings/java" binding target
-  (cd binding && mvnq -DskipTests install)
+  make -s -C binding install MAVEN_REPO_LOCAL="$M2" PREFIX="$AIMUX_DIST_PREFIX" > install.log 2>&1 \
+    || { sed $'s/\e\\[[0-9;]*m//g' install.log; echo "make install PREFIX= failed"; exit 1; }
+  unzip -l "$M2/dev/aimux/aimux-ops/0.1.0/aimux-ops-0.1.0.jar" > jar.txt
+  grep -q ' dev/aimux/native/linux-x64/libaimux.so.1$' jar.txt || { echo "the jar carries no libaimux.so.1"; exit 1; }
+  grep -q ' dev/aimux/native/linux-x64/aimux/python[0-9.]*/aimux_ops/__init__.py$' jar.txt || { echo "the jar carries no payload"; exit 1; }
   [ -f "$M2/dev/aimux/aimux-ops/0.1.0/aimux-ops-0.1.0.jar" ] || { echo "dev.aimux:aimux-ops is not installed"; exit 1; }
-  echo "   mvn install: $(cd "$M2" && ls dev/aimux/aimux-ops/0.1.0/*.jar)"
+  echo "   make install PREFIX=: $(cd "$M2" && ls dev/aimux/aimux-ops/0.1.0/*.jar) ($(du -k "$M2/dev/aimux/aimux-ops/0.1.0/aimux-ops-0.1.0.jar" | cut -f1) KiB, the library for linux-x64 inside)"
   old="$(ls -d /usr/lib/jvm/java-1[0-9]-openjdk-* /usr/lib/jvm/java-2[01]-openjdk-* 2>/dev/null | head -n 1 || true)"
   if [ -n "$old" ]; then
     rc=0; out="$(cd binding && JAVA_HOME="$old" MAVEN_OPTS= mvnq validate)" || rc=$?
     [ "$rc" != 0 ] && grep -q 'aimux-ops needs JDK 22 or newer' <<<"$out" \
       || { echo "$out"; echo "no enforcer message on $old"; exit 1; }
     echo "   on $old: $(grep -o 'aimux-ops needs JDK 22 or newer[^;]*; this is JDK [0-9.]*' <<<"$out")"
+    # the Makefile, with the caller's MAVEN_OPTS unset: its JDK check speaks first
+    rc=0; out="$(env -u MAVEN_OPTS JAVA_HOME="$old" make -s -C binding install MAVEN_REPO_LOCAL="$M2" 2>&1)" || rc=$?
+    first="$(grep -m 1 -v '^make' <<<"$out" || true)"
+    [ "$rc" != 0 ] && [[ "$first" == "aimux-ops needs JDK 22 or newer (the Foreign Function & Memory API is final there); this is JDK "[0-9]*" at JAVA_HOME=$old. Set JAVA_HOME to a JDK 22+"* ]] \
+      || { echo "$out"; echo "make install on $old: not the JDK check first"; exit 1; }
+    echo "   make install on $old: ${first:0:120}…"
   else
     echo "   SKIPPED (not counted): no JDK older than 22 here to show the enforcer's message"
   fi
@@ -34,10 +48,40 @@ run)
   cp "$AIMUX_DIST_TESTS/java/pom.xml" app/
   cp "$AIMUX_DIST_TESTS/java/App.java" app/src/main/java/app/
   (cd app && mvnq package dependency:copy-dependencies)
-  JAVA=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -cp "$PWD/app/target/app.jar:$PWD/app/target/dependency/*")
-  bindings_expect_ok "Java, -Djava.library.path" \
-    "$(bindings_run / "${JAVA[@]}" "-Djava.library.path=$AIMUX_DIST_PREFIX/lib" app.App "$AIMUX_DIST_RECORDING")"
-  rc=0; out="$(bindings_run / "${JAVA[@]}" app.App "$AIMUX_DIST_RECORDING")" || rc=$?
+  CP="$PWD/app/target/app.jar:$PWD/app/target/dependency/*"
+  # no JVM flag, no environment variable (a HOME of its own, for the cache it extracts into)
+  rm -rf home && mkdir home
+  for n in 1 2; do   # the first run extracts the jar's library, the second uses it
+    out="$(dist_run / "PATH=$PATH" "HOME=$PWD/home" "$JAVA_HOME/bin/java" -cp "$CP" app.App "$AIMUX_DIST_RECORDING" 2>&1)"
+    bindings_expect_ok "Java, no JVM flag (run $n)" "$out"
+    grep -qE "^library: $PWD/home/\.cache/aimux/[0-9a-f]{64}/libaimux\.so\.1$" <<<"$out" \
+      || { echo "not the jar's library, extracted under $PWD/home/.cache/aimux"; exit 1; }
+  done
+  [ "$(ls home/.cache/aimux | wc -l)" = 1 ] || { ls -la home/.cache/aimux; echo "not one extracted tree"; exit 1; }
+  JAVA=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -cp "$CP")
+  out="$(bindings_run / "${JAVA[@]}" "-Djava.library.path=$AIMUX_DIST_PREFIX/lib" app.App "$AIMUX_DIST_RECORDING")"
+  bindings_expect_ok "Java, -Djava.library.path" "$out"
+  grep -qx "library: $AIMUX_DIST_PREFIX/lib/libaimux.so.1" <<<"$out" || { echo "java.library.path's library not first"; exit 1; }
+  # the same program as a module (module app { requires dev.aimux; }) on the module path
+  rm -rf modapp && mkdir -p modapp/src/app/app
+  cp "$AIMUX_DIST_TESTS/java/App.java" modapp/src/app/app/
+  printf 'module app {\n    requires dev.aimux;\n}\n' > modapp/src/app/module-info.java
+  "$JAVA_HOME/bin/javac" -p app/target/dependency -d modapp/out modapp/src/app/module-info.java modapp/src/app/app/App.java
+  out="$(dist_run / "PATH=$PATH" "HOME=$PWD/home" "$JAVA_HOME/bin/java" --enable-native-access=dev.aimux \
+     -p "$PWD/modapp/out:$PWD/app/target/dependency" -m app/app.App "$AIMUX_DIST_RECORDING" 2>&1)"
+  bindings_expect_ok "Java, module path (java -p ... -m app/app.App), the jar's library" "$out"
+  grep -qE "^library: $PWD/home/\.cache/aimux/[0-9a-f]{64}/libaimux\.so\.1$" <<<"$out" || { echo "not the jar's library"; exit 1; }
+  # the jar without its library, and none findable: a 207
+  rm -rf nolib && mkdir nolib
+  "$AIMUX_DIST_PYTHON" - app/target/dependency/aimux-ops-0.1.0.jar nolib/aimux-ops-0.1.0.jar <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as out:
+    for item in src.infolist():
+        if not item.filename.startswith("dev/aimux/native/"):
+            out.writestr(item, src.read(item))
+PY
+  NOLIB_CP="$PWD/app/target/app.jar:$PWD/nolib/aimux-ops-0.1.0.jar:$(ls "$PWD"/app/target/dependency/jackson-*.jar | tr '\n' ':')"
+  rc=0; out="$(bindings_run / "$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -cp "$NOLIB_CP" app.App "$AIMUX_DIST_RECORDING")" || rc=$?
   [ "$rc" = 3 ] || { echo "$out"; echo "Java: exit $rc without a library"; exit 1; }
   bindings_expect_207 Java "$out" ;;
 esac

@@ -31,6 +31,18 @@ function inRepoBuild() {
   return existsSync(join(repo, 'native', 'aimux.h')) ? join(repo, 'native', 'build', 'libaimux.so') : null;
 }
 
+/** The platform this package may carry a build of the library for (`prebuilds/<platform>-<arch>/`). */
+const PLATFORM = `${process.platform}-${process.arch}`;
+
+/**
+ * The library this package carries (`make -C bindings/node pack` puts `libaimux.so.1` and its
+ * payload, `aimux/pythonX.Y/`, in `prebuilds/linux-x64/`): its path, or null when there is none.
+ */
+function packagedBuild() {
+  const path = join(pkgDir, 'prebuilds', PLATFORM, SONAME);
+  return existsSync(path) ? path : null;
+}
+
 const FIX = 'Fix: install the library (`make install PREFIX=<dir>` in an aimux-ops checkout) and put <dir>/lib on '
   + 'LD_LIBRARY_PATH (or register it with ldconfig), or set AIMUX_LIB to the path of libaimux.so.1.';
 
@@ -56,7 +68,8 @@ function mappedPath() {
 /**
  * Loads the library the one way every binding does (CONTRACT §3): `$AIMUX_LIB`; else `libaimux.so.1`
  * through the system loader (LD_LIBRARY_PATH, the loader cache, the default directories); else the
- * in-repo build (development only). Throws a 207 RuntimeInitError naming what was tried.
+ * build this package carries (`prebuilds/<platform>-<arch>/`); else the in-repo build (development
+ * only). Throws a 207 RuntimeInitError naming what was tried.
  */
 function loadLibrary() {
   const fromEnv = process.env.AIMUX_LIB;
@@ -78,6 +91,16 @@ function loadLibrary() {
   } catch (err) {
     tried.push(`${SONAME} through the system loader (LD_LIBRARY_PATH=${process.env.LD_LIBRARY_PATH ?? ''}, `
       + `the loader cache, the default directories): ${err.message}`);
+  }
+  const packaged = packagedBuild();
+  if (packaged !== null) {
+    try {
+      return { handle: koffi.load(packaged), path: packaged };
+    } catch (err) {
+      tried.push(`the package's own ${packaged}: ${err.message}`);
+    }
+  } else {
+    tried.push(`the package's own prebuilds/${PLATFORM}/${SONAME} (this package carries none)`);
   }
   const dev = inRepoBuild();
   if (dev !== null && existsSync(dev)) {

@@ -141,8 +141,9 @@ final class Native {
      * Finds the library the one way every binding does (CONTRACT §3): {@code -Daimux.lib}, else
      * {@code $AIMUX_LIB}; else {@code libaimux.so.1} in a {@code java.library.path} directory, then through
      * the system loader ({@code LD_LIBRARY_PATH}, the loader cache, the default directories); else the
-     * in-repo build {@code <repo>/native/build/libaimux.so}, found by walking up from where this class was
-     * loaded (development only).
+     * build the jar carries ({@link Bundled}, extracted into a cache directory); else the in-repo build
+     * {@code <repo>/native/build/libaimux.so}, found by walking up from where this class was loaded
+     * (development only).
      */
     static Found locate() throws LoadFailure {
         String p = System.getProperty("aimux.lib");
@@ -190,6 +191,20 @@ final class Native {
             String ld = System.getenv("LD_LIBRARY_PATH");
             tried.add(SONAME + " through the system loader (LD_LIBRARY_PATH=" + (ld == null ? "" : ld)
                     + ", the loader cache, the default directories): " + e.getMessage());
+        }
+        try {
+            Path bundled = Bundled.library();
+            if (bundled == null) {
+                tried.add("the jar's own " + Bundled.PLATFORM + " build (this jar carries none)");
+            } else {
+                try {
+                    return new Found(bundled, SymbolLookup.libraryLookup(bundled, Arena.global()));
+                } catch (IllegalArgumentException e) {
+                    tried.add("the jar's own build, extracted to " + bundled + ": " + e.getMessage());
+                }
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            tried.add("the jar's own build, extracted under " + Bundled.cacheRoot() + ": " + e);
         }
         Path dev = inRepoBuild();
         if (dev != null) {

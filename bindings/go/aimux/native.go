@@ -165,9 +165,11 @@ import (
 // Soname is the name the system loader knows the library by.
 const Soname = "libaimux.so.1"
 
-// buildLibDir is a directory holding libaimux.so.1, set at build time, typically from pkg-config:
+// buildLibDir is a directory holding libaimux.so.1, set at build time; not needed when the
+// package is built through pkg-config (pkgconfig.go: the RUNPATH), but for a build with the tag
+// aimux_nopkgconfig:
 //
-//	go build -ldflags "-X 'github.com/aimux-ops/aimux-ops/bindings/go.buildLibDir=$(pkg-config --variable=libdir aimux)'"
+//	go build -tags aimux_nopkgconfig -ldflags "-X 'github.com/aimux-ops/aimux-ops/bindings/go/aimux.buildLibDir=<prefix>/lib'"
 var buildLibDir string
 
 var (
@@ -183,8 +185,9 @@ func LibraryPath() string {
 	return libPath
 }
 
-const loadFix = "Fix: install the library (`make install PREFIX=<dir>` in an aimux-ops checkout) and put " +
-	"<dir>/lib on LD_LIBRARY_PATH (or register it with ldconfig), or set AIMUX_LIB to the path of libaimux.so.1"
+const loadFix = "Fix: install the library (`make install PREFIX=<dir>` in an aimux-ops checkout) and build the " +
+	"program with PKG_CONFIG_PATH=<dir>/lib/pkgconfig (pkg-config puts <dir>/lib in its RUNPATH), or put <dir>/lib " +
+	"on LD_LIBRARY_PATH (or register it with ldconfig), or set AIMUX_LIB to the path of libaimux.so.1"
 
 // tryLoad dlopen()s path and binds every symbol; "" on success, else why not.
 func tryLoad(path string) string {
@@ -207,8 +210,8 @@ func loadedPath(fallback string) string {
 }
 
 // loadLibrary finds the library the one way every binding does (CONTRACT §3): $AIMUX_LIB; else
-// libaimux.so.1 through the system loader (LD_LIBRARY_PATH, the loader cache, the default
-// directories); else the directory recorded at build time (buildLibDir, from pkg-config). In the
+// libaimux.so.1 through the system loader (LD_LIBRARY_PATH, the program's RUNPATH that pkg-config
+// gave it, the loader cache, the default directories); else buildLibDir when set. In the
 // checkout, the tests point AIMUX_LIB at the in-repo build (a Go binary cannot know where its
 // source was without embedding build paths, which -trimpath forbids).
 func loadLibrary() (string, error) {

@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-// repoRoot is the checkout this package lives in (bindings/go/../..).
+// repoRoot is the checkout this package lives in (bindings/go/aimux/../../..).
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

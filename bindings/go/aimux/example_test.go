@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	aimux "github.com/aimux-ops/aimux-ops/bindings/go"
+	"github.com/aimux-ops/aimux-ops/bindings/go/aimux"
 )
 
 // The failing call of recordings/README.md: walk the native chain, find the API call error.
@@ -29,7 +29,7 @@ func ExampleStream() {
 	s, err := aimux.Stream(ctx, "stream_text", map[string]any{
 		"model":     map[string]any{"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": "http://127.0.0.1:1/v1"},
 		"prompt":    "Say hello in one word.",
-		"recording": map[string]any{"mode": "replay", "path": "../../recordings/demo.jsonl"},
+		"recording": map[string]any{"mode": "replay", "path": "../../../recordings/demo.jsonl"},
 	})
 	if err != nil {
 		fmt.Println(err)

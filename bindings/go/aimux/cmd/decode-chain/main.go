@@ -14,7 +14,7 @@ import (
 	"io"
 	"os"
 
-	aimux "github.com/aimux-ops/aimux-ops/bindings/go"
+	"github.com/aimux-ops/aimux-ops/bindings/go/aimux"
 )
 
 type root struct {

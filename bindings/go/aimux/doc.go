@@ -1,9 +1,10 @@
 // Package aimux is the Go binding of aimux-ops: cgo over libaimux (aimux.h, a copy of
 // native/aimux.h inside this module), which it dlopen()s at run time from $AIMUX_LIB, else
-// libaimux.so.1 through the system loader (LD_LIBRARY_PATH, the loader cache), else the
-// directory set at build time with -ldflags "-X …/bindings/go.buildLibDir=<dir>" (e.g. from
-// `pkg-config --variable=libdir aimux`). A library that cannot be loaded is a 207
-// RuntimeInitError from every call, naming what was tried. The package needs cgo.
+// libaimux.so.1 through the system loader: LD_LIBRARY_PATH, then the program's RUNPATH, which
+// the build takes from pkg-config (`#cgo pkg-config: --define-prefix aimux-dlopen`: the .pc of
+// `make install`, PKG_CONFIG_PATH=<prefix>/lib/pkgconfig for a prefix pkg-config does not search),
+// then the loader cache. A library that cannot be loaded is a 207 RuntimeInitError from every
+// call, naming what was tried. The package needs cgo.
 //
 //	res, err := aimux.Call(ctx, "generate_text", params)     // json.RawMessage result
 //	s, err := aimux.Stream(ctx, "stream_text", params)       // *aimux.EventStream

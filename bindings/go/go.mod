@@ -1,3 +1,0 @@
-module github.com/aimux-ops/aimux-ops/bindings/go
-
-go 1.24
