@@ -26,6 +26,7 @@ from ..recording import Recorder, open_transport
 from ..redact import guard_url, remember_header_secrets
 from ..retry import retry_with_exponential_backoff
 from ..transport import Deadline, Response, SendGuard, Transport, default_transport
+from .limits import check_api_key, check_base_url, check_headers
 from .models import CallParams, ToolChoiceTool
 from .prompt import neutral_messages
 from .registry import EventBatch, StreamContext
@@ -74,9 +75,15 @@ class Call:
     def __init__(self, op: str, params: CallParams, call: LanguageModelCall) -> None:
         spec = params.model
         self.provider: Provider = get_provider(spec.provider, spec.model_id)
+        # what the caller cannot set, refused before the key is loaded or anything is sent
+        check_headers(spec.headers, "model.headers")
+        check_headers(params.headers, "headers")
+        if spec.base_url is not None:
+            check_base_url(spec.base_url)
         rec = params.recording
         replay = rec is not None and rec.mode == "replay"
         key = self.provider.load_api_key(spec.api_key, spec.api_key_env, required=not replay)
+        check_api_key(key, spec.api_key is not None)
         base_url = guard_url(spec.base_url) if spec.base_url else None
         remember_header_secrets(spec.headers, params.headers)
         self.params = params

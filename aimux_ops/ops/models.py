@@ -11,10 +11,11 @@ through this module like the params (cold start: a call never creates their clas
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from ..providers import available_providers
 from ._model import Model as _Model
+from .limits import MAX_RETRIES, MAX_TIMER_MS, json_depth_checked
 
 __all__ = [
     "CallParams",
@@ -59,6 +60,11 @@ _PROVIDER_SCHEMA = {
 }
 
 
+#: a free-form JSON value of the caller's (schemas, content parts, tool inputs): its nesting is
+#: capped (``limits.MAX_JSON_DEPTH``), checked before pydantic walks it
+_Bounded = BeforeValidator(json_depth_checked)
+
+
 # -- params ----------------------------------------------------------------------------------------
 
 
@@ -98,7 +104,7 @@ class ToolCallPart(_Model):
 
     tool_call_id: str
     tool_name: str
-    input: Any = None
+    input: Annotated[Any, _Bounded] = None
 
 
 class TextContent(_Model):
@@ -132,7 +138,7 @@ class ToolCallContent(_Model):
     type: Literal["tool-call"]
     tool_call_id: str
     tool_name: str
-    input: Any = None
+    input: Annotated[Any, _Bounded] = None
     provider_options: ProviderOptions | None = _PROVIDER_OPTIONS
 
 
@@ -164,7 +170,7 @@ class Message(_Model):
     assistant's tool calls and of a tool's text result."""
 
     role: Literal["system", "user", "assistant", "tool"]
-    content: str | list[ContentPart] | None = None
+    content: Annotated[str | list[ContentPart] | None, _Bounded] = None
     #: role "assistant": the tool calls it made; role "tool": which call this answers.
     tool_calls: list[ToolCallPart] | None = None
     tool_call_id: str | None = None
@@ -173,7 +179,7 @@ class Message(_Model):
 
 class ToolSpec(_Model):
     description: str | None = None
-    input_schema: dict[str, Any] = Field(
+    input_schema: Annotated[dict[str, Any], _Bounded] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
         description="JSON Schema of the tool's input.",
     )
@@ -201,8 +207,8 @@ class ToolChoiceTool(_Model):
 
 
 class RetrySpec(_Model):
-    initial_delay_ms: float = Field(default=2000, ge=0)
-    backoff_factor: float = Field(default=2, ge=0)
+    initial_delay_ms: float = Field(default=2000, ge=0, le=MAX_TIMER_MS)
+    backoff_factor: float = Field(default=2, ge=0, le=1000)
 
 
 class RecordingSpec(_Model):
@@ -224,9 +230,16 @@ class CallParams(_Model):
     stop_sequences: list[str] | None = None
     seed: int | None = None
     headers: dict[str, str] | None = None
-    max_retries: int = Field(default=2, ge=0)
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        le=MAX_RETRIES,
+        description=f"Retries after the first attempt (the AI SDK's maxRetries), at most "
+        f"{MAX_RETRIES} (more is invalid params); a failed call reports the first and the latest "
+        "15 attempts.",
+    )
     retry: RetrySpec | None = None
-    timeout_ms: int | None = Field(default=None, ge=1)
+    timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMER_MS)
     recording: RecordingSpec | None = None
     tools: dict[str, ToolSpec] | None = None
     tool_choice: Literal["auto", "none", "required"] | ToolChoiceTool | None = None
@@ -251,7 +264,9 @@ class StreamTextParams(GenerateTextParams):
 
 
 class GenerateObjectParams(CallParams):
-    schema_: dict[str, Any] = Field(alias="schema", description="JSON Schema of the object.")
+    schema_: Annotated[dict[str, Any], _Bounded] = Field(
+        alias="schema", description="JSON Schema of the object."
+    )
     schema_name: str | None = None
     schema_description: str | None = None
 

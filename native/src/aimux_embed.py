@@ -7,19 +7,48 @@ aimux_cdef.h. It never raises: a failure to load the core is recorded, and every
 
 # ruff: noqa: BLE001, UP031  (the callbacks must catch everything; %-format keeps bytes-safe text)
 
-import site
 
 from _aimux_cffi import ffi, lib
 
 NULL = ffi.NULL
 _init_error = None
 _paths = []
+
+#: .pth files of the payload that only cost start-up time here: setuptools' distutils shim (the
+#: core never imports distutils) and an editable install of aimux_ops itself (its directory is
+#: on the path list already; its finder imports pathlib, re and importlib.util)
+_SKIPPED_PTH = ("distutils-precedence.pth", "__editable__.aimux_ops-")
+
+
+def _add_payload_paths(paths):
+    # The shim put the payload's directories first on sys.path (the interpreter runs no site
+    # import: its own site-packages are the installation's); their .pth files run here, as
+    # site.addsitedir runs them, but for _SKIPPED_PTH. `site` loads only when one is left.
+    import os
+
+    pending = []
+    for d in paths:
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        pending += [
+            (d, n)
+            for n in names
+            if n.endswith(".pth") and not n.startswith(".") and not n.startswith(_SKIPPED_PTH)
+        ]
+    if pending:
+        import site
+
+        for d, n in pending:
+            site.addpackage(d, n, None)
+
+
 try:
     _paths = [
         p for p in ffi.string(lib._aimux_paths()).decode("utf-8", "surrogateescape").split(":") if p
     ]
-    for _p in _paths:
-        site.addsitedir(_p)
+    _add_payload_paths(_paths)
     from aimux_ops import guest as _guest
 
     if lib._aimux_owns_runtime():  # not in a Python host's interpreter: its OpenSSL, its rules

@@ -322,9 +322,9 @@ static aimux_error_t *_aimux_null_arg(const char *argument)
 }
 
 /* --- starting the embedded runtime ------------------------------------------------------- */
-static pthread_once_t _aimux_once = PTHREAD_ONCE_INIT;
+static int _aimux_started = 0; /* the start-up ran (_aimux_runtime) */
 static int _aimux_ready = 0;
-static char _aimux_init_msg[AIMUX_MSG_MAX];
+static char _aimux_init_msg[4 * AIMUX_MSG_MAX]; /* each 207 bounds and marks it */
 static char *_aimux_path_list = NULL;
 
 const char *_aimux_paths(void) { return _aimux_path_list ? _aimux_path_list : ""; }
@@ -540,14 +540,33 @@ static void _aimux_restore_signals(void)
       with the interpreter lock taken (nothing half-done in the interpreter is copied), then the
       reset hooks. Python's own os.fork() does this itself: it holds the lock when it forks, and
       then the handlers stand aside. The reset hooks are Python's, aimux_ops.guest.on_fork_child
-      (run by PyOS_AfterFork_Child): the shim's C state needs none. */
-static __thread int _aimux_fork_held = 0;
+      (run by PyOS_AfterFork_Child): the shim's C state needs none.
+      - The start-up lock is held across the fork too (taken first, as the start-up takes it
+        before the interpreter lock), so a child never copies a runtime half started.
+      - A thread state this thread did not have before the fork is kept in the child: the
+        forking thread is the child's only thread, and PyOS_AfterFork_Child deleted every other
+        one. Deleting it as well would leave the interpreter with no thread state at all, and
+        CPython (3.11, 3.12) then reuses the interpreter's initial thread state, still marked
+        initialized: "Fatal Python error: init_threadstate: thread state already initialized"
+        at the child's first call. */
+static __thread int _aimux_fork_held = 0;   /* this fork took the interpreter lock */
+static __thread int _aimux_fork_start = 0;  /* this fork took the start-up lock */
+static __thread int _aimux_fork_new_ts = 0; /* ... and made this thread's state */
+static __thread int _aimux_starting = 0;    /* this thread runs the start-up */
 static __thread PyGILState_STATE _aimux_fork_gil;
+static pthread_mutex_t _aimux_start_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void _aimux_fork_prepare(void)
 {
     _aimux_fork_held = 0;
-    if (!_aimux_ready || !Py_IsInitialized() || PyGILState_Check()) return;
+    _aimux_fork_start = 0;
+    /* a thread inside the interpreter (a Python host's os.fork(), subprocess in the start-up)
+       forks as CPython does it: nothing to add */
+    if (_aimux_starting || (Py_IsInitialized() && PyGILState_Check())) return;
+    pthread_mutex_lock(&_aimux_start_mu);
+    _aimux_fork_start = 1;
+    if (!_aimux_ready || !Py_IsInitialized()) return;
+    _aimux_fork_new_ts = PyGILState_GetThisThreadState() == NULL;
     _aimux_fork_gil = PyGILState_Ensure();
     PyOS_BeforeFork();
     _aimux_fork_held = 1;
@@ -555,18 +574,31 @@ static void _aimux_fork_prepare(void)
 
 static void _aimux_fork_parent(void)
 {
-    if (!_aimux_fork_held) return;
-    _aimux_fork_held = 0;
-    PyOS_AfterFork_Parent();
-    PyGILState_Release(_aimux_fork_gil);
+    if (_aimux_fork_held) {
+        _aimux_fork_held = 0;
+        PyOS_AfterFork_Parent();
+        PyGILState_Release(_aimux_fork_gil);
+    }
+    if (_aimux_fork_start) {
+        _aimux_fork_start = 0;
+        pthread_mutex_unlock(&_aimux_start_mu);
+    }
 }
 
 static void _aimux_fork_child(void)
 {
-    if (!_aimux_fork_held) return;
-    _aimux_fork_held = 0;
-    PyOS_AfterFork_Child(); /* runs os.register_at_fork(after_in_child=...) hooks */
-    PyGILState_Release(_aimux_fork_gil);
+    if (_aimux_fork_held) {
+        _aimux_fork_held = 0;
+        PyOS_AfterFork_Child(); /* runs os.register_at_fork(after_in_child=...) hooks */
+        if (_aimux_fork_new_ts)
+            PyEval_SaveThread(); /* the child's only thread state stays: see above */
+        else
+            PyGILState_Release(_aimux_fork_gil);
+    }
+    if (_aimux_fork_start) {
+        _aimux_fork_start = 0;
+        pthread_mutex_unlock(&_aimux_start_mu); /* locked by this thread, the only one */
+    }
 }
 
 static void _aimux_install_atfork(void)
@@ -670,6 +702,8 @@ static void _aimux_start_runtime(void)
         }
         PyConfig_InitIsolatedConfig(&cfg);
         cfg.install_signal_handlers = 0;
+        cfg.site_import = 0; /* the interpreter's own site-packages and their .pth files are the
+                                installation's, not ours: the payload's paths come in step 3 */
         home = _aimux_find_home();
         st = PyConfig_SetBytesString(&cfg, &cfg.home, home);
         if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&cfg);
@@ -709,6 +743,10 @@ static void _aimux_start_runtime(void)
     mod = PyImport_ImportModule("_cffi_backend");
     if (mod == NULL) {
         _aimux_init_fail_pyerr("cannot import _cffi_backend (cffi): ");
+        /* the payload's paths, where aimux_ops and its dependencies were looked for (the
+           interpreter's own site-packages are not: no site import) */
+        _aimux_init_append(" (aimux_ops and its dependencies are looked for in ", _aimux_path_list,
+                           ")");
         PyGILState_Release(gil);
         return;
     }
@@ -740,18 +778,27 @@ static void _aimux_pin(void)
 
 static void _aimux_start(void)
 {
+    _aimux_install_atfork(); /* before the start-up: a fork waits until it is done */
     _aimux_save_signals();
     _aimux_start_runtime();
     _aimux_restore_signals();
-    if (_aimux_ready) {
-        _aimux_pin();
-        _aimux_install_atfork();
-    }
+    if (_aimux_ready) _aimux_pin();
 }
 
+/* Starts the runtime once, under the start-up lock (not pthread_once: a fork holds that lock,
+   so a child sees a runtime either not started or started, never half-way). */
 static aimux_error_t *_aimux_runtime(void)
 {
-    pthread_once(&_aimux_once, _aimux_start);
+    if (!__atomic_load_n(&_aimux_started, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&_aimux_start_mu);
+        if (!_aimux_started) {
+            _aimux_starting = 1;
+            _aimux_start();
+            _aimux_starting = 0;
+            __atomic_store_n(&_aimux_started, 1, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&_aimux_start_mu);
+    }
     if (_aimux_ready) return NULL;
     return _aimux_err_early(_AIMUX_EARLY_RUNTIME_INIT, _aimux_init_msg, NULL);
 }
@@ -948,10 +995,10 @@ static aimux_error_t *_aimux_stream_batch(_aimux_batch_fn batch_fn, int blocking
     char *batch = NULL;
     int32_t ended = AIMUX_STREAM_OPEN;
     int rc;
+    if (out_events_json != NULL) *out_events_json = NULL; /* both set on entry (aimux.h) */
+    if (out_ended != NULL) *out_ended = AIMUX_STREAM_OPEN;
     if (out_events_json == NULL) return _aimux_null_arg("out_events_json");
-    *out_events_json = NULL;
     if (out_ended == NULL) return _aimux_null_arg("out_ended");
-    *out_ended = AIMUX_STREAM_OPEN;
     if ((err = _aimux_runtime()) != NULL) return err;
     switch (_aimux_fast_take(stream, max_events ? max_events : 1, blocking, &batch, &ended)) {
     case _AIMUX_T_DATA:

@@ -105,6 +105,9 @@ export interface GenerateObjectParams {
   stopSequences?: Array<string> | null;
   seed?: number | null;
   headers?: Record<string, string> | null;
+  /**
+   * Retries after the first attempt (the AI SDK's maxRetries), at most 1000 (more is invalid params); a failed call reports the first and the latest 15 attempts.
+   */
   maxRetries?: number;
   retry?: RetrySpec | null;
   timeoutMs?: number | null;
@@ -156,6 +159,9 @@ export interface GenerateTextParams {
   stopSequences?: Array<string> | null;
   seed?: number | null;
   headers?: Record<string, string> | null;
+  /**
+   * Retries after the first attempt (the AI SDK's maxRetries), at most 1000 (more is invalid params); a failed call reports the first and the latest 15 attempts.
+   */
   maxRetries?: number;
   retry?: RetrySpec | null;
   timeoutMs?: number | null;
@@ -338,6 +344,9 @@ export interface StreamTextParams {
   stopSequences?: Array<string> | null;
   seed?: number | null;
   headers?: Record<string, string> | null;
+  /**
+   * Retries after the first attempt (the AI SDK's maxRetries), at most 1000 (more is invalid params); a failed call reports the first and the latest 15 attempts.
+   */
   maxRetries?: number;
   retry?: RetrySpec | null;
   timeoutMs?: number | null;
