@@ -26,11 +26,13 @@ _KNOWN = {
     "const",
     "default",
     "description",
+    "discriminator",
     "enum",
     "items",
     "maximum",
     "minLength",
     "minimum",
+    "oneOf",
     "properties",
     "required",
     "title",
@@ -117,6 +119,8 @@ def _walk(node: dict[str, Any], root: dict[str, Any]) -> st.SearchStrategy[Any]:
         return st.sampled_from(node["enum"])
     if "anyOf" in node:
         return st.one_of([_walk(sub, root) for sub in node["anyOf"]])
+    if "oneOf" in node:  # a discriminated union: each branch holds its own "type" const
+        return st.one_of([_walk(sub, root) for sub in node["oneOf"]])
     kind = node.get("type")
     if kind is None:
         return ANY_JSON

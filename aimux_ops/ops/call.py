@@ -12,16 +12,14 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from ..errors import AimuxError, InvalidPromptError
+from ..errors import AimuxError
 from ..providers import Provider, get_provider
 from ..providers.base import (
     GenerateResult,
     LanguageModelCall,
-    NeutralMessage,
     ObjectFormat,
     Settings,
     StreamState,
-    ToolCallPart,
     ToolDef,
 )
 from ..recording import Recorder, open_transport
@@ -30,30 +28,13 @@ from ..retry import retry_with_exponential_backoff
 from ..transport import Deadline, Response, SendGuard, Transport, default_transport
 from .limits import check_api_key, check_base_url, check_headers
 from .models import CallParams, ToolChoiceTool
+from .prompt import neutral_messages
 from .registry import EventBatch, StreamContext
 from .tools import check_schema, tool_call
 
 __all__ = ["Call", "neutral_call", "run_call", "run_stream"]
 
 T = TypeVar("T")
-
-
-def _messages(params: CallParams) -> tuple[NeutralMessage, ...]:
-    if params.prompt is not None and params.messages is not None:
-        raise InvalidPromptError("prompt and messages cannot be defined at the same time")
-    if params.prompt is None and params.messages is None:
-        raise InvalidPromptError("prompt or messages must be defined")
-    if params.prompt is not None:
-        return (NeutralMessage("user", params.prompt),)
-    return tuple(
-        NeutralMessage(
-            m.role,
-            m.content,
-            tuple(ToolCallPart(c.tool_call_id, c.tool_name, c.input) for c in m.tool_calls or ()),
-            m.tool_call_id,
-        )
-        for m in params.messages or ()
-    )
 
 
 def neutral_call(
@@ -69,11 +50,12 @@ def neutral_call(
     return LanguageModelCall(
         model_id=params.model.model_id,
         system=params.system,
-        messages=_messages(params),
+        messages=neutral_messages(params),
         settings=Settings(
             max_output_tokens=params.max_output_tokens,
             temperature=params.temperature,
             top_p=params.top_p,
+            top_k=params.top_k,
             presence_penalty=params.presence_penalty,
             frequency_penalty=params.frequency_penalty,
             stop_sequences=params.stop_sequences,
@@ -164,6 +146,8 @@ def run_call(
     try:
         try:
             result = build(call.retry(lambda: call.provider.parse_result(call.send(), call.call)))
+            if call.call.warnings:  # observations, never errors (seed 003)
+                result["warnings"] = list(call.call.warnings)
         except AimuxError as exc:
             call.finish_error(exc)
             raise
@@ -246,12 +230,14 @@ def _stream_batches(
             event = tool_call(call_id, name, raw, params.tools)
             event["type"] = "tool-call"
             yield EventBatch((event,))
-        finish = {
+        finish: dict[str, Any] = {
             "type": "finish",
             "finishReason": state.finish_reason,
             "usage": state.usage,
             "response": {"id": state.response_id, "modelId": state.model_id},
         }
+        if neutral.warnings:  # observations, never errors (seed 003)
+            finish["warnings"] = list(neutral.warnings)
         call.finish_ok(finish)
         finished = True
         yield EventBatch((finish,))

@@ -31,7 +31,13 @@ import orjson
 
 from ..errors import TimeoutError as AITimeoutError
 from ..errors import ToolExecutionError
-from ..providers.base import LanguageModelCall, NeutralMessage, ToolCallPart
+from ..providers.base import (
+    LanguageModelCall,
+    NeutralMessage,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from .answers import Answer, ToolAnswers
 from .call import neutral_call, run_stream
 from .models import CallParams, StopCondition
@@ -72,11 +78,6 @@ def _add_usage(total: dict[str, int | None], usage: dict[str, Any]) -> None:
             total.setdefault(key, None)
 
 
-def _model_text(value: Any) -> str:
-    """What the model reads of a tool output or error data: text as is, other JSON as text."""
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
-
-
 def _text_of(event: Any) -> str:
     if type(event) is bytes:  # an event the C chunk reader serialized already
         if b'"text-delta"' not in event:
@@ -95,28 +96,19 @@ class _Step:
         self.text: list[str] = []
         self.calls: list[dict[str, Any]] = []
         self.finish: dict[str, Any] | None = None
-        #: toolCallId -> (text the model reads, whether it is an error)
-        self.outputs: dict[str, tuple[str, bool]] = {}
+        #: toolCallId -> what the model reads: (output type, value), the AI SDK's tool outputs
+        self.outputs: dict[str, tuple[str, Any]] = {}
 
     def messages(self) -> tuple[NeutralMessage, ...]:
         """The assistant turn and the tool results, for the next step's prompt."""
         text = "".join(self.text)
-        assistant = NeutralMessage(
-            "assistant",
-            text or None,
-            tuple(ToolCallPart(c["toolCallId"], c["toolName"], c["input"]) for c in self.calls),
-        )
+        calls = tuple(ToolCallPart(c["toolCallId"], c["toolName"], c["input"]) for c in self.calls)
+        assistant = NeutralMessage("assistant", ((TextPart(text),) if text else ()) + calls)
         results = tuple(
-            NeutralMessage(
-                "tool",
-                self.outputs[c["toolCallId"]][0],
-                (),
-                c["toolCallId"],
-                is_error=self.outputs[c["toolCallId"]][1],
-            )
+            ToolResultPart(c["toolCallId"], c["toolName"], *self.outputs[c["toolCallId"]])
             for c in self.calls
         )
-        return (assistant, *results)
+        return (assistant, NeutralMessage("tool", results))
 
 
 def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatch]:
@@ -132,6 +124,7 @@ def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventB
     total: dict[str, int | None] = {}
     steps = 0
     last: dict[str, Any] = {}
+    warnings: list[dict[str, Any]] = []
     while True:
         step = _Step()
         step_params = params
@@ -164,6 +157,7 @@ def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventB
             return
         steps += 1
         _add_usage(total, step.finish.get("usage") or {})
+        warnings.extend(w for w in step.finish.get("warnings") or () if w not in warnings)
         last = step.finish
         yield EventBatch(({**step.finish, "type": "finish-step"},))
         called = {c["toolName"] for c in step.calls}
@@ -171,16 +165,15 @@ def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventB
         if not answered or _stop(conditions, steps, called):
             break
         extra = extra + step.messages()
-    yield EventBatch(
-        (
-            {
-                "type": "finish",
-                "finishReason": last.get("finishReason"),
-                "usage": total,
-                "response": last.get("response"),
-            },
-        )
-    )
+    finish = {
+        "type": "finish",
+        "finishReason": last.get("finishReason"),
+        "usage": total,
+        "response": last.get("response"),
+    }
+    if warnings:
+        finish["warnings"] = warnings
+    yield EventBatch((finish,))
 
 
 def _returning(call: LanguageModelCall) -> Callable[[], LanguageModelCall]:
@@ -196,7 +189,7 @@ def _announce(
     call_id = event["toolCallId"]
     if event.get("invalid"):
         message = (event.get("error") or {}).get("message") or "invalid tool call"
-        step.outputs[call_id] = (message, True)
+        step.outputs[call_id] = ("error-text", message)
         return
     spec = tools.get(event["toolName"])
     if spec is not None and spec.execute:
@@ -250,16 +243,18 @@ def _answered(
     """The event of one answer, and what the model reads of it; a framework failure raises."""
     call_id = call["toolCallId"]
     if answer.layer == "output":
-        step.outputs[call_id] = (_model_text(answer.value), False)
-        return _event("tool-result", call, output=answer.value)
+        value = answer.value
+        step.outputs[call_id] = ("text" if isinstance(value, str) else "json", value)
+        return _event("tool-result", call, output=value)
     if answer.layer == "error":
         error = answer.value
-        seen = error["message"] if "data" not in error else _model_text(error)
-        step.outputs[call_id] = (seen, True)
+        step.outputs[call_id] = (
+            ("error-json", error) if "data" in error else ("error-text", error["message"])
+        )
         return _event("tool-error", call, error=error)
     node = answer.value
     if params.tool_failures == "to-model":
-        step.outputs[call_id] = (node["message"], True)
+        step.outputs[call_id] = ("error-text", node["message"])
         return _event("tool-error", call, error={"message": node["message"]})
     from ..envelope import decode_cause  # the decoder: loaded by the first failure
 

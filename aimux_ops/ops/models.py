@@ -37,7 +37,14 @@ __all__ = [
     "TextDeltaEvent",
     "ToolCall",
     "ToolCallEvent",
+    "ContentPart",
+    "FileContent",
+    "ReasoningContent",
+    "TextContent",
+    "ToolCallContent",
     "ToolCallPart",
+    "ToolOutput",
+    "ToolResultContent",
     "ToolChoiceTool",
     "ToolSpec",
     "Usage",
@@ -84,23 +91,90 @@ class ModelSpec(_Model):
     headers: dict[str, str] | None = None
 
 
+ProviderOptions = dict[str, dict[str, Any]]
+_PROVIDER_OPTIONS = Field(
+    default=None,
+    description='Options for one provider, by provider id (e.g. {"anthropic": {"signature": '
+    '"…"}}); the other providers ignore them.',
+)
+
+
 class ToolCallPart(_Model):
-    """A tool call made by the assistant in an earlier turn."""
+    """A tool call made by the assistant in an earlier turn (``toolCalls``, the short form)."""
 
     tool_call_id: str
     tool_name: str
     input: Annotated[Any, _Bounded] = None
 
 
+class TextContent(_Model):
+    type: Literal["text"]
+    text: str
+    provider_options: ProviderOptions | None = _PROVIDER_OPTIONS
+
+
+class FileContent(_Model):
+    """A file (image, PDF, audio, …): ``data`` is its base64 text, a ``data:`` URL, or an
+    http(s) URL (sent as a URL where the provider takes one, else an
+    UnsupportedFunctionalityError: the core never downloads)."""
+
+    type: Literal["file"]
+    media_type: str = Field(min_length=1, description="e.g. image/png, application/pdf.")
+    data: str = Field(min_length=1)
+    filename: str | None = None
+    provider_options: ProviderOptions | None = _PROVIDER_OPTIONS
+
+
+class ReasoningContent(_Model):
+    """The model's reasoning of an earlier turn (assistant), replayed where the provider takes
+    it (Anthropic: with its providerOptions.anthropic.signature)."""
+
+    type: Literal["reasoning"]
+    text: str
+    provider_options: ProviderOptions | None = _PROVIDER_OPTIONS
+
+
+class ToolCallContent(_Model):
+    type: Literal["tool-call"]
+    tool_call_id: str
+    tool_name: str
+    input: Annotated[Any, _Bounded] = None
+    provider_options: ProviderOptions | None = _PROVIDER_OPTIONS
+
+
+class ToolOutput(_Model):
+    """What the model reads of a tool's result (the AI SDK's tool output types)."""
+
+    type: Literal["text", "json", "error-text", "error-json"]
+    value: Any = None
+
+
+class ToolResultContent(_Model):
+    type: Literal["tool-result"]
+    tool_call_id: str
+    tool_name: str
+    output: ToolOutput
+    provider_options: ProviderOptions | None = _PROVIDER_OPTIONS
+
+
+ContentPart = Annotated[
+    TextContent | FileContent | ReasoningContent | ToolCallContent | ToolResultContent,
+    Field(discriminator="type"),
+]
+
+
 class Message(_Model):
+    """One turn. ``content`` is text or provider-neutral parts: ``user`` text and file parts,
+    ``assistant`` text, file, reasoning and tool-call parts, ``tool`` tool-result parts,
+    ``system`` text. ``toolCalls`` / ``toolCallId`` with text content are the short form of an
+    assistant's tool calls and of a tool's text result."""
+
     role: Literal["system", "user", "assistant", "tool"]
-    content: Annotated[str | list[dict[str, Any]] | None, _Bounded] = Field(
-        default=None,
-        description="Text, or content parts passed to the provider as given (in its own format).",
-    )
+    content: Annotated[str | list[ContentPart] | None, _Bounded] = None
     #: role "assistant": the tool calls it made; role "tool": which call this answers.
     tool_calls: list[ToolCallPart] | None = None
     tool_call_id: str | None = None
+    provider_options: ProviderOptions | None = _PROVIDER_OPTIONS
 
 
 class ToolSpec(_Model):
@@ -150,6 +224,7 @@ class CallParams(_Model):
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = None
     top_p: float | None = None
+    top_k: int | None = Field(default=None, ge=1)
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     stop_sequences: list[str] | None = None
@@ -231,6 +306,7 @@ _OUTPUTS = frozenset(
         "ToolCall",
         "ToolCallEvent",
         "Usage",
+        "CallWarning",
     )
 )
 

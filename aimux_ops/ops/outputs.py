@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from ._model import Model as _Model
 
@@ -30,6 +30,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolResultPart",
     "Usage",
+    "CallWarning",
 ]
 
 
@@ -93,6 +94,21 @@ class StepResult(_Model):
     response: ResponseInfo | None = None
 
 
+class CallWarning(_Model):
+    """An observation (seed 003): a setting or content a provider adapted or dropped; never also
+    an error. The AI SDK's warning types: ``unsupported`` and ``compatibility`` name a
+    ``feature``, ``other`` has a ``message``; the type list may grow."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+    feature: str | None = None
+    details: str | None = None
+    message: str | None = None
+
+
+_WARNINGS = Field(default=None, description="Observations: what the provider adapted or dropped.")
+
+
 class GenerateTextResult(_Model):
     text: str
     finish_reason: FinishReason
@@ -106,12 +122,14 @@ class GenerateTextResult(_Model):
     steps: list[StepResult] | None = Field(
         default=None, description="With host tools: every step, in order."
     )
+    warnings: list[CallWarning] | None = _WARNINGS
 
 
 class GenerateObjectResult(_Model):
     object: Any
     finish_reason: FinishReason
     usage: Usage
+    warnings: list[CallWarning] | None = _WARNINGS
     tool_calls: list[ToolCall] = Field(
         default_factory=list, description="Tool calls the model made beside the object (tools?)."
     )
@@ -132,6 +150,7 @@ class FinishEvent(_Model):
     finish_reason: FinishReason
     usage: Usage
     response: ResponseInfo | None = None
+    warnings: list[CallWarning] | None = _WARNINGS
 
 
 class ErrorEvent(_Model):
@@ -152,6 +171,7 @@ class FinishStepEvent(_Model):
     finish_reason: FinishReason
     usage: Usage
     response: ResponseInfo | None = None
+    warnings: list[CallWarning] | None = _WARNINGS
 
 
 class ToolResultEvent(ToolResultPart):

@@ -28,6 +28,7 @@ Shape checks are hand-written (no per-event pydantic): this is the hot path.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterator
 from itertools import repeat
 from typing import Any
@@ -35,14 +36,25 @@ from typing import Any
 import orjson
 
 from .._cext import CChunks, ReadAnthropic, chunk_reader, new_pace, read_paced
-from ..errors import APICallError, InvalidResponseDataError
+from ..errors import (
+    APICallError,
+    InvalidPromptError,
+    InvalidResponseDataError,
+    UnsupportedFunctionalityError,
+)
 from ..transport import HTTPRequest, Response, event_batches
 from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
 from .base import (
+    FilePart,
     GenerateResult,
     LanguageModelCall,
+    Part,
     Provider,
     ReadEvents,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
     endpoint_url,
     error_body_response,
     invalid_response,
@@ -116,14 +128,6 @@ def request_headers(api_key: str | None, *extra: dict[str, str] | None) -> dict[
     return json_headers(own, *extra)
 
 
-def _blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    return list(content)
-
-
 def _tool_input(value: Any) -> Any:
     if isinstance(value, str):
         try:
@@ -133,47 +137,171 @@ def _tool_input(value: Any) -> Any:
     return {} if value is None else value
 
 
-def convert_prompt(call: LanguageModelCall) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(top-level ``system`` blocks, ``messages``): system messages join ``system``; tool
-    results are ``tool_result`` blocks of a user turn; consecutive turns of one role merge."""
+#: the beta the AI SDK asks for with a PDF document block
+PDF_BETA = "pdfs-2024-09-25"
+
+
+def _file_block(p: FilePart, betas: set[str]) -> dict[str, Any]:
+    media = p.media_type
+    if media.startswith("image/"):
+        source: dict[str, Any] = (
+            {"type": "url", "url": p.url}
+            if p.url is not None
+            else {"type": "base64", "media_type": media, "data": p.data}
+        )
+        return {"type": "image", "source": source}
+    if media == "application/pdf":
+        betas.add(PDF_BETA)
+        source = (
+            {"type": "url", "url": p.url}
+            if p.url is not None
+            else {"type": "base64", "media_type": "application/pdf", "data": p.data}
+        )
+    elif media == "text/plain":
+        if p.url is not None:
+            source = {"type": "url", "url": p.url}
+        else:
+            try:
+                text = base64.b64decode(p.data or "", validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise InvalidPromptError(
+                    "a text/plain file part's data is not base64 of UTF-8 text"
+                ) from exc
+            source = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        raise UnsupportedFunctionalityError(
+            f"'media type: {media}' functionality not supported.",
+            functionality=f"media type: {media}",
+        )
+    block: dict[str, Any] = {"type": "document", "source": source}
+    anthropic = (p.provider_options or {}).get("anthropic") or {}
+    title = anthropic.get("title", p.filename)
+    if title is not None:
+        block["title"] = title
+    if anthropic.get("context"):
+        block["context"] = anthropic["context"]
+    if (anthropic.get("citations") or {}).get("enabled"):
+        block["citations"] = {"enabled": True}
+    return block
+
+
+def _tool_result_block(p: ToolResultPart) -> dict[str, Any]:
+    value = p.value
+    if p.output_type in ("text", "error-text") and isinstance(value, str):
+        content: Any = value
+    else:
+        content = orjson.dumps(value).decode()
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": p.tool_call_id,
+        "content": content,
+    }
+    if p.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _assistant_block(p: Part, warnings: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if isinstance(p, TextPart):
+        return {"type": "text", "text": p.text} if p.text else None
+    if isinstance(p, ToolCallPart):
+        return {
+            "type": "tool_use",
+            "id": p.tool_call_id,
+            "name": p.tool_name,
+            "input": _tool_input(p.input),
+        }
+    if isinstance(p, ReasoningPart):
+        meta = (p.provider_options or {}).get("anthropic") or {}
+        if isinstance(meta.get("signature"), str):
+            return {"type": "thinking", "thinking": p.text, "signature": meta["signature"]}
+        if isinstance(meta.get("redactedData"), str):
+            return {"type": "redacted_thinking", "data": meta["redactedData"]}
+        warnings.append({"type": "other", "message": "unsupported reasoning metadata"})
+        return None
+    assert isinstance(p, FilePart)
+    return _file_block(p, set())
+
+
+def convert_prompt(
+    call: LanguageModelCall, betas: set[str] | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(top-level ``system`` blocks, ``messages``), as the AI SDK's Anthropic provider converts
+    the neutral prompt: system messages join ``system``; user text, ``image`` and ``document``
+    blocks (PDF, plain text; by base64 or URL); tool results are ``tool_result`` blocks of a user
+    turn (``is_error`` for error outputs); assistant text (empty parts left out, the last
+    assistant text of the prompt trimmed), ``thinking`` replayed with its signature
+    (``redacted_thinking`` with its data, else left out with a warning) and ``tool_use``;
+    consecutive turns of one role merge. ``betas`` collects the beta headers a block needs."""
+    betas = set() if betas is None else betas
     system: list[dict[str, Any]] = []
     if call.system is not None:
         system.append({"type": "text", "text": call.system})
     messages: list[dict[str, Any]] = []
     for m in call.messages:
         if m.role == "system":
-            system.extend(_blocks(m.content))
+            system.append({"type": "text", "text": m.text()})
             continue
-        if m.role == "tool":
-            role = "user"
-            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
-            if m.content is not None:
-                result["content"] = m.content
-            if m.is_error:
-                result["is_error"] = True
-            blocks = [result]
+        blocks: list[dict[str, Any]] = []
+        if m.role == "assistant":
+            role = "assistant"
+            for p in m.parts:
+                block = _assistant_block(p, call.warnings)
+                if block is not None:
+                    blocks.append(block)
         else:
-            role = m.role
-            blocks = _blocks(m.content)
-            for c in m.tool_calls:
-                blocks.append(
-                    {
-                        "type": "tool_use",
-                        "id": c.tool_call_id,
-                        "name": c.tool_name,
-                        "input": _tool_input(c.input),
-                    }
-                )
+            role = "user"
+            for p in m.parts:
+                if isinstance(p, TextPart):
+                    blocks.append({"type": "text", "text": p.text})
+                elif isinstance(p, FilePart):
+                    blocks.append(_file_block(p, betas))
+                elif isinstance(p, ToolResultPart):
+                    blocks.append(_tool_result_block(p))
         if messages and messages[-1]["role"] == role:
             messages[-1]["content"].extend(blocks)
         else:
             messages.append({"role": role, "content": blocks})
+    if messages and messages[-1]["role"] == "assistant":
+        content = messages[-1]["content"]
+        if content and content[-1]["type"] == "text":
+            content[-1]["text"] = content[-1]["text"].strip()
     return system, messages
 
 
-def build_body(call: LanguageModelCall) -> dict[str, Any]:
-    """The Messages API request body of ``call``."""
-    system, messages = convert_prompt(call)
+def call_warnings(call: LanguageModelCall) -> None:
+    """The settings the Messages API has no field for (the AI SDK's warnings)."""
+    s = call.settings
+    for feature, value in (
+        ("frequencyPenalty", s.frequency_penalty),
+        ("presencePenalty", s.presence_penalty),
+        ("seed", s.seed),
+    ):
+        if value is not None:
+            call.warnings.append({"type": "unsupported", "feature": feature})
+    t = s.temperature
+    if t is not None and t > 1:
+        call.warnings.append(
+            {
+                "type": "unsupported",
+                "feature": "temperature",
+                "details": f"{t:g} exceeds anthropic maximum of 1.0. clamped to 1.0",
+            }
+        )
+    elif t is not None and t < 0:
+        call.warnings.append(
+            {
+                "type": "unsupported",
+                "feature": "temperature",
+                "details": f"{t:g} is below anthropic minimum of 0. clamped to 0",
+            }
+        )
+
+
+def build_body(call: LanguageModelCall, betas: set[str] | None = None) -> dict[str, Any]:
+    """The Messages API request body of ``call`` (``betas``: the beta headers it needs)."""
+    call_warnings(call)
+    system, messages = convert_prompt(call, betas)
     s = call.settings
     caps = capabilities(call.model_id)
     body: dict[str, Any] = {
@@ -185,6 +313,8 @@ def build_body(call: LanguageModelCall) -> dict[str, Any]:
             body["temperature"] = min(max(s.temperature, 0.0), 1.0)
         if s.top_p is not None:
             body["top_p"] = s.top_p
+        if s.top_k is not None:
+            body["top_k"] = s.top_k
     if s.stop_sequences is not None:
         body["stop_sequences"] = s.stop_sequences
     fmt = call.object_format
@@ -639,11 +769,13 @@ class AnthropicMessagesProvider(Provider):
         api_key: str | None,
         headers: tuple[dict[str, str] | None, ...],
     ) -> HTTPRequest:
-        body = build_body(call)
+        betas: set[str] = set()
+        body = build_body(call, betas)
+        beta = {"anthropic-beta": ",".join(sorted(betas))} if betas else None
         return HTTPRequest(
             "POST",
             messages_url(base_url),
-            request_headers(api_key, *headers),
+            request_headers(api_key, beta, *headers),
             orjson.dumps(body),
             stream=call.stream,
             json_body=body,

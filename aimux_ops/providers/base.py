@@ -28,15 +28,21 @@ from ..redact import redact_headers, remember_secret
 from ..transport import HTTPRequest, Response, SSEBatch
 
 __all__ = [
+    "FilePart",
     "GenerateResult",
     "LanguageModelCall",
     "NeutralMessage",
     "ObjectFormat",
+    "Part",
     "Provider",
+    "ProviderOptions",
+    "ReasoningPart",
     "Settings",
     "StreamState",
+    "TextPart",
     "ToolCallPart",
     "ToolDef",
+    "ToolResultPart",
     "error_body_response",
     "invalid_response",
     "is_retryable_status",
@@ -51,6 +57,36 @@ __all__ = [
 # -- the neutral call ------------------------------------------------------------------------------
 
 
+#: ``providerOptions``: per provider id, that provider's options (the others ignore them)
+ProviderOptions = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    provider_options: ProviderOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FilePart:
+    """A file: ``data`` inline (base64, ``url`` None) or at ``url`` (http/https)."""
+
+    media_type: str
+    data: str | None = None
+    url: str | None = None
+    filename: str | None = None
+    provider_options: ProviderOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """The model's reasoning of an earlier turn (replayed: Anthropic ``thinking`` with its
+    ``providerOptions.anthropic.signature``, ``redacted_thinking`` with ``redactedData``)."""
+
+    text: str
+    provider_options: ProviderOptions | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
     """A tool call the assistant made in an earlier turn (``input``: a value or its JSON text)."""
@@ -58,16 +94,39 @@ class ToolCallPart:
     tool_call_id: str
     tool_name: str
     input: Any = None
+    provider_options: ProviderOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """A tool's result the model reads: ``output_type`` ``text`` | ``json`` | ``error-text`` |
+    ``error-json`` and its value (the AI SDK's tool output types)."""
+
+    tool_call_id: str
+    tool_name: str
+    output_type: str
+    value: Any = None
+    provider_options: ProviderOptions | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.output_type.startswith("error-")
+
+
+Part = TextPart | FilePart | ReasoningPart | ToolCallPart | ToolResultPart
 
 
 @dataclass(frozen=True, slots=True)
 class NeutralMessage:
-    role: str  # "system" | "user" | "assistant" | "tool"
-    content: str | list[dict[str, Any]] | None = None
-    tool_calls: tuple[ToolCallPart, ...] = ()
-    tool_call_id: str | None = None
-    #: role "tool": the result is an error (Anthropic ``is_error``)
-    is_error: bool = False
+    """One turn of the neutral prompt: ``system`` (text parts only), ``user`` (text, file),
+    ``assistant`` (text, file, reasoning, tool-call) or ``tool`` (tool-result)."""
+
+    role: str
+    parts: tuple[Part, ...] = ()
+    provider_options: ProviderOptions | None = None
+
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +134,7 @@ class Settings:
     max_output_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
+    top_k: int | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     stop_sequences: list[str] | None = None
@@ -110,6 +170,9 @@ class LanguageModelCall:
     tool_choice_name: str | None = None
     object_format: ObjectFormat | None = None
     stream: bool = False
+    #: observations (seed 003): what a provider adapted or dropped of this call, in the AI
+    #: SDK's warning types (``unsupported`` / ``compatibility`` / ``other``); providers append
+    warnings: list[dict[str, Any]] = field(default_factory=list, compare=False)
 
 
 # -- the neutral answers ---------------------------------------------------------------------------

@@ -33,13 +33,18 @@ from typing import Any, Literal
 import orjson
 
 from .._cext import CChunks, ReadOpenAI, chunk_reader, new_pace, read_paced
-from ..errors import APICallError, InvalidResponseDataError
+from ..errors import APICallError, InvalidResponseDataError, UnsupportedFunctionalityError
 from ..transport import HTTPRequest, Response, SSEBatch, event_batches, iter_sse_batches
 from .base import (
+    FilePart,
     GenerateResult,
     LanguageModelCall,
+    Part,
     Provider,
     ReadEvents,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
     endpoint_url,
     error_body_response,
     invalid_response,
@@ -662,30 +667,120 @@ def _read_events(
 
 
 def chat_messages(call: LanguageModelCall) -> list[dict[str, Any]]:
-    """The neutral prompt as Chat Completions messages (``system`` first)."""
+    """The neutral prompt as Chat Completions messages (``system`` first), converted as the AI
+    SDK's OpenAI chat provider does: a user turn of one text part is a string; images are
+    ``image_url`` (a URL or a data URL; ``providerOptions.openai.imageDetail``), wav / mp3 audio
+    ``input_audio``, PDFs ``file`` parts; an assistant's text joins and its tool calls become
+    ``tool_calls`` (reasoning is not sent); each tool result is a ``tool`` message (text as is,
+    other outputs as JSON text, errors as ``{"error": value}``). What Chat Completions cannot
+    carry (a PDF or audio URL, another media type) is an ``UnsupportedFunctionalityError``."""
     out: list[dict[str, Any]] = []
     if call.system is not None:
         out.append({"role": "system", "content": call.system})
     for m in call.messages:
-        msg: dict[str, Any] = {"role": m.role, "content": m.content}
-        if m.tool_calls:
-            msg["tool_calls"] = [
+        if m.role == "system":
+            out.append({"role": "system", "content": m.text()})
+        elif m.role == "user":
+            parts = m.parts
+            if len(parts) == 1 and isinstance(parts[0], TextPart):
+                out.append({"role": "user", "content": parts[0].text})
+            else:
+                out.append(
+                    {"role": "user", "content": [_user_part(p, i) for i, p in enumerate(parts)]}
+                )
+        elif m.role == "assistant":
+            calls = [
                 {
-                    "id": c.tool_call_id,
+                    "id": p.tool_call_id,
                     "type": "function",
                     "function": {
-                        "name": c.tool_name,
-                        "arguments": c.input
-                        if isinstance(c.input, str)
-                        else orjson.dumps(c.input).decode(),
+                        "name": p.tool_name,
+                        "arguments": p.input
+                        if isinstance(p.input, str)
+                        else orjson.dumps(p.input).decode(),
                     },
                 }
-                for c in m.tool_calls
+                for p in m.parts
+                if isinstance(p, ToolCallPart)
             ]
-        if m.tool_call_id is not None:
-            msg["tool_call_id"] = m.tool_call_id
-        out.append(msg)
+            text = m.text()
+            msg: dict[str, Any] = {
+                "role": "assistant",
+                "content": (text or None) if calls else text,
+            }
+            if calls:
+                msg["tool_calls"] = calls
+            out.append(msg)
+        else:
+            for p in m.parts:
+                if isinstance(p, ToolResultPart):
+                    out.append(
+                        {"role": "tool", "tool_call_id": p.tool_call_id, "content": _tool_output(p)}
+                    )
     return out
+
+
+def _tool_output(p: ToolResultPart) -> str:
+    if p.output_type == "text":
+        return p.value if isinstance(p.value, str) else orjson.dumps(p.value).decode()
+    if p.is_error:
+        return orjson.dumps({"error": p.value}).decode()
+    return orjson.dumps(p.value).decode()
+
+
+def _user_part(p: Part, index: int) -> dict[str, Any]:
+    if isinstance(p, TextPart):
+        return {"type": "text", "text": p.text}
+    assert isinstance(p, FilePart)
+    media = p.media_type
+    if media.startswith("image/"):
+        url = p.url if p.url is not None else f"data:{_full(media, 'image/jpeg')};base64,{p.data}"
+        image: dict[str, Any] = {"url": url}
+        detail = ((p.provider_options or {}).get("openai") or {}).get("imageDetail")
+        if detail is not None:
+            image["detail"] = detail
+        return {"type": "image_url", "image_url": image}
+    if media.startswith("audio/"):
+        if p.url is not None:
+            raise UnsupportedFunctionalityError(
+                "'audio file parts with URLs' functionality not supported.",
+                functionality="audio file parts with URLs",
+            )
+        formats = {"audio/wav": "wav", "audio/mp3": "mp3", "audio/mpeg": "mp3"}
+        if media not in formats:
+            what = f"audio content parts with media type {media}"
+            raise UnsupportedFunctionalityError(
+                f"'{what}' functionality not supported.", functionality=what
+            )
+        return {"type": "input_audio", "input_audio": {"data": p.data, "format": formats[media]}}
+    if media != "application/pdf":
+        what = f"file part media type {media}"
+        raise UnsupportedFunctionalityError(
+            f"'{what}' functionality not supported.", functionality=what
+        )
+    if p.url is not None:
+        raise UnsupportedFunctionalityError(
+            "'PDF file parts with URLs' functionality not supported.",
+            functionality="PDF file parts with URLs",
+        )
+    return {
+        "type": "file",
+        "file": {
+            "filename": p.filename if p.filename is not None else f"part-{index}.pdf",
+            "file_data": f"data:application/pdf;base64,{p.data}",
+        },
+    }
+
+
+def _full(media: str, default: str) -> str:
+    """A media type with a wildcard subtype (``image/*``) as the AI SDK sends it."""
+    return default if media.endswith("/*") else media
+
+
+def call_warnings(call: LanguageModelCall) -> None:
+    """The settings Chat Completions has no field for (the AI SDK's warnings)."""
+    if call.settings.top_k is not None:
+        call.warnings.append({"type": "unsupported", "feature": "topK"})
 
 
 def chat_tools(call: LanguageModelCall) -> tuple[list[dict[str, Any]] | None, Any]:
@@ -745,6 +840,7 @@ class OpenAIChatProvider(Provider):
             "seed": s.seed,
         }
         tools, choice = chat_tools(call)
+        call_warnings(call)
         body = build_body(
             call.model_id,
             chat_messages(call),

@@ -27,6 +27,18 @@ export interface AimuxVersionResult {
   abiVersion: number;
 }
 
+/**
+ * An observation (seed 003): a setting or content a provider adapted or dropped; never also
+ * an error. The AI SDK's warning types: ``unsupported`` and ``compatibility`` name a
+ * ``feature``, ``other`` has a ``message``; the type list may grow.
+ */
+export interface CallWarning {
+  type: string;
+  feature?: string | null;
+  details?: string | null;
+  message?: string | null;
+}
+
 export interface ErrorEvent {
   type: "error";
   /**
@@ -35,11 +47,34 @@ export interface ErrorEvent {
   error: Record<string, unknown>;
 }
 
+/**
+ * A file (image, PDF, audio, …): ``data`` is its base64 text, a ``data:`` URL, or an
+ * http(s) URL (sent as a URL where the provider takes one, else an
+ * UnsupportedFunctionalityError: the core never downloads).
+ */
+export interface FileContent {
+  type: "file";
+  /**
+   * e.g. image/png, application/pdf.
+   */
+  mediaType: string;
+  data: string;
+  filename?: string | null;
+  /**
+   * Options for one provider, by provider id (e.g. {"anthropic": {"signature": "…"}}); the other providers ignore them.
+   */
+  providerOptions?: Record<string, Record<string, unknown>> | null;
+}
+
 export interface FinishEvent {
   type: "finish";
   finishReason: "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other" | "unknown";
   usage: Usage;
   response?: ResponseInfo | null;
+  /**
+   * Observations: what the provider adapted or dropped.
+   */
+  warnings?: Array<CallWarning> | null;
 }
 
 /**
@@ -50,6 +85,10 @@ export interface FinishStepEvent {
   finishReason: "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other" | "unknown";
   usage: Usage;
   response?: ResponseInfo | null;
+  /**
+   * Observations: what the provider adapted or dropped.
+   */
+  warnings?: Array<CallWarning> | null;
 }
 
 export interface GenerateObjectParams {
@@ -60,6 +99,7 @@ export interface GenerateObjectParams {
   maxOutputTokens?: number | null;
   temperature?: number | null;
   topP?: number | null;
+  topK?: number | null;
   presencePenalty?: number | null;
   frequencyPenalty?: number | null;
   stopSequences?: Array<string> | null;
@@ -95,6 +135,10 @@ export interface GenerateObjectResult {
   finishReason: "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other" | "unknown";
   usage: Usage;
   /**
+   * Observations: what the provider adapted or dropped.
+   */
+  warnings?: Array<CallWarning> | null;
+  /**
    * Tool calls the model made beside the object (tools?).
    */
   toolCalls?: Array<ToolCall>;
@@ -109,6 +153,7 @@ export interface GenerateTextParams {
   maxOutputTokens?: number | null;
   temperature?: number | null;
   topP?: number | null;
+  topK?: number | null;
   presencePenalty?: number | null;
   frequencyPenalty?: number | null;
   stopSequences?: Array<string> | null;
@@ -150,6 +195,10 @@ export interface GenerateTextResult {
    * With host tools: every step, in order.
    */
   steps?: Array<StepResult> | null;
+  /**
+   * Observations: what the provider adapted or dropped.
+   */
+  warnings?: Array<CallWarning> | null;
 }
 
 export interface ManifestError {
@@ -176,14 +225,21 @@ export interface ManifestOp {
   event?: Record<string, unknown> | null;
 }
 
+/**
+ * One turn. ``content`` is text or provider-neutral parts: ``user`` text and file parts,
+ * ``assistant`` text, file, reasoning and tool-call parts, ``tool`` tool-result parts,
+ * ``system`` text. ``toolCalls`` / ``toolCallId`` with text content are the short form of an
+ * assistant's tool calls and of a tool's text result.
+ */
 export interface Message {
   role: "system" | "user" | "assistant" | "tool";
-  /**
-   * Text, or content parts passed to the provider as given (in its own format).
-   */
-  content?: string | Array<Record<string, unknown>> | null;
+  content?: string | Array<TextContent | FileContent | ReasoningContent | ToolCallContent | ToolResultContent> | null;
   toolCalls?: Array<ToolCallPart> | null;
   toolCallId?: string | null;
+  /**
+   * Options for one provider, by provider id (e.g. {"anthropic": {"signature": "…"}}); the other providers ignore them.
+   */
+  providerOptions?: Record<string, Record<string, unknown>> | null;
 }
 
 /**
@@ -208,6 +264,19 @@ export interface ModelSpec {
    */
   apiKeyEnv?: string | null;
   headers?: Record<string, string> | null;
+}
+
+/**
+ * The model's reasoning of an earlier turn (assistant), replayed where the provider takes
+ * it (Anthropic: with its providerOptions.anthropic.signature).
+ */
+export interface ReasoningContent {
+  type: "reasoning";
+  text: string;
+  /**
+   * Options for one provider, by provider id (e.g. {"anthropic": {"signature": "…"}}); the other providers ignore them.
+   */
+  providerOptions?: Record<string, Record<string, unknown>> | null;
 }
 
 export interface RecordingSpec {
@@ -269,6 +338,7 @@ export interface StreamTextParams {
   maxOutputTokens?: number | null;
   temperature?: number | null;
   topP?: number | null;
+  topK?: number | null;
   presencePenalty?: number | null;
   frequencyPenalty?: number | null;
   stopSequences?: Array<string> | null;
@@ -293,6 +363,15 @@ export interface StreamTextParams {
   toolFailures?: "to-caller" | "to-model";
 }
 
+export interface TextContent {
+  type: "text";
+  text: string;
+  /**
+   * Options for one provider, by provider id (e.g. {"anthropic": {"signature": "…"}}); the other providers ignore them.
+   */
+  providerOptions?: Record<string, Record<string, unknown>> | null;
+}
+
 export interface TextDeltaEvent {
   type: "text-delta";
   text: string;
@@ -312,6 +391,17 @@ export interface ToolCall {
   error?: Record<string, unknown> | null;
 }
 
+export interface ToolCallContent {
+  type: "tool-call";
+  toolCallId: string;
+  toolName: string;
+  input?: unknown;
+  /**
+   * Options for one provider, by provider id (e.g. {"anthropic": {"signature": "…"}}); the other providers ignore them.
+   */
+  providerOptions?: Record<string, Record<string, unknown>> | null;
+}
+
 export interface ToolCallEvent {
   toolCallId: string;
   toolName: string;
@@ -328,7 +418,7 @@ export interface ToolCallEvent {
 }
 
 /**
- * A tool call made by the assistant in an earlier turn.
+ * A tool call made by the assistant in an earlier turn (``toolCalls``, the short form).
  */
 export interface ToolCallPart {
   toolCallId: string;
@@ -360,6 +450,25 @@ export interface ToolErrorPart {
    * {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError, InvalidToolInputError).
    */
   error: Record<string, unknown>;
+}
+
+/**
+ * What the model reads of a tool's result (the AI SDK's tool output types).
+ */
+export interface ToolOutput {
+  type: "text" | "json" | "error-text" | "error-json";
+  value?: unknown;
+}
+
+export interface ToolResultContent {
+  type: "tool-result";
+  toolCallId: string;
+  toolName: string;
+  output: ToolOutput;
+  /**
+   * Options for one provider, by provider id (e.g. {"anthropic": {"signature": "…"}}); the other providers ignore them.
+   */
+  providerOptions?: Record<string, Record<string, unknown>> | null;
 }
 
 export interface ToolResultEvent {
