@@ -450,7 +450,9 @@ def usage_of(raw: Any) -> dict[str, Any]:
     out = _int(raw.get("output_tokens"))
     total = inp + out if inp is not None and out is not None else None
     usage: dict[str, Any] = {"inputTokens": inp, "outputTokens": out, "totalTokens": total}
-    return with_details(usage, cache_read=read, cache_write=write)
+    # the Messages API sends both cache counts on every answer, 0 when no cache was used: only
+    # a cache that was used is a detail worth reporting
+    return with_details(usage, cache_read=read or None, cache_write=write or None)
 
 
 def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
