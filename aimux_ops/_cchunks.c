@@ -12,8 +12,8 @@
  * - no "error" key, or "error": null; when the stream's metadata is not seen yet, no truthy "id",
  *   "model" or "created" (the Python loop records those);
  * - "choices" an exact non-empty list whose [0] is an exact dict, its "delta" an exact dict whose
- *   "content" is a non-empty exact str and whose "refusal" and "tool_calls" are absent, null or
- *   falsy (the Python loop's `if refusal:` / `if calls:` skip them); the choice's
+ *   "content" is a non-empty exact str and whose "refusal", "tool_calls", "reasoning_content" and
+ *   "reasoning" are absent, null or falsy (the Python loop skips them then); the choice's
  *   "finish_reason" absent or null;
  * - the chunk's "usage" absent or null.
  *
@@ -26,8 +26,9 @@
  * "content_block_delta" and whose "delta" is an exact dict with a "type" exact str that is
  * - "text_delta", with "text" an exact str: its text-delta event (an empty one appends nothing,
  *   as in Python);
- * - anything but "text_delta" and "input_json_delta" (thinking_delta, signature_delta,
- *   citations_delta, ...): nothing, as the Python loop does nothing for it.
+ * - "thinking_delta" or "signature_delta" (reasoning): handed back to the Python loop;
+ * - anything else but "input_json_delta" (citations_delta, ...): nothing, as the Python loop
+ *   does nothing for it.
  * - "input_json_delta", with "partial_json" an exact str and the frame's "index" an exact int,
  *   given the stream's tool state (json_blocks, tool_calls): the JSON tool's text, or the piece
  *   added to the tool call's input (input_json); without the tool state it is handed back.
@@ -50,7 +51,8 @@
 /* Interned keys and values. */
 static PyObject *s_error, *s_id, *s_model, *s_created, *s_choices, *s_delta, *s_content,
     *s_finish_reason, *s_usage, *s_type, *s_text, *s_text_delta, *s_content_block_delta,
-    *s_text_delta_type, *s_refusal, *s_tool_calls, *s_input_json_delta, *s_partial_json, *s_index;
+    *s_text_delta_type, *s_refusal, *s_tool_calls, *s_input_json_delta, *s_partial_json, *s_index,
+    *s_reasoning_content, *s_reasoning, *s_thinking_delta, *s_signature_delta;
 
 /* The marker of a handed-back event that was not parsed (JSON never parses to it). */
 static PyObject *g_unparsed;
@@ -130,11 +132,15 @@ static int plain_text(PyObject *data, PyObject *loads, int seen, PyObject **pars
     if (content == NULL || !PyUnicode_CheckExact(content) || PyUnicode_GET_LENGTH(content) == 0)
         return PyErr_Occurred() ? -1 : 0;
     if (PyDict_GET_SIZE(delta) != 1) {
-        /* other keys ("role", "reasoning_content", ...): the Python loop reads only "refusal"
-         * and "tool_calls" of them, and does nothing when both are falsy */
+        /* other keys ("role", ...): the Python loop reads only "refusal", "tool_calls",
+         * "reasoning_content" and "reasoning" of them, and does nothing when all are falsy */
         int falsy = falsy_at(delta, s_refusal);
         if (falsy <= 0) return falsy;
         falsy = falsy_at(delta, s_tool_calls);
+        if (falsy <= 0) return falsy;
+        falsy = falsy_at(delta, s_reasoning_content);
+        if (falsy <= 0) return falsy;
+        falsy = falsy_at(delta, s_reasoning);
         if (falsy <= 0) return falsy;
     }
     value = PyDict_GetItemWithError(choice, s_finish_reason);
@@ -256,6 +262,9 @@ static int text_delta(PyObject *data, PyObject *loads, PyObject *json_blocks, Py
     if (dtype == NULL || !PyUnicode_CheckExact(dtype)) return PyErr_Occurred() ? -1 : 0;
     PyObject *value;
     if (PyUnicode_Compare(dtype, s_text_delta_type) != 0) {
+        if (PyUnicode_Compare(dtype, s_thinking_delta) == 0 ||
+            PyUnicode_Compare(dtype, s_signature_delta) == 0)
+            return 0; /* reasoning: the Python loop's */
         if (PyUnicode_Compare(dtype, s_input_json_delta) != 0) {
             *text = NULL; /* the Python loop does nothing for it */
             return 1;
@@ -363,6 +372,10 @@ static int intern_all(void)
         {&s_input_json_delta, "input_json_delta"},
         {&s_partial_json, "partial_json"},
         {&s_index, "index"},
+        {&s_reasoning_content, "reasoning_content"},
+        {&s_reasoning, "reasoning"},
+        {&s_thinking_delta, "thinking_delta"},
+        {&s_signature_delta, "signature_delta"},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (*names[i].slot == NULL) {

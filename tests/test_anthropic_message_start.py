@@ -166,7 +166,13 @@ def test_stop_reason_and_usage_inside_message_start(srv: ScenarioServer, mode: s
     assert _calls(events) == [("toolu_roll", "rollDie", {"player": "p2"})]
     finish = events[-1]
     assert finish["type"] == "finish" and finish["finishReason"] == "tool-calls"
-    assert finish["usage"] == {"inputTokens": 107, "outputTokens": 3, "totalTokens": 110}
+    assert finish["usage"] == {
+        "inputTokens": 107,
+        "outputTokens": 3,
+        "totalTokens": 110,
+        "cachedInputTokens": 100,
+        "inputTokenDetails": {"noCacheTokens": 7, "cacheReadTokens": 100},
+    }
     assert finish["response"] == {"id": "msg_1", "modelId": "claude-x"}
 
 

@@ -393,6 +393,7 @@ def test_the_c_reader_hands_back_everything_else(data: bytes, parsed: bool) -> N
         {"role": "assistant", "content": "x"},
         {"content": "x", "role": "assistant"},
         {"content": "x", "reasoning_content": None},
+        {"content": "x", "reasoning_content": "", "reasoning": None},
         {"content": "x", "refusal": None, "tool_calls": None},
         {"content": "x", "refusal": "", "tool_calls": []},
         {"content": "x", "refusal": False, "tool_calls": {}, "function_call": {"name": "f"}},
@@ -580,7 +581,7 @@ def test_anthropic_plain_stream(srv: ScenarioServer, monkeypatch: Any) -> None:
 
 
 def test_anthropic_thinking_and_tool_input_streams(srv: ScenarioServer, monkeypatch: Any) -> None:
-    """A thinking block (thinking and signature deltas, taken in C), then text, then a tool's
+    """A thinking block (thinking and signature deltas, handed back to Python), then text, then a tool's
     input in input_json deltas (taken in C, added to the tool call's input)."""
 
     def delta(index: int, body: dict[str, Any]) -> bytes:
@@ -716,23 +717,31 @@ def test_the_c_reader_takes_anthropic_text_deltas() -> None:
 
 @pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
 def test_the_c_reader_takes_the_deltas_the_python_loop_ignores() -> None:
-    """Thinking, signature and citation deltas (any "type" str but text_delta and
-    input_json_delta) append nothing in Python: they are taken in C; an input_json_delta
-    without the stream's tool state, and a delta type of another JSON type, are handed back."""
+    """Citation deltas (any "type" str but text_delta, input_json_delta and the reasoning
+    deltas) append nothing in Python: they are taken in C; thinking and signature deltas (the
+    reasoning events), an input_json_delta without the stream's tool state, and a delta type of
+    another JSON type, are handed back."""
 
     def delta(body: Any) -> bytes:
         return orjson.dumps({"type": "content_block_delta", "index": 0, "delta": body})
 
     ignored = [
-        delta({"type": "thinking_delta", "thinking": "hm"}),
-        delta({"type": "signature_delta", "signature": "s"}),
         delta({"type": "citations_delta", "citation": {"type": "x"}}),
         delta({"type": ""}),
         delta({"type": "text_delta", "text": "t"}),
     ]
     out: list[dict[str, Any]] = []
-    assert _CCHUNKS.read_anthropic(ignored, out, orjson.loads, 0) == (5, _CCHUNKS.UNPARSED)
+    assert _CCHUNKS.read_anthropic(ignored, out, orjson.loads, 0) == (3, _CCHUNKS.UNPARSED)
     assert out == [{"type": "text-delta", "text": "t"}]
+    for reasoning in (
+        {"type": "thinking_delta", "thinking": "hm"},
+        {"type": "signature_delta", "signature": "s"},
+    ):
+        out = []
+        got = _CCHUNKS.read_anthropic([ignored[2], delta(reasoning)], out, orjson.loads, 0)
+        assert got == (1, orjson.loads(delta(reasoning))) and out == [
+            {"type": "text-delta", "text": "t"}
+        ]
     for odd in (
         {"type": "input_json_delta", "partial_json": "{"},
         {"type": 1},
@@ -948,7 +957,7 @@ def test_random_tool_input_frames_read_the_same() -> None:
         json_tool = rng.random() < 0.5
         assert run(True, json_tool, datas) == run(False, json_tool, datas)
         taken += _CCHUNKS.read_anthropic(datas, [], orjson.loads, 0, set(), {})[0]
-    assert taken > 1000  # the C reader took a good share
+    assert taken > 500  # the C reader took a good share (reasoning deltas are handed back)
 
 
 def _random_frame(rng: random.Random) -> bytes:
@@ -988,3 +997,21 @@ def test_random_anthropic_frames_read_the_same(srv: ScenarioServer, monkeypatch:
             done=False,
             split=rng.choice([0, 0, 11, 64]),
         )
+
+
+@pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
+@pytest.mark.parametrize(
+    "delta",
+    [
+        {"content": "x", "reasoning_content": "why"},
+        {"content": "x", "reasoning": "why"},
+        {"content": "x", "role": "assistant", "reasoning_content": "why"},
+    ],
+)
+def test_the_c_reader_hands_back_a_text_delta_with_reasoning(delta: dict[str, Any]) -> None:
+    """A chunk whose delta holds reasoning beside its text is the Python loop's (its
+    reasoning-delta event), never read as plain text in C."""
+    datas = [_d(text("p")), _d(chunk(delta))]
+    index, parsed, out = _fast(datas)
+    assert index == 1 and parsed == orjson.loads(datas[1])
+    assert out == [{"type": "text-delta", "text": "p"}]

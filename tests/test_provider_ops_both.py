@@ -555,9 +555,14 @@ def test_error_frame_before_the_first_event_is_retried(server: FaultServer, prov
 
 def test_anthropic_blocks_the_ops_do_not_report(server: FaultServer) -> None:
     """A thinking block (with its signature) and a server tool's blocks (its streamed input
-    included) before the text: skipped, in a result and in a stream."""
+    included) before the text: the thinking is the reasoning (its signature kept), the server
+    tool's blocks are skipped, in a result and in a stream."""
     result = ok("generate_text", params(server, "anthropic", "mode=blocks"))
     assert (result["text"], result["toolCalls"], result["finishReason"]) == ("Hello!", [], "stop")
+    assert result["reasoningText"] == "The user greets me."
+    assert "signature" in result["reasoning"][0]["providerMetadata"]["anthropic"]
     events = events_of(params(server, "anthropic", "mode=blocks"))
-    assert [e["type"] for e in events] == ["text-delta", "text-delta", "finish"]
+    assert [e["type"] for e in events] == [
+        "reasoning-delta", "reasoning-delta", "text-delta", "text-delta", "finish"
+    ]  # fmt: skip
     assert events[-1]["finishReason"] == "stop"

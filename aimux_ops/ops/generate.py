@@ -79,13 +79,17 @@ def generate_text(params: GenerateTextParams) -> dict[str, Any]:
     _no_host_tools(params, "generate_text")
 
     def build(r: GenerateResult) -> dict[str, Any]:
-        return {
+        out = {
             "text": r.text,
             "finishReason": r.finish_reason,
             "usage": r.usage,
             "toolCalls": [tool_call(i, n, a, params.tools) for i, n, a in r.tool_calls],
             "response": r.response,
         }
+        if r.reasoning:  # present when the model reasoned (the AI SDK: reasoningText)
+            out["reasoningText"] = "".join(p["text"] for p in r.reasoning)
+            out["reasoning"] = [{"type": "reasoning", **p} for p in r.reasoning]
+        return out
 
     return run_call("generate_text", params, lambda: neutral_call(params, stream=False), build)
 

@@ -34,6 +34,7 @@ from ..errors import ToolExecutionError
 from ..providers.base import (
     LanguageModelCall,
     NeutralMessage,
+    ReasoningPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -78,32 +79,45 @@ def _add_usage(total: dict[str, int | None], usage: dict[str, Any]) -> None:
             total.setdefault(key, None)
 
 
-def _text_of(event: Any) -> str:
-    if type(event) is bytes:  # an event the C chunk reader serialized already
-        if b'"text-delta"' not in event:
-            return ""
-        event = orjson.loads(event)
-    if type(event) is dict and event.get("type") == "text-delta":
-        text = event.get("text")
-        return text if isinstance(text, str) else ""
-    return ""
-
-
 class _Step:
     """What one step produced: its text, its tool calls and what goes back to the model."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        #: the step's reasoning: [text, provider metadata] per block (replayed to the model)
+        self.reasoning: list[list[Any]] = []
         self.calls: list[dict[str, Any]] = []
         self.finish: dict[str, Any] | None = None
         #: toolCallId -> what the model reads: (output type, value), the AI SDK's tool outputs
         self.outputs: dict[str, tuple[str, Any]] = {}
 
+    def take(self, event: Any) -> None:
+        """What the next step replays of one event: its text or its reasoning."""
+        if type(event) is bytes:  # an event the C chunk reader serialized already
+            if b'"text-delta"' not in event:
+                return
+            event = orjson.loads(event)
+        if type(event) is not dict:
+            return
+        kind = event.get("type")
+        if kind == "text-delta" and isinstance(event.get("text"), str):
+            self.text.append(event["text"])
+        elif kind == "reasoning-delta":
+            meta = event.get("providerMetadata")
+            if not self.reasoning or self.reasoning[-1][1] is not None:
+                self.reasoning.append(["", None])  # a new block (after a signed one)
+            self.reasoning[-1][0] += event.get("text") or ""
+            if meta is not None:
+                self.reasoning[-1][1] = meta
+
     def messages(self) -> tuple[NeutralMessage, ...]:
         """The assistant turn and the tool results, for the next step's prompt."""
         text = "".join(self.text)
         calls = tuple(ToolCallPart(c["toolCallId"], c["toolName"], c["input"]) for c in self.calls)
-        assistant = NeutralMessage("assistant", ((TextPart(text),) if text else ()) + calls)
+        thoughts = tuple(ReasoningPart(t, meta) for t, meta in self.reasoning)
+        assistant = NeutralMessage(
+            "assistant", thoughts + ((TextPart(text),) if text else ()) + calls
+        )
         results = tuple(
             ToolResultPart(c["toolCallId"], c["toolName"], *self.outputs[c["toolCallId"]])
             for c in self.calls
@@ -143,7 +157,8 @@ def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventB
                     continue
                 if kind == "tool-call":
                     _announce(batch[0], tools, step, answers)
-            step.text.extend(_text_of(e) for e in batch)
+            for e in batch:
+                step.take(e)
             if not started:  # held until the step's first event: a first step's failure
                 started = True  # before it still fails the open (retries happen there)
                 batch = EventBatch([{"type": "start-step"}, *batch])

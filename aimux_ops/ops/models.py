@@ -307,6 +307,10 @@ _OUTPUTS = frozenset(
         "ToolCallEvent",
         "Usage",
         "CallWarning",
+        "ReasoningOutput",
+        "ReasoningDeltaEvent",
+        "OutputTokenDetails",
+        "InputTokenDetails",
     )
 )
 

@@ -12,6 +12,10 @@ from pydantic import ConfigDict, Field
 from ._model import Model as _Model
 
 __all__ = [
+    "ReasoningOutput",
+    "ReasoningDeltaEvent",
+    "OutputTokenDetails",
+    "InputTokenDetails",
     "ErrorEvent",
     "FinishEvent",
     "FinishReason",
@@ -37,10 +41,35 @@ __all__ = [
 # -- results and events ----------------------------------------------------------------------------
 
 
+class InputTokenDetails(_Model):
+    no_cache_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+
+class OutputTokenDetails(_Model):
+    text_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
 class Usage(_Model):
+    """Token counts; the details only when the provider reported them (never fabricated)."""
+
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    input_token_details: InputTokenDetails | None = None
+    output_token_details: OutputTokenDetails | None = None
+
+
+class ReasoningOutput(_Model):
+    """A piece of the model's reasoning (``providerMetadata.anthropic.signature`` replays it)."""
+
+    type: Literal["reasoning"]
+    text: str
+    provider_metadata: dict[str, dict[str, Any]] | None = None
 
 
 class ResponseInfo(_Model):
@@ -111,6 +140,8 @@ _WARNINGS = Field(default=None, description="Observations: what the provider ada
 
 class GenerateTextResult(_Model):
     text: str
+    reasoning_text: str | None = Field(default=None, description="The model's reasoning, joined.")
+    reasoning: list[ReasoningOutput] | None = None
     finish_reason: FinishReason
     usage: Usage = Field(description="Every step's usage summed.")
     tool_calls: list[ToolCall]
@@ -139,6 +170,14 @@ class GenerateObjectResult(_Model):
 class TextDeltaEvent(_Model):
     type: Literal["text-delta"]
     text: str
+
+
+class ReasoningDeltaEvent(_Model):
+    type: Literal["reasoning-delta"]
+    text: str
+    provider_metadata: dict[str, dict[str, Any]] | None = Field(
+        default=None, description="Anthropic: the block's signature (with an empty text)."
+    )
 
 
 class ToolCallEvent(ToolCall):
@@ -184,6 +223,7 @@ class ToolErrorEvent(ToolErrorPart):
 
 StreamEvent = Annotated[
     TextDeltaEvent
+    | ReasoningDeltaEvent
     | ToolCallEvent
     | ToolResultEvent
     | ToolErrorEvent

@@ -63,6 +63,7 @@ from .base import (
     read_batches,
     stream_error,
     type_validation_error,
+    with_details,
 )
 
 __all__ = [
@@ -434,18 +435,24 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def usage_of(raw: Any) -> dict[str, int | None]:
-    """inputTokens = input + cache creation + cache read tokens (the AI SDK's total)."""
+def usage_of(raw: Any) -> dict[str, Any]:
+    """inputTokens = input + cache creation + cache read tokens (the AI SDK's total), with the
+    cache reads and writes when reported (``base.with_details``)."""
     if not isinstance(raw, dict):
         return {"inputTokens": None, "outputTokens": None, "totalTokens": None}
     inp = _int(raw.get("input_tokens"))
+    write, read = (
+        _int(raw.get("cache_creation_input_tokens")),
+        _int(raw.get("cache_read_input_tokens")),
+    )
     if inp is not None:
-        inp += (_int(raw.get("cache_creation_input_tokens")) or 0) + (
-            _int(raw.get("cache_read_input_tokens")) or 0
-        )
+        inp += (write or 0) + (read or 0)
     out = _int(raw.get("output_tokens"))
     total = inp + out if inp is not None and out is not None else None
-    return {"inputTokens": inp, "outputTokens": out, "totalTokens": total}
+    usage: dict[str, Any] = {"inputTokens": inp, "outputTokens": out, "totalTokens": total}
+    # the Messages API sends both cache counts on every answer, 0 when no cache was used: only
+    # a cache that was used is a detail worth reporting
+    return with_details(usage, cache_read=read or None, cache_write=write or None)
 
 
 def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
@@ -463,11 +470,14 @@ def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
         raise invalid_response(resp, text, type_validation_error(body, violation))
     texts: list[str] = []
     calls: list[tuple[str, str, str]] = []
+    reasoning: list[dict[str, Any]] = []
     json_text: str | None = None
     for block in body["content"]:
         kind = block["type"]
         if kind == "text":
             texts.append(block["text"])
+        elif kind in ("thinking", "redacted_thinking"):
+            reasoning.append(_reasoning_part(block))
         elif kind == "tool_use":
             value = block.get("input")
             raw_input = orjson.dumps({} if value is None else value).decode()
@@ -481,7 +491,19 @@ def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
         map_stop_reason(body.get("stop_reason"), json_tool=json_tool and json_text is not None),
         usage_of(body.get("usage")),
         {"id": body.get("id"), "modelId": body.get("model")},
+        reasoning,
     )
+
+
+def _reasoning_part(block: dict[str, Any]) -> dict[str, Any]:
+    """A ``thinking`` block as a reasoning part (its signature in ``providerMetadata``, as the
+    AI SDK gives it, so a next turn can replay it), a ``redacted_thinking`` one with its data."""
+    if block["type"] == "redacted_thinking":
+        return {"text": "", "providerMetadata": {"anthropic": {"redactedData": block.get("data")}}}
+    part: dict[str, Any] = {"text": block.get("thinking") or ""}
+    if isinstance(block.get("signature"), str):
+        part["providerMetadata"] = {"anthropic": {"signature": block["signature"]}}
+    return part
 
 
 # -- streaming -------------------------------------------------------------------------------------
@@ -700,7 +722,24 @@ def _read_events(
                         slot = tool_calls.get(index)
                         if slot is not None:  # else a server tool's input: not ours to report
                             slot[2] += piece
-                # thinking, signature and citation deltas carry nothing the ops report
+                elif dtype == "thinking_delta":
+                    thought = delta["thinking"]
+                    if type(thought) is not str:
+                        raise TypeError("delta.thinking: expected a string")
+                    if thought:
+                        append({"type": "reasoning-delta", "text": thought})
+                elif dtype == "signature_delta":
+                    signature = delta["signature"]
+                    if type(signature) is not str:
+                        raise TypeError("delta.signature: expected a string")
+                    append(
+                        {
+                            "type": "reasoning-delta",
+                            "text": "",
+                            "providerMetadata": {"anthropic": {"signature": signature}},
+                        }
+                    )
+                # citation deltas carry nothing the ops report yet
             elif kind == "message_start":
                 message = frame["message"]
                 if state.open:
@@ -715,6 +754,9 @@ def _read_events(
                 if btype == "text":
                     if block.get("text"):
                         append({"type": "text-delta", "text": block["text"]})
+                elif btype == "redacted_thinking":
+                    part = _reasoning_part(block)
+                    append({"type": "reasoning-delta", **part})
                 elif btype == "tool_use":
                     name = block.get("name")
                     if not isinstance(name, str) or not name:

@@ -44,6 +44,7 @@ __all__ = [
     "ToolDef",
     "ToolResultPart",
     "error_body_response",
+    "with_details",
     "invalid_response",
     "is_retryable_status",
     "json_parse_error",
@@ -184,8 +185,10 @@ class GenerateResult:
     #: (toolCallId, toolName, raw JSON input text) — validated by the ops, not the provider
     tool_calls: list[tuple[str, str, str]]
     finish_reason: str
-    usage: dict[str, int | None]
+    usage: dict[str, Any]
     response: dict[str, Any] = field(default_factory=dict)
+    #: the model's reasoning, in order: {"text", "providerMetadata"?} (Anthropic's signature)
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
 
 
 class StreamState(Protocol):
@@ -250,6 +253,37 @@ class Provider(ABC):
 
 
 # -- helpers every provider shares -----------------------------------------------------------------
+
+
+def with_details(
+    usage: dict[str, Any],
+    *,
+    cache_read: int | None = None,
+    cache_write: int | None = None,
+    reasoning: int | None = None,
+) -> dict[str, Any]:
+    """``usage`` with the token details a provider reported (never fabricated): the flat
+    ``cachedInputTokens`` / ``reasoningTokens`` and the AI SDK v7's ``inputTokenDetails``
+    (``noCacheTokens``, ``cacheReadTokens``, ``cacheWriteTokens``) / ``outputTokenDetails``
+    (``textTokens``, ``reasoningTokens``), each only when reported."""
+    inp, out = usage.get("inputTokens"), usage.get("outputTokens")
+    if cache_read is not None or cache_write is not None:
+        details: dict[str, int] = {}
+        if inp is not None:
+            details["noCacheTokens"] = max(0, inp - (cache_read or 0) - (cache_write or 0))
+        if cache_read is not None:
+            details["cacheReadTokens"] = cache_read
+            usage["cachedInputTokens"] = cache_read
+        if cache_write is not None:
+            details["cacheWriteTokens"] = cache_write
+        usage["inputTokenDetails"] = details
+    if reasoning is not None:
+        usage["reasoningTokens"] = reasoning
+        odetails = {"reasoningTokens": reasoning}
+        if out is not None:
+            odetails["textTokens"] = max(0, out - reasoning)
+        usage["outputTokenDetails"] = odetails
+    return usage
 
 
 def is_retryable_status(status: int) -> bool:

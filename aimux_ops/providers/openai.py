@@ -54,6 +54,7 @@ from .base import (
     read_batches,
     stream_error,
     type_validation_error,
+    with_details,
 )
 
 __all__ = [
@@ -201,7 +202,8 @@ def _count(value: Any) -> int | None:
     return None
 
 
-def usage_of(raw: Any) -> dict[str, int | None]:
+def usage_of(raw: Any) -> dict[str, Any]:
+    """Chat Completions usage, with the details it reported (``base.with_details``)."""
     if not isinstance(raw, dict):
         return {"inputTokens": None, "outputTokens": None, "totalTokens": None}
     inp = _count(raw.get("prompt_tokens"))
@@ -209,7 +211,16 @@ def usage_of(raw: Any) -> dict[str, int | None]:
     total = _count(raw.get("total_tokens"))
     if total is None:
         total = inp + out if inp is not None and out is not None else None
-    return {"inputTokens": inp, "outputTokens": out, "totalTokens": total}
+    usage: dict[str, Any] = {"inputTokens": inp, "outputTokens": out, "totalTokens": total}
+    pdetails, cdetails = raw.get("prompt_tokens_details"), raw.get("completion_tokens_details")
+    return with_details(
+        usage,
+        cache_read=_count(pdetails.get("cached_tokens")) if isinstance(pdetails, dict) else None,
+        cache_write=_count(pdetails.get("cache_write_tokens"))
+        if isinstance(pdetails, dict)
+        else None,
+        reasoning=_count(cdetails.get("reasoning_tokens")) if isinstance(cdetails, dict) else None,
+    )
 
 
 def parse_completion(resp: Response) -> dict[str, Any]:
@@ -235,8 +246,11 @@ def parse_completion(resp: Response) -> dict[str, Any]:
 
 def completion_parts(
     body: dict[str, Any],
-) -> tuple[str, list[tuple[str, str, str]], str, dict[str, int | None], dict[str, Any]]:
-    """(text, [(toolCallId, toolName, raw input)], finishReason, usage, response info)."""
+) -> tuple[
+    str, list[tuple[str, str, str]], str, dict[str, Any], dict[str, Any], list[dict[str, Any]]
+]:
+    """(text, [(toolCallId, toolName, raw input)], finishReason, usage, response info,
+    reasoning parts)."""
     choice = body["choices"][0]
     message = choice["message"]
     calls: list[tuple[str, str, str]] = []
@@ -256,6 +270,7 @@ def completion_parts(
     if not text and isinstance(audio, dict) and isinstance(audio.get("transcript"), str):
         text = audio["transcript"]  # an audio answer's text (the AI SDK reads it the same way)
     finish = map_finish_reason(choice.get("finish_reason"))
+    thought = _reasoning_of(message)
     refusal = message.get("refusal")
     if isinstance(refusal, str) and refusal:
         # the AI SDK: the refusal is a text part after the content, and "stop" becomes
@@ -263,7 +278,18 @@ def completion_parts(
         text += refusal
         if finish == "stop":
             finish = "content-filter"
-    return text, calls, finish, usage_of(body.get("usage")), response
+    reasoning = [{"text": thought}] if thought else []
+    return text, calls, finish, usage_of(body.get("usage")), response, reasoning
+
+
+def _reasoning_of(message: Any) -> str | None:
+    """The reasoning an OpenAI-compatible server sends beside the answer (``reasoning_content``:
+    DeepSeek, vLLM, …; ``reasoning``: OpenRouter, Groq, Ollama), or None."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 # -- streaming -----------------------------------------------------------------------------------
@@ -487,7 +513,9 @@ def _not_an_event_stream(
     except orjson.JSONDecodeError:
         body = None
     if body is not None and _check_completion(body) is None:
-        content, calls, finish, usage, info = completion_parts(body)
+        content, calls, finish, usage, info, reasoning = completion_parts(body)
+        for part in reasoning:
+            yield {"type": "reasoning-delta", "text": part["text"]}
         if content:
             yield {"type": "text-delta", "text": content}
         state.calls = [[i, n, a, None, k] for k, (i, n, a) in enumerate(calls)]
@@ -648,6 +676,9 @@ def _read_events(
                         if calls:
                             for call in calls:
                                 _tool_delta(resp, state, call)
+                        thought = _reasoning_of(delta)
+                        if thought:
+                            append({"type": "reasoning-delta", "text": thought})
                 reason = choice.get("finish_reason")
                 if reason is not None:
                     state.finish_reason = map_finish_reason(reason)
@@ -863,8 +894,8 @@ class OpenAIChatProvider(Provider):
         return failed_response_error(resp)
 
     def parse_result(self, resp: Response, call: LanguageModelCall) -> GenerateResult:
-        text, calls, finish, usage, response = completion_parts(parse_completion(resp))
-        return GenerateResult(text, calls, finish, usage, response)
+        text, calls, finish, usage, response, reasoning = completion_parts(parse_completion(resp))
+        return GenerateResult(text, calls, finish, usage, response, reasoning)
 
     def open_stream(
         self, resp: Response, call: LanguageModelCall

@@ -180,6 +180,11 @@ export interface GenerateTextParams {
 
 export interface GenerateTextResult {
   text: string;
+  /**
+   * The model's reasoning, joined.
+   */
+  reasoningText?: string | null;
+  reasoning?: Array<ReasoningOutput> | null;
   finishReason: "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other" | "unknown";
   /**
    * Every step's usage summed.
@@ -199,6 +204,12 @@ export interface GenerateTextResult {
    * Observations: what the provider adapted or dropped.
    */
   warnings?: Array<CallWarning> | null;
+}
+
+export interface InputTokenDetails {
+  noCacheTokens?: number | null;
+  cacheReadTokens?: number | null;
+  cacheWriteTokens?: number | null;
 }
 
 export interface ManifestError {
@@ -266,6 +277,11 @@ export interface ModelSpec {
   headers?: Record<string, string> | null;
 }
 
+export interface OutputTokenDetails {
+  textTokens?: number | null;
+  reasoningTokens?: number | null;
+}
+
 /**
  * The model's reasoning of an earlier turn (assistant), replayed where the provider takes
  * it (Anthropic: with its providerOptions.anthropic.signature).
@@ -277,6 +293,24 @@ export interface ReasoningContent {
    * Options for one provider, by provider id (e.g. {"anthropic": {"signature": "…"}}); the other providers ignore them.
    */
   providerOptions?: Record<string, Record<string, unknown>> | null;
+}
+
+export interface ReasoningDeltaEvent {
+  type: "reasoning-delta";
+  text: string;
+  /**
+   * Anthropic: the block's signature (with an empty text).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
+}
+
+/**
+ * A piece of the model's reasoning (``providerMetadata.anthropic.signature`` replays it).
+ */
+export interface ReasoningOutput {
+  type: "reasoning";
+  text: string;
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
 }
 
 export interface RecordingSpec {
@@ -328,7 +362,7 @@ export interface StopCondition {
   hasToolCall?: Array<string> | null;
 }
 
-export type StreamTextEvent = TextDeltaEvent | ToolCallEvent | ToolResultEvent | ToolErrorEvent | StartStepEvent | FinishStepEvent | FinishEvent | ErrorEvent;
+export type StreamTextEvent = TextDeltaEvent | ReasoningDeltaEvent | ToolCallEvent | ToolResultEvent | ToolErrorEvent | StartStepEvent | FinishStepEvent | FinishEvent | ErrorEvent;
 
 export interface StreamTextParams {
   model: ModelSpec;
@@ -501,10 +535,17 @@ export interface ToolSpec {
   execute?: boolean;
 }
 
+/**
+ * Token counts; the details only when the provider reported them (never fabricated).
+ */
 export interface Usage {
   inputTokens?: number | null;
   outputTokens?: number | null;
   totalTokens?: number | null;
+  reasoningTokens?: number | null;
+  cachedInputTokens?: number | null;
+  inputTokenDetails?: InputTokenDetails | null;
+  outputTokenDetails?: OutputTokenDetails | null;
 }
 
 /** Every call op of the manifest: its params and result (wire shapes). */
