@@ -9,6 +9,9 @@
 //       for (auto c = e.cause(); c; c = c->cause()) { ... }      // the native cause chain
 //   }
 //
+// Host tools (the multi-step loop): aimux::call_with_tools / aimux::ToolStream, see "host tools"
+// below.
+//
 // Build with -I<repo>/native -I<repo>/bindings/cpp and link -laimux. No JSON library is needed:
 // the chain is walked with aimux_error_cause(), and kind / name come from the library.
 #ifndef AIMUX_HPP

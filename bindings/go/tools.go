@@ -1,6 +1,7 @@
 package aimux
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,8 @@ import (
 //     model never sees it; the caller gets the decoded AI_ToolExecutionError (code 22) whose
 //     Unwrap chain reaches that very error (errors.As / errors.Is find it). With
 //     "toolFailures": "to-model" in the params its message goes to the model instead.
+
+var toolCallType = []byte(`"tool-call"`)
 
 // Tool is a host tool's execute function. ctx is cancelled when the stream is (its ctx, Close,
 // or the end of the stream); input is the call's input JSON.
@@ -258,9 +261,11 @@ func (s *ToolStream) Next() bool {
 		s.host.cancel()
 		return false
 	}
-	var ev toolCallEvent
-	if json.Unmarshal(s.Event(), &ev) == nil && ev.Type == "tool-call" {
-		s.host.start(ev)
+	if bytes.Contains(s.Event(), toolCallType) { // most events are not: no parse for them
+		var ev toolCallEvent
+		if json.Unmarshal(s.Event(), &ev) == nil && ev.Type == "tool-call" {
+			s.host.start(ev)
+		}
 	}
 	return true
 }
