@@ -6,7 +6,7 @@ import {
 } from './native.js';
 import { decodeEnvelope } from './decode.js';
 import { ToolHost, ToolResult, checkTools, resultOf, withTools } from './tools.js';
-import { ErrorCode, kindOfCode, UnknownOpError } from './generated/variants.js';
+import { ErrorCode, kindOfCode, UnknownOpError, UnsupportedFunctionalityError } from './generated/variants.js';
 
 export { AimuxError, AimuxCauseError, AimuxSourceError, isAimuxNode, markerFor, hasMarker, AIMUX_NODE_MARKER } from './base.js';
 export * from './generated/variants.js';
@@ -58,7 +58,14 @@ export async function call(op, params = {}, options = {}) {
   const tools = checkTools(options?.tools);
   if (Object.keys(tools).length > 0) {
     if (op !== 'generate_text') {
-      throw new TypeError(`aimux: host tools (options.tools) run with generate_text or stream_text, not ${op}`);
+      // as the core answers a call op with host tools: 8, unsupported
+      throw decodeEnvelope({
+        kind: kindOfCode(ErrorCode.UNSUPPORTED_FUNCTIONALITY),
+        code: ErrorCode.UNSUPPORTED_FUNCTIONALITY,
+        message: `host tools (options.tools) run with generate_text or stream_text, not ${op}`,
+        error: { name: UnsupportedFunctionalityError.errorName, functionality: `tools with ${op}` },
+        retryable: false,
+      });
     }
     return resultOf(stream('stream_text', params, { tools, signal: options?.signal }));
   }

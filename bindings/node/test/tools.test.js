@@ -4,7 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { call, stream, ToolResult, ToolExecutionError, AimuxError, ownedPointers } from '../src/index.js';
+import {
+  call, stream, ToolResult, ToolExecutionError, UnsupportedFunctionalityError, AimuxError, ownedPointers,
+} from '../src/index.js';
 
 const TOOLS = {
   weather: {
@@ -147,5 +149,6 @@ test('ToolResult spells a tool-level error; bad tools are refused before any cal
   });
   assert.equal(ToolResult.errorWithData('m', { a: 1 }).message, 'm');
   await assert.rejects(call('generate_text', {}, { tools: { weather: {} } }), /tools\.weather\.execute must be a function/);
-  await assert.rejects(call('generate_object', {}, { tools: { weather: { execute: async () => 1 } } }), /generate_text or stream_text/);
+  await assert.rejects(call('generate_object', {}, { tools: { weather: { execute: async () => 1 } } }),
+    (err) => UnsupportedFunctionalityError.isInstance(err) && err.code === 8 && /generate_text or stream_text/.test(err.message));
 });
