@@ -828,6 +828,42 @@ class ToolStream
 
     std::uint64_t handle() const noexcept { return stream_.handle(); }
 
+    /// Range-for over the events, as over a Stream.
+    class iterator
+    {
+      public:
+        using iterator_category = std::input_iterator_tag;
+        using value_type = std::string;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const std::string *;
+        using reference = const std::string &;
+
+        iterator() = default;
+        explicit iterator(ToolStream *s) : stream_(s) { advance(); }
+        reference operator*() const { return *current_; }
+        pointer operator->() const { return &*current_; }
+        iterator &operator++()
+        {
+            advance();
+            return *this;
+        }
+        void operator++(int) { advance(); }
+        bool operator==(const iterator &o) const { return stream_ == o.stream_; }
+        bool operator!=(const iterator &o) const { return stream_ != o.stream_; }
+
+      private:
+        void advance()
+        {
+            current_ = stream_->next();
+            if (!current_) stream_ = nullptr;
+        }
+        ToolStream *stream_ = nullptr;
+        std::optional<std::string> current_;
+    };
+
+    iterator begin() { return iterator(this); }
+    iterator end() { return iterator(); }
+
   private:
     void start(const std::string &event)
     {

@@ -97,7 +97,7 @@ json loop_outcome(const json &c)
             return json{{"result", json::parse(aimux::call_with_tools(op, params, tools))}};
         json events = json::array();
         aimux::ToolStream s(op, params, tools);
-        while (auto e = s.next()) events.push_back(json::parse(*e));
+        for (const std::string &e : s) events.push_back(json::parse(e));
         return json{{"events", events}};
     } catch (const aimux::NativeError &e) {
         if (c.at("tools").value("weather", "") == "raise-io") {
