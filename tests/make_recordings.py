@@ -1,5 +1,7 @@
 """Records ``recordings/demo.jsonl`` (provider ``openai``) and ``recordings/anthropic.jsonl``
-(provider ``anthropic``, the Messages API) against the fault server (``make recordings``).
+(provider ``anthropic``, the Messages API) against the fault server (``make recordings``); then
+``recordings/agent.jsonl`` (the C agent of ``make demo``) and ``recordings/loops.jsonl`` (the loop
+scenarios of ``contract-tests/calls/loops.json``, both providers) against the scenario server.
 
 Each: one ``generate_text`` line and one ``stream_text`` line, with exactly the params, result
 and events ``recordings/README.md`` promises; then replays both with the README's params (no
