@@ -27,11 +27,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import make_recordings as rec  # noqa: E402
 from fault_server import FaultServer  # noqa: E402
 
 import aimux_ops  # noqa: E402
 
 OUT = HERE / "calls"
+LOOPS = OUT / "loops.json"
 FAILURE = OUT / "failure.jsonl"
 DEMO = "@REPO@/recordings/demo.jsonl"
 FAILURE_REF = "@REPO@/contract-tests/calls/failure.jsonl"
@@ -197,6 +199,103 @@ def cases() -> list[dict[str, Any]]:
     ]
 
 
+#: loop scenario → the api its cases use (ok: both)
+LOOP_APIS = {
+    "ok": ("call", "stream"),
+    "tool-error": ("stream",),
+    "tool-error-data": ("call",),
+    "raise-io": ("call",),
+    "to-model": ("call",),
+    "unknown-tool": ("stream",),
+    "parallel": ("call",),
+}
+
+
+def loop_cases() -> list[dict[str, Any]]:
+    """The loop scenarios (``tests/make_recordings.py``'s ``LOOP_SCENARIOS``, replayed from
+    ``recordings/loops.jsonl``) as cases; their expectations come from the Python binding's run,
+    trimmed to what every binding reports alike."""
+    out = []
+    for scenario, (behaviour, *_) in rec.LOOP_SCENARIOS.items():
+        for provider in rec.LOOP_MODELS:
+            for api in LOOP_APIS[scenario]:
+                key = f"loop-{scenario}-{provider}" + (
+                    "-stream" if len(LOOP_APIS[scenario]) > 1 and api == "stream" else ""
+                )
+                params = rec.loop_params(
+                    scenario,
+                    provider,
+                    "http://127.0.0.1:1",
+                    {"mode": "replay", "path": rec.LOOPS_REF},
+                )
+                case = {
+                    "key": key,
+                    "description": f"The loop on {provider}: {LOOP_DESCRIPTIONS[scenario]}",
+                    "api": api,
+                    "op": "generate_text" if api == "call" else "stream_text",
+                    "params": params,
+                    "tools": {"weather": behaviour},
+                    "expect": {},
+                }
+                got = run_python(case)
+                case["expect"] = trim(scenario, got)
+                out.append(case)
+    return out
+
+
+LOOP_DESCRIPTIONS = {
+    "ok": "the tool's value goes to the model, which answers",
+    "tool-error": "a tool-level error is seen by the model, which recovers",
+    "tool-error-data": "a tool-level error with data is seen by the model, which recovers",
+    "raise-io": "a thrown I/O error reaches the caller as AI_ToolExecutionError (22) whose "
+    "chain reaches the very error thrown; the model never sees it (the recording has one call)",
+    "to-model": "with toolFailures to-model a thrown error's message goes to the model instead",
+    "unknown-tool": "a call of a tool that does not exist goes back to the model as a tool error",
+    "parallel": "two calls of one step run concurrently; both values go to the model in call order",
+}
+
+#: the members of each event kind every binding reports alike
+EVENT_KEYS = {
+    "start-step": (),
+    "tool-call": ("toolCallId", "toolName", "input"),
+    "tool-result": ("toolCallId", "toolName", "input", "output"),
+    "tool-error": ("toolCallId", "toolName", "input"),
+    "text-delta": ("text",),
+    "finish-step": ("finishReason",),
+    "finish": ("finishReason", "usage"),
+}
+
+
+def trim(scenario: str, got: dict[str, Any]) -> dict[str, Any]:
+    if "error" in got:
+        return got
+    if "events" in got:
+        events = []
+        for event in got["events"]:
+            kind = event["type"]
+            kept = {"type": kind, **{k: event[k] for k in EVENT_KEYS[kind] if k in event}}
+            if kind == "tool-error" and scenario != "unknown-tool":
+                kept["error"] = event["error"]  # the host's; the core's own is an envelope
+            events.append(kept)
+        return {"events": events}
+    result = got["result"]
+    steps = []
+    for step in result["steps"]:
+        kept = {"finishReason": step["finishReason"], "text": step["text"]}
+        if scenario != "parallel":  # answers come in any order
+            kept["toolResults"] = step["toolResults"]
+            kept["toolErrors"] = step["toolErrors"]
+        steps.append(kept)
+    return {
+        "result": {
+            "text": result["text"],
+            "finishReason": result["finishReason"],
+            "usage": result["usage"],
+            "steps": steps,
+        }
+    }
+
+
 def record_failure() -> None:
     server = FaultServer().start()
     tmp = FAILURE.with_suffix(".jsonl.tmp")
@@ -259,10 +358,13 @@ def run_python(case: dict[str, Any]) -> Any:
                 raise decode_error(env)
             return {"result": orjson.loads(res or b"null")}
         params = resolve(case["params"])
+        execute = {name: rec.loop_tool(b) for name, b in (case.get("tools") or {}).items()}
         if case["api"] == "call":
-            return {"result": aimux_ops.call(case["op"], params)}
-        return {"events": list(aimux_ops.stream(case["op"], params))}
+            return {"result": aimux_ops.call(case["op"], params, execute=execute or None)}
+        return {"events": list(aimux_ops.stream(case["op"], params, execute=execute or None))}
     except aimux_ops.AimuxError as exc:
+        if case.get("tools", {}).get("weather") == "raise-io":  # the very error raised
+            assert isinstance(exc.__cause__, FileNotFoundError), exc.__cause__
         return {"error": {"kind": exc.kind, "code": exc.code, "name": exc.error_name}}
 
 
@@ -278,7 +380,16 @@ def main() -> int:
     (OUT / "cases.json").write_bytes(
         orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     )
-    print(f"wrote {len(doc['cases'])} call cases and {FAILURE.relative_to(ROOT)}")
+    loops = {"cases": loop_cases()}
+    jsonschema.validate(loops, schema)
+    for case in loops["cases"]:  # a second run: the expectation holds, not only once
+        got = run_python(case)
+        assert subset(case["expect"], got), (case["key"], got)
+    LOOPS.write_bytes(orjson.dumps(loops, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+    print(
+        f"wrote {len(doc['cases'])} call cases, {FAILURE.relative_to(ROOT)} and "
+        f"{len(loops['cases'])} loop cases ({LOOPS.relative_to(ROOT)})"
+    )
     return 0
 
 

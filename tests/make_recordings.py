@@ -1,5 +1,7 @@
 """Records ``recordings/demo.jsonl`` (provider ``openai``) and ``recordings/anthropic.jsonl``
-(provider ``anthropic``, the Messages API) against the fault server (``make recordings``).
+(provider ``anthropic``, the Messages API) against the fault server (``make recordings``); then
+``recordings/agent.jsonl`` (the C agent of ``make demo``) and ``recordings/loops.jsonl`` (the loop
+scenarios of ``contract-tests/calls/loops.json``, both providers) against the scenario server.
 
 Each: one ``generate_text`` line and one ``stream_text`` line, with exactly the params, result
 and events ``recordings/README.md`` promises; then replays both with the README's params (no
@@ -213,6 +215,190 @@ def check_agent(path: str) -> None:
     }, result
 
 
+# -- the loop scenarios every binding replays (contract-tests/calls/loops.json) --------------------
+
+#: the host tool of every loop scenario
+LOOP_TOOLS = {
+    "weather": {
+        "description": "The weather in a city.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    }
+}
+LOOP_PROMPT = "What is the weather?"
+LOOP_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
+#: the file raise-io opens (it is never there)
+LOOP_MISSING_FILE = "/nonexistent/aimux/weather.json"
+#: the message of the error `raise` throws
+LOOP_RAISED = "weather service down"
+
+
+def loop_tool(behaviour: str) -> Any:
+    """The Python spelling of a behaviour of ``loops.json``'s tools (every binding has its own):
+
+    - ``value``: returns the text ``sunny in <city>``;
+    - ``tool-error``: a tool-level error ``no weather for <city>``;
+    - ``tool-error-data``: the same with the data ``{"city": <city>}``;
+    - ``raise-io``: the language's own error of opening ``LOOP_MISSING_FILE`` (raised as is);
+    - ``raise``: the language's generic error with the message ``LOOP_RAISED``;
+    - ``value-paired``: ``value``, but the call for Paris returns only once the call for Oslo
+      has started (only concurrent calls finish; a binding gives up after 30 s).
+    """
+    import threading
+
+    oslo_started = threading.Event()
+
+    def run(args: dict[str, Any]) -> Any:
+        city = args["city"]
+        if behaviour == "value":
+            return f"sunny in {city}"
+        if behaviour == "tool-error":
+            return aimux_ops.ToolResult.error(f"no weather for {city}")
+        if behaviour == "tool-error-data":
+            return aimux_ops.ToolResult.error_with_data(f"no weather for {city}", {"city": city})
+        if behaviour == "raise-io":
+            with open(LOOP_MISSING_FILE) as fh:
+                return fh.read()
+        if behaviour == "raise":
+            raise RuntimeError(LOOP_RAISED)
+        if behaviour == "value-paired":
+            if city == "Oslo":
+                oslo_started.set()
+            elif not oslo_started.wait(30):
+                raise RuntimeError("the Oslo call never started: calls ran one by one")
+            return f"sunny in {city}"
+        raise ValueError(f"unknown behaviour {behaviour}")
+
+    return run
+
+
+#: scenario → (tool behaviour, the model's calls of step 1, its answer at step 2 (None: the model
+#: is never asked again), extra params, what the model reads at step 2: (id, content, is_error) —
+#: content None: the core's own message, checked to name the tool)
+LOOP_SCENARIOS: dict[str, Any] = {
+    "ok": (
+        "value",
+        [("t1", "weather", {"city": "Paris"})],
+        "Sunny in Paris.",
+        {},
+        [("t1", "sunny in Paris", False)],
+    ),
+    "tool-error": (
+        "tool-error",
+        [("t1", "weather", {"city": "Atlantis"})],
+        "I found no weather for Atlantis.",
+        {},
+        [("t1", "no weather for Atlantis", True)],
+    ),
+    "tool-error-data": (
+        "tool-error-data",
+        [("t1", "weather", {"city": "Atlantis"})],
+        "I found no weather for Atlantis.",
+        {},
+        [("t1", '{"message":"no weather for Atlantis","data":{"city":"Atlantis"}}', True)],
+    ),
+    "raise-io": ("raise-io", [("t1", "weather", {"city": "Paris"})], None, {}, []),
+    "to-model": (
+        "raise",
+        [("t1", "weather", {"city": "Paris"})],
+        "The weather service is down.",
+        {"toolFailures": "to-model"},
+        [("t1", LOOP_RAISED, True)],
+    ),
+    "unknown-tool": (
+        "value",
+        [("t1", "forecast", {"city": "Paris"})],
+        "I have no forecast tool.",
+        {},
+        [("t1", None, True)],
+    ),
+    "parallel": (
+        "value-paired",
+        [("t1", "weather", {"city": "Paris"}), ("t2", "weather", {"city": "Oslo"})],
+        "Sunny in Paris and in Oslo.",
+        {},
+        [("t1", "sunny in Paris", False), ("t2", "sunny in Oslo", False)],
+    ),
+}
+LOOPS = ROOT / "recordings" / "loops.jsonl"
+LOOPS_REF = "@REPO@/recordings/loops.jsonl"
+
+
+def loop_name(scenario: str, provider: str) -> str:
+    return f"{scenario}-{provider}"
+
+
+def loop_params(scenario: str, provider: str, base_url: str, recording: Any) -> dict[str, Any]:
+    """The params of a loop scenario (``base_url``: the origin; the case's path is its name)."""
+    extra = LOOP_SCENARIOS[scenario][3]
+    return {
+        "model": {
+            "provider": provider,
+            "modelId": LOOP_MODELS[provider],
+            "baseURL": f"{base_url}/c/{loop_name(scenario, provider)}/v1",
+        },
+        "prompt": LOOP_PROMPT,
+        "tools": LOOP_TOOLS,
+        "stopWhen": {"stepCount": 4},
+        "maxRetries": 0,
+        **extra,
+        "recording": recording,
+    }
+
+
+def record_loops() -> None:
+    """``recordings/loops.jsonl``: every loop scenario on both providers, recorded against the
+    scenario server; what the model was sent at step 2 is asserted here, once (a replay matches
+    every request body byte for byte, so a binding sending anything else finds no exchange)."""
+    from scenario_server import ScenarioServer
+    from test_tool_loop import WIRE, tool_results_sent
+
+    server = ScenarioServer().start()
+    tmp = LOOPS.with_suffix(".jsonl.tmp")
+    try:
+        if tmp.exists():
+            tmp.unlink()
+        for scenario, (behaviour, calls, answer, _, sent) in LOOP_SCENARIOS.items():
+            for provider in LOOP_MODELS:
+                tool_calls, text = WIRE[provider]
+                name = loop_name(scenario, provider)
+                replies = [tool_calls(*calls)] + ([text(answer)] if answer is not None else [])
+                server.add(name, *replies)
+                params = loop_params(
+                    scenario, provider, server.origin, {"mode": "record", "path": str(tmp)}
+                )
+                params["model"]["apiKey"] = "sk-demo-recording-not-a-key"
+                execute = {"weather": loop_tool(behaviour)}
+                try:
+                    result = aimux_ops.call("generate_text", params, execute=execute)
+                except aimux_ops.AimuxError as exc:
+                    assert answer is None and exc.code == 22, (name, exc)
+                    assert isinstance(exc.__cause__, FileNotFoundError), (name, exc.__cause__)
+                    assert server.count(name) == 1, name  # the model never saw it
+                    continue
+                assert answer is not None and result["text"] == answer, (name, result)
+                requests = server.requests[name]
+                assert len(requests) == 2, name
+                got = tool_results_sent(provider, requests[1])
+                want_anthropic = provider == "anthropic"
+                assert [g["id"] for g in got] == [s[0] for s in sent], (name, got)
+                for g, (_, content, is_error) in zip(got, sent, strict=True):
+                    if content is None:
+                        assert "forecast" in g["content"], (name, g)
+                    else:
+                        assert g["content"] == content, (name, g)
+                    assert g["is_error"] is (is_error and want_anthropic), (name, g)
+        os.replace(tmp, LOOPS)
+    finally:
+        server.stop()
+        if tmp.exists():
+            tmp.unlink()
+    print(f"wrote {LOOPS.relative_to(ROOT)}")
+
+
 def main() -> None:
     server = FaultServer().start()
     try:
@@ -221,6 +407,7 @@ def main() -> None:
     finally:
         server.stop()
     record_agent()
+    record_loops()
 
 
 if __name__ == "__main__":

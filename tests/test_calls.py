@@ -21,6 +21,8 @@ from make_calls import run_python, subset
 
 DOC = json.loads((ROOT / "contract-tests" / "calls" / "cases.json").read_text(encoding="utf-8"))
 CASES: list[dict[str, Any]] = DOC["cases"]
+LOOPS = json.loads((ROOT / "contract-tests" / "calls" / "loops.json").read_text(encoding="utf-8"))
+LOOP_CASES: list[dict[str, Any]] = LOOPS["cases"]
 
 
 def test_cases_match_their_schema() -> None:
@@ -36,6 +38,34 @@ def test_cases_match_their_schema() -> None:
 def test_call_case(case: dict[str, Any]) -> None:
     got = run_python(case)
     assert subset(case["expect"], got), got
+
+
+def test_loop_cases_match_their_schema() -> None:
+    jsonschema.validate(
+        LOOPS, json.loads((ROOT / "contract-tests" / "calls.schema.json").read_text())
+    )
+    assert len({c["key"] for c in LOOP_CASES}) == len(LOOP_CASES)
+    assert {c["params"]["model"]["provider"] for c in LOOP_CASES} == {"openai", "anthropic"}
+
+
+@pytest.mark.parametrize("case", LOOP_CASES, ids=[c["key"] for c in LOOP_CASES])
+def test_loop_case(case: dict[str, Any]) -> None:
+    got = run_python(case)
+    assert subset(case["expect"], got), got
+
+
+def test_a_wrong_tool_answer_finds_no_recorded_exchange() -> None:
+    """The replay is the assertion of what the model was sent: another output is no match."""
+    case = next(c for c in LOOP_CASES if c["key"] == "loop-ok-openai")
+    from make_calls import resolve
+
+    import aimux_ops
+
+    with pytest.raises(aimux_ops.AimuxError) as caught:
+        aimux_ops.call(
+            "generate_text", resolve(case["params"]), execute={"weather": lambda a: "rainy"}
+        )
+    assert caught.value.code == 102
 
 
 def test_subset_rule() -> None:

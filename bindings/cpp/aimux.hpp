@@ -9,6 +9,9 @@
 //       for (auto c = e.cause(); c; c = c->cause()) { ... }      // the native cause chain
 //   }
 //
+// Host tools (the multi-step loop): aimux::call_with_tools / aimux::ToolStream, see "host tools"
+// below.
+//
 // Build with -I<repo>/native -I<repo>/bindings/cpp and link -laimux. No JSON library is needed:
 // the chain is walked with aimux_error_cause(), and kind / name come from the library.
 #ifndef AIMUX_HPP
@@ -25,7 +28,16 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <typeinfo>
+#include <vector>
 
+#include <cxxabi.h>
 #include <pthread.h>
 
 #include "aimux.h"
@@ -451,6 +463,544 @@ class Stream
     std::atomic<bool> cancelled_{false};
     std::chrono::steady_clock::time_point last_read_{};
 };
+
+// ---- host tools (CONTRACT §2.2, seed 001's three layers) ---------------------------------------
+//
+//   aimux::Tools tools{{"weather", [](const std::string &input_json, const aimux::ToolContext &ctx)
+//   {
+//       if (unknown_city(input_json)) return aimux::ToolResult::error("no such city");  // the
+//       model reads it return aimux::ToolResult::text("sunny"); // a value
+//   }}};                                                   // a thrown exception fails the call
+//   std::string result = aimux::call_with_tools("generate_text", params_json, tools);
+//
+// Each call of a host tool runs on a thread of its own (a step's calls run concurrently) and is
+// answered through aimux_stream_tool_result; no callback crosses the C ABI. What the tool does
+// decides the layer: a returned value → a tool-result the model reads; ToolResult::error /
+// error_with_data → a tool-error the model reads and may recover from; a thrown exception → the
+// model never sees it, the call fails with AI_ToolExecutionError (22) whose cause chain holds
+// the exception's what() and type name (std::throw_with_nested chains followed), and the
+// NativeError thrown by call_with_tools nests the very exception (std::rethrow_if_nested).
+
+namespace detail
+{
+/// `s` as a JSON string literal; bytes that are not UTF-8 become U+FFFD (an answer is UTF-8).
+inline std::string json_quote(const std::string &s)
+{
+    static const char hex[] = "0123456789abcdef";
+    std::string out = "\"";
+    const auto *b = reinterpret_cast<const unsigned char *>(s.data());
+    std::size_t n = s.size();
+    for (std::size_t i = 0; i < n;) {
+        unsigned char c = b[i];
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+            i++;
+        } else if (c < 0x20) {
+            out += "\\u00";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+            i++;
+        } else if (c < 0x80) {
+            out += static_cast<char>(c);
+            i++;
+        } else {
+            std::size_t len = c >= 0xf0 && c <= 0xf4  ? 4
+                              : c >= 0xe0             ? 3
+                              : c >= 0xc2 && c < 0xe0 ? 2
+                                                      : 0;
+            bool ok = len > 0 && i + len <= n;
+            for (std::size_t k = 1; ok && k < len; k++) ok = (b[i + k] & 0xc0) == 0x80;
+            if (ok && len == 3) {
+                unsigned cp = ((c & 0x0fu) << 12) | ((b[i + 1] & 0x3fu) << 6);
+                ok = cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff);
+            } else if (ok && len == 4) {
+                unsigned cp = ((c & 0x07u) << 18) | ((b[i + 1] & 0x3fu) << 12);
+                ok = cp >= 0x10000 && cp <= 0x10ffff;
+            }
+            if (ok) {
+                out.append(s, i, len);
+                i += len;
+            } else {
+                out += "\\ufffd";
+                i++;
+            }
+        }
+    }
+    return out + "\"";
+}
+
+inline std::size_t skip_ws(const std::string &j, std::size_t i)
+{
+    while (i < j.size() && (j[i] == ' ' || j[i] == '\n' || j[i] == '\r' || j[i] == '\t')) i++;
+    return i;
+}
+
+/// The end (one past) of the JSON value starting at j[i] (strings and nesting skipped).
+inline std::size_t value_end(const std::string &j, std::size_t i)
+{
+    if (i < j.size() && j[i] == '"') {
+        for (i++; i < j.size() && j[i] != '"'; i++)
+            if (j[i] == '\\') i++;
+        return i + 1;
+    }
+    int depth = 0;
+    for (; i < j.size(); i++) {
+        char c = j[i];
+        if (c == '"') {
+            for (i++; i < j.size() && j[i] != '"'; i++)
+                if (j[i] == '\\') i++;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0) return i;
+            if (--depth == 0) return i + 1;
+        } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+            return i;
+        }
+    }
+    return i;
+}
+
+/// The value of a JSON string literal (escapes decoded, \u surrogate pairs included).
+inline std::string json_unquote(const std::string &raw)
+{
+    std::string out;
+    auto put = [&out](unsigned cp) {
+        if (cp < 0x80) {
+            out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+            out += static_cast<char>(0xc0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+            out += static_cast<char>(0xe0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+            out += static_cast<char>(0x80 | (cp & 0x3f));
+        } else {
+            out += static_cast<char>(0xf0 | (cp >> 18));
+            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+            out += static_cast<char>(0x80 | (cp & 0x3f));
+        }
+    };
+    auto hex4 = [&raw](std::size_t at) {
+        return at + 4 <= raw.size()
+                   ? static_cast<unsigned>(std::stoul(raw.substr(at, 4), nullptr, 16))
+                   : 0xfffdu;
+    };
+    for (std::size_t i = 1; i + 1 < raw.size(); i++) {
+        char c = raw[i];
+        if (c != '\\') {
+            out += c;
+            continue;
+        }
+        char e = raw[++i];
+        switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'u': {
+            unsigned cp = hex4(i + 1);
+            i += 4;
+            if (cp >= 0xd800 && cp < 0xdc00 && i + 6 < raw.size() && raw[i + 1] == '\\' &&
+                raw[i + 2] == 'u') {
+                unsigned lo = hex4(i + 3);
+                if (lo >= 0xdc00 && lo < 0xe000) {
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                    i += 6;
+                }
+            }
+            put(cp);
+            break;
+        }
+        default: out += e; break;  // \" \\ \/
+        }
+    }
+    return out;
+}
+
+/// The members of a JSON object as (key, raw value text), in order; empty for anything else.
+inline std::vector<std::pair<std::string, std::string>> json_members(const std::string &obj)
+{
+    std::vector<std::pair<std::string, std::string>> out;
+    std::size_t i = skip_ws(obj, 0);
+    if (i >= obj.size() || obj[i] != '{') return out;
+    i = skip_ws(obj, i + 1);
+    while (i < obj.size() && obj[i] == '"') {
+        std::size_t kend = value_end(obj, i);
+        std::string key = json_unquote(obj.substr(i, kend - i));
+        i = skip_ws(obj, kend);
+        if (i >= obj.size() || obj[i] != ':') break;
+        i = skip_ws(obj, i + 1);
+        std::size_t vend = value_end(obj, i);
+        out.emplace_back(std::move(key), obj.substr(i, vend - i));
+        i = skip_ws(obj, vend);
+        if (i < obj.size() && obj[i] == ',') i = skip_ws(obj, i + 1);
+    }
+    return out;
+}
+
+/// The raw value of member `key` of a JSON object, or nullopt.
+inline std::optional<std::string> json_member(const std::string &obj, const std::string &key)
+{
+    for (auto &m : json_members(obj))
+        if (m.first == key) return m.second;
+    return std::nullopt;
+}
+
+inline std::string json_object(const std::vector<std::pair<std::string, std::string>> &members)
+{
+    std::string out = "{";
+    for (std::size_t k = 0; k < members.size(); k++) {
+        if (k) out += ',';
+        out += json_quote(members[k].first) + ":" + members[k].second;
+    }
+    return out + "}";
+}
+
+inline std::string demangle(const char *name)
+{
+    int status = 0;
+    std::unique_ptr<char, void (*)(void *)> d(abi::__cxa_demangle(name, nullptr, nullptr, &status),
+                                              std::free);
+    return status == 0 && d ? std::string(d.get()) : std::string(name);
+}
+
+/// The cause node ({message, type, cause?}) of a thrown exception and its nested ones.
+inline std::string failure_node(const std::exception_ptr &thrown, int depth = 1)
+{
+    std::string node;
+    try {
+        std::rethrow_exception(thrown);
+    } catch (const std::exception &e) {
+        node = "{\"message\":" + json_quote(e.what()) +
+               ",\"type\":" + json_quote(demangle(typeid(e).name()));
+        if (depth < 16) {
+            try {
+                std::rethrow_if_nested(e);
+            } catch (...) {
+                node += ",\"cause\":" + failure_node(std::current_exception(), depth + 1);
+            }
+        }
+        return node + "}";
+    } catch (...) {
+        return "{\"message\":\"an exception that is not a std::exception\",\"type\":\"unknown\"}";
+    }
+}
+
+/// `params_json` with every tool `names` holds marked as the host's ("execute": true).
+template <typename Names> std::string with_tools(const std::string &params_json, const Names &names)
+{
+    auto top = json_members(params_json);
+    if (skip_ws(params_json, 0) >= params_json.size() ||
+        params_json[skip_ws(params_json, 0)] != '{')
+        throw decode(local_envelope(
+            codes::INVALID_WIRE_JSON, "params_json with host tools must be a JSON object",
+            error_names::INVALID_WIRE_JSON, ",\"argument\":\"params_json\""));
+    std::vector<std::pair<std::string, std::string>> specs;
+    bool has_tools = false;
+    for (auto &m : top)
+        if (m.first == "tools") {
+            specs = json_members(m.second);
+            has_tools = true;
+        }
+    for (const auto &entry : names) {
+        bool found = false;
+        for (auto &spec : specs) {
+            if (spec.first != entry.first) continue;
+            auto fields = json_members(spec.second);
+            fields.emplace_back("execute", "true");  // the last "execute" is the one that counts
+            spec.second = json_object(fields);
+            found = true;
+        }
+        if (!found) specs.emplace_back(entry.first, "{\"execute\":true}");
+    }
+    if (has_tools) {
+        for (auto &m : top)
+            if (m.first == "tools") m.second = json_object(specs);
+    } else {
+        top.emplace_back("tools", json_object(specs));
+    }
+    return json_object(top);
+}
+}  // namespace detail
+
+/// What a host tool returns: its value (the model reads it) or a tool-level error (the model reads
+/// it and may recover). A thrown exception is a framework error instead.
+class ToolResult
+{
+  public:
+    /// A value, as JSON text (any JSON value: "42", "{\"a\":1}", "\"text\"").
+    static ToolResult output(const std::string &json_value)
+    {
+        return ToolResult("{\"output\":" + json_value + "}");
+    }
+    /// A text value (quoted here).
+    static ToolResult text(const std::string &value) { return output(detail::json_quote(value)); }
+    /// A tool-level error with a message.
+    static ToolResult error(const std::string &message)
+    {
+        return ToolResult("{\"error\":{\"message\":" + detail::json_quote(message) + "}}");
+    }
+    /// A tool-level error with a message and data (JSON text).
+    static ToolResult error_with_data(const std::string &message, const std::string &data_json)
+    {
+        return ToolResult("{\"error\":{\"message\":" + detail::json_quote(message) +
+                          ",\"data\":" + data_json + "}}");
+    }
+    /// The answer sent to aimux_stream_tool_result.
+    const std::string &answer_json() const noexcept { return answer_; }
+
+  private:
+    explicit ToolResult(std::string answer) : answer_(std::move(answer)) {}
+    std::string answer_;
+};
+
+/// What a running call knows of itself: its id and name, and whether its stream was cancelled
+/// (a tool that runs long polls cancelled()).
+class ToolContext
+{
+  public:
+    ToolContext(std::string id, std::string name,
+                std::shared_ptr<const std::atomic<bool>> cancelled)
+        : tool_call_id(std::move(id)), tool_name(std::move(name)), cancelled_(std::move(cancelled))
+    {
+    }
+    bool cancelled() const noexcept { return cancelled_->load(std::memory_order_acquire); }
+    const std::string tool_call_id;
+    const std::string tool_name;
+
+  private:
+    std::shared_ptr<const std::atomic<bool>> cancelled_;
+};
+
+/// A host tool: the call's input as JSON text → its ToolResult (or a thrown exception).
+using Tool = std::function<ToolResult(const std::string &input_json, const ToolContext &ctx)>;
+/// Tool name → its host tool.
+using Tools = std::map<std::string, Tool>;
+
+/// A stream with host tools: each `tool-call` event of a tool in `tools`, as next() hands it out,
+/// runs that tool on a thread of its own and its outcome is answered to the stream. cancel() (any
+/// thread) and the destructor cancel the stream and set every running call's cancelled(); the
+/// destructor then joins the calls' threads (a tool must return once cancelled).
+class ToolStream
+{
+  public:
+    ToolStream(const std::string &op, const std::string &params_json, Tools tools)
+        : tools_(std::move(tools)), stream_(op, detail::with_tools(params_json, tools_))
+    {
+    }
+    ToolStream(const ToolStream &) = delete;
+    ToolStream &operator=(const ToolStream &) = delete;
+    ~ToolStream()
+    {
+        cancel();
+        for (auto &t : threads_)
+            if (t.joinable()) t.join();
+    }
+
+    /// The next event (a host tool's call started), or nullopt at the end.
+    std::optional<std::string> next()
+    {
+        auto event = stream_.next();
+        if (event && event->find("\"tool-call\"") != std::string::npos &&
+            detail::json_member(*event, "type").value_or("") == "\"tool-call\"")
+            start(*event);
+        return event;
+    }
+
+    /// Cancels the stream (thread-safe); every running call sees cancelled().
+    void cancel() noexcept
+    {
+        cancelled_->store(true, std::memory_order_release);
+        stream_.cancel();
+    }
+
+    /// The exception a tool threw for `tool_call_id`, or null.
+    std::exception_ptr raised(const std::string &tool_call_id) const
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = raised_.find(tool_call_id);
+        return it == raised_.end() ? nullptr : it->second;
+    }
+
+    std::uint64_t handle() const noexcept { return stream_.handle(); }
+
+    /// Range-for over the events, as over a Stream.
+    class iterator
+    {
+      public:
+        using iterator_category = std::input_iterator_tag;
+        using value_type = std::string;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const std::string *;
+        using reference = const std::string &;
+
+        iterator() = default;
+        explicit iterator(ToolStream *s) : stream_(s) { advance(); }
+        reference operator*() const { return *current_; }
+        pointer operator->() const { return &*current_; }
+        iterator &operator++()
+        {
+            advance();
+            return *this;
+        }
+        void operator++(int) { advance(); }
+        bool operator==(const iterator &o) const { return stream_ == o.stream_; }
+        bool operator!=(const iterator &o) const { return stream_ != o.stream_; }
+
+      private:
+        void advance()
+        {
+            current_ = stream_->next();
+            if (!current_) stream_ = nullptr;
+        }
+        ToolStream *stream_ = nullptr;
+        std::optional<std::string> current_;
+    };
+
+    iterator begin() { return iterator(this); }
+    iterator end() { return iterator(); }
+
+  private:
+    void start(const std::string &event)
+    {
+        auto name = detail::json_member(event, "toolName");
+        auto id = detail::json_member(event, "toolCallId");
+        auto invalid = detail::json_member(event, "invalid");
+        if (!name || !id || (invalid && *invalid == "true")) return;
+        auto tool = tools_.find(detail::json_unquote(*name));
+        if (tool == tools_.end() || !tool->second) return;
+        std::string input = detail::json_member(event, "input").value_or("null");
+        ToolContext ctx(detail::json_unquote(*id), tool->first, cancelled_);
+        threads_.emplace_back([this, fn = tool->second, input = std::move(input),
+                               ctx = std::move(ctx)]() {
+            std::string answer;
+            try {
+                answer = fn(input, ctx).answer_json();
+            } catch (...) {
+                auto thrown = std::current_exception();
+                {
+                    std::lock_guard<std::mutex> lock(mu_);
+                    raised_[ctx.tool_call_id] = thrown;
+                }
+                answer = "{\"failure\":" + detail::failure_node(thrown) + "}";
+            }
+            if (cancelled_->load(std::memory_order_acquire))
+                return;  // the stream takes no more answers
+            // an answer the stream no longer takes (cancelled, freed) is nobody's: dropped
+            aimux_error_t *err = aimux_stream_tool_result(stream_.handle(),
+                                                          ctx.tool_call_id.c_str(), answer.c_str());
+            if (err != nullptr) aimux_error_free(err);
+        });
+    }
+
+    Tools tools_;
+    Stream stream_;
+    std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+    std::vector<std::thread> threads_;
+    mutable std::mutex mu_;
+    std::map<std::string, std::exception_ptr> raised_;
+};
+
+/// generate_text with host tools: the loop streamed (stream_text), its result JSON put together as
+/// the AI SDK's generateText gives it (text, toolCalls and toolResults of the last step, every
+/// step, usage summed). Throws NativeError; a tool's thrown exception is AI_ToolExecutionError
+/// thrown with the very exception nested (std::rethrow_if_nested reaches it).
+inline std::string call_with_tools(const std::string &op, const std::string &params_json,
+                                   const Tools &tools)
+{
+    if (op != "generate_text")
+        throw decode(detail::local_envelope(codes::UNSUPPORTED_FUNCTIONALITY,
+                                            "host tools run with generate_text or stream_text",
+                                            error_names::UNSUPPORTED_FUNCTIONALITY, ""));
+    ToolStream s("stream_text", params_json, tools);
+    struct Step {
+        std::string text;
+        std::vector<std::string> calls, results, errors;
+        std::string finish_reason = "null", usage = "null", response = "null";
+    };
+    auto list = [](const std::vector<std::string> &items) {
+        std::string out = "[";
+        for (std::size_t k = 0; k < items.size(); k++) out += (k ? "," : "") + items[k];
+        return out + "]";
+    };
+    auto step_json = [&list](const Step &st) {
+        return detail::json_object({{"text", detail::json_quote(st.text)},
+                                    {"toolCalls", list(st.calls)},
+                                    {"toolResults", list(st.results)},
+                                    {"toolErrors", list(st.errors)},
+                                    {"finishReason", st.finish_reason},
+                                    {"usage", st.usage},
+                                    {"response", st.response}});
+    };
+    std::vector<Step> steps;
+    Step step;
+    while (auto event = s.next()) {
+        auto members = detail::json_members(*event);
+        auto get = [&members](const char *key) -> std::string {
+            for (auto &m : members)
+                if (m.first == key) return m.second;
+            return "null";
+        };
+        std::string type = detail::json_unquote(get("type"));
+        auto call_of = [&get]() {
+            return std::vector<std::pair<std::string, std::string>>{
+                {"toolCallId", get("toolCallId")},
+                {"toolName", get("toolName")},
+                {"input", get("input")}};
+        };
+        if (type == "text-delta") {
+            std::string t = get("text");
+            if (t != "null") step.text += detail::json_unquote(t);
+        } else if (type == "tool-call") {
+            step.calls.push_back(detail::json_object(call_of()));
+        } else if (type == "tool-result") {
+            auto c = call_of();
+            c.emplace_back("output", get("output"));
+            step.results.push_back(detail::json_object(c));
+        } else if (type == "tool-error") {
+            auto c = call_of();
+            c.emplace_back("error", get("error"));
+            step.errors.push_back(detail::json_object(c));
+        } else if (type == "finish-step") {
+            step.finish_reason = get("finishReason");
+            step.usage = get("usage");
+            step.response = get("response");
+            steps.push_back(std::move(step));
+            step = Step();
+        } else if (type == "error") {
+            NativeError err = decode(get("error"));
+            std::exception_ptr original;
+            if (err.code() == codes::TOOL_EXECUTION) {
+                auto payload = detail::json_member(get("error"), "error");
+                auto id = payload ? detail::json_member(*payload, "toolCallId") : std::nullopt;
+                if (id) original = s.raised(detail::json_unquote(*id));
+            }
+            if (!original) throw err;
+            try {
+                std::rethrow_exception(original);
+            } catch (...) {
+                std::throw_with_nested(err);
+            }
+        } else if (type == "finish") {
+            Step last = steps.empty() ? Step() : steps.back();
+            std::vector<std::string> step_list;
+            for (auto &st : steps) step_list.push_back(step_json(st));
+            return detail::json_object({{"text", detail::json_quote(last.text)},
+                                        {"finishReason", get("finishReason")},
+                                        {"usage", get("usage")},
+                                        {"toolCalls", list(last.calls)},
+                                        {"toolResults", list(last.results)},
+                                        {"response", get("response")},
+                                        {"steps", list(step_list)}});
+        }
+    }
+    throw decode(detail::local_envelope(codes::ABORTED, "the call ended before its finish event",
+                                        error_names::ABORTED, ""));
+}
 
 }  // namespace aimux
 

@@ -30,6 +30,7 @@ static __typeof__(aimux_string_free)   *p_string_free;
 // reads one event per aimux_stream_next.
 static __typeof__(aimux_stream_next_batch) *p_stream_next_batch;
 static __typeof__(aimux_stream_poll)       *p_stream_poll;
+static __typeof__(aimux_stream_tool_result) *p_stream_tool_result;
 
 // Ownership accounting: every non-NULL string / error the library hands out, and every one we
 // give back. The tests check that the two match (each freed exactly once).
@@ -70,6 +71,7 @@ static char *aimuxgo_load(const char *path) {
 	*(void **)(&p_stream_next_batch) = dlsym(h, "aimux_stream_next_batch");
 	*(void **)(&p_stream_poll) = dlsym(h, "aimux_stream_poll");
 	if (!p_stream_next_batch || !p_stream_poll) p_stream_next_batch = NULL, p_stream_poll = NULL;
+	*(void **)(&p_stream_tool_result) = dlsym(h, "aimux_stream_tool_result");
 	return NULL;
 }
 
@@ -113,6 +115,14 @@ static aimux_error_t *aimuxgo_stream_batch(int blocking, uint64_t h, size_t max,
 	aimux_error_t *err = (blocking ? p_stream_next_batch : p_stream_poll)(h, max, out, ended);
 	aimuxgo_count(err, *out);
 	*len = *out ? strlen(*out) : 0;
+	return err;
+}
+
+static int aimuxgo_has_tool_result(void) { return p_stream_tool_result != NULL; }
+
+static aimux_error_t *aimuxgo_stream_tool_result(uint64_t h, const char *id, const char *answer) {
+	aimux_error_t *err = p_stream_tool_result(h, id, answer);
+	aimuxgo_count(err, NULL);
 	return err;
 }
 
@@ -475,6 +485,23 @@ func streamBatch(h uint64, max int, blocking bool) ([]byte, bool, error) {
 	batch := C.GoBytes(unsafe.Pointer(out), C.int(n))
 	C.aimuxgo_string_free(out)
 	return batch, ended != 0, nil
+}
+
+// streamToolResult answers one host tool call (aimux_stream_tool_result); nil when taken. A
+// library without the function refuses every answer (8, unsupported).
+func streamToolResult(h uint64, toolCallID, answer string) error {
+	if C.aimuxgo_has_tool_result() == 0 {
+		return newLocalError(KindOfCode(CodeUnsupportedFunctionality), CodeUnsupportedFunctionality,
+			"aimux: the loaded libaimux has no aimux_stream_tool_result (host tools need a newer library)")
+	}
+	cid := C.CString(toolCallID)
+	defer C.free(unsafe.Pointer(cid))
+	cans := C.CString(answer)
+	defer C.free(unsafe.Pointer(cans))
+	if e := C.aimuxgo_stream_tool_result(C.uint64_t(h), cid, cans); e != nil {
+		return takeError(e)
+	}
+	return nil
 }
 
 func streamCancel(h uint64) { C.aimuxgo_stream_cancel(C.uint64_t(h)) }

@@ -37,9 +37,73 @@ export type FinishEvent = Wire.FinishEvent;
 export type ErrorEvent = { type: 'error'; error: AimuxError };
 export type StreamEvent = TextDeltaEvent | ToolCallEvent | FinishEvent | ErrorEvent;
 
+export type ToolResultEvent = Wire.ToolResultEvent;
+export type ToolErrorEvent = Wire.ToolErrorEvent;
+export type StartStepEvent = Wire.StartStepEvent;
+export type FinishStepEvent = Wire.FinishStepEvent;
+/** Every event of a stream with host tools (the multi-step loop's events too). */
+export type LoopEvent = StreamEvent | ToolResultEvent | ToolErrorEvent | StartStepEvent | FinishStepEvent;
+
+/** A tool-level error an `execute` returns: the model reads it (a thrown error is a framework error). */
+export declare class ToolResult {
+  private constructor();
+  static error(message: string): ToolResult;
+  static errorWithData(message: string, data: unknown): ToolResult;
+  readonly message: string;
+  readonly data: unknown;
+  /** The answer sent to the stream: `{error: {message, data?}}`. */
+  toAnswer(): { error: { message: string; data?: unknown } };
+}
+
+export interface ToolExecuteOptions {
+  /** Aborts when the stream is cancelled (the caller's signal) or left. */
+  abortSignal: AbortSignal;
+  toolCallId: string;
+}
+
+/** A host tool: its value goes to the model; `ToolResult.error…` is a tool-level error; a throw fails the call. */
+export interface HostTool<Input = any> {
+  execute(input: Input, options: ToolExecuteOptions): unknown;
+}
+
+/** Tool name → its host implementation (the params' `tools.<name>` gets `execute: true`). */
+export type HostTools = Record<string, HostTool>;
+
 export interface StreamOptions {
   /** Aborting it cancels the stream; the iteration then throws the signal's reason. */
   signal?: AbortSignal;
+  /** Host tools: each `tool-call` of theirs runs its execute; a step's calls run concurrently. */
+  tools?: HostTools;
+}
+
+export interface CallOptions {
+  /** Aborting it cancels the call (and every running execute); the call rejects with its reason. */
+  signal?: AbortSignal;
+  /** Host tools (generate_text only): the loop runs, the result has every step. */
+  tools?: HostTools;
+}
+
+export type ToolResultEntry = { toolCallId: string; toolName: string; input: unknown; output: unknown };
+export type ToolErrorEntry = { toolCallId: string; toolName: string; input: unknown; error: unknown };
+/** One step of a loop. */
+export interface StepResult {
+  text: string;
+  toolCalls: { toolCallId: string; toolName: string; input: unknown }[];
+  toolResults: ToolResultEntry[];
+  toolErrors: ToolErrorEntry[];
+  finishReason: FinishReason;
+  usage: Usage;
+  response?: ResponseInfo | null;
+}
+/** generate_text with host tools: the last step's text, calls and results; every step; usage summed. */
+export interface LoopResult {
+  text: string;
+  finishReason: FinishReason;
+  usage: Usage;
+  toolCalls: { toolCallId: string; toolName: string; input: unknown }[];
+  toolResults: ToolResultEntry[];
+  response?: ResponseInfo | null;
+  steps: StepResult[];
 }
 
 /** The call ops: their params (as an argument tuple) and results. */
@@ -64,9 +128,13 @@ type StreamParams<Op extends string> = Op extends keyof StreamOps ? StreamOps[Op
  * never blocks). Resolves with the parsed result; rejects with the decoded AimuxError.
  */
 export declare function call<Op extends string>(op: Op, ...args: CallArgs<Op>): Promise<CallResult<Op>>;
+/** generate_text with host tools: the loop on this event loop, resolved with every step. */
+export declare function call(op: 'generate_text', params: GenerateTextParams, options: CallOptions & { tools: HostTools }): Promise<LoopResult>;
 
 /** Streams the events of a stream op (e.g. "stream_text"). */
-export declare function stream<Op extends string>(op: Op, params: StreamParams<Op>, options?: StreamOptions): AsyncGenerator<StreamEvent, void, undefined>;
+export declare function stream<Op extends string>(op: Op, params: StreamParams<Op>, options?: StreamOptions & { tools?: undefined }): AsyncGenerator<StreamEvent, void, undefined>;
+/** A stream with host tools: the loop's events, each host call answered by its execute. */
+export declare function stream<Op extends string>(op: Op, params: StreamParams<Op>, options: StreamOptions & { tools: HostTools }): AsyncGenerator<LoopEvent, void, undefined>;
 
 /** The ABI version of the loaded libaimux. */
 export declare function abiVersion(): number;

@@ -5,12 +5,14 @@ import {
   libraryPath, ownedPointers,
 } from './native.js';
 import { decodeEnvelope } from './decode.js';
-import { ErrorCode, kindOfCode, UnknownOpError } from './generated/variants.js';
+import { ToolHost, ToolResult, checkTools, resultOf, withTools } from './tools.js';
+import { ErrorCode, kindOfCode, UnknownOpError, UnsupportedFunctionalityError } from './generated/variants.js';
 
 export { AimuxError, AimuxCauseError, AimuxSourceError, isAimuxNode, markerFor, hasMarker, AIMUX_NODE_MARKER } from './base.js';
 export * from './generated/variants.js';
 export { decodeEnvelope, nativeChain, chainEntry, decodeChain, decodeAnswer, lookupVariant } from './decode.js';
 export { libraryPath, ownedPointers };
+export { ToolResult };
 
 function checkOp(op) {
   if (typeof op !== 'string') throw new TypeError('aimux: op must be a string');
@@ -45,9 +47,28 @@ function parseJson(text, what) {
  * Calls a request/response op on libaimux's worker pool (never blocks the event
  * loop). Resolves with the parsed result (an invalid tool call's `error` decoded
  * into an AimuxError); rejects with the decoded AimuxError.
+ *
+ * `options.tools` (name → {execute: async (input, {abortSignal, toolCallId}) => value}) makes
+ * those tools the host's: generate_text then runs the loop (stream_text) on this event loop and
+ * resolves with the final result (`steps`, `toolResults`, `usage` summed); a thrown error
+ * rejects with AI_ToolExecutionError whose `cause` is that very error. `options.signal` aborts it.
  */
-export async function call(op, params = {}) {
+export async function call(op, params = {}, options = {}) {
   checkOp(op);
+  const tools = checkTools(options?.tools);
+  if (Object.keys(tools).length > 0) {
+    if (op !== 'generate_text') {
+      // as the core answers a call op with host tools: 8, unsupported
+      throw decodeEnvelope({
+        kind: kindOfCode(ErrorCode.UNSUPPORTED_FUNCTIONALITY),
+        code: ErrorCode.UNSUPPORTED_FUNCTIONALITY,
+        message: `host tools (options.tools) run with generate_text or stream_text, not ${op}`,
+        error: { name: UnsupportedFunctionalityError.errorName, functionality: `tools with ${op}` },
+        retryable: false,
+      });
+    }
+    return resultOf(stream('stream_text', params, { tools, signal: options?.signal }));
+  }
   const json = encodeParams(params);
   const { error, text } = await nativeCall(op, json);
   if (error !== null) throw decodeEnvelope(error);
@@ -104,13 +125,18 @@ const abandoned = new FinalizationRegistry((state) => {
  * Aborting `signal` cancels the stream (aimux_stream_cancel) and the iteration
  * throws the signal's reason.
  * Leaving the loop early (break / return / throw) cancels and frees the stream.
+ *
+ * `options.tools` (name → {execute}) makes those tools the host's: each of their `tool-call`
+ * events starts its execute at once (a step's calls run concurrently) and its outcome is
+ * answered to the stream; their `abortSignal` aborts when the stream is cancelled or left.
  */
 export function stream(op, params = {}, options = {}) {
   checkOp(op);
-  const json = encodeParams(params);
+  const host = new ToolHost(checkTools(options?.tools));
+  const json = encodeParams(host.active ? withTools(params, options.tools) : params);
   const signal = options?.signal;
   const state = { handle: 0, freed: false };
-  const iterator = new EventIterator(streamBatches(op, json, signal, state), signal);
+  const iterator = new EventIterator(streamBatches(op, json, signal, state, host), signal);
   abandoned.register(iterator, state, state);
   return iterator;
 }
@@ -212,14 +238,16 @@ function invoke(call) {
   }
 }
 
-async function* streamBatches(op, json, signal, state) {
+async function* streamBatches(op, json, signal, state, host) {
   if (signal?.aborted) throw abortReason(signal);
   // aimux_stream_start returns at once; the open's outcome (first events, or its
   // failure) arrives with the first batch. No thread waits for this stream.
   const { error: startError, handle } = nativeStreamStart(op, json);
   if (startError !== null) throw decodeEnvelope(startError);
   state.handle = handle;
+  host.attach(handle);
   const onAbort = () => {
+    host.abort(abortReason(signal));
     if (!state.freed) nativeStreamCancel(handle);
   };
   signal?.addEventListener('abort', onAbort, { once: true });
@@ -230,13 +258,21 @@ async function* streamBatches(op, json, signal, state) {
       if (signal?.aborted) throw abortReason(signal);
       if (error !== null) throw decodeEnvelope(error);
       if (events.length > 0) {
-        for (let i = 0; i < events.length; i++) events[i] = decodeEmbeddedErrors(events[i]);
+        for (let i = 0; i < events.length; i++) {
+          const event = decodeEmbeddedErrors(events[i]);
+          events[i] = event;
+          if (host.active) {
+            if (event.type === 'tool-call') host.start(event);
+            else if (event.type === 'error') host.native(event.error);
+          }
+        }
         yield events;
         if (signal?.aborted) throw abortReason(signal);
       }
       if (ended) return;
     }
   } finally {
+    host.abort(new DOMException('The stream ended', 'AbortError'));
     signal?.removeEventListener('abort', onAbort);
     // Free cancels a stream that is still running.
     freeStream(state);

@@ -128,6 +128,7 @@ function bind() {
     pollReady: handle.func('void *aimux_poll_ready(size_t max_events, _Out_ void **out_json)'),
     streamCancel: handle.func('void aimux_stream_cancel(uint64_t stream)'),
     streamFree: handle.func('void aimux_stream_free(uint64_t stream)'),
+    streamToolResult: handle.func('void *aimux_stream_tool_result(uint64_t stream, const char *tool_call_id, const char *answer_json)'),
     errorCode: handle.func('int32_t aimux_error_code(void *err)'),
     errorMessage: handle.func('void *aimux_error_message(void *err)'),
     errorJson: handle.func('void *aimux_error_json(void *err)'),
@@ -372,6 +373,15 @@ export function nativeStreamFree(handle) {
     st.ended = true;
     wake(st);
   }
+}
+
+/**
+ * aimux_stream_tool_result, on the calling (main) thread: answers one host tool call →
+ * the refusal's envelope text, or null when the answer was taken.
+ */
+export function nativeStreamToolResult(handle, toolCallId, answerJson) {
+  const err = own(native().streamToolResult(handle, toolCallId, answerJson), ERROR);
+  return isNull(err) ? null : takeError(err);
 }
 
 /** aimux_abi_version of the loaded library. */

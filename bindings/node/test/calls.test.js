@@ -5,8 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { call, stream, AimuxError } from '../src/index.js';
+import { call, stream, AimuxError, ToolResult } from '../src/index.js';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url)).replace(/\/$/, '');
 const { cases } = JSON.parse(readFileSync(`${REPO}/contract-tests/calls/cases.json`, 'utf8'));
@@ -47,6 +48,71 @@ test('the call fixtures are there (raw-text cases do not apply to Node)', () => 
 for (const c of applicable) {
   test(`call case ${c.key}: ${c.description}`, async () => {
     const got = await outcome(c);
+    assert.ok(subset(c.expect, got), `want ${JSON.stringify(c.expect)}\n got ${JSON.stringify(got)}`);
+  });
+}
+
+// The loop fixtures (contract-tests/calls/loops.json): host tools through `options.tools`,
+// each behaviour in Node's idiom; the replay matches every request body byte for byte, so a
+// wrong answer to the model finds no recorded exchange (a 102).
+const loops = JSON.parse(readFileSync(`${REPO}/contract-tests/calls/loops.json`, 'utf8')).cases;
+const MISSING_FILE = '/nonexistent/aimux/weather.json';
+
+function loopTool(behaviour) {
+  let osloStarted;
+  const oslo = new Promise((r) => { osloStarted = r; });
+  return {
+    execute: async ({ city }) => {
+      switch (behaviour) {
+        case 'value': return `sunny in ${city}`;
+        case 'tool-error': return ToolResult.error(`no weather for ${city}`);
+        case 'tool-error-data': return ToolResult.errorWithData(`no weather for ${city}`, { city });
+        case 'raise-io': return readFile(MISSING_FILE, 'utf8');
+        case 'raise': throw new Error('weather service down');
+        case 'value-paired': {
+          if (city === 'Oslo') osloStarted();
+          else {
+            let timer;
+            const late = new Promise((_, reject) => {
+              timer = setTimeout(() => reject(new Error('the Oslo call never started: calls ran one by one')), 30000);
+            });
+            try { await Promise.race([oslo, late]); } finally { clearTimeout(timer); }
+          }
+          return `sunny in ${city}`;
+        }
+        default: throw new Error(`unknown behaviour ${behaviour}`);
+      }
+    },
+  };
+}
+
+async function loopOutcome(c) {
+  const tools = Object.fromEntries(Object.entries(c.tools).map(([name, b]) => [name, loopTool(b)]));
+  try {
+    if (c.api === 'call') return { result: await call(c.op, resolve(c.params), { tools }) };
+    const events = [];
+    for await (const ev of stream(c.op, resolve(c.params), { tools })) events.push(ev);
+    return { events };
+  } catch (err) {
+    if (!AimuxError.isInstance(err)) throw err;
+    if (c.tools.weather === 'raise-io') {
+      // the very error readFile threw, never a copy
+      assert.equal(err.cause?.code, 'ENOENT');
+      assert.equal(err.cause?.path, MISSING_FILE);
+      assert.ok(!AimuxError.isInstance(err.cause) && err.cause instanceof Error);
+      assert.equal(err.toolName, 'weather');
+    }
+    return { error: { kind: err.kind, code: err.code, name: err.errorName } };
+  }
+}
+
+test('the loop fixtures are there', () => {
+  assert.ok(loops.length >= 14, `only ${loops.length} loop cases`);
+});
+
+for (const c of loops) {
+  test(`loop case ${c.key}: ${c.description}`, async () => {
+    const got = await loopOutcome(c);
     assert.ok(subset(c.expect, got), `want ${JSON.stringify(c.expect)}\n got ${JSON.stringify(got)}`);
   });
 }

@@ -5,6 +5,7 @@ import {
   AimuxError, AimuxCauseError, AimuxSourceError, APICallError, APICallErrorCause, RetryError,
   UnknownOpError, InvalidParamsError, NoSuchToolError, ErrorCode, VARIANTS,
   type AimuxEnvelope, type StreamEvent, type GenerateTextResult,
+  ToolResult, type LoopResult, type HostTools,
 } from 'aimux-ops';
 
 async function main(): Promise<void> {
@@ -111,6 +112,27 @@ async function main(): Promise<void> {
   await call(42);
   // @ts-expect-error the provider is 'openai' or 'anthropic'
   await call('generate_text', { model: { provider: 'gemini', modelId: 'm' }, prompt: 'hi' });
+
+  // host tools: async execute functions with an AbortSignal; ToolResult for tool-level errors
+  const tools: HostTools = {
+    weather: {
+      execute: async (input: { city: string }, { abortSignal }) => {
+        if (abortSignal.aborted) return ToolResult.error('cancelled');
+        return input.city === 'Atlantis' ? ToolResult.errorWithData('no such city', { city: input.city }) : `sunny in ${input.city}`;
+      },
+    },
+  };
+  const loop: LoopResult = await call('generate_text', { model: { provider: 'openai', modelId: 'm' }, prompt: 'hi' }, { tools });
+  const firstStep: string = loop.steps[0]?.finishReason ?? 'none';
+  void firstStep; void loop.toolResults[0]?.output;
+  for await (const ev of stream('stream_text', { model: { provider: 'openai', modelId: 'm' }, prompt: 'hi' }, { tools })) {
+    if (ev.type === 'tool-result') void ev.output;
+    if (ev.type === 'finish-step') void ev.finishReason;
+  }
+  // @ts-expect-error execute must be a function
+  await call('generate_text', { model: { provider: 'openai', modelId: 'm' }, prompt: 'hi' }, { tools: { weather: { execute: 1 } } });
+  // @ts-expect-error ToolResult is made by ToolResult.error / errorWithData
+  void new ToolResult();
 }
 
 void main;

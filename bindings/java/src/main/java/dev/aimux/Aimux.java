@@ -55,6 +55,74 @@ public final class Aimux {
         return stream(op, toJson(params));
     }
 
+    /**
+     * Runs {@code generate_text} with host tools: the loop streamed ({@code stream_text}), each call of a tool in
+     * {@code tools} run on its own virtual thread and answered (see {@link Tool}); returns the result JSON as the
+     * AI SDK's {@code generateText} gives it (text, toolCalls and toolResults of the last step, every step, usage
+     * summed). A tool's thrown exception throws {@code ToolExecutionError} (an {@link AimuxException}) whose
+     * {@link Throwable#getCause()} is that very exception. Interrupting the calling thread cancels the loop.
+     */
+    public static String call(String op, String paramsJson, Map<String, Tool> tools) {
+        if (!"generate_text".equals(op)) {
+            throw Envelopes.local(dev.aimux.errors.AimuxErrorType.AIMUX_UNSUPPORTED_FUNCTIONALITY,
+                    "host tools run with generate_text or stream_text, not " + op, null);
+        }
+        try (ToolStream s = stream("stream_text", paramsJson, tools)) {
+            return LoopResult.of(s);
+        }
+    }
+
+    /** {@link #call(String, String, Map)} with params as plain Java values; returns the parsed result. */
+    public static Map<String, Object> call(String op, Map<String, ?> params, Map<String, Tool> tools) {
+        String result = call(op, toJson(params), tools);
+        try {
+            return ErrorNode.MAPPER.readValue(result, MAP);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("the loop's result is not a JSON object", e);
+        }
+    }
+
+    /**
+     * Starts a stream-mode op with host tools: each {@code tool-call} event of a tool in {@code tools}, as the stream
+     * hands it out, runs that tool on its own virtual thread and its outcome is answered to the stream. Close it.
+     */
+    public static ToolStream stream(String op, String paramsJson, Map<String, Tool> tools) {
+        String params = withTools(paramsJson, tools);
+        check(op, params);
+        return new ToolStream(new AimuxStream(Native.stream(op, params)), tools);
+    }
+
+    /** {@link #stream(String, String, Map)} with params as plain Java values. */
+    public static ToolStream stream(String op, Map<String, ?> params, Map<String, Tool> tools) {
+        return stream(op, toJson(params), tools);
+    }
+
+    /** The params with every tool {@code tools} names marked as the host's ({@code "execute": true}). */
+    static String withTools(String paramsJson, Map<String, Tool> tools) {
+        java.util.Objects.requireNonNull(tools, "tools");
+        com.fasterxml.jackson.databind.JsonNode root;
+        try {
+            root = ErrorNode.MAPPER.readTree(paramsJson == null ? "{}" : paramsJson);
+        } catch (JsonProcessingException e) {
+            root = null;
+        }
+        if (root == null || !root.isObject() || (root.has("tools") && !root.get("tools").isObject() && !root.get("tools").isNull())) {
+            throw Envelopes.local(dev.aimux.errors.AimuxErrorType.BINDING_INVALID_WIRE_JSON,
+                    "params_json with host tools must be a JSON object whose tools is an object", "params_json");
+        }
+        var obj = (com.fasterxml.jackson.databind.node.ObjectNode) root;
+        var specs = obj.has("tools") && obj.get("tools").isObject()
+                ? (com.fasterxml.jackson.databind.node.ObjectNode) obj.get("tools") : obj.putObject("tools");
+        for (Map.Entry<String, Tool> e : tools.entrySet()) {
+            java.util.Objects.requireNonNull(e.getValue(), "tools." + e.getKey());
+            var spec = specs.get(e.getKey());
+            var marked = spec != null && spec.isObject()
+                    ? (com.fasterxml.jackson.databind.node.ObjectNode) spec : specs.putObject(e.getKey());
+            marked.put("execute", true);
+        }
+        return obj.toString();
+    }
+
     /** {@code aimux_abi_version()} of the loaded library. */
     public static int abiVersion() {
         return Native.abiVersion();

@@ -42,6 +42,11 @@ public final class AimuxDecoder {
     }
 
     static AimuxException decode(JsonNode root, String raw) {
+        return decodeWithCause(root, raw, null);
+    }
+
+    /** Decodes an envelope whose cause is {@code cause} (a host tool's own exception) instead of its chain; null: its chain. */
+    static AimuxException decodeWithCause(JsonNode root, String raw, Throwable cause) {
         if (root == null || !root.isObject()) {
             throw new IllegalArgumentException("not an aimux envelope: expected a JSON object");
         }
@@ -53,7 +58,11 @@ public final class AimuxDecoder {
         ErrorNode node = new ErrorNode(root, raw, variant);
         AimuxException ex = node.variant != null ? node.variant.newException(node) : new AimuxException(node);
         trimInternalFrames(ex);
-        link(ex, root, 0);
+        if (cause != null) {
+            ex.initCause(cause);
+        } else {
+            link(ex, root, 0);
+        }
         return ex;
     }
 

@@ -55,6 +55,8 @@ final class Native {
          * both null when the library lacks either (a stream then reads one event per {@code aimux_stream_next}).
          */
         static final MethodHandle STREAM_NEXT_BATCH, STREAM_POLL;
+        /** {@code aimux_stream_tool_result} (host tools), null when the library lacks it. */
+        static final MethodHandle STREAM_TOOL_RESULT;
         /** Why loading failed (reported on every use, not only the first), or null. */
         private static final String FAILURE;
 
@@ -63,6 +65,7 @@ final class Native {
             MethodHandle[] hs = new MethodHandle[11];
             MethodHandle nextBatch = null;
             MethodHandle poll = null;
+            MethodHandle toolResult = null;
             String failure = null;
             try {
                 Found found = locate();
@@ -99,6 +102,10 @@ final class Native {
                     nextBatch = linker.downcallHandle(nb.get(), batchFd);
                     poll = linker.downcallHandle(pl.get(), batchFd);
                 }
+                var tr = lib.find("aimux_stream_tool_result");
+                if (tr.isPresent()) {
+                    toolResult = linker.downcallHandle(tr.get(), FunctionDescriptor.of(ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
+                }
                 int abi = (int) hs[0].invokeExact();
                 if (abi != AimuxManifest.ABI_VERSION) {
                     throw new LoadFailure("aimux: " + path + " has ABI version " + abi + "; this binding was generated for "
@@ -127,6 +134,7 @@ final class Native {
             STRING_FREE = hs[10];
             STREAM_NEXT_BATCH = nextBatch;
             STREAM_POLL = poll;
+            STREAM_TOOL_RESULT = toolResult;
         }
 
         /** Throws a fresh 207 RuntimeInitError (an AimuxException) if loading failed. */
@@ -383,6 +391,26 @@ final class Native {
                 throw takeError(err);
             }
             return new Batch(takeString(out.get(ADDRESS, 0)), ended.get(JAVA_INT, 0) != 0);
+        } catch (AimuxException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Answers one host tool call ({@code aimux_stream_tool_result}); a refusal throws its AimuxException. */
+    static void streamToolResult(long handle, String toolCallId, String answerJson) {
+        Lib.check();
+        if (Lib.STREAM_TOOL_RESULT == null) {
+            throw Envelopes.local(dev.aimux.errors.AimuxErrorType.AIMUX_UNSUPPORTED_FUNCTIONALITY,
+                    "the loaded libaimux has no aimux_stream_tool_result (host tools need a newer library)", null);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment err = (MemorySegment) Lib.STREAM_TOOL_RESULT.invokeExact(handle,
+                    cstr(arena, toolCallId), cstr(arena, answerJson));
+            if (!isNull(err)) {
+                throw takeError(err);
+            }
         } catch (AimuxException e) {
             throw e;
         } catch (Throwable t) {

@@ -16,6 +16,8 @@ import java.util.Optional;
 public final class StreamEvent {
     private final String json;
     private final JsonNode node;
+    /** For a host tool's failure: its decoded error, caused by the very exception thrown (ToolStream). */
+    volatile AimuxException hostError;
 
     StreamEvent(String json) {
         this.json = json;
@@ -38,11 +40,19 @@ public final class StreamEvent {
 
     /** For an {@code error} event: the decoded envelope, with its whole cause chain. */
     public Optional<AimuxException> error() {
+        if (hostError != null) {
+            return Optional.of(hostError);
+        }
         JsonNode e = node.get("error");
         if (!"error".equals(type()) || e == null || !e.isObject()) {
             return Optional.empty();
         }
         return Optional.of(AimuxDecoder.decode(e, e.toString()));
+    }
+
+    /** The event's JSON tree (not copied: the binding's own use). */
+    JsonNode node() {
+        return node;
     }
 
     /** The event as plain Java values. */
