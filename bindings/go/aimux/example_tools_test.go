@@ -34,7 +34,7 @@ func ExampleCallWithTools() {
 			},
 		}},
 		"stopWhen":  map[string]any{"stepCount": 5},
-		"recording": map[string]any{"mode": "replay", "path": "../../recordings/agent.jsonl"},
+		"recording": map[string]any{"mode": "replay", "path": "../../../recordings/agent.jsonl"},
 	}
 	res, err := CallWithTools(context.Background(), "generate_text", params, tools)
 	if err != nil {
