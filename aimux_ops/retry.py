@@ -37,15 +37,13 @@ else:
 
 from .errors import AbortedError, APICallError, RetryError
 from .errors import TimeoutError as AITimeoutError
-from .errors.aimux import _parse_retry_after_ms
+from .errors.aimux import KEPT_ATTEMPTS, _parse_retry_after_ms
 
 __all__ = ["KEPT_ATTEMPTS", "MAX_WAIT_MS", "retry_delay_ms", "retry_with_exponential_backoff"]
 
 T = TypeVar("T")
 
 _MAX_HINT_MS = 60_000
-#: the attempts a failed loop keeps (the first and the latest): what ``causes.Limits`` reports
-KEPT_ATTEMPTS = 16
 #: the longest wait between two attempts (2**31 - 1 ms, ``ops.limits.MAX_TIMER_MS``)
 MAX_WAIT_MS = 2**31 - 1
 

@@ -19,8 +19,8 @@ from helpers import assert_valid_envelope, closed_port
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.errors import APICallError
+from aimux_ops.errors.aimux import KEPT_ATTEMPTS
 from aimux_ops.ops.limits import MAX_JSON_DEPTH, MAX_RETRIES, MAX_TIMER_MS, TRANSPORT_HEADERS
-from aimux_ops.retry import KEPT_ATTEMPTS
 
 
 class _Server(ThreadingHTTPServer):

@@ -179,6 +179,11 @@ class AbortedError(AIError, code=13):
 RetryReason = Literal["maxRetriesExceeded", "errorNotRetryable"]
 
 
+#: the attempts a failed retry loop keeps and its envelope reports: the first and the latest
+#: (``retry`` drops the others as they fail; ``causes.Limits.attempts``)
+KEPT_ATTEMPTS = 16
+
+
 class RetryError(AIError, code=14):
     """Every attempt failed; ``errors`` holds the attempts, the last one is the native cause."""
 
@@ -197,7 +202,7 @@ class RetryError(AIError, code=14):
         **fields: Any,
     ) -> None:
         #: attempts that failed but are not in ``errors`` (a long loop keeps the first and the
-        #: latest ones only: ``retry.KEPT_ATTEMPTS``); not on the wire, the message counts them
+        #: latest ones only: ``KEPT_ATTEMPTS``); not on the wire, the message counts them
         self.attempts_dropped = attempts_dropped
         super().__init__(message, reason=reason, errors=list(errors or []), **fields)
 
