@@ -163,9 +163,9 @@ class Secrets:
 
     Immutable; ``probe`` answers whether a text holds any of them, ``sub`` replaces each with
     ``[REDACTED]`` (longest first). The pattern of the escaped forms is compiled on the first
-    text that holds a ``\\`` or a ``%`` (most texts have neither: substring checks suffice)."""
+    text that holds an escape or a ``%`` (most texts have none: substring checks suffice)."""
 
-    __slots__ = ("_escaped", "anchors", "values")
+    __slots__ = ("_escaped", "_markers", "anchors", "values")
 
     def __init__(self, values: Iterable[str | None]) -> None:
         seen: dict[str, None] = {}
@@ -188,6 +188,14 @@ class Secrets:
         #: every literal form: the values and their base64 fragments (longest first)
         self.anchors: tuple[str, ...] = tuple(sorted({**seen, **fragments}, key=len, reverse=True))
         self._escaped: re.Pattern[str] | None = None
+        #: what a text holds when it may hold an escaped or encoded form of a value (a text
+        #: without any of these can only hold the literal forms: the ``anchors``)
+        markers = ["\\u", "\\U", "\\x", "%"]
+        if any(c in _JSON_SHORT or c == "'" for v in self.values for c in v):
+            markers.append("\\")
+        if any(" " in v for v in self.values):
+            markers.append("+")
+        self._markers = tuple(markers)
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -207,8 +215,9 @@ class Secrets:
         for anchor in self.anchors:
             if anchor in text:
                 return True
-        if "\\" in text or "%" in text or "+" in text:
-            return self._pattern().search(text) is not None
+        for marker in self._markers:
+            if marker in text:
+                return self._pattern().search(text) is not None
         return False
 
     def sub(self, text: str) -> str:
