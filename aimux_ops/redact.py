@@ -286,9 +286,17 @@ def attach(exc: BaseException, secrets: Secrets) -> None:
 
 
 def attached(exc: BaseException) -> Secrets:
-    """The secrets ``attach`` put on ``exc`` (``NO_SECRETS``: none)."""
-    got = getattr(exc, "__dict__", _NO_DICT).get(_ATTACHED)
-    return got if isinstance(got, Secrets) else NO_SECRETS
+    """The secrets ``attach`` put on ``exc`` or, when a boundary wrapped it, on the nearest
+    link of its chain (``__cause__``, else ``__context__``; ``NO_SECRETS``: none)."""
+    link: BaseException | None = exc
+    for _ in range(16):
+        if link is None:
+            break
+        got = getattr(link, "__dict__", _NO_DICT).get(_ATTACHED)
+        if isinstance(got, Secrets):
+            return got
+        link = link.__cause__ if link.__cause__ is not None else link.__context__
+    return NO_SECRETS
 
 
 _NO_DICT: dict[str, Any] = {}

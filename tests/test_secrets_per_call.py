@@ -496,3 +496,26 @@ def test_the_scan_can_fail() -> None:
     key = canary(6)
     for form in [*echo_forms(key), key[:12], key[-12:], orjson.dumps({"k": json_escaped(key)})]:
         assert hits(form), form
+
+
+def test_a_wrapped_exception_keeps_the_secrets_of_its_call(server: FaultServer) -> None:
+    """A boundary that wraps a call's exception (its cause) still projects with the call's
+    secrets."""
+    key = canary(7)
+    p = params(server, "openai", key, "mode=echoall")
+    from aimux_ops.ops.call import neutral_call, run_call
+    from aimux_ops.ops.models import CallParams
+
+    call_params = CallParams.model_validate(p)
+    with pytest.raises(AimuxError) as raised:
+        run_call(
+            "generate_text",
+            call_params,
+            lambda: neutral_call(call_params, stream=False),
+            lambda r: {"text": r.text},
+        )
+    wrapper = RuntimeError("the host's own wrapper")
+    wrapper.__cause__ = raised.value
+    env = aimux_ops.envelope.project(wrapper)
+    assert REDACTED in env.decode()
+    assert_no_hits(env)
