@@ -6,6 +6,8 @@
   (alone or inside ``user:key``). ``with secrets.active():`` makes every scrub below use them
   (the call's envelope, result, events, recording and log lines); ``attach`` / ``attached`` carry
   them on an exception to the projection at the boundary.
+- ``DeltaScrub``: a stream's text deltas scrubbed of its call's values as their concatenation
+  is (a value split across deltas is redacted too).
 - ``remember_secret(value)``: a process-wide memory of recent keys (at most 256), a defence in
   depth only: a call never relies on it (its ``Secrets`` hold its own).
 - ``scrub_text``: known secrets, bearer tokens and ``sk-…``-shaped keys → ``[REDACTED]``.
@@ -41,6 +43,7 @@ from .guest import on_fork_child
 
 __all__ = [
     "NO_SECRETS",
+    "DeltaScrub",
     "PLAIN",
     "REDACTED",
     "Secrets",
@@ -300,6 +303,106 @@ def attached(exc: BaseException) -> Secrets:
 
 
 _NO_DICT: dict[str, Any] = {}
+
+
+class DeltaScrub:
+    """The text deltas of one stream scrubbed of a call's values as their concatenation is: a
+    value the provider splits across deltas (or network reads) is redacted too.
+
+    ``batch(events)`` answers the events of one read with their ``text-delta`` texts rewritten:
+    a value (in any of its forms) that ends in this read is replaced by ``[REDACTED]`` in the
+    first unsent delta it touches and removed from the others (a delta left empty is dropped);
+    a raw head of a value (``_MIN_SECRET`` characters or more) that ends the read is held back
+    and put before the next delta (a shorter head goes out: no recognisable part of a value).
+    ``flush()``: what is held when the text ends, as a delta (``[REDACTED]``: a value's head).
+    An escaped or encoded form is redacted once complete, but its head is not held: what of it
+    went out before the read that completes it stays out (``scrub_values`` also scrubs each
+    delta alone)."""
+
+    __slots__ = ("_keep", "_secrets", "_tail", "_values", "held")
+
+    def __init__(self, secrets: Secrets) -> None:
+        self._secrets = secrets
+        self._values = secrets.values
+        # enough of what was sent to see a value's escaped form (6 characters a character)
+        self._keep = 6 * max((len(v) for v in self._values), default=0)
+        self._tail = ""  # the last characters sent (at most ``_keep``)
+        self.held = ""
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def _head_at(self, text: str) -> int:
+        """Where the longest head of a value (``_MIN_SECRET`` characters or more) that ends
+        ``text`` begins (``len(text)``: none)."""
+        at = len(text)
+        for v in self._values:
+            i = text.find(v[:_MIN_SECRET], max(0, len(text) - len(v) + 1))
+            while i != -1 and i < at:
+                if v.startswith(text[i:]):
+                    at = i
+                    break
+                i = text.find(v[:_MIN_SECRET], i + 1)
+        return at
+
+    def batch(self, events: list[Any]) -> list[Any]:
+        if not self._values:
+            return events
+        texts = [e["text"] for e in events if type(e) is dict and e.get("type") == "text-delta"]
+        if not texts:
+            return events if not self.held else [self.flush(), *events]
+        base = len(self._tail)
+        whole = self._tail + self.held + "".join(texts)
+        pattern = self._secrets._pattern
+        cut = max(self._head_at(whole), base)  # what was sent stays sent
+        spans = []
+        if self._secrets.probe(whole):  # a value in any form (only raw heads are held)
+            spans = [m.span() for m in pattern().finditer(whole) if m.end() > base]
+        if not spans and cut == len(whole) and not self.held:
+            self._tail = whole[-self._keep :] if self._keep else ""
+            return events
+        # each delta's range in ``whole``: the held text goes before the first one
+        out: list[Any] = []
+        start = base
+        first = True
+        for e in events:
+            if not (type(e) is dict and e.get("type") == "text-delta"):
+                out.append(e)
+                continue
+            end = start + len(e["text"]) + (len(self.held) if first else 0)
+            first = False
+            text = self._piece(whole, start, min(end, cut), spans, base) if start < cut else ""
+            start = end
+            if text:
+                out.append({**e, "text": text})
+        self.held = whole[cut:]
+        sent = whole[:cut]
+        self._tail = sent[-self._keep :] if self._keep else ""
+        return out
+
+    @staticmethod
+    def _piece(whole: str, start: int, end: int, spans: list[tuple[int, int]], base: int) -> str:
+        """``whole[start:end]`` without the characters of any span, ``[REDACTED]`` in the place
+        of the span's first character not sent before (``base``: where the unsent text
+        begins)."""
+        parts = []
+        at = start
+        for s, e in spans:
+            if e <= start or s >= end:
+                continue
+            if s > at:
+                parts.append(whole[at:s])
+            if start <= max(s, base) < end:
+                parts.append(REDACTED)
+            at = max(at, min(e, end))
+        if at < end:
+            parts.append(whole[at:end])
+        return "".join(parts)
+
+    def flush(self) -> dict[str, Any]:
+        """The held text as a last delta: ``[REDACTED]`` (it was a value's head)."""
+        self.held = ""
+        return {"type": "text-delta", "text": REDACTED}
 
 
 def _shaped_anchor(text: str) -> bool:

@@ -22,8 +22,8 @@ Modes (``mode=``; default ``ok``):
   provider's error body whose message holds the key, whose members hold its JSON-escaped
   literal, URL-encoded and base64 forms, and whose raw bytes carry every plain occurrence of the
   key as JSON ``\\u`` escapes (mixed with plain characters, both hex cases); ``status=200``
-  answers ``ok`` whose text is the forms (streamed one form to a delta), its raw bytes escaped
-  alike.
+  answers ``ok`` whose text is the forms (streamed one form to a delta, or ``split=N``
+  characters to a delta), its raw bytes escaped alike.
   Either way the response headers echo the key raw (``x-request-id``, Anthropic's
   ``request-id``) and in its other forms.
 - ``echorequest``: 400 whose JSON body, message and headers echo the request path (with its
@@ -963,7 +963,12 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         self._echo_headers = headers
         status = int(spec.get("status", "401"))
         if 200 <= status < 300:
-            self._echo_pieces = [f"{form} | " for form in forms]
+            split = int(spec.get("split", "0"))  # each form in deltas of this many characters
+            self._echo_pieces = []
+            for form in forms:
+                text = f"{form} | "
+                step = split or len(text)
+                self._echo_pieces += [text[i : i + step] for i in range(0, len(text), step)]
             return "ok", {**spec, "text": " | ".join(forms)}
         detail = {"escaped": forms[1], "urlencoded": forms[2], "basic": forms[3], "b64": forms[4]}
         if anthropic:

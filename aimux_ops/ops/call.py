@@ -30,7 +30,14 @@ from ..providers.base import (
     ToolDef,
 )
 from ..recording import Recorder, open_transport
-from ..redact import attach, call_secrets, guard_url, remember_header_secrets, scrub_values
+from ..redact import (
+    DeltaScrub,
+    attach,
+    call_secrets,
+    guard_url,
+    remember_header_secrets,
+    scrub_values,
+)
 from ..retry import retry_with_exponential_backoff
 from ..transport import Deadline, Response, SendGuard, Transport, default_transport
 from .models import CallParams, ToolChoiceTool
@@ -277,11 +284,19 @@ def _stream_call(
         try:
             resp, state, batches, first = call.retry(attempt, ctx.cancelled)
             if first is not None:
-                yield _scrubbed(first)
+                deltas = DeltaScrub(call.secrets)  # a key split across deltas goes too
+                if deltas:
+                    batches = map(deltas.batch, batches)
+                    first = deltas.batch(first)
+                if first:
+                    yield _scrubbed(first)
                 # the dispatcher checks for cancellation before each pull, and a cancel shuts
                 # the socket down: no per-event check here (this is the hot path)
                 for batch in batches:
-                    yield _scrubbed(batch)
+                    if batch:
+                        yield _scrubbed(batch)
+                if deltas.held:
+                    yield _scrubbed((deltas.flush(),))
         except AimuxError as exc:
             if ctx.cancelled.is_set():
                 return
