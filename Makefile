@@ -30,14 +30,11 @@ help:
 	@echo "make demo | test | setup | native | install | schema | check-schema | lint | format | bench | fuzz | recordings | clean"
 
 ## setup: .venv with the package (editable) and every dev tool, from the pinned lock file, and
-## the optional C projection built in place (aimux_ops/_cproject*.so, native/build_cproject.py)
-## and the optional stream chunk reader in C (aimux_ops/_cchunks*.so, the same build script)
+## the optional stream chunk reader in C built in place (aimux_ops/_cchunks*.so,
+## native/build_cproject.py)
 EXT_SUFFIX := $(shell $(if $(wildcard $(PY)),$(PY),$(PYTHON3)) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
-CPROJECT  := aimux_ops/_cproject$(EXT_SUFFIX)
 CCHUNKS   := aimux_ops/_cchunks$(EXT_SUFFIX)
-setup: $(STAMP) $(CPROJECT) $(CCHUNKS)
-$(CPROJECT): aimux_ops/_cproject.c native/build_cproject.py $(STAMP)
-	$(PY) native/build_cproject.py --out-dir aimux_ops --only _cproject
+setup: $(STAMP) $(CCHUNKS)
 $(CCHUNKS): aimux_ops/_cchunks.c native/build_cproject.py $(STAMP)
 	$(PY) native/build_cproject.py --out-dir aimux_ops --only _cchunks
 $(STAMP): requirements/dev.lock pyproject.toml
@@ -52,7 +49,7 @@ native: setup
 	$(MAKE) -C native build $(SUB_ENV)
 
 ## schema: regenerate everything derived from the catalogue and the op models (one generator,
-## aimux_ops/codegen): schema/, native/aimux_codes.h, the shim's early-error table, the Go, Node
+## aimux_ops/codegen): schema/, native/aimux_codes.h, the shim's early-error table and packed-chain layout, the Go, Node
 ## and Java generated code, the DESIGN.md catalogue table. All of it is committed.
 schema: setup
 	$(PY) -m aimux_ops.codegen --write
@@ -65,7 +62,7 @@ check-schema: setup
 ## clang-format, a strict -Werror compile of the shim on its own, cppcheck; Node: eslint; Go:
 ## gofmt, go vet, staticcheck; Java: checkstyle. Tool versions are pinned (lock files, Makefiles).
 PY_LINTED := aimux_ops tests contract-tests bindings/python native setup.py
-C_GENERATED := native/aimux_codes.h native/src/aimux_early.h
+C_GENERATED := native/aimux_codes.h native/src/aimux_early.h native/src/aimux_packed.h
 C_SOURCES := $(filter-out $(C_GENERATED),$(wildcard native/*.h native/src/*.c native/lint/*.[ch] \
              native/tests/*.c native/examples/*.c bindings/cpp/*.hpp bindings/cpp/tests/*.cpp \
              bindings/cpp/tools/*.cpp fuzz/*.c bench/*.c bench/native/*.c aimux_ops/*.c))
@@ -84,13 +81,12 @@ lint: setup lint-tools
 	$(VENV)/bin/mypy --strict aimux_ops
 	clang-format --dry-run --Werror $(C_SOURCES)
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -I$(PY_INCLUDE) -Inative -Inative/src native/lint/shim_check.c
-	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -I$(PY_INCLUDE) aimux_ops/_cproject.c
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -I$(PY_INCLUDE) aimux_ops/_cchunks.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
 	  --suppress=missingIncludeSystem -Inative -Inative/src -DAIMUX_BUILD_PATHS='""' -DAIMUX_PYTHON_HOME='""' -DAIMUX_REPO='""' -DAIMUX_LIB_PATH='""' \
 	  native/src/aimux_shim.c native/tests/test_native.c native/tests/test_dlopen.c native/tests/test_guest.c native/examples/demo.c fuzz/fuzz_cabi.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
-	  --suppress=missingIncludeSystem aimux_ops/_cproject.c aimux_ops/_cchunks.c
+	  --suppress=missingIncludeSystem aimux_ops/_cchunks.c
 	$(MAKE) -C bindings/node lint $(SUB_ENV)
 	$(MAKE) -C bindings/go lint $(SUB_ENV)
 	$(MAKE) -C bindings/java lint $(SUB_ENV)
@@ -121,15 +117,15 @@ $(addprefix test-,$(BINDINGS)): test-%: native
 test-fuzz: native
 	$(MAKE) -C fuzz smoke $(SUB_ENV)
 
-## test-asan: the C extensions (_cproject, _cchunks) built with AddressSanitizer into a copy of the
-## package (build/asan), and their differential suites run against that copy: a stack or heap
+## test-asan: the C extension (_cchunks) built with AddressSanitizer into a copy of the
+## package (build/asan), and its differential suite run against that copy: a stack or heap
 ## overrun inside a frame, which valgrind cannot see, fails the run
 ASAN_DIR := build/asan
-ASAN_TESTS := tests/test_answer.py tests/test_cproject_fast.py tests/test_cproject.py tests/test_cchunks.py
+ASAN_TESTS := tests/test_cchunks.py
 test-asan: setup
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
 	cp -r aimux_ops $(ASAN_DIR)/aimux_ops
-	rm -f $(ASAN_DIR)/aimux_ops/_cproject*.so $(ASAN_DIR)/aimux_ops/_cchunks*.so
+	rm -f $(ASAN_DIR)/aimux_ops/_cchunks*.so
 	$(PY) native/build_cproject.py --out-dir $(ASAN_DIR)/aimux_ops \
 	  --cflags "-O1 -fsanitize=address -fno-omit-frame-pointer"
 	@# libstdc++ preloaded too: greenlet throws C++ exceptions, which ASan's interceptor must find
@@ -168,4 +164,4 @@ recordings: setup
 	$(PY) tests/make_recordings.py
 
 clean:
-	rm -rf native/build build aimux_ops.egg-info aimux_ops/_cproject*.so aimux_ops/_cchunks*.so bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
+	rm -rf native/build build aimux_ops.egg-info aimux_ops/_cchunks*.so bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)

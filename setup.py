@@ -4,9 +4,9 @@ setuptools runs this for `pip install <checkout>` / `pip wheel <checkout>`: afte
 files, it compiles native/build_libaimux.py into ``aimux_ops/native/lib/libaimux.so.1`` (SONAME
 libaimux.so.1; its payload is the site-packages it is installed in, ``../../..`` from its
 directory) and copies ``aimux.h`` (with the ``aimux_codes.h`` it includes) and ``aimux.hpp`` to
-``aimux_ops/native/include/``, and compiles the optional C extensions
-(native/build_cproject.py) into ``aimux_ops/_cproject<EXT_SUFFIX>`` (the projection) and
-``aimux_ops/_cchunks<EXT_SUFFIX>`` (the stream chunks). The wheel is then a
+``aimux_ops/native/include/``, and compiles the optional C extension
+(native/build_cproject.py) into ``aimux_ops/_cchunks<EXT_SUFFIX>`` (the stream chunks). The
+wheel is then a
 platform wheel for that CPython. Editable installs skip it (development uses native/build and
 the in-place build of `make setup`). Everything else is in pyproject.toml.
 """

@@ -17,10 +17,19 @@ import orjson
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from .api.tools import Execute, ToolResult
     from .envelope import decode_error
     from .errors import AimuxError, SourceError
 
-__all__ = ["AimuxError", "SourceError", "__version__", "call", "decode_error", "stream"]
+__all__ = [
+    "AimuxError",
+    "SourceError",
+    "ToolResult",
+    "__version__",
+    "call",
+    "decode_error",
+    "stream",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -28,6 +37,10 @@ def __getattr__(name: str) -> Any:
         from . import errors
 
         return getattr(errors, name)
+    if name == "ToolResult":
+        from .api.tools import ToolResult
+
+        return ToolResult
     if name == "decode_error":
         from .envelope import decode_error
 
@@ -48,8 +61,15 @@ def _params_json(params: Any) -> bytes:
         raise decode_error(project(wrapper))  # noqa: B904 - its __cause__ is the decoded chain
 
 
-def call(op: str, params: Any = None) -> Any:
-    """Run a call op and return its result; raise the decoded ``AimuxError`` on failure."""
+def call(op: str, params: Any = None, *, execute: Execute | None = None) -> Any:
+    """Run a call op and return its result; raise the decoded ``AimuxError`` on failure.
+    ``execute`` maps tool names to the functions that run them (CONTRACT §2.2): the op then runs
+    as the multi-step loop (``generate_text`` through ``stream_text``) and returns the final
+    result with its ``steps`` (``aimux_ops.tools``)."""
+    if execute:
+        from .api.tools import run_to_result
+
+        return run_to_result(op, params, execute)
     from .dispatch import call_json
 
     result, envelope = call_json(op, _params_json(params))
@@ -61,10 +81,18 @@ def call(op: str, params: Any = None) -> Any:
     return orjson.loads(result)
 
 
-def stream(op: str, params: Any = None) -> Iterator[dict[str, Any]]:
+def stream(
+    op: str, params: Any = None, *, execute: Execute | None = None
+) -> Iterator[dict[str, Any]]:
     """Run a stream op. A failure before the first event raises; a later one is yielded as an
     ``error`` event, after which the iteration ends. Closing the iterator cancels the stream.
-    The op runs on the thread that iterates (``caller_stream``: no stream loop, no hand-off)."""
+    The op runs on the thread that iterates (``caller_stream``: no stream loop, no hand-off).
+    ``execute``: the host's tools (``aimux_ops.tools``): each ``tool-call`` event of one is run
+    (a step's calls concurrently) and answered; the events are yielded as they come."""
+    if execute:
+        from .api.tools import with_tools
+
+        params = with_tools(params, execute)
     from .caller_stream import stream_here_json
     from .dispatch import stream_free, stream_next_objects
 
@@ -74,7 +102,12 @@ def stream(op: str, params: Any = None) -> Iterator[dict[str, Any]]:
 
         raise decode_error(envelope)
     assert handle is not None
-    return _events(handle, stream_next_objects, stream_free)
+    events = _events(handle, stream_next_objects, stream_free)
+    if execute:
+        from .api.tools import answering
+
+        return answering(handle, events, execute)
+    return events
 
 
 def _events(handle: int, take: Any, free: Any) -> Iterator[dict[str, Any]]:

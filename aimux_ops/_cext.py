@@ -1,6 +1,6 @@
-"""Loading an optional C extension of aimux_ops (``aimux_ops._cchunks``, ``aimux_ops._cproject``
-for ``envelope``): None when ``AIMUX_PURE_PYTHON`` is set (not "" or "0"; read once, when this
-module is first imported, so that every extension and every provider of a process agree), when it
+"""Loading the optional C extension of aimux_ops (``aimux_ops._cchunks``, the providers' stream
+chunk reader): None when ``AIMUX_PURE_PYTHON`` is set (not "" or "0"; read once, when this
+module is first imported, so that every provider of a process agrees), when it
 is not built, or when its source lies next to it and differs from the one it was built from
 (``SOURCE_SHA``: a stale build never shadows an edited source; the Python path runs)."""
 
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     _stub_matches: CChunks = _cchunks
 
 
-#: ``AIMUX_PURE_PYTHON`` when this module was first imported (by ``envelope`` or a provider's
-#: first stream, not by ``import aimux_ops``): the C extensions are off (the one reading).
+#: ``AIMUX_PURE_PYTHON`` when this module was first imported (by a provider's first stream, not
+#: by ``import aimux_ops``): the C extension is off (the one reading).
 PURE_PYTHON: bool = os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0")
 
 

@@ -25,6 +25,7 @@ import orjson
 from .errors import AimuxError, OtherError, RetryError, SourceError
 from .errors._base import _plain, dump_models
 from .redact import REDACTED, has_anchor, is_secret_header, scrub_message, scrub_text
+from .retry import KEPT_ATTEMPTS
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "capture", "clip_text", "exception_type_name", "next_link"]
 
@@ -37,7 +38,7 @@ class Limits:
     message_bytes: int = 1024
     value_bytes: int = 16 * 1024
     depth: int = 16
-    attempts: int = 16
+    attempts: int = KEPT_ATTEMPTS  # what the retry loop keeps
 
 
 DEFAULT_LIMITS = Limits()
@@ -438,6 +439,8 @@ def capture(
                 kept = list(children)
                 if len(kept) > limits.attempts:
                     kept = kept[:1] + kept[len(kept) - (limits.attempts - 1) :]
+                    truncated.append("error.errors")
+                elif getattr(exc, "attempts_dropped", 0):  # dropped by the retry loop itself
                     truncated.append("error.errors")
                 attempts = []
                 ancestors = frozenset(seen)

@@ -44,7 +44,6 @@ import orjson
 
 from . import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
 from ._version import ABI_VERSION, __version__
-from .changes import OP_NAMES
 from .guest import limits, on_fork_child
 from .ops import registry
 from .ops.registry import EventBatch, OpSpec, StreamContext, all_ops, get_op
@@ -58,7 +57,6 @@ if TYPE_CHECKING:
 
     from . import aio
     from .caller_stream import CallerStream
-    from .errors import AimuxError
 else:
     from ._lazy import LazyModule
 
@@ -81,14 +79,12 @@ __all__ = [
     "stream_next_objects",
     "stream_poll_json",
     "stream_start_json",
+    "stream_tool_result_json",
     "stream_wake",
     "use_native_queues",
 ]
 
 Reply = tuple[bytes | None, bytes | None]
-
-#: The exception being handled where a ``raise`` would run (what it records as ``__context__``).
-_handled = sys.exception
 
 
 def project(exc: BaseException) -> bytes:
@@ -98,14 +94,6 @@ def project(exc: BaseException) -> bytes:
 
     globals()["project"] = loaded
     return loaded(exc)
-
-
-def answer(cls: type[AimuxError], message: str, values: dict[str, Any]) -> bytes:
-    """``envelope.answer``, imported on first use as ``project`` is."""
-    from .envelope import answer as loaded
-
-    globals()["answer"] = loaded
-    return loaded(cls, message, values)
 
 
 def _op_name(op: str | bytes | None) -> str:
@@ -198,61 +186,28 @@ def _load_errors() -> ModuleType:
 
 
 #: The sorted op names (an unknown op's ``availableOps``; an error built from them copies the
-#: list) and the generation of the registry's names they were sorted at: every change of the
-#: names (``changes.OP_NAMES``) moves the generation on, before and after, so that a list
-#: sorted while a change was under way is never taken for the names after it.
+#: list) and the registry's ``generation()`` they were sorted at (read before sorting: a list
+#: sorted while a change was under way is never taken for the names after it).
 _names: tuple[int, list[str]] = (-1, [])
-_names_generation = 0
-
-
-def _names_changed() -> None:
-    global _names_generation
-    _names_generation += 1
-
-
-OP_NAMES.watch(_names_changed, _names_changed)
 
 
 def _op_names() -> list[str]:
     global _names
     held = _names
-    if held[0] == _names_generation:
+    generation = registry.generation()
+    if held[0] == generation:
         return held[1]
-    generation = _names_generation
     names = sorted(s.name for s in all_ops())  # all_ops imports every declared op module
     _names = (generation, names)
     return names
 
 
-def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
-    spec = _find_op(op, mode)
-    if isinstance(spec, BaseException):
-        raise spec
-    return spec
-
-
 _ops_get = registry._OPS.get  # the registry's dicts: changed in place, never replaced
 _lazy = registry._LAZY
 
-#: An error not built yet: its class, message and field values (``AimuxError._of_values``'s).
-Unbuilt = tuple["type[AimuxError]", str, dict[str, Any]]
 
-
-def _built(failure: Unbuilt) -> AimuxError:
-    cls, message, values = failure
-    return cls._of_values(message, values)
-
-
-def _find_op(op: str | bytes | None, mode: str) -> OpSpec | AimuxError:
-    """The op ``op`` names, or the error its call fails with (unknown op, wrong mode), not yet
-    raised. An op that is not text still raises here."""
-    found = _look_up(op, mode)
-    return found if isinstance(found, OpSpec) else _built(found)
-
-
-def _look_up(op: str | bytes | None, mode: str) -> OpSpec | Unbuilt:
-    """``_find_op`` with the error not built: ``call_json`` answers it from its values when no
-    exception is being handled (a raise would record nothing the envelope shows)."""
+def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
+    """The op ``op`` names; raises the error its call fails with (unknown op, wrong mode)."""
     if type(op) is str:
         name = op
     elif type(op) is bytes and op.isascii():  # a C caller's op: always decodes (no frame)
@@ -267,15 +222,9 @@ def _look_up(op: str | bytes | None, mode: str) -> OpSpec | Unbuilt:
     errors = _errors or _load_errors()
     if spec is None:
         shown = name[:200]
-        return (
-            errors.UnknownOpError,
-            f"unknown op {shown!r}",
-            {"op": shown, "available_ops": _op_names()},
-        )
-    return (
-        errors.WrongModeError,
-        f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}",
-        {"op": name, "expected": spec.mode},
+        raise errors.UnknownOpError(f"unknown op {shown!r}", op=shown, available_ops=_op_names())
+    raise errors.WrongModeError(
+        f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}", op=name, expected=spec.mode
     )
 
 
@@ -344,11 +293,15 @@ for _key in (b"aimux.version", "aimux.version"):
         _pure_results[(_key, _params)] = _VERSION
 #: The spec each cached op name's results came from (the precomputed answer: none).
 _pure_specs: dict[str, OpSpec] = {}
+#: The registry's ``generation()`` the cached results were last checked at.
+_pure_generation = registry.generation()
 
 
 def _forget_stale_pure_results() -> None:
     """After a change of the op names: the cached results of an op that is gone, or that was
     registered anew since, are dropped."""
+    global _pure_generation
+    _pure_generation = registry.generation()  # read first: a change meanwhile checks again
     for key in list(_pure_results):
         op = key[0]
         name = op.decode("utf-8", "replace") if isinstance(op, bytes) else op
@@ -360,7 +313,7 @@ def _forget_stale_pure_results() -> None:
             _pure_results.pop(key, None)
 
 
-OP_NAMES.watch(lambda: None, _forget_stale_pure_results)
+_generation = registry.generation
 
 
 def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
@@ -369,16 +322,19 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
         if params_json is not None and len(params_json) <= _PURE_KEY_MAX:
             cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
             if cached is not None:
-                return cached, None
-        spec = _look_up(op, "call")
-        if not isinstance(spec, OpSpec):
-            if _handled() is not None:
-                raise _built(spec)  # records the exception being handled as its __context__
-            return None, answer(*spec)  # nothing for a raise to record: the same envelope
+                if _pure_generation == _generation():
+                    return cached, None
+                _forget_stale_pure_results()  # the op names changed since: checked again
+                cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
+                if cached is not None:
+                    return cached, None
+        spec = _resolve(op, "call")
         params = _validate(spec, params_json)
         result = _dump(spec.handler(params))
         if spec.pure and op is not None and params_json is not None:
             if len(params_json) <= _PURE_KEY_MAX and len(_pure_results) < 1024:
+                if _pure_generation != _generation():
+                    _forget_stale_pure_results()
                 _pure_specs[spec.name] = spec
                 _pure_results[(op, params_json)] = result
         return result, None
@@ -1274,6 +1230,45 @@ def stream_next_objects(handle: int, max_events: int = 256) -> tuple[Any, bytes 
         raise
     except BaseException as exc:  # noqa: BLE001
         return None, project(exc)
+
+
+def stream_tool_result_json(
+    handle: int, tool_call_id: str | bytes | None, answer_json: bytes | str | None
+) -> bytes | None:
+    """The host's answer to one of a stream's host tool calls (``aimux_stream_tool_result``,
+    any thread): None when taken, else the envelope — 203 for a stream that is unknown, freed or
+    ended, 301 for a call the stream does not wait for or an answer that is not one (the call
+    still waits for its answer), 201 / 202 / 204 for text that cannot be read. Never raises."""
+    try:
+        from .ops.answers import parse_answer
+
+        if tool_call_id is None or answer_json is None:
+            from .errors import NullArgumentError
+
+            which = "tool_call_id" if tool_call_id is None else "answer_json"
+            raise NullArgumentError(f"{which} is NULL", argument=which)
+        stream = _lookup(handle)
+        if isinstance(tool_call_id, bytes):
+            try:
+                tool_call_id = tool_call_id.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                from .errors import InvalidUTF8Error
+
+                raise InvalidUTF8Error(
+                    "tool_call_id is not valid UTF-8", argument="tool_call_id"
+                ) from exc
+        answer = parse_answer(answer_json)
+        answers = stream.ctx.answers
+        if answers is None:  # a stream without host tools: nothing to answer
+            from .ops.answers import refused
+
+            raise refused("tool_call_id", f"no such pending call: {tool_call_id[:200]!r}")
+        answers.put(tool_call_id, answer)
+        return None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
+        return project(exc)
 
 
 def stream_cancel(handle: int) -> None:

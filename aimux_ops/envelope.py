@@ -12,12 +12,6 @@ bounds give more, the projection runs again with tighter ones (each cut still ma
 kind / code becomes ``UnknownError`` keeping the raw JSON), source nodes ``SourceError``; each link
 is ``__cause__``; a RetryError's attempts are decoded into ``errors`` and the last one is its
 ``__cause__`` (the AI SDK's ``lastError``). ``chain_links`` walks the same chain for the C shim.
-
-The optional C extension ``aimux_ops._cproject`` (DESIGN.md "The projection in C") projects the
-common chains with the default limits and walks their links; it answers None for anything else,
-and the Python code below (the reference) runs. ``AIMUX_PURE_PYTHON=1`` (read once, by
-``_cext``, for every C extension) or a missing or stale build leaves it out: the same bytes
-either way.
 """
 
 from __future__ import annotations
@@ -27,7 +21,6 @@ from typing import Any, NamedTuple
 import orjson
 
 from . import redact
-from ._cext import load as load_extension
 from .causes import DEFAULT_LIMITS, Limits, capture
 from .errors import (
     AimuxError,
@@ -44,10 +37,9 @@ __all__ = [
     "CODE_MAX",
     "ENVELOPE_MAX_BYTES",
     "RETRY_AFTER_MAX_MS",
-    "answer",
     "chain_links",
-    "chain_packed",
     "check_root",
+    "decode_cause",
     "decode_error",
     "native_chain",
     "project",
@@ -139,28 +131,9 @@ _last: tuple[bytes, dict[str, Any]] = (b"", {})
 
 def _project(exc: BaseException) -> bytes:
     global _last
-    # the C walk knows no call's secrets: a call's own are scrubbed by the Python code
-    native = _native if not redact.active_secrets() else None
-    walked: Any = None
-    if native is not None:
-        # the C walk's whole projection of an AimuxError, _last included (None: not tried;
-        # False: walked, left to the Python code; a root: its envelope is over the limit); an
-        # error of orjson.dumps is answered as below
-        try:
-            walked = native.project(exc)
-        except Exception:  # noqa: BLE001 - the projection must never fail
-            return _LAST_RESORT
-        if walked.__class__ is bytes:
-            return walked
     try:
         err = exc if isinstance(exc, AimuxError) else _as_aimux(exc)
-        if walked is None:
-            # the C walk with the default limits (None: a chain it leaves to the Python code)
-            root = None if native is None else native.root(err)
-        else:  # walked already: not again (its hooks would run twice)
-            root = walked if walked.__class__ is dict else None
-        if root is None:
-            root = _root(err, DEFAULT_LIMITS)
+        root = _root(err, DEFAULT_LIMITS)
         data = orjson.dumps(root)
         if len(data) <= ENVELOPE_MAX_BYTES:
             _last = (data, root)
@@ -292,6 +265,12 @@ def check_root(obj: dict[str, Any]) -> None:
             )
 
 
+def decode_cause(node: dict[str, Any]) -> BaseException:
+    """Rebuild one cause node (an aimux node or a source node) and its chain as exceptions: a
+    host's own error chain (a tool's failure) enters the core this way."""
+    return _decode_node(node, 0)
+
+
 def decode_error(envelope: bytes | str | dict[str, Any]) -> AimuxError:
     """Rebuild the native exception (with its ``__cause__`` chain) from an envelope."""
     obj = _parse(envelope)
@@ -338,7 +317,7 @@ def _decoded_root_code(root: dict[str, Any]) -> int:
 
 
 class Link(NamedTuple):
-    """One link of the native chain as the C shim packs it (DESIGN.md "The C accessors")."""
+    """One link of the native chain as the C shim gets it (``aimux_ops.packed.pack``)."""
 
     code: int
     kind: bytes  #: the node's kind, b"source" for a source node
@@ -356,16 +335,10 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     held = _last
     if held[0] is envelope_json:  # projected here just now: the same nodes, not parsed again
         root = held[1]
-        native = _native
-        if native is not None:
-            walked = native.chain(root, envelope_json)  # None: the code below decides
-            if walked is not None:
-                return walked  # type: ignore[no-any-return]
-        check_root(root)
-        return root_fields(root), _links_of_nodes(root, envelope_json)
-    root = orjson.loads(envelope_json)
-    if not isinstance(root, dict):
-        raise InvalidWireJSONError("envelope is not a JSON object", argument="envelope")
+    else:
+        root = orjson.loads(envelope_json)
+        if not isinstance(root, dict):
+            raise InvalidWireJSONError("envelope is not a JSON object", argument="envelope")
     check_root(root)
     out: list[Link] = []
     for i, link in enumerate(native_chain(root)):
@@ -392,122 +365,3 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
             )
         )
     return root_fields(root), out
-
-
-#: The envelope ``answer`` wrote last and the shim's packed chain of it (``chain_packed``);
-#: replaced as one tuple and matched by identity, as ``_last``.
-_answered: tuple[bytes, bytes] = (b"", b"")
-
-
-def answer(cls: type[AimuxError], message: str, values: dict[str, Any]) -> bytes:
-    """``project(cls._of_values(message, values))``: the envelope of the error the core would
-    build from these values. The C walk writes it, and its packed chain, straight from the class
-    and the values when it handles them (DESIGN.md "Errors answered from their values"): the
-    error is never built."""
-    global _answered
-    native = _native
-    if native is not None:
-        got = native.answer(cls, message, values)
-        if got is not None:
-            _answered = got
-            return got[0]  # type: ignore[no-any-return]
-    return project(cls._of_values(message, values))
-
-
-def chain_packed(envelope_json: bytes) -> bytes | None:
-    """``chain_links(envelope_json)`` already packed for the C shim (``_aimux_err_unpack``'s
-    format, native/src/aimux_embed.py ``_packed``) by the C walk, when this process projected
-    (or ``answer`` wrote) those bytes just now and the walk handles its nodes; else None (the
-    shim packs ``chain_links``)."""
-    answered = _answered
-    if answered[0] is envelope_json:
-        return answered[1]
-    native = _native
-    held = _last
-    if native is None or held[0] is not envelope_json:
-        return None
-    return native.packed(held[1], envelope_json)  # type: ignore[no-any-return]
-
-
-def _links_of_nodes(root: dict[str, Any], envelope_json: bytes) -> list[Link]:
-    """``chain_links``' links for nodes this process projected (``_last``): the same walk and
-    the same answers as below, in one loop (every node is a dict; the root is the envelope's
-    own bytes, which ``orjson.dumps`` wrote without surrounding whitespace)."""
-    out: list[Link] = []
-    node: Any = root
-    while isinstance(node, dict) and len(out) < _DECODE_MAX_DEPTH:
-        kind = node.get("kind")
-        nxt = node.get("cause")
-        if isinstance(kind, str):
-            code = node.get("code")
-            if code.__class__ is not int or code < 0 or code > CODE_MAX:
-                code = _wire_code(node)
-            error = node.get("error")
-            name = error.get("name") if isinstance(error, dict) else None
-            if nxt is None and name == "AI_RetryError":
-                attempts = error.get("errors")  # type: ignore[union-attr]
-                if isinstance(attempts, list) and attempts:
-                    nxt = attempts[-1]
-            if not out and code < 1:
-                code = _decoded_root_code(root)
-            kind_bytes = kind.encode("utf-8", "replace")
-        else:
-            code = 0
-            kind_bytes = b"source"
-            name = node.get("type")
-        message = node.get("message")
-        out.append(
-            Link(
-                code,
-                kind_bytes,
-                name.encode("utf-8", "replace") if isinstance(name, str) else None,
-                (message if isinstance(message, str) else _str(message)).encode("utf-8", "replace"),
-                orjson.dumps(node) if out else envelope_json,
-            )
-        )
-        node = nxt
-    return out
-
-
-def _load_native() -> Any:
-    """``aimux_ops._cproject`` set up for this process, or None: disabled with
-    ``AIMUX_PURE_PYTHON=1``, not built, or (in a checkout, where its source lies next to it)
-    built from another version of ``_cproject.c`` than the one there."""
-    _cproject = load_extension("_cproject")  # AIMUX_PURE_PYTHON read once, in _cext
-    if _cproject is None:
-        return None
-    from .errors import APICallError, RetryError
-    from .errors._base import dump_models
-    from .errors.aimux import _parse_retry_after_ms
-
-    _cproject.setup(
-        aimux_error=AimuxError,
-        retry_error=RetryError,
-        source_error=SourceError,
-        payload_fields=AimuxError.payload_fields,
-        cause_children=AimuxError.cause_children,
-        redact=redact,
-        scrub_text=redact.scrub_text,
-        scrub_message=redact.scrub_message,
-        is_secret_header=redact.is_secret_header,
-        dumps=orjson.dumps,
-        link=Link,
-        retryable=AimuxError.__dict__["retryable"],
-        retry_after_ms=AimuxError.__dict__["retry_after_ms"],
-        own_retryable=AimuxError._own_retryable,
-        own_retry_after_ms=AimuxError._own_retry_after_ms,
-        retry_after_max=RETRY_AFTER_MAX_MS,
-        envelope_globals=globals(),
-        envelope_max_bytes=ENVELOPE_MAX_BYTES,
-        api_own_retryable=APICallError._own_retryable,
-        api_own_retry_after_ms=APICallError._own_retry_after_ms,
-        api_is_retryable=APICallError.__dict__["is_retryable"],
-        api_response_headers=APICallError.__dict__["response_headers"],
-        parse_retry_after_ms=_parse_retry_after_ms,
-        dump_models=dump_models,
-    )
-    return _cproject
-
-
-#: The C projection (None: the Python code alone). Tests switch it off and on.
-_native: Any = _load_native()

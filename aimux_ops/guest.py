@@ -7,7 +7,9 @@
   fork through ``os.fork()`` CPython calls it, for a C-level ``fork()`` of a host the shim's
   ``pthread_atfork`` handlers run CPython's after-fork handling (``PyOS_AfterFork_Child``), which
   calls it. A hook must not take a lock it did not create itself and must not do I/O: it abandons
-  the parent's objects (the parent still owns them) and makes fresh ones.
+  the parent's objects (the parent still owns them) and makes fresh ones. Before the hooks, the
+  import system's state a fork orphaned is reset (``_reset_imports_after_fork``): a module
+  another thread was importing is imported again, whole, by the child.
 - **The host's exit.** Inside libaimux the interpreter is never finalized, so the core's threads
   may still run while the host's C exit handlers do. OpenSSL's (``OPENSSL_cleanup``) would free
   what those threads use; ``keep_openssl_at_exit`` makes libaimux initialize OpenSSL, before
@@ -40,9 +42,40 @@ def on_fork_child(hook: Callable[[], None]) -> Callable[[], None]:
     return hook
 
 
+def _reset_imports_after_fork() -> None:
+    """The import system's state a fork orphaned, made usable again in the child.
+
+    A thread of the parent half-way through an import holds that module's import lock
+    (importlib's per-module ``_ModuleLock``; CPython resets only its global import lock after a
+    fork) and has its module in ``sys.modules`` half executed. In the child that thread does not
+    exist: the first import of the same module would wait for its lock forever, or get the half
+    module. So every module lock another thread owned is dropped (the next import of that
+    module makes a fresh one) and every module that thread was executing leaves ``sys.modules``
+    (the next import runs it again, whole). importlib's private table is read here, the one
+    place, with a test that fails if this stops working (``tests/test_guest.py``)."""
+    import _thread  # built in, imported at start-up: no import runs here
+
+    me = _thread.get_ident()
+    table = getattr(sys.modules.get("_frozen_importlib"), "_module_locks", None)
+    if not isinstance(table, dict):
+        return
+    orphaned: set[str] = set()
+    for name, ref in list(table.items()):
+        lock = ref() if callable(ref) else None
+        owner = getattr(lock, "owner", None)
+        if owner is not None and owner != me:
+            orphaned.add(name)
+            table.pop(name, None)
+    for name in orphaned:
+        module = sys.modules.get(name)
+        if getattr(getattr(module, "__spec__", None), "_initializing", False):
+            del sys.modules[name]
+
+
 def _after_fork_child() -> None:
     global _limits
     _limits = None
+    _reset_imports_after_fork()
     for hook in list(_hooks):
         try:
             hook()

@@ -38,13 +38,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 
-from .changes import SECRETS
 from .guest import on_fork_child
 
 __all__ = [
     "NO_SECRETS",
     "DeltaScrub",
-    "PLAIN",
     "REDACTED",
     "Secrets",
     "active_secrets",
@@ -70,12 +68,6 @@ REDACTED = "[REDACTED]"
 _MAX_SECRETS = 256
 _secrets: OrderedDict[str, None] = OrderedDict()
 _secrets_lock = threading.Lock()
-
-#: Characters no scrub rule acts on: a text made only of these, holding no remembered secret, is
-#: left as it is by ``scrub_text`` and ``scrub_message`` (every shaped token needs a ``-`` or a
-#: space, a URL ``://``). libaimux answers an unknown op with such a name in C
-#: (``unknown_op_template``); a new rule that could match such a text must shrink this set.
-PLAIN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._"
 
 
 @on_fork_child
@@ -450,13 +442,12 @@ def remember_secret(value: str | None) -> None:
         if value in _secrets:
             _secrets.move_to_end(value)
             return
-        with SECRETS.change():  # libaimux copies those made of PLAIN (unknown_op_template)
-            _secrets[value] = None
-            while len(_secrets) > _MAX_SECRETS:
-                _secrets.popitem(last=False)
-            ordered = sorted(_secrets, key=len, reverse=True)
-            _secret_re = re.compile("|".join(re.escape(s) for s in ordered))
-            _secret_list = tuple(ordered)
+        _secrets[value] = None
+        while len(_secrets) > _MAX_SECRETS:
+            _secrets.popitem(last=False)
+        ordered = sorted(_secrets, key=len, reverse=True)
+        _secret_re = re.compile("|".join(re.escape(s) for s in ordered))
+        _secret_list = tuple(ordered)
 
 
 def remembered() -> tuple[str, ...]:

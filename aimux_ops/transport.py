@@ -53,12 +53,13 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from . import aio
+    from . import aio, stream_decoding
 else:
     # Cold start: a replayed call never touches the network, so httpx (and the stream loop,
     # asyncio) load on the first live request, not with this module.
     httpx = LazyModule("httpx", globals(), "httpx")
     aio = LazyModule("aimux_ops.aio", globals(), "aio")
+    stream_decoding = LazyModule("aimux_ops.stream_decoding", globals(), "stream_decoding")
 
 from . import deadlines
 from .errors import AbortedError, AimuxError, APICallError, InvalidArgumentError
@@ -300,7 +301,9 @@ def map_transport_error(
 
     Before a response: ``APICallError("Cannot connect to API: …", isRetryable=True)`` without a
     status (the AI SDK's ``handleFetchError``). While reading a body: the same, with the status and
-    headers that were observed. A passed deadline: ``TimeoutError``."""
+    headers that were observed; not retryable when the body cannot be decoded (its
+    ``Content-Encoding``: the AI SDK's "Failed to process successful response"). A passed
+    deadline: ``TimeoutError``."""
     if deadline.fired or (
         deadline.expires_at is not None
         and (isinstance(exc, httpx.TimeoutException) or deadline.expired())
@@ -320,7 +323,7 @@ def map_transport_error(
     return APICallError(
         f"The response body could not be read: {_detail(exc)}",
         status_code=response.status,
-        is_retryable=True,
+        is_retryable=not isinstance(exc, httpx.DecodingError),  # the same bytes would come again
         response_headers=redact_headers(response.headers),
     )
 
@@ -465,6 +468,7 @@ class HttpResponse:
 
     def read(self) -> bytes:
         try:
+            stream_decoding.check_content_encoding(self._raw.headers.get("content-encoding"))
             if self._async:
                 return aio.await_only(self._raw.aread())
             return self._raw.read()
@@ -474,6 +478,18 @@ class HttpResponse:
             self.close()
 
     def iter_bytes(self) -> Iterator[bytes]:
+        """The body's bytes as each network read brings them, decoded (``stream_decoding``)."""
+        try:
+            decoder = stream_decoding.stream_decoder(self._raw.headers.get("content-encoding"))
+            if decoder is not None:
+                yield from _decoded(self._iter_raw(), decoder)
+            else:
+                yield from self._iter_raw()
+        except httpx.HTTPError as exc:
+            self._broken = True
+            self._raise(exc)
+
+    def _iter_raw(self) -> Iterator[bytes]:
         try:
             if self._async:
                 chunks = self._chunks = self._raw.aiter_raw()
@@ -513,9 +529,9 @@ class HttpResponse:
                         raise failed
                     if self._eof:
                         return
-        except httpx.HTTPError as exc:
+        except httpx.HTTPError:
             self._broken = True
-            self._raise(exc)
+            raise
 
     def iter_events(self) -> Iterator[SSEEvent]:
         return iter_sse(self.iter_bytes())
@@ -897,6 +913,25 @@ async def _send_guarded(guard: SendGuard, send: Awaitable[httpx.Response]) -> ht
 _DRAIN_S = 1.0
 _DRAIN_BYTES = 64 * 1024
 _draining: set[Any] = set()  # the drain tasks (the loop keeps only weak references)
+
+
+def _decoded(chunks: Iterator[bytes], decoder: stream_decoding.StreamDecoder) -> Iterator[bytes]:
+    """``chunks`` decoded one by one (a read that completes nothing yields nothing), then what
+    the decoder still holds at the end."""
+    decode = decoder.decode
+    for chunk in chunks:
+        try:
+            out = decode(chunk)
+        except httpx.DecodingError as exc:
+            salvaged = getattr(exc, "salvaged", b"")
+            if salvaged:  # the events before the corruption are delivered, then the error
+                yield salvaged
+            raise
+        if out:
+            yield out
+    tail = decoder.flush()
+    if tail:
+        yield tail
 
 
 def _drain_later(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None:

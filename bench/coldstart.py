@@ -3,12 +3,18 @@
 ``bench/native/cold_start.c`` dlopens one library and times its first call (the interpreter
 starts there) and reads VmRSS after it. Three kinds of process, interleaved round by round:
 
-- the floor: ``libaimux_noop.so``'s first call (the bare cffi-embedded runtime: interpreter
-  start, cffi's backend, one ``extern "Python"`` callback);
+- the floor: ``libaimux_noop.so``'s first call (the bare cffi-embedded runtime: the
+  interpreter started as libaimux starts it, cffi's backend, one ``extern "Python"`` callback);
 - the first ``aimux_call("aimux.version", "{}")`` of ``libaimux.so``;
 - the first replayed ``generate_text`` (recordings/demo.jsonl: no network).
 
-Aims (issue 16): version ≤ 2× the floor, generate_text ≤ 8×, RSS after the first call ≤ 2×.
+Every process runs as under ``env -i`` (an empty environment, no PYTHONPATH) with the same
+interpreter: the floor finds cffi's backend as libaimux finds its payload (the build's package
+paths), so floor and library differ only by what the library does. The floor's absolute figure
+is reported; a run whose floor is far from its usual value (``FLOOR_USUAL_MS``: a loaded
+machine, a floor that pays for something it should not) is invalid, not good.
+
+Aims (issue 26): version ≤ 2× the floor, generate_text ≤ 12×, RSS after the first call ≤ 2×.
 """
 
 from __future__ import annotations
@@ -16,13 +22,17 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BUILD = HERE / "build"
+
+#: the floor's usual first call on the reference machine (2 cores), ms; a run whose floor
+#: median is outside [low / 2, high * 2] is invalid
+FLOOR_USUAL_MS = (7.0, 10.0)
+FLOOR = "floor: bare cffi-embedded library (libaimux_noop)"
 
 
 def build(lib: Path) -> tuple[Path, Path]:
@@ -50,17 +60,13 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def bench_coldstart(lib: Path, rounds: int) -> dict[str, Any]:
     """Median first-call ms and RSS MB per kind of process."""
     exe, noop = build(lib)
-    site = sysconfig.get_paths()["purelib"]
-    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    empty: dict[str, str] = {}  # env -i, for every kind alike
     kinds = {
-        "floor: bare cffi-embedded library (libaimux_noop)": (
-            [str(exe), "noop", str(noop)],
-            {**base, "PYTHONPATH": site},
-        ),
-        'aimux_call("aimux.version")': ([str(exe), "version", str(lib)], base),
+        FLOOR: ([str(exe), "noop", str(noop)], empty),
+        'aimux_call("aimux.version")': ([str(exe), "version", str(lib)], empty),
         "replayed generate_text": (
             [str(exe), "generate", str(lib), str(ROOT / "recordings" / "demo.jsonl")],
-            base,
+            empty,
         ),
     }
     ms: dict[str, list[float]] = {k: [] for k in kinds}
@@ -70,18 +76,28 @@ def bench_coldstart(lib: Path, rounds: int) -> dict[str, Any]:
             t, r = _run(argv, env)
             ms[k].append(t)
             rss[k].append(r)
+    floor_ms = statistics.median(ms[FLOOR])
+    low, high = FLOOR_USUAL_MS
     return {
         "ms": {k: statistics.median(v) for k, v in ms.items()},
         "msBest": {k: min(v) for k, v in ms.items()},
         "rssMB": {k: statistics.median(v) for k, v in rss.items()},
+        "floorMs": floor_ms,
+        "floorUsualMs": list(FLOOR_USUAL_MS),
+        "valid": low / 2 <= floor_ms <= high * 2,
     }
 
 
 if __name__ == "__main__":
     res = bench_coldstart(ROOT / "native" / "build" / "libaimux.so", 7)
-    floor = "floor: bare cffi-embedded library (libaimux_noop)"
+    low, high = FLOOR_USUAL_MS
+    print(
+        f"floor {res['floorMs']:.1f} ms (usual {low:g}-{high:g} ms): run "
+        + ("valid" if res["valid"] else "INVALID (the floor is far from its usual value)")
+    )
     for k in res["ms"]:
         print(
-            f"{k:52s} {res['ms'][k]:7.1f} ms ({res['ms'][k] / res['ms'][floor]:.2f}x) "
-            f"RSS {res['rssMB'][k]:5.1f} MB ({res['rssMB'][k] / res['rssMB'][floor]:.2f}x)"
+            f"{k:52s} {res['ms'][k]:7.1f} ms ({res['ms'][k] / res['ms'][FLOOR]:.2f}x, "
+            f"best {res['msBest'][k]:.1f}) "
+            f"RSS {res['rssMB'][k]:5.1f} MB ({res['rssMB'][k] / res['rssMB'][FLOOR]:.2f}x)"
         )

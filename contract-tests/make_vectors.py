@@ -188,6 +188,21 @@ def vectors() -> dict[str, tuple[str, dict[str, Any]]]:
             )
         ),
     )
+    v["tool-execution-host-chain"] = (
+        "A host tool failed at framework level: ToolExecutionError (22) whose cause is the "
+        "host's own chain, down to the file system's error",
+        env(
+            raised(
+                E.ToolExecutionError(
+                    "Error executing tool read_file: cannot read the notes",
+                    tool_name="read_file",
+                    tool_call_id="call_1",
+                    input={"path": "notes/missing.txt"},
+                ),
+                raised(RuntimeError("cannot read the notes"), os_error("/nonexistent/aimux/notes")),
+            )
+        ),
+    )
     v["nested-no-object-generated"] = (
         "A nested aimux error: NoObjectGeneratedError → JSONParseError → the decoder's error",
         env(

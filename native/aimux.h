@@ -429,6 +429,46 @@ aimux_error_t *aimux_stream_next_batch(uint64_t stream, size_t max_events, char 
  */
 aimux_error_t *aimux_poll_ready(size_t max_events, char **out_json);
 
+/* --- host tools (CONTRACT §2.2: the core asks, the host answers) ----------------------------
+ *
+ * A tool marked `"execute": true` in a stream op's params (`stream_text`) is the host's. Each
+ * call the model makes to it arrives as a `tool-call` event ({"type": "tool-call",
+ * "toolCallId", "toolName", "input"}); every call of one step is announced before the core
+ * waits. The host runs the tool (on its own threads, concurrently if it likes) and answers each
+ * call once, in any order, with aimux_stream_tool_result(); the stream then goes on with a
+ * `tool-result` or `tool-error` event, a `finish-step`, and the next step's model call, until
+ * `stopWhen` holds (default: one step). No callback crosses the ABI.
+ *
+ * `answer_json` is one of three layers (seed 001):
+ *   {"output": <JSON>}                      the tool's value: the model reads it;
+ *   {"error": {"message": "…", "data": …}}  a tool-level error ("data" optional): the model
+ *                                           reads it and may recover;
+ *   {"failure": <cause node>}               the tool failed (it raised / threw): the model never
+ *                                           sees it; the stream ends with an `error` event
+ *                                           holding AI_ToolExecutionError (code 22, fields
+ *                                           toolName, toolCallId, input) whose cause is this
+ *                                           node (`{message, type?, cause?}` or an aimux node).
+ *                                           With `"toolFailures": "to-model"` in the params its
+ *                                           message goes to the model as a tool error instead.
+ * A call the model got wrong (unknown tool, input not JSON or not matching the schema) is
+ * answered by the core itself, as a `tool-error` the model reads.
+ */
+
+/**
+ * Answers one host tool call of `stream`. Any thread, any order.
+ *
+ * `tool_call_id`  the `toolCallId` of the `tool-call` event. NULL → 204.
+ * `answer_json`   one of the three layers above. NULL → 204; not UTF-8 → 201; not JSON → 202;
+ *                 not one of the layers → 301.
+ *
+ * Returns NULL when the answer was taken. A stream that is unknown, stale or freed is a 203;
+ * a call the stream does not wait for (unknown id, answered already, the stream cancelled or
+ * over) is a 301 naming it. A refused answer changes nothing: the call still waits for its
+ * answer. A stream whose calls are never answered waits until `timeoutMs`, a cancel or a free.
+ */
+aimux_error_t *aimux_stream_tool_result(uint64_t stream, const char *tool_call_id,
+                                        const char *answer_json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,6 @@
-"""Build the optional C extensions of aimux_ops for this interpreter: aimux_ops._cproject
-(aimux_ops/_cproject.c, the projection in C) and aimux_ops._cchunks (aimux_ops/_cchunks.c, the
-stream chunks in C); stdlib only (no setuptools), like build_libaimux.py:
+"""Build the optional C extension of aimux_ops for this interpreter: aimux_ops._cchunks
+(aimux_ops/_cchunks.c, the stream chunks in C); stdlib only (no setuptools), like
+build_libaimux.py:
 
     python native/build_cproject.py                  # in place: aimux_ops/<name><EXT_SUFFIX>
     python native/build_cproject.py --out-dir DIR    # DIR/<name><EXT_SUFFIX> (a wheel, a stage)
@@ -26,8 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 #: the extension modules, each built from aimux_ops/<name>.c
-MODULES = ("_cproject", "_cchunks")
-SOURCE = REPO / "aimux_ops" / "_cproject.c"
+MODULES = ("_cchunks",)
 WARNINGS = ["-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes"]
 
 
@@ -35,7 +34,7 @@ def source_of(name: str) -> Path:
     return REPO / "aimux_ops" / f"{name}.c"
 
 
-def source_sha(source: Path = SOURCE) -> str:
+def source_sha(source: Path) -> str:
     return hashlib.sha256(source.read_bytes()).hexdigest()
 
 

@@ -9,9 +9,8 @@ installation):
     lib/pkgconfig/aimux.pc                  prefix=${pcfiledir}/../..
     lib/cmake/aimux/aimuxConfig.cmake       imported target aimux::aimux (both headers)
     lib/cmake/aimux/aimuxConfigVersion.cmake
-    lib/aimux/pythonX.Y/                    the Python payload: aimux_ops (with its C extensions,
-                                            aimux_ops/_cproject*.so and _cchunks*.so) and its
-                                            dependencies,
+    lib/aimux/pythonX.Y/                    the Python payload: aimux_ops (with its C extension,
+                                            aimux_ops/_cchunks*.so) and its dependencies,
                                             byte-compiled (__pycache__/*.cpython-XY.pyc)
 
     python native/install.py --stage native/build/dist/py3.11-<hash> --prefix /usr/local \
@@ -134,14 +133,12 @@ def install(stage: Path, prefix: str, destdir: str) -> None:
     shutil.copytree(stage / "deps", payload, symlinks=True, ignore=skip)
     # console scripts (their #! names the build interpreter): the library runs none of them
     shutil.rmtree(payload / "bin", ignore_errors=True)
-    # the checkout's own build of the C extensions is for the venv's interpreter: the stage's
+    # the checkout's own build of the C extension is for the venv's interpreter: the stage's
     # (built for this one, native/build_cproject.py) goes in its place
     shutil.copytree(
         REPO / "aimux_ops",
         payload / "aimux_ops",
-        ignore=shutil.ignore_patterns(
-            "__pycache__", "*.pyc", ".stamp", "*.so", ".cproject-*", ".cchunks-*"
-        ),
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".stamp", "*.so", ".cchunks-*"),
     )
     for ext in sorted((stage / "cproject").glob("_c*")):
         _copy(ext, payload / "aimux_ops" / ext.name)

@@ -44,8 +44,8 @@ def _every_envelope_is_valid() -> Iterator[None]:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """``make test-asan`` runs the C extensions' suites against a copy of the package whose
-    extensions are built with AddressSanitizer: it must be that copy, and they must load."""
+    """``make test-asan`` runs the C extension's suite against a copy of the package whose
+    extension is built with AddressSanitizer: it must be that copy, and it must load."""
     import os
 
     where = os.environ.get("AIMUX_EXPECT_EXTENSIONS_FROM")
@@ -53,7 +53,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     from aimux_ops import _cext
 
-    for name in ("_cproject", "_cchunks"):
+    for name in ("_cchunks",):
         module = _cext.load(name)
         if module is None or not os.path.realpath(module.__file__).startswith(where):
             pytest.exit(f"aimux_ops.{name} is not the build under {where}: {module}", 3)

@@ -42,12 +42,20 @@ Modes (``mode=``; default ``ok``):
   (``noname=1``: the first fragment lacks the function name).
 - ``object``: content ``json=`` (default ``{"name":"Ada","age":36}``); for ``generate_object``.
 
+Compression (any mode): ``encoding=gzip`` / ``deflate`` (zlib-wrapped) / ``deflate-raw`` (sent
+as ``deflate``) compresses the body as real servers do: a stream chunked and flushed per write
+(``Z_SYNC_FLUSH``: each event decodable as it arrives), ended by the compressor's final bytes;
+``encoding=corrupt``: ``Content-Encoding: gzip`` whose bytes after the first write (or the
+first ``corrupt_after=`` writes) are not deflate data; ``encoding=bogus``: ``Content-Encoding: bogus`` over plain bytes.
+
 Synchronisation (any mode; tests wait on what the server saw, never on a sleep):
 
 - ``hold=NAME``: the request is held before it is answered (event ``held``) until
   ``POST /__release?hold=NAME`` (event ``released``; later requests of that name are not held
   until ``/__reset``), the client goes away (``gone``) or ``hold_ms`` (default 60000) passes;
   then its mode runs as usual.
+- ``gate=NAME``: a text stream stops after its first delta until ``NAME`` is released (as
+  ``hold=``: events ``held`` / ``released``), then sends the rest.
 - ``barrier=N``: the request waits until N requests of its scenario wait at once, then all of
   them go on (event ``barrier``); when N are not in flight together within ``barrier_ms``
   (default 30000) it is answered 409 ``barrier not reached: k of N requests in flight together``
@@ -88,6 +96,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -513,6 +522,7 @@ class _AnthropicHandler:
         self.send_header("Cache-Control", "no-cache")
         for k, v in ANTHROPIC_HEADERS.items():
             self.send_header(k, v)
+        self._new_encoder()
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self._write_chunk(
@@ -683,6 +693,10 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
     _echo_replace: tuple[bytes, bytes] | None = None
     _echo_headers: dict[str, str] | None = None
     _echo_pieces: list[str] | None = None  # mode ``echoall``: a stream's deltas, one form each
+    _encoding: str | None = None  # the request's ``encoding=``
+    _encoder: Any = None  # the stream's compressor while it is written
+    _writes = 0  # the stream's writes so far (``encoding=corrupt`` breaks the later ones)
+    _corrupt_after = 1  # ``corrupt_after=``
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
@@ -699,6 +713,9 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
             body = body.replace(*self._echo_replace)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        encoder = self._new_encoder()
+        if encoder is not None:
+            body = encoder.compress(body) + encoder.flush(zlib.Z_FINISH)
         self.send_header("Content-Length", str(len(body)))
         for k, v in {**(headers or {}), **(self._echo_headers or {})}.items():
             self.send_header(k, v)
@@ -706,10 +723,26 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         self.wfile.write(body)
         self.wfile.flush()
 
+    def _new_encoder(self) -> Any:
+        """The response's compressor (``encoding=``; None: plain bytes), its
+        ``Content-Encoding`` header sent."""
+        encoding = self._encoding
+        if not encoding:
+            return None
+        header = {"corrupt": "gzip", "deflate-raw": "deflate"}.get(encoding, encoding)
+        self.send_header("Content-Encoding", header)
+        self._writes = 0
+        if encoding == "bogus":
+            return None
+        wbits = {"gzip": 31, "corrupt": 31, "deflate": 15, "deflate-raw": -15}[encoding]
+        self._encoder = zlib.compressobj(6, zlib.DEFLATED, wbits)
+        return self._encoder
+
     def _start_stream(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
+        self._new_encoder()
         self.send_header("Transfer-Encoding", "chunked")
         for k, v in (self._echo_headers or {}).items():
             self.send_header(k, v)
@@ -718,10 +751,21 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         if self._echo_replace is not None:
             data = data.replace(*self._echo_replace)
+        encoder = self._encoder
+        if encoder is not None:
+            self._writes += 1
+            if self._encoding == "corrupt" and self._writes > self._corrupt_after:
+                data = b"\x07 not deflate data"  # a final block of the reserved type 3
+            else:
+                data = encoder.compress(data) + encoder.flush(zlib.Z_SYNC_FLUSH)
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
     def _end_stream(self) -> None:
+        encoder, self._encoder = self._encoder, None
+        if encoder is not None and self._encoding != "corrupt":
+            tail = encoder.flush(zlib.Z_FINISH)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(tail), tail))
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
@@ -747,6 +791,8 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         for i, piece in enumerate(pieces):
             if mode != "ok" and i == after:
                 break
+            if i == 1 and "gate" in spec:
+                self._hold(spec["gate"], float(spec.get("hold_ms", "60000")))
             if drip and i:
                 self._sleep(drip)
                 if self._gone:
@@ -912,6 +958,9 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
             self.server.headers.append({k.lower(): v for k, v in self.headers.items()})
             self.server.paths.append(self.path)
         self._scenario = scenario
+        self._encoding = spec.get("encoding")
+        self._corrupt_after = int(spec.get("corrupt_after", "1"))
+        self._encoder = None
         self.server.event("request", scenario)
         if "barrier" in spec and not self._barrier(
             int(spec["barrier"]), float(spec.get("barrier_ms", "30000"))

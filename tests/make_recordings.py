@@ -87,6 +87,132 @@ def record(server: FaultServer, name: str) -> None:
     print(f"wrote {out.relative_to(ROOT)}")
 
 
+#: the agent of ``native/examples/agent.c`` (``make demo``): its tool fails once at tool level
+#: (a file that is not there), the model recovers with another path, then answers
+AGENT_PROMPT = "What is on my todo list?"
+AGENT_TOOLS = {
+    "read_file": {
+        "description": "Read a text file of the user's notes.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+        "execute": True,
+    }
+}
+AGENT_FILES = {"notes/todo.txt": "buy milk; call Ada"}
+AGENT_TEXT = "Your todo list: buy milk, and call Ada."
+
+
+def agent_params(base_url: str, recording: dict[str, str]) -> dict[str, Any]:
+    return {
+        "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": base_url},
+        "prompt": AGENT_PROMPT,
+        "tools": AGENT_TOOLS,
+        "stopWhen": {"stepCount": 5},
+        "recording": recording,
+    }
+
+
+def read_file(args: dict[str, Any]) -> Any:
+    """The agent's tool, as agent.c runs it: a missing file is a tool-level error."""
+    path = args["path"]
+    if path not in AGENT_FILES:
+        return aimux_ops.ToolResult.error(f"file not found: {path}")
+    return AGENT_FILES[path]
+
+
+def record_agent() -> None:
+    import orjson
+    from scenario_server import ScenarioServer, sse_reply
+
+    def tool_call(call_id: str, path: str) -> Any:
+        args = orjson.dumps({"path": path}).decode()
+        delta = {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": args},
+                }
+            ]
+        }
+        return sse_reply(
+            [
+                {
+                    "id": f"chatcmpl-{call_id}",
+                    "model": "gpt-4o-mini",
+                    "choices": [{"index": 0, "delta": {"role": "assistant", **delta}}],
+                },
+                {
+                    "id": f"chatcmpl-{call_id}",
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+                },
+                {
+                    "id": f"chatcmpl-{call_id}",
+                    "choices": [],
+                    "usage": {"prompt_tokens": 40, "completion_tokens": 9},
+                },
+            ]
+        )
+
+    answer = sse_reply(
+        [
+            {
+                "id": "chatcmpl-agent-3",
+                "model": "gpt-4o-mini",
+                "choices": [{"index": 0, "delta": {"content": AGENT_TEXT}}],
+            },
+            {
+                "id": "chatcmpl-agent-3",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            },
+            {
+                "id": "chatcmpl-agent-3",
+                "choices": [],
+                "usage": {"prompt_tokens": 80, "completion_tokens": 11},
+            },
+        ]
+    )
+    server = ScenarioServer().start()
+    out = ROOT / "recordings" / "agent.jsonl"
+    tmp = out.with_suffix(".jsonl.tmp")
+    try:
+        if tmp.exists():
+            tmp.unlink()
+        # the unnamed case: served at /v1/..., the path a replay asks for
+        server.add(
+            "",
+            tool_call("call_1", "notes/missing.txt"),
+            tool_call("call_2", "notes/todo.txt"),
+            answer,
+        )
+        url = server.origin + "/v1"
+        params = agent_params(url, {"mode": "record", "path": str(tmp)})
+        params["model"]["apiKey"] = "sk-demo-recording-not-a-key"
+        result = aimux_ops.call("generate_text", params, execute={"read_file": read_file})
+        assert result["text"] == AGENT_TEXT, result
+        check_agent(str(tmp))
+        os.replace(tmp, out)
+    finally:
+        server.stop()
+        if tmp.exists():
+            tmp.unlink()
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+def check_agent(path: str) -> None:
+    params = agent_params("http://127.0.0.1:1/v1", {"mode": "replay", "path": path})
+    result = aimux_ops.call("generate_text", params, execute={"read_file": read_file})
+    assert result["text"] == AGENT_TEXT, result
+    assert [s["finishReason"] for s in result["steps"]] == ["tool-calls", "tool-calls", "stop"]
+    assert result["steps"][0]["toolErrors"][0]["error"] == {
+        "message": "file not found: notes/missing.txt"
+    }, result
+
+
 def main() -> None:
     server = FaultServer().start()
     try:
@@ -94,6 +220,7 @@ def main() -> None:
             record(server, name)
     finally:
         server.stop()
+    record_agent()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ flushed on its own so a frame can be split across TCP writes); request n of a ca
 ``baseURL`` (``http://127.0.0.1:PORT/c/<name>/v1``), and any path under ``/c/<name>/`` belongs to
 the case (so a redirect to ``/c/<name>/v2/...`` is answered by the same case's next reply).
 Every request is logged per case (method, path, lower-cased headers, body) for assertions.
+``encoded`` (and ``sse_reply(..., encoding=)``) compresses a reply as real servers send it:
+``Content-Encoding: gzip`` / ``deflate``, each piece flushed with ``Z_SYNC_FLUSH`` (an event
+stream one piece per event), the compressor's final bytes as the last piece.
 
 Used by the differential suite against the AI SDK (``test_ai_sdk_differential.py``) and by the
 provider-behaviour tests (``test_openai_wire_quirks.py``).
@@ -15,6 +18,7 @@ provider-behaviour tests (``test_openai_wire_quirks.py``).
 from __future__ import annotations
 
 import threading
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,6 +41,25 @@ def json_reply(obj: Any, status: int = 200, **headers: str) -> Reply:
     return Reply(status, orjson.dumps(obj), dict(headers))
 
 
+#: ``encoded``'s zlib window bits per encoding (``deflate`` zlib-wrapped, as the RFC says)
+_WBITS = {"gzip": 31, "deflate": 15}
+
+
+def encoded(reply: Reply, encoding: str = "gzip") -> Reply:
+    """``reply`` compressed with ``encoding`` (``gzip`` / ``deflate``) as a real server sends
+    it: a body of pieces stays chunked, each piece ``Z_SYNC_FLUSH``-ed (decodable as it arrives)
+    and the compressor's final bytes a last piece; a whole body is compressed whole."""
+    z = zlib.compressobj(6, zlib.DEFLATED, _WBITS[encoding])
+    body: bytes | list[bytes]
+    if isinstance(reply.body, bytes):
+        body = z.compress(reply.body) + z.flush(zlib.Z_FINISH)
+    else:
+        body = [z.compress(p) + z.flush(zlib.Z_SYNC_FLUSH) for p in reply.body if p]
+        body.append(z.flush(zlib.Z_FINISH))
+    headers = {**reply.headers, "content-encoding": encoding}
+    return Reply(reply.status, body, headers, reply.content_type)
+
+
 def sse_reply(
     frames: Iterable[Any],
     *,
@@ -44,10 +67,12 @@ def sse_reply(
     crlf: bool = False,
     split: int = 0,
     content_type: str | None = "text/event-stream",
+    encoding: str | None = None,
 ) -> Reply:
     """An event stream: each frame a dict (JSON), str or bytes (raw data, or a raw block when it
     already starts with ``data:``/``:``/``event:``). ``split``: write in pieces of that many
-    bytes (frames split across writes)."""
+    bytes (frames split across writes). ``encoding``: compressed (``encoded``), one piece per
+    event unless ``split``."""
     out = b""
     for frame in frames:
         if isinstance(frame, dict):
@@ -63,11 +88,15 @@ def sse_reply(
     if crlf:
         out = out.replace(b"\n", b"\r\n")
     body: bytes | list[bytes] = out
+    sep = b"\r\n\r\n" if crlf else b"\n\n"
     if split:
         body = [out[i : i + split] for i in range(0, len(out), split)]
+    elif encoding is not None:
+        body = [event + sep for event in out.split(sep) if event]
     else:
         body = [out]
-    return Reply(200, body, {"cache-control": "no-cache"}, content_type)
+    reply = Reply(200, body, {"cache-control": "no-cache"}, content_type)
+    return reply if encoding is None else encoded(reply, encoding)
 
 
 class ScenarioServer(ThreadingHTTPServer):

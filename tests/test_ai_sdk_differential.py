@@ -28,14 +28,23 @@ from typing import Any
 import orjson
 import pytest
 from helpers import CANARY, ROOT, run_node_json_lines
-from scenario_server import Reply, ScenarioServer, json_reply, serve_scenarios, sse_reply
+from scenario_server import Reply, ScenarioServer, encoded, json_reply, serve_scenarios, sse_reply
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 
 PEERS = ROOT / "bench" / "peers" / "node_modules"
 NODE = shutil.which("node")
 DESIGN = ROOT / "docs" / "DESIGN.md"
-TOOL_NAMES = ("test-tool", "searchGoogle", "search", "weather", "get_weather")
+TOOL_NAMES = (
+    "test-tool",
+    "searchGoogle",
+    "search",
+    "weather",
+    "get_weather",
+    "rollDie",
+    "updateIssueList",
+)
+FIXTURES = ROOT / "tests" / "ai_sdk_fixtures"
 
 # -- data from the AI SDK's tests ----------------------------------------------------------------
 
@@ -230,6 +239,7 @@ class Case:
     ids: bool = True  # compare tool-call ids (False: the wire gave none, both peers invent one)
     redirect_elsewhere: str | None = None  # a 3xx whose location is on the other server
     extra: dict[str, Any] = field(default_factory=dict)
+    provider: str = "openai"  # "openai" (Chat Completions) | "anthropic" (Messages API)
 
 
 def _err(o: dict[str, Any]) -> dict[str, Any]:
@@ -1298,12 +1308,269 @@ CASES: list[Case] = [
 ]
 
 
+# -- real streams: recorded chunk files, compression, the Anthropic message lifecycle -------------
+
+#: the model id both peers ask the Anthropic cases' server for
+CLAUDE = "claude-sonnet-4-5"
+
+
+def fixture_chunks(name: str, lines: slice = slice(None)) -> list[Any]:
+    """A recorded chunk file of the AI SDK's repository (``tests/ai_sdk_fixtures``): one chunk
+    per line (``lines``: a part of it)."""
+    text = (FIXTURES / f"{name}.chunks.txt").read_text()
+    return [orjson.loads(line) for line in text.splitlines() if line.strip()][lines]
+
+
+def anthropic_stream(chunks: list[Any], encoding: str | None = None) -> Reply:
+    """Messages API events as the real API writes them: ``event: <type>`` then ``data: <json>``
+    (compact), one write per event; ``encoding``: compressed as it sends them."""
+    frames = [
+        b"event: " + str(c["type"]).encode() + b"\ndata: " + orjson.dumps(c) + b"\n\n"
+        for c in chunks
+    ]
+    reply = Reply(200, frames, {"cache-control": "no-cache"}, "text/event-stream; charset=utf-8")
+    return reply if encoding is None else encoded(reply, encoding)
+
+
+def A(name: str, chunks: list[Any], **kw: Any) -> list[Case]:
+    """An Anthropic stream case, sent as is and gzip-compressed (``<name>-gzip``)."""
+    return [
+        Case(name, "stream", [anthropic_stream(chunks)], provider="anthropic", **kw),
+        Case(
+            f"{name}-gzip",
+            "stream",
+            [anthropic_stream(chunks, "gzip")],
+            provider="anthropic",
+            **kw,
+        ),
+    ]
+
+
+def O(name: str, chunks: list[Any], **kw: Any) -> list[Case]:  # noqa: E743
+    """An OpenAI stream case, sent as is (one write) and gzip-compressed (``<name>-gzip``: one
+    write per event)."""
+    return [
+        Case(name, "stream", [sse_reply(chunks, split=0)], **kw),
+        Case(f"{name}-gzip", "stream", [sse_reply(chunks, encoding="gzip")], **kw),
+    ]
+
+
+def msg_start(
+    mid: str = "msg_01",
+    content: list[Any] | None = None,
+    stop: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "type": "message_start",
+        "message": {
+            "model": "claude-sonnet-4-5-20250929",
+            "id": mid,
+            "type": "message",
+            "role": "assistant",
+            "content": content or [],
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage or {"input_tokens": 25, "output_tokens": 1},
+        },
+    }
+
+
+def block_start(index: int, block: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+def text_delta(index: int, text: str) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}  # fmt: skip
+
+
+def json_delta(index: int, piece: str) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}  # fmt: skip
+
+
+def block_stop(index: int) -> dict[str, Any]:
+    return {"type": "content_block_stop", "index": index}
+
+
+def msg_delta(stop: str | None = "end_turn", output: int = 12) -> dict[str, Any]:
+    return {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": None},
+        "usage": {"output_tokens": output},
+    }
+
+
+MSG_STOP = {"type": "message_stop"}
+ROLL_DIE = {
+    "type": "tool_use",
+    "id": "toolu_015dGLMbwBKv1ZRQr6KdJzeH",
+    "name": "rollDie",
+    "input": {"player": "player2"},
+}
+#: a first message that stops mid tool call, then another message's start (a spliced stream)
+SPLICED = [
+    msg_start("msg_01A"),
+    block_start(0, {"type": "text", "text": ""}),
+    text_delta(0, "Let me check."),
+    block_stop(0),
+    block_start(1, {"type": "tool_use", "id": "toolu_01A", "name": "weather", "input": {}}),
+    json_delta(1, '{"city": "Os'),
+    msg_start("msg_01B"),
+    block_start(0, {"type": "text", "text": ""}),
+    text_delta(0, "Hello from another answer"),
+    block_stop(0),
+    msg_delta(),
+    MSG_STOP,
+]
+
+
+def _spliced_rejected(o: dict[str, Any]) -> bool:
+    err = _err(o)
+    return (
+        err.get("name") == "AI_APICallError"
+        and err.get("statusCode") == 200
+        and err.get("isRetryable") is False
+        and o.get("causeName") == "AI_InvalidResponseDataError"
+        and 'while message "msg_01A" is still open' in err.get("message", "")
+        and o["text"] == "Let me check."
+        and o["toolCalls"] == []
+    )
+
+
+REAL_STREAMS: list[Case] = [
+    # the AI SDK's recorded chunk files, plain and gzip-compressed
+    *A("fx-anthropic-text", fixture_chunks("anthropic-text")),
+    *A("fx-anthropic-tool-no-args", fixture_chunks("anthropic-tool-no-args"), tools=True),
+    *A("fx-anthropic-refusal", fixture_chunks("anthropic-refusal")),
+    *A("fx-anthropic-delta-input-tokens", fixture_chunks("anthropic-message-delta-input-tokens")),
+    # its second message: a tool call and the stop reason inside message_start, nothing else (its
+    # first holds a server-run tool: provider-executed tools are not reported yet, issue 27)
+    *A(
+        "fx-anthropic-programmatic-message-2",
+        fixture_chunks("anthropic-programmatic-tool-calling.1", slice(167, 169)),
+        tools=True,
+    ),
+    Case(
+        "fx-anthropic-text-deflate",
+        "stream",
+        [anthropic_stream(fixture_chunks("anthropic-text"), "deflate")],
+        provider="anthropic",
+    ),
+    S(
+        "fx-azure-model-router-deflate",
+        sse_reply(fixture_chunks("azure-model-router.1"), encoding="deflate"),
+    ),
+    *O("fx-openai-text", fixture_chunks("openai-text")),
+    *O("fx-azure-model-router", fixture_chunks("azure-model-router.1")),
+    # what message_start holds
+    *A(
+        "ms-tool-call-then-deltas",
+        [
+            msg_start(content=[ROLL_DIE]),
+            block_start(0, {"type": "text", "text": ""}),
+            text_delta(0, "Rolling."),
+            block_stop(0),
+            msg_delta("tool_use"),
+            MSG_STOP,
+        ],
+        tools=True,
+    ),
+    *A(
+        "ms-stop-reason-only",
+        [
+            msg_start(stop="max_tokens", usage={"input_tokens": 9, "output_tokens": 0}),
+            MSG_STOP,
+        ],
+    ),
+    *A(
+        "ms-stop-reason-then-delta",
+        [
+            msg_start(stop="end_turn"),
+            block_start(0, {"type": "text", "text": ""}),
+            text_delta(0, "Hi"),
+            block_stop(0),
+            msg_delta("max_tokens", 7),
+            MSG_STOP,
+        ],
+    ),
+    *A(
+        "ms-cache-usage",
+        [
+            msg_start(
+                usage={
+                    "input_tokens": 10,
+                    "cache_creation_input_tokens": 100,
+                    "cache_read_input_tokens": 1000,
+                    "output_tokens": 1,
+                }
+            ),
+            block_start(0, {"type": "text", "text": ""}),
+            text_delta(0, "cached"),
+            block_stop(0),
+            msg_delta("end_turn", 3),
+            MSG_STOP,
+        ],
+    ),
+    *A(
+        "ms-output-tokens-only-in-start",
+        [
+            msg_start(
+                content=[ROLL_DIE],
+                stop="tool_use",
+                usage={"input_tokens": 40, "output_tokens": 17},
+            ),
+            MSG_STOP,
+        ],
+        tools=True,
+        expect="better:start-output-tokens",
+        check=lambda o: o["usage"] == [40, 17, 57] and o["finishReason"] == "tool-calls",
+    ),
+    *A(
+        "ms-stop-reason-then-null-delta",
+        [
+            msg_start(stop="end_turn"),
+            block_start(0, {"type": "text", "text": ""}),
+            text_delta(0, "Hi"),
+            block_stop(0),
+            msg_delta(None, 4),
+            MSG_STOP,
+        ],
+        expect="better:null-stop-keeps-start",
+        check=lambda o: o["finishReason"] == "stop",
+    ),
+    # the open message's start again (same id): ignored by both
+    *A(
+        "ms-repeated-same-id",
+        [
+            msg_start("msg_same"),
+            block_start(0, {"type": "text", "text": ""}),
+            text_delta(0, "one "),
+            msg_start("msg_same"),
+            text_delta(0, "answer"),
+            block_stop(0),
+            msg_delta(),
+            MSG_STOP,
+        ],
+    ),
+    # another message's start while the first is open: rejected
+    *A(
+        "ms-spliced",
+        SPLICED,
+        tools=True,
+        expect="better:bad-chunk-status",
+        check=_spliced_rejected,
+    ),
+]
+CASES += REAL_STREAMS
+
+
 # -- running the AI SDK --------------------------------------------------------------------------
 
 SCRIPT = r"""
 import { readFileSync } from 'node:fs';
 import { generateText, streamText, tool, jsonSchema } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
+import { createAnthropic } from '@ai-sdk/anthropic';
 const cases = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const KEY = process.env.KEY;
 const tools = Object.fromEntries(JSON.parse(process.env.TOOLS).map(
@@ -1321,8 +1588,10 @@ const u = x => x == null ? null : [x.inputTokens ?? null, x.outputTokens ?? null
 const call = p => ({ id: p.toolCallId, name: p.toolName, input: p.input,
                      invalid: p.invalid === true });
 for (const c of cases) {
-  const provider = createOpenAI({ baseURL: c.url, apiKey: KEY });
-  const common = { model: provider.chat('gpt-4o-mini'), prompt: 'hi', maxRetries: c.maxRetries,
+  const model = c.provider === 'anthropic'
+    ? createAnthropic({ baseURL: c.url, apiKey: KEY })(c.modelId)
+    : createOpenAI({ baseURL: c.url, apiKey: KEY }).chat(c.modelId);
+  const common = { model, prompt: 'hi', maxRetries: c.maxRetries,
     tools: c.tools ? tools : undefined,
     abortSignal: c.timeoutMs ? AbortSignal.timeout(c.timeoutMs) : undefined };
   const out = { name: c.name, text: '', finishReason: null, usage: null, toolCalls: [],
@@ -1406,6 +1675,8 @@ def theirs(
             "maxRetries": c.max_retries,
             "tools": c.tools,
             "timeoutMs": c.timeout_ms,
+            "provider": c.provider,
+            "modelId": _model_id(c),
         }
         for c in CASES
     ]
@@ -1453,10 +1724,19 @@ def _call_out(c: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _model_id(case: Case) -> str:
+    return CLAUDE if case.provider == "anthropic" else "gpt-4o-mini"
+
+
 def ours(srv: Servers, case: Case) -> dict[str, Any]:
     url = _register(srv, case, "ax")
     p: dict[str, Any] = {
-        "model": {"provider": "openai", "modelId": "gpt-4o-mini", "baseURL": url, "apiKey": CANARY},
+        "model": {
+            "provider": case.provider,
+            "modelId": _model_id(case),
+            "baseURL": url,
+            "apiKey": CANARY,
+        },
         "prompt": "hi",
         "maxRetries": case.max_retries,
     }
@@ -1522,6 +1802,7 @@ def ours(srv: Servers, case: Case) -> dict[str, Any]:
         out["error"] = _summary_of(env)
         cause = env.get("cause") or {}
         out["causeStatus"] = (cause.get("error") or {}).get("statusCode")
+        out["causeName"] = (cause.get("error") or {}).get("name")
     out["attempts"] = srv.main.count(f"ax-{case.name}")
     if case.redirect_elsewhere is not None:
         out["elsewhere"] = srv.other.count(f"ax-{case.name}")

@@ -1,6 +1,6 @@
 """Streams opened with ``aimux_stream`` are read on the thread of their C reader
-(``caller_stream.NativeCallerStream``; DESIGN.md "Streams read on the caller's thread: the C
-ABI"): the op runs on the thread that blocks in ``aimux_stream_next`` / ``next_batch``, a read
+(``caller_stream.NativeCallerStream``; DESIGN.md "Streams read on the caller's
+thread"): the op runs on the thread that blocks in ``aimux_stream_next`` / ``next_batch``, a read
 hands over every HTTP chunk one network read brought, a poll that finds nothing gives the
 stream a reader thread of its own, and no stream loop thread is started for them."""
 

@@ -1,6 +1,5 @@
 """Every envelope byte-identical to the golden file written by the projection before it was made
-fast (issue 16: no behaviour change). The cases are in ``envelope_cases.py``. Every test runs
-twice: with the C projection (``aimux_ops._cproject``) and with the pure Python one."""
+fast (issue 16: no behaviour change). The cases are in ``envelope_cases.py``."""
 
 from __future__ import annotations
 
@@ -23,22 +22,6 @@ _OFF_SCHEMA = {
     "payload-data-big-dict",  # the cut JSON text of `data`, escaped again, is over 16 KiB + 64
     "payload-data-big-list",
 }
-
-
-@pytest.fixture(params=["c", "python"], autouse=True)
-def projection(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both implementations: ``c`` requires the extension (unless ``AIMUX_PURE_PYTHON`` is set),
-    ``python`` switches it off."""
-    from aimux_ops import envelope
-
-    if request.param == "python":
-        monkeypatch.setattr(envelope, "_native", None)
-    elif envelope._native is None:
-        import os
-
-        if os.environ.get("AIMUX_PURE_PYTHON", "") in ("", "0"):
-            pytest.fail("aimux_ops._cproject is not loaded (not built or stale: make native)")
-    return str(request.param)
 
 
 @pytest.fixture

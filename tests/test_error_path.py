@@ -1,17 +1,23 @@
-"""The error path's shortcuts (issue 16, DESIGN.md "The error round trip"): an unknown op's
-error built from its own values, and projected without a raise when nothing is being handled,
-is the same error and the same envelope as the constructor and the raise give."""
+"""The error path of a call: an unknown op or a wrong mode is the error its constructor builds,
+with the registry's op names as they are at the call, projected once by ``envelope.project``
+(the same envelope whether or not an exception is being handled), and no remembered secret in
+it."""
 
 from __future__ import annotations
 
 import pickle
+import sys
+import threading
 
 import orjson
 import pytest
+from pydantic import BaseModel
 
 from aimux_ops import dispatch
 from aimux_ops.envelope import project
 from aimux_ops.errors import UnknownOpError, WrongModeError
+from aimux_ops.ops import registry
+from aimux_ops.redact import remember_secret
 
 
 def _names() -> list[str]:
@@ -49,16 +55,6 @@ def test_unknown_op_error_is_the_constructors(op: str) -> None:
     assert "changed" not in _names()
 
 
-def test_values_are_the_errors_own() -> None:
-    names = _names()
-    err = UnknownOpError._of_values("m", {"op": "o", "available_ops": list(names)})
-    err.op = "p"
-    assert err._values["op"] == "p"
-    assert UnknownOpError._of_values("m", {"op": "o"}).available_ops is None
-    _same(err, UnknownOpError("m", op="p", available_ops=names))
-    assert err.payload.op == "p"
-
-
 def test_list_fields_checked_inline_as_before() -> None:
     names = _names()
     kept = UnknownOpError("m", available_ops=names)
@@ -93,3 +89,86 @@ def test_wrong_mode_still_raised_by_resolve() -> None:
     with pytest.raises(WrongModeError) as raised:
         dispatch._resolve("stream_text", "call")
     assert raised.value.op == "stream_text" and raised.value.expected == "stream"
+
+
+class _NoParams(BaseModel):
+    pass
+
+
+def _names_in(env: bytes | None) -> list[str]:
+    assert env is not None
+    return orjson.loads(env)["error"]["availableOps"]  # type: ignore[no-any-return]
+
+
+def test_the_op_names_follow_the_registry() -> None:
+    assert "zz.error_path.test" not in _names_in(dispatch.call_json("nope-1", b"{}")[1])
+    registry.register_op("zz.error_path.test", mode="call", params=_NoParams)(lambda p: {})
+    try:
+        assert "zz.error_path.test" in _names_in(dispatch.call_json("nope-2", b"{}")[1])
+    finally:
+        registry.unregister_op("zz.error_path.test")
+    assert "zz.error_path.test" not in _names_in(dispatch.call_json("nope-3", b"{}")[1])
+
+
+def test_the_op_names_are_read_while_another_thread_registers() -> None:
+    """``all_ops`` (the op names' source) copies the registry's dicts before it iterates: another
+    thread's registration in between failed the call with "dictionary changed size during
+    iteration" (a 208), about one call in a hundred here before the copy; and the sorted names
+    kept for the next unknown op are never those of a change still under way."""
+    stop = threading.Event()
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set():
+            registry.register_op(f"zz.race.{i % 50}", mode="call", params=_NoParams)(dict)
+            registry.unregister_op(f"zz.race.{(i + 25) % 50}")
+            i += 1
+
+    failures = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        for _ in range(20000):
+            try:
+                registry.all_ops()
+            except RuntimeError as exc:
+                failures.append(exc)
+            dispatch._op_names()
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+        for i in range(50):
+            registry.unregister_op(f"zz.race.{i}")
+    assert failures == []
+    assert not [n for n in dispatch._op_names() if n.startswith("zz.race.")]
+
+
+def test_a_pure_op_removed_or_registered_anew_answers_afresh() -> None:
+    name = "zz.error_path.pure"
+    registry.register_op(name, mode="call", params=_NoParams, pure=True)(lambda p: {"v": 1})
+    try:
+        for op in (name, name.encode()):
+            assert dispatch.call_json(op, b"{}") == (b'{"v":1}', None)
+            assert dispatch.call_json(op, b"{}") == (b'{"v":1}', None)  # the cached result
+        registry.register_op(name, mode="call", params=_NoParams, pure=True)(lambda p: {"v": 2})
+        for op in (name, name.encode()):
+            assert dispatch.call_json(op, b"{}") == (b'{"v":2}', None)
+    finally:
+        registry.unregister_op(name)
+    for op in (name, name.encode()):
+        res, env = dispatch.call_json(op, b"{}")
+        assert res is None and orjson.loads(env or b"")["code"] == UnknownOpError.code
+    # the precomputed aimux.version answer survives every change of the names
+    assert dispatch.call_json(b"aimux.version", b"{}")[0] == dispatch._VERSION
+
+
+def test_a_remembered_secret_is_never_answered() -> None:
+    secret = "canary-answer-0123456789"
+    remember_secret(secret)
+    for op in (f"no-such-{secret}", f"no.such.{secret}".encode()):
+        env = dispatch.call_json(op, b"{}")[1]
+        assert env is not None and secret.encode() not in env
+        assert b"[REDACTED]" in env

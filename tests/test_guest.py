@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import orjson
 from fault_server import FaultServer
@@ -52,6 +53,9 @@ def test_a_sigint_in_a_python_host_is_the_hosts_keyboard_interrupt(server: Fault
     out = _host(
         """
         import signal, threading
+        # the host's own disposition, set here: a shell, nohup or a CI runner may have started
+        # this process with SIGINT ignored, and then Python installs no handler of its own
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         def interrupt():  # once the call is waiting on the server (it holds it for a minute)
             server_wait("held", "mode=ok;hold=py-sigint")
             os.kill(os.getpid(), signal.SIGINT)
@@ -183,3 +187,56 @@ def test_after_os_fork_each_process_gets_its_own_answers_and_no_parent_stream(
         server,
     )
     assert out == {"parent": True, "stream": True, "child": 0}
+
+
+def test_after_a_fork_during_an_import_the_child_imports_that_module_whole(tmp_path: Path) -> None:
+    """A thread half-way through an import when the process forks: that module's import lock
+    and its half-run module are the parent's, and that thread does not exist in the child
+    (aimux_ops.guest resets both after every fork). Without the reset the child's import of the
+    same module waits forever (killed by the timeout here) or gets the half module."""
+    (tmp_path / "slow_to_import.py").write_text(
+        textwrap.dedent("""
+        import os
+        if os.getpid() == int(os.environ["PARENT"]):  # the parent's import: held half-way
+            os.write(int(os.environ["HALFWAY"]), b"x")
+            os.read(int(os.environ["GO_ON"]), 1)
+        WHOLE = True
+        """)
+    )
+    script = textwrap.dedent(f"""
+        import os, sys, threading
+        sys.path[:0] = [{str(ROOT)!r}, {str(tmp_path)!r}]
+        import aimux_ops.guest  # noqa: F401 - its after-fork reset
+        halfway_r, halfway_w = os.pipe()
+        go_on_r, go_on_w = os.pipe()
+        os.environ.update(PARENT=str(os.getpid()), HALFWAY=str(halfway_w), GO_ON=str(go_on_r))
+        importer = threading.Thread(target=lambda: __import__("slow_to_import"))
+        importer.start()
+        os.read(halfway_r, 1)  # the thread holds the module's import lock, the module half run
+        pid = os.fork()
+        if pid == 0:
+            import slow_to_import
+            os._exit(0 if slow_to_import.WHOLE else 1)
+        os.write(go_on_w, b"x")
+        importer.join()
+        import signal, time
+        for _ in range(3000):  # 30 s at most: a child that hangs is killed, a failure
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                print(os.waitstatus_to_exitcode(status))
+                break
+            time.sleep(0.01)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            print("hung")
+        """)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    assert proc.stdout.split() == [b"0"], proc.stdout

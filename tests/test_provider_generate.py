@@ -632,7 +632,7 @@ def test_bad_base_url_is_invalid_argument(server: FaultServer, base_url: str) ->
     env = fail("generate_text", p)
     assert (env["code"], env["error"]["name"]) == (5, "AI_InvalidArgumentError"), env
     assert env["error"]["argument"] == "model.baseURL"
-    assert links(env)[1].startswith("httpx.")
+    assert links(env) == ["AI_InvalidArgumentError"]  # refused before any request is built
 
 
 def test_key_passed_as_a_header_is_scrubbed_too(server: FaultServer) -> None:
@@ -704,7 +704,7 @@ def test_unsendable_header_is_invalid_argument(
     p = params(server, maxRetries=2)
     p["model"]["headers"].update(headers)
     env = fail("generate_text", p)
-    assert (env["code"], env["error"]["argument"]) == (5, "headers"), env
+    assert (env["code"], env["error"]["argument"]) == (5, "model.headers"), env
 
 
 def test_base_url_query_is_kept(server: FaultServer) -> None:

@@ -4,7 +4,8 @@
 error catalogue in ``aimux_ops/errors/`` and the op registry):
 
 - ``schema/`` (JSON Schema of the envelope, every payload, every op; the manifest);
-- C / C++: ``native/aimux_codes.h`` and the shim's ``native/src/aimux_early.h`` (``c.py``);
+- C / C++: ``native/aimux_codes.h``, the shim's ``native/src/aimux_early.h`` and, from
+  ``aimux_ops/packed.py``, its ``native/src/aimux_packed.h`` (``c.py``);
 - Go: ``bindings/go/zz_generated.go`` (``go.py``), and the module's copies of ``native/aimux.h``
   and ``native/aimux_codes.h`` (cgo includes them from the package directory, so the module builds
   from a module cache, a vendor directory and with ``-trimpath``);

@@ -24,7 +24,8 @@ The hierarchy::
     │   ├── ToolCallRepairError         17  AI_ToolCallRepairError
     │   ├── LoadAPIKeyError             18  AI_LoadAPIKeyError
     │   ├── NoOutputGeneratedError      20  AI_NoOutputGeneratedError
-    │   └── NoObjectGeneratedError      21  AI_NoObjectGeneratedError   text, finishReason, usage
+    │   ├── NoObjectGeneratedError      21  AI_NoObjectGeneratedError   text, finishReason, usage
+    │   └── ToolExecutionError          22  AI_ToolExecutionError       toolName, toolCallId, input
     ├── RecordingError                  kind "recording" (100–199)
     │   ├── RecordingOpenFileError      101 path
     │   ├── RecordingNoMatchError       102 method, path
@@ -78,6 +79,7 @@ from .aimux import (
     RetryReason,
     TimeoutError,  # noqa: A004 - the aimux variant, like asyncio.TimeoutError
     ToolCallRepairError,
+    ToolExecutionError,
     TypeValidationError,
     UnsupportedFunctionalityError,
 )
@@ -189,6 +191,7 @@ __all__ = [
     "SourceError",
     "TimeoutError",
     "ToolCallRepairError",
+    "ToolExecutionError",
     "TypeValidationError",
     "UnknownError",
     "UnknownOpError",

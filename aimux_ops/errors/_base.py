@@ -25,7 +25,7 @@ import threading
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.alias_generators import to_camel
@@ -408,19 +408,6 @@ class AimuxError(Exception):
             message = self.default_message()
         self.message: str = message
         BaseException.__init__(self, message)
-
-    @classmethod
-    def _of_values(cls, message: str, values: dict[str, Any]) -> Self:
-        """``cls(message, **values)`` for field values the core itself built with exactly their
-        declared types (each what ``__init__``'s check would store; a list is copied, as
-        ``__init__`` stores a copy, so the caller may hand over one it keeps): the same error,
-        without the keyword dict and the per-field checks. Only for classes that keep
-        ``AimuxError.__init__``."""
-        err = cls.__new__(cls, message)  # BaseException.__new__: args == (message,)
-        own = {k: v.copy() if v.__class__ is list else v for k, v in values.items()}
-        err._values = {**cls._defaults, **own}
-        err.message = message
-        return err
 
     def __getattr__(self, name: str) -> Any:
         # Members a newer core sent that this version does not declare (kept when decoding).

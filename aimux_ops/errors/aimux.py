@@ -162,6 +162,8 @@ class TimeoutError(AIError, code=12):  # noqa: A001 - mirrors asyncio.TimeoutErr
         #: The attempts that failed before the deadline passed (set by the retry loop; not a
         #: payload field: projected as cause nodes).
         self.errors: list[BaseException] = list(errors or [])
+        #: attempts that failed but are not in ``errors`` (as ``RetryError.attempts_dropped``)
+        self.attempts_dropped = 0
 
     def cause_children(self) -> list[BaseException]:
         return self.errors
@@ -191,8 +193,12 @@ class RetryError(AIError, code=14):
         *,
         reason: RetryReason = "maxRetriesExceeded",
         errors: list[BaseException] | None = None,
+        attempts_dropped: int = 0,
         **fields: Any,
     ) -> None:
+        #: attempts that failed but are not in ``errors`` (a long loop keeps the first and the
+        #: latest ones only: ``retry.KEPT_ATTEMPTS``); not on the wire, the message counts them
+        self.attempts_dropped = attempts_dropped
         super().__init__(message, reason=reason, errors=list(errors or []), **fields)
 
     @property
@@ -200,7 +206,7 @@ class RetryError(AIError, code=14):
         return self.errors[-1] if self.errors else None
 
     def default_message(self) -> str:
-        n = len(self.errors or [])
+        n = len(self.errors or []) + self.attempts_dropped
         last = self.last_error
         if self.reason == "errorNotRetryable":
             return f"Failed after {n} attempts with non-retryable error: '{last}'"
@@ -258,3 +264,12 @@ class NoObjectGeneratedError(AIError, code=21):
     text: str | None = None
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
+
+
+class ToolExecutionError(AIError, code=22):
+    """A host tool failed at framework level (its ``execute`` raised, threw or returned an
+    error): the model never sees it; the cause is the host's own exception chain."""
+
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    input: Any = None

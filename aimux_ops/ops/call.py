@@ -40,6 +40,7 @@ from ..redact import (
 )
 from ..retry import retry_with_exponential_backoff
 from ..transport import Deadline, Response, SendGuard, Transport, default_transport
+from .limits import check_api_key, check_base_url, check_headers
 from .models import CallParams, ToolChoiceTool
 from .registry import EventBatch, StreamContext
 from .tools import check_schema, tool_call
@@ -104,12 +105,18 @@ class Call:
     def __init__(self, op: str, params: CallParams, call: LanguageModelCall) -> None:
         spec = params.model
         self.provider: Provider = get_provider(spec.provider, spec.model_id)
+        # what the caller cannot set, refused before the key is loaded or anything is sent
+        check_headers(spec.headers, "model.headers")
+        check_headers(params.headers, "headers")
+        if spec.base_url is not None:
+            check_base_url(spec.base_url)
         rec = params.recording
         replay = rec is not None and rec.mode == "replay"
         key = self.provider.load_api_key(spec.api_key, spec.api_key_env, required=not replay)
         self.secrets = call_secrets(key, (spec.headers, params.headers), (spec.base_url,))
         try:
             with self.secrets.active():
+                check_api_key(key, spec.api_key is not None)
                 self._build(op, params, call, key)
         except BaseException as exc:
             attach(exc, self.secrets)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AimuxError, NoObjectGeneratedError
+from ..errors import AimuxError, NoObjectGeneratedError, UnsupportedFunctionalityError
 from ..providers.base import GenerateResult, LanguageModelCall, ObjectFormat
 from .call import neutral_call, run_call, run_stream
+from .loop import has_host_tools, run_loop
 from .models import (
+    CallParams,
     GenerateObjectParams,
     GenerateTextParams,
     Message,
@@ -74,6 +76,8 @@ __all__ = [
     description="Generate text (and tool calls) with a language model.",
 )
 def generate_text(params: GenerateTextParams) -> dict[str, Any]:
+    _no_host_tools(params, "generate_text")
+
     def build(r: GenerateResult) -> dict[str, Any]:
         return {
             "text": r.text,
@@ -94,6 +98,8 @@ def generate_text(params: GenerateTextParams) -> dict[str, Any]:
     description="Generate a JSON object matching a JSON Schema.",
 )
 def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
+    _no_host_tools(params, "generate_object")
+
     def call_of() -> LanguageModelCall:
         check_schema(params.schema_, "schema")
         fmt = ObjectFormat(params.schema_, params.schema_name, params.schema_description)
@@ -136,8 +142,22 @@ def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
     event=Deferred(_OUTPUTS, "StreamEvent"),
     description="Stream text deltas, tool calls and a finish event from a language model.",
 )
-def stream_text(params: StreamTextParams, ctx: StreamContext) -> Iterator[dict[str, Any]]:
+def stream_text(params: StreamTextParams, ctx: StreamContext) -> Iterator[Any]:
+    if has_host_tools(params):
+        return run_loop("stream_text", params, ctx)
     return run_stream("stream_text", params, lambda: neutral_call(params, stream=True), ctx)
+
+
+def _no_host_tools(params: CallParams, op: str) -> None:
+    """A call op cannot ask its host (no callback crosses the C ABI): host tools need a stream."""
+    for name, spec in (params.tools or {}).items():
+        if spec.execute:
+            raise UnsupportedFunctionalityError(
+                f"tools.{name}.execute: {op} through a call cannot run host tools (the core asks, "
+                "the host answers): open stream_text as a stream and answer its tool-call "
+                "events with aimux_stream_tool_result (the bindings do this for you).",
+                functionality="host tools in a call op",
+            )
 
 
 def __getattr__(name: str) -> Any:

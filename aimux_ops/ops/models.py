@@ -11,10 +11,11 @@ through this module like the params (cold start: a call never creates their clas
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
-from pydantic.alias_generators import to_camel
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from ..providers import available_providers
+from ._model import Model as _Model
+from .limits import MAX_RETRIES, MAX_TIMER_MS, json_depth_checked
 
 __all__ = [
     "CallParams",
@@ -31,6 +32,7 @@ __all__ = [
     "ResponseInfo",
     "RetrySpec",
     "StreamEvent",
+    "StopCondition",
     "StreamTextParams",
     "TextDeltaEvent",
     "ToolCall",
@@ -51,16 +53,9 @@ _PROVIDER_SCHEMA = {
 }
 
 
-class _Model(BaseModel):
-    # defer_build: each model's validator and serializer are built on its first use, not at
-    # import (cold start: a generate_text call never builds the other ops' models)
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=False,
-        defer_build=True,
-    )
+#: a free-form JSON value of the caller's (schemas, content parts, tool inputs): its nesting is
+#: capped (``limits.MAX_JSON_DEPTH``), checked before pydantic walks it
+_Bounded = BeforeValidator(json_depth_checked)
 
 
 # -- params ----------------------------------------------------------------------------------------
@@ -94,12 +89,12 @@ class ToolCallPart(_Model):
 
     tool_call_id: str
     tool_name: str
-    input: Any = None
+    input: Annotated[Any, _Bounded] = None
 
 
 class Message(_Model):
     role: Literal["system", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = Field(
+    content: Annotated[str | list[dict[str, Any]] | None, _Bounded] = Field(
         default=None,
         description="Text, or content parts passed to the provider as given (in its own format).",
     )
@@ -110,9 +105,25 @@ class Message(_Model):
 
 class ToolSpec(_Model):
     description: str | None = None
-    input_schema: dict[str, Any] = Field(
+    input_schema: Annotated[dict[str, Any], _Bounded] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
         description="JSON Schema of the tool's input.",
+    )
+    execute: bool = Field(
+        default=False,
+        description="true: the host runs this tool. Its calls arrive as tool-call events and "
+        "are answered with aimux_stream_tool_result (stream ops only).",
+    )
+
+
+class StopCondition(_Model):
+    """When the multi-step loop stops (any condition that holds stops it)."""
+
+    step_count: int | None = Field(
+        default=None, ge=1, description="Stop after this many steps (model calls)."
+    )
+    has_tool_call: list[str] | None = Field(
+        default=None, description="Stop after a step that called one of these tools."
     )
 
 
@@ -122,8 +133,8 @@ class ToolChoiceTool(_Model):
 
 
 class RetrySpec(_Model):
-    initial_delay_ms: float = Field(default=2000, ge=0)
-    backoff_factor: float = Field(default=2, ge=0)
+    initial_delay_ms: float = Field(default=2000, ge=0, le=MAX_TIMER_MS)
+    backoff_factor: float = Field(default=2, ge=0, le=1000)
 
 
 class RecordingSpec(_Model):
@@ -144,12 +155,29 @@ class CallParams(_Model):
     stop_sequences: list[str] | None = None
     seed: int | None = None
     headers: dict[str, str] | None = None
-    max_retries: int = Field(default=2, ge=0)
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        le=MAX_RETRIES,
+        description=f"Retries after the first attempt (the AI SDK's maxRetries), at most "
+        f"{MAX_RETRIES} (more is invalid params); a failed call reports the first and the latest "
+        "15 attempts.",
+    )
     retry: RetrySpec | None = None
-    timeout_ms: int | None = Field(default=None, ge=1)
+    timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMER_MS)
     recording: RecordingSpec | None = None
     tools: dict[str, ToolSpec] | None = None
     tool_choice: Literal["auto", "none", "required"] | ToolChoiceTool | None = None
+    stop_when: StopCondition | list[StopCondition] | None = Field(
+        default=None,
+        description="When the tool loop stops (default: one step, as the AI SDK).",
+    )
+    tool_failures: Literal["to-caller", "to-model"] = Field(
+        default="to-caller",
+        description='A host tool that failed (raised): "to-caller" ends the call with '
+        'AI_ToolExecutionError caused by the host\'s error; "to-model" sends its message to '
+        "the model as a tool error (the AI SDK's behaviour).",
+    )
 
 
 class GenerateTextParams(CallParams):
@@ -161,7 +189,9 @@ class StreamTextParams(GenerateTextParams):
 
 
 class GenerateObjectParams(CallParams):
-    schema_: dict[str, Any] = Field(alias="schema", description="JSON Schema of the object.")
+    schema_: Annotated[dict[str, Any], _Bounded] = Field(
+        alias="schema", description="JSON Schema of the object."
+    )
     schema_name: str | None = None
     schema_description: str | None = None
 
@@ -184,6 +214,13 @@ if TYPE_CHECKING:
 _OUTPUTS = frozenset(
     (
         "ErrorEvent",
+        "ToolResultPart",
+        "ToolResultEvent",
+        "ToolErrorPart",
+        "ToolErrorEvent",
+        "StepResult",
+        "StartStepEvent",
+        "FinishStepEvent",
         "FinishEvent",
         "FinishReason",
         "GenerateObjectResult",

@@ -9,19 +9,26 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from .models import _Model
+from ._model import Model as _Model
 
 __all__ = [
     "ErrorEvent",
     "FinishEvent",
     "FinishReason",
+    "FinishStepEvent",
     "GenerateObjectResult",
     "GenerateTextResult",
     "ResponseInfo",
+    "StartStepEvent",
+    "StepResult",
     "StreamEvent",
     "TextDeltaEvent",
     "ToolCall",
     "ToolCallEvent",
+    "ToolErrorEvent",
+    "ToolErrorPart",
+    "ToolResultEvent",
+    "ToolResultPart",
     "Usage",
 ]
 
@@ -55,12 +62,50 @@ FinishReason = Literal[
 ]
 
 
+class ToolResultPart(_Model):
+    """A host tool's answer the model read: its output, or (``tool-error``) its error."""
+
+    tool_call_id: str
+    tool_name: str
+    input: Any = None
+    output: Any = None
+
+
+class ToolErrorPart(_Model):
+    tool_call_id: str
+    tool_name: str
+    input: Any = None
+    error: dict[str, Any] = Field(
+        description="{message, data?} from the host, or the envelope of a call the model got "
+        "wrong (NoSuchToolError, InvalidToolInputError)."
+    )
+
+
+class StepResult(_Model):
+    """One step of the tool loop: one model call and the tools it called."""
+
+    text: str
+    tool_calls: list[ToolCall]
+    tool_results: list[ToolResultPart]
+    tool_errors: list[ToolErrorPart]
+    finish_reason: FinishReason
+    usage: Usage
+    response: ResponseInfo | None = None
+
+
 class GenerateTextResult(_Model):
     text: str
     finish_reason: FinishReason
-    usage: Usage
+    usage: Usage = Field(description="Every step's usage summed.")
     tool_calls: list[ToolCall]
     response: ResponseInfo
+    tool_results: list[ToolResultPart] | None = Field(
+        default=None,
+        description="With host tools (the bindings' loop over stream_text): the last step's.",
+    )
+    steps: list[StepResult] | None = Field(
+        default=None, description="With host tools: every step, in order."
+    )
 
 
 class GenerateObjectResult(_Model):
@@ -94,6 +139,37 @@ class ErrorEvent(_Model):
     error: dict[str, Any] = Field(description="The error envelope.")
 
 
+class StartStepEvent(_Model):
+    """The tool loop: a step (model call) begins."""
+
+    type: Literal["start-step"]
+
+
+class FinishStepEvent(_Model):
+    """The tool loop: a step ended (its own finish reason and usage)."""
+
+    type: Literal["finish-step"]
+    finish_reason: FinishReason
+    usage: Usage
+    response: ResponseInfo | None = None
+
+
+class ToolResultEvent(ToolResultPart):
+    type: Literal["tool-result"]
+
+
+class ToolErrorEvent(ToolErrorPart):
+    type: Literal["tool-error"]
+
+
 StreamEvent = Annotated[
-    TextDeltaEvent | ToolCallEvent | FinishEvent | ErrorEvent, Field(discriminator="type")
+    TextDeltaEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | ToolErrorEvent
+    | StartStepEvent
+    | FinishStepEvent
+    | FinishEvent
+    | ErrorEvent,
+    Field(discriminator="type"),
 ]

@@ -23,8 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..changes import OP_NAMES
-
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -34,6 +32,7 @@ __all__ = [
     "StreamContext",
     "all_ops",
     "declare_lazy",
+    "generation",
     "get_op",
     "register_op",
     "unregister_op",
@@ -57,6 +56,9 @@ class StreamContext:
     def __init__(self, *, batches: bool = False) -> None:
         self.cancelled = threading.Event()
         self.batches = batches
+        #: the host's answers to its tools' calls (``ops.answers.ToolAnswers``), set by the
+        #: tool loop; None for a stream without host tools
+        self.answers: Any = None
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 
@@ -134,15 +136,29 @@ _LAZY: dict[str, str] = {}
 
 
 _all_loaded = False
+#: Moves on after every change of the op names (``generation``).
+_generation = 0
+
+
+def generation() -> int:
+    """A number that moves on after every change of the op names (declared, registered or
+    removed): a reader that read it before reading the names, and reads the same number later,
+    knows the names have not changed since (``dispatch``'s sorted names and cached results)."""
+    return _generation
+
+
+def _changed() -> None:
+    global _generation
+    _generation += 1
 
 
 def declare_lazy(module: str, *names: str) -> None:
     """Declare that importing ``module`` registers ``names``."""
     global _all_loaded
-    with OP_NAMES.change():  # libaimux copies the names (aimux_ops.unknown_op_template)
-        for name in names:
-            _LAZY[name] = module
-        _all_loaded = False
+    for name in names:
+        _LAZY[name] = module
+    _all_loaded = False
+    _changed()
 
 
 def register_op(
@@ -158,8 +174,8 @@ def register_op(
     """Decorator registering ``handler`` as op ``name``."""
 
     def deco(handler: Callable[..., Any]) -> Callable[..., Any]:
-        with OP_NAMES.change():
-            _OPS[name] = OpSpec(name, mode, params, result, event, handler, description, pure)
+        _OPS[name] = OpSpec(name, mode, params, result, event, handler, description, pure)
+        _changed()
         return handler
 
     return deco
@@ -167,8 +183,8 @@ def register_op(
 
 def unregister_op(name: str) -> None:
     """Remove op ``name`` (registered with ``register_op``; tests' own ops)."""
-    with OP_NAMES.change():
-        _OPS.pop(name, None)
+    _OPS.pop(name, None)
+    _changed()
 
 
 def get_op(name: str) -> OpSpec | None:

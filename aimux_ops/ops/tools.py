@@ -51,7 +51,14 @@ def check_schema(schema: dict[str, Any], argument: str = "schema") -> Any:
             return hit
     import jsonschema  # imported on first use: it costs ~160 ms at start-up of every host
 
-    cls = jsonschema.validators.validator_for(schema)
+    meta = schema.get("$schema")
+    if meta is not None and not isinstance(meta, str):
+        raise InvalidArgumentError(
+            f"Invalid argument for {argument}: not a valid JSON Schema: $schema must be a string",
+            argument=argument,
+        )
+    # an unknown $schema: the latest draft, as jsonschema's own default (without its warning)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:

@@ -14,7 +14,9 @@ stream event grammar, error bodies), following ``@ai-sdk/anthropic``'s language 
 - Non-2xx: ``APICallError`` with the message of the ``{"type": "error", "error": {"type",
   "message"}}`` body (``data`` the parsed body: the error type is in it), else the reason phrase;
   retryable for 408, 409, 429 and 5xx (529 "overloaded" included).
-- Streams: ``message_start`` (ids, input usage), ``content_block_start`` / ``_delta``
+- Streams: ``message_start`` (ids, input usage, content blocks it already holds, a
+  ``stop_reason``; another message's start while one is open is a spliced stream: an
+  ``APICallError`` caused by ``InvalidResponseDataError``), ``content_block_start`` / ``_delta``
   (``text_delta``, ``input_json_delta``) / ``_stop``, ``message_delta`` (``stop_reason``, output
   usage), ``ping``, and the terminal ``message_stop``. An ``error`` event raises an
   ``APICallError`` carrying the frame's type and message, the status its type stands for (529 for
@@ -26,7 +28,7 @@ Shape checks are hand-written (no per-event pydantic): this is the hot path.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import repeat
 from typing import Any
 
@@ -147,6 +149,8 @@ def convert_prompt(call: LanguageModelCall) -> tuple[list[dict[str, Any]], list[
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
             if m.content is not None:
                 result["content"] = m.content
+            if m.is_error:
+                result["is_error"] = True
             blocks = [result]
         else:
             role = m.role
@@ -362,6 +366,7 @@ class AnthropicStreamState:
         "finish_reason",
         "json_blocks",
         "model_id",
+        "open",
         "response_id",
         "tool_calls",
         "usage",
@@ -374,6 +379,8 @@ class AnthropicStreamState:
         self._raw_usage: dict[str, Any] = {}
         self.response_id: str | None = None
         self.model_id: str | None = None
+        #: a ``message_start`` arrived (its ``message_stop`` ends the stream)
+        self.open = False
         #: content block index → [id, name, partial JSON so far]
         self.tool_calls: dict[int, list[str]] = {}
         #: indexes of ``json``-tool blocks whose input streams as text (generate_object)
@@ -389,6 +396,63 @@ def _invalid_tool_block(resp: Response, block: Any) -> APICallError:
     err = stream_error(resp, "Invalid stream chunk: a tool call without a name", retryable=False)
     err.__cause__ = InvalidResponseDataError("Expected 'name' to be a string.", data=block)
     return err
+
+
+def _spliced(resp: Response, frame: Any, open_id: Any) -> APICallError:
+    """A second message's ``message_start`` while the first is still open (the AI SDK's
+    message): a stream spliced from two answers is no answer."""
+    new_id = frame["message"].get("id")
+    message = (
+        f"Received message_start for message {orjson.dumps(new_id).decode()} "
+        f"while message {orjson.dumps(open_id).decode()} is still open."
+    )
+    err = stream_error(resp, message, retryable=False)
+    err.__cause__ = InvalidResponseDataError(message, data=frame)
+    return err
+
+
+def _start_message(
+    resp: Response,
+    state: AnthropicStreamState,
+    json_tool: bool,
+    message: Any,
+    append: Callable[[dict[str, Any]], None],
+) -> None:
+    """What a ``message_start``'s message already holds: ids, usage, content blocks (tool calls
+    a server ran before the stream, as with deferred tool calls; text) and a ``stop_reason``."""
+    state.open = True
+    state.response_id = message.get("id")
+    state.model_id = message.get("model")
+    state.add_usage(message.get("usage"))
+    content = message.get("content")
+    if content:
+        if not isinstance(content, list):
+            raise TypeError("message.content: expected an array")
+        for i, block in enumerate(content):
+            btype = block["type"]
+            if btype == "text":
+                if type(block.get("text")) is not str:
+                    raise TypeError(f"message.content[{i}].text: expected a string")
+                if block["text"]:
+                    append({"type": "text-delta", "text": block["text"]})
+            elif btype == "tool_use":
+                name = block.get("name")
+                if not isinstance(name, str) or not name:
+                    raise _invalid_tool_block(resp, block)
+                value = block.get("input")
+                raw_input = orjson.dumps({} if value is None else value).decode()
+                key = i - len(content)  # before every content block of the stream, in order
+                if json_tool and name == JSON_TOOL:
+                    state.json_blocks.add(key)
+                    append({"type": "text-delta", "text": raw_input})
+                else:
+                    state.tool_calls[key] = [block.get("id") or f"toolu_{key}", name, raw_input]
+            # other blocks (thinking, a server tool's) carry nothing the ops report
+    reason = message.get("stop_reason")
+    if reason is not None:
+        state.finish_reason = map_stop_reason(
+            reason, json_tool=json_tool and bool(state.json_blocks)
+        )
 
 
 def stream_events(
@@ -509,9 +573,11 @@ def _read_events(
                 # thinking, signature and citation deltas carry nothing the ops report
             elif kind == "message_start":
                 message = frame["message"]
-                state.response_id = message.get("id")
-                state.model_id = message.get("model")
-                state.add_usage(message.get("usage"))
+                if state.open:
+                    if message.get("id") == state.response_id:
+                        continue  # the open message's start again: nothing new (the AI SDK's)
+                    raise _spliced(resp, frame, state.response_id)
+                _start_message(resp, state, json_tool, message, append)
             elif kind == "content_block_start":
                 block = frame["content_block"]
                 index = frame["index"]
@@ -540,6 +606,7 @@ def _read_events(
                 state.add_usage(frame.get("usage"))
             elif kind == "message_stop":
                 state.done = True
+                state.open = False
                 return True
             elif kind == "error" or event == "error":
                 raise _error_event(resp, frame)

@@ -66,6 +66,8 @@ class NeutralMessage:
     content: str | list[dict[str, Any]] | None = None
     tool_calls: tuple[ToolCallPart, ...] = ()
     tool_call_id: str | None = None
+    #: role "tool": the result is an error (Anthropic ``is_error``)
+    is_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)

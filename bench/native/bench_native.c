@@ -4,11 +4,10 @@
  *   - an error round trip: aimux_call("no.such.op") + aimux_error_json + both frees
  *   - the same with varied input: a different unknown op name per call; invalid params (a 301
  *     with a cause) different per call
- *   - an unknown op the core answers (a name with a '-': not plain, so the shim does not answer
- *     it in C, DESIGN.md "Unknown ops in C"), a different one per call
- * beside the floor: one cffi-embedded C -> Python -> string call through libaimux_noop.so (built
- * for the bench only, same cffi, same interpreter, same process), measured interleaved in the
- * same run. Several rounds; the table reports medians (and min / max) in ns per call.
+ * (every error built, projected and packed by the core: plain figures, no aim) beside the floor:
+ * one cffi-embedded C -> Python -> string call through libaimux_noop.so (built for the bench only,
+ * same cffi, same interpreter, same process), measured interleaved in the same run. Several rounds;
+ * the table reports medians (and min / max) in ns per call.
  *
  * Usage: bench_native [results.md] [rounds] [iterations]
  */
@@ -80,10 +79,6 @@ static double run_error(int n)
 #define VARIED_NAMES 1000
 static char g_names[VARIED_NAMES][32];
 
-/* An unknown op with a name the shim leaves to the core (not plain: "no-such-op-N"): the core's
-   error path, the UnknownOpError built and projected in Python, as any other error is. */
-static char g_core_names[VARIED_NAMES][32];
-
 /* n round trips, each with the next of `names` */
 static double run_error_names(char (*names)[32], int n)
 {
@@ -100,7 +95,6 @@ static double run_error_names(char (*names)[32], int n)
 }
 
 static double run_error_varied(int n) { return run_error_names(g_names, n); }
-static double run_error_core(int n) { return run_error_names(g_core_names, n); }
 
 /* A params failure (InvalidParamsError 301 with its cause: pydantic validates the params, the
    envelope carries the violations list and a source node), the value varying per call. */
@@ -158,18 +152,11 @@ int main(int argc, char **argv)
         {"aimux_call(\"aimux.version\")", run_version, {0}, 0, 0, 0},
         {"error round trip (unknown op + aimux_error_json + free)", run_error, {0}, 0, 0, 0},
         {"varied error round trip: a new unknown op per call", run_error_varied, {0}, 0, 0, 0},
-        {"varied error round trip: a new unknown op per call, answered by the core (not plain)",
-         run_error_core,
-         {0},
-         0,
-         0,
-         0},
         {"varied error round trip: new bad params (301 + cause)", run_error_params, {0}, 0, 0, 0},
         {"accessors on a held 301 (json + message + code + walk)", run_accessors, {0}, 0, 0, 0},
     };
     for (int i = 0; i < VARIED_NAMES; i++) {
         snprintf(g_names[i], sizeof g_names[i], "no.such.op.%d", i);
-        snprintf(g_core_names[i], sizeof g_core_names[i], "no-such-op-%d", i);
     }
     const int ns = (int)(sizeof s / sizeof s[0]);
 

@@ -1,10 +1,10 @@
 """Where the time of the native bench goes on the Python side (appended to bench/native-results.md).
 
 Measures, in-process and without the C boundary, the core pieces one libaimux call runs:
-``dispatch.call_json`` for the version call and for an unknown op (answered from its values: looked
-up, then ``envelope.answer``), the shim's extra step for an error (``chain_packed``), and beside
-them the path of an error that is built (``_find_op`` + ``project``, then ``chain_links``; bytes
-from elsewhere are parsed). Medians of 7 repeats.
+``dispatch.call_json`` for the version call and for an unknown op (the error built and raised by
+``_resolve``, projected by ``envelope.project``), the shim's extra step for an error
+(``chain_links`` of the envelope just projected: its nodes reused), and beside them a params
+failure and bytes from elsewhere (parsed). Medians of 7 repeats.
 Usage: python bench/native/profile_core.py [results.md]
 """
 
@@ -15,7 +15,7 @@ import sys
 import timeit
 
 from aimux_ops import dispatch
-from aimux_ops.envelope import answer, chain_links, chain_packed, project
+from aimux_ops.envelope import chain_links, project
 
 
 def ns(stmt, n: int = 5000, **names) -> float:
@@ -30,47 +30,37 @@ def main() -> None:
         dispatch._resolve(b"no-such-op", "call")
     except Exception as exc:  # noqa: BLE001
         err = exc
-    unbuilt = dispatch._look_up(b"no-such-op", "call")
-    assert isinstance(unbuilt, tuple)
     call = dispatch.call_json
-    version = dispatch._find_op(b"aimux.version", "call")
-    assert not isinstance(version, BaseException)
+    version = dispatch._resolve(b"aimux.version", "call")
     bad = b'{"bogus1":1}'
     try:
         dispatch._validate(version, bad)
     except Exception as exc:  # noqa: BLE001
         invalid = exc
+    resolve = "try:\n    r(b'no-such-op', 'call')\nexcept Exception:\n    pass"
     rows = [
         (
             "call_json(aimux.version) (the core's pure-op cache)",
             ns("c(b'aimux.version', b'{}')", c=call),
         ),
         (
-            "call_json(no-such-op) (the error answered from its values, never built)",
+            "call_json(no-such-op) (the error built, raised and projected)",
             ns("c(b'no-such-op', b'{}')", c=call),
         ),
         (
-            "  of which the op looked up, the error's values (dispatch._look_up)",
-            ns("f(b'no-such-op', 'call')", f=dispatch._look_up),
+            "  of which the op looked up, the error built and raised (dispatch._resolve)",
+            ns(resolve, r=dispatch._resolve),
         ),
         (
-            "  of which envelope.answer (the C writer: envelope and packed chain)",
-            ns("a(*u)", a=answer, u=unbuilt),
+            "  of which envelope.project of that error",
+            ns("p(e)", p=project, e=err),
         ),
         (
-            "  + chain_packed of that envelope (the shim's next step: kept, not walked)",
-            ns("p(e)", p=chain_packed, e=env),
-        ),
-        (
-            "the same error built (_find_op), then envelope.project (as errors raised elsewhere)",
-            ns("p(f(b'no-such-op', 'call'))", p=project, f=dispatch._find_op),
-        ),
-        (
-            "project + chain_links of a built error (the walk, then its nodes packed)",
+            "project + chain_links of a built error (the walk, then its nodes reused)",
             ns("c(p(e))", c=chain_links, p=project, e=err),
         ),
         (
-            "call_json(aimux.version, bad params) (301 + its cause: the new bad params row)",
+            "call_json(aimux.version, bad params) (301 + its cause: the bad params row)",
             ns("c(b'aimux.version', p)", c=call, p=bad),
         ),
         (
@@ -96,7 +86,7 @@ def main() -> None:
         ),
         (
             "chain_links(envelope bytes from elsewhere) (aimux_error_from_json's path: parsed)",
-            ns("c(e)", c=chain_links, e=env),
+            ns("c(bytes(e))", c=chain_links, e=env),
         ),
     ]
     out = ["", "## Where the time goes (Python side, in-process, no C boundary)", "",
@@ -105,11 +95,9 @@ def main() -> None:
     out += [
         "",
         "Read with the table above: a libaimux call costs the floor (C->Python crossing, GIL, "
-        "argument and result copies) plus the core's `call_json`. An error the core raises "
-        "at its own boundary (unknown op, wrong mode) is answered from its values: "
-        "`envelope.answer` writes the envelope and the shim's packed chain in C without "
-        'building the error (DESIGN.md "Errors answered from their values"). Every other '
-        "error is built and walked (`project`), its nodes then packed.",
+        "argument and result copies) plus the core's `call_json`. Every error, the dispatch "
+        "boundary's own included, is built, raised and projected once by `envelope.project`; "
+        "the shim packs the links `chain_links` reads from the nodes just projected.",
         "",
     ]
     text = "\n".join(out)

@@ -26,6 +26,7 @@
 #define AIMUX_CODE_LOAD_API_KEY               18 /* aimux: AI_LoadAPIKeyError */
 #define AIMUX_CODE_NO_OUTPUT_GENERATED        20 /* aimux: AI_NoOutputGeneratedError */
 #define AIMUX_CODE_NO_OBJECT_GENERATED        21 /* aimux: AI_NoObjectGeneratedError */
+#define AIMUX_CODE_TOOL_EXECUTION             22 /* aimux: AI_ToolExecutionError */
 #define AIMUX_CODE_OPEN_FILE                 101 /* recording: RecordingOpenFileError */
 #define AIMUX_CODE_NO_MATCH                  102 /* recording: RecordingNoMatchError */
 #define AIMUX_CODE_CORRUPT                   103 /* recording: RecordingCorruptError */
@@ -62,6 +63,7 @@
 #define AIMUX_ERROR_NAME_LOAD_API_KEY              "AI_LoadAPIKeyError"
 #define AIMUX_ERROR_NAME_NO_OUTPUT_GENERATED       "AI_NoOutputGeneratedError"
 #define AIMUX_ERROR_NAME_NO_OBJECT_GENERATED       "AI_NoObjectGeneratedError"
+#define AIMUX_ERROR_NAME_TOOL_EXECUTION            "AI_ToolExecutionError"
 #define AIMUX_ERROR_NAME_OPEN_FILE                 "RecordingOpenFileError"
 #define AIMUX_ERROR_NAME_NO_MATCH                  "RecordingNoMatchError"
 #define AIMUX_ERROR_NAME_CORRUPT                   "RecordingCorruptError"
@@ -112,6 +114,7 @@ inline constexpr int32_t TOOL_CALL_REPAIR = AIMUX_CODE_TOOL_CALL_REPAIR;
 inline constexpr int32_t LOAD_API_KEY = AIMUX_CODE_LOAD_API_KEY;
 inline constexpr int32_t NO_OUTPUT_GENERATED = AIMUX_CODE_NO_OUTPUT_GENERATED;
 inline constexpr int32_t NO_OBJECT_GENERATED = AIMUX_CODE_NO_OBJECT_GENERATED;
+inline constexpr int32_t TOOL_EXECUTION = AIMUX_CODE_TOOL_EXECUTION;
 inline constexpr int32_t OPEN_FILE = AIMUX_CODE_OPEN_FILE;
 inline constexpr int32_t NO_MATCH = AIMUX_CODE_NO_MATCH;
 inline constexpr int32_t CORRUPT = AIMUX_CODE_CORRUPT;
@@ -149,6 +152,7 @@ inline constexpr const char *TOOL_CALL_REPAIR = AIMUX_ERROR_NAME_TOOL_CALL_REPAI
 inline constexpr const char *LOAD_API_KEY = AIMUX_ERROR_NAME_LOAD_API_KEY;
 inline constexpr const char *NO_OUTPUT_GENERATED = AIMUX_ERROR_NAME_NO_OUTPUT_GENERATED;
 inline constexpr const char *NO_OBJECT_GENERATED = AIMUX_ERROR_NAME_NO_OBJECT_GENERATED;
+inline constexpr const char *TOOL_EXECUTION = AIMUX_ERROR_NAME_TOOL_EXECUTION;
 inline constexpr const char *OPEN_FILE = AIMUX_ERROR_NAME_OPEN_FILE;
 inline constexpr const char *NO_MATCH = AIMUX_ERROR_NAME_NO_MATCH;
 inline constexpr const char *CORRUPT = AIMUX_ERROR_NAME_CORRUPT;

@@ -42,6 +42,7 @@ const (
 	CodeLoadAPIKey                 = 18  // aimux LOAD_API_KEY AI_LoadAPIKeyError
 	CodeNoOutputGenerated          = 20  // aimux NO_OUTPUT_GENERATED AI_NoOutputGeneratedError
 	CodeNoObjectGenerated          = 21  // aimux NO_OBJECT_GENERATED AI_NoObjectGeneratedError
+	CodeToolExecution              = 22  // aimux TOOL_EXECUTION AI_ToolExecutionError
 	CodeRecordingOpenFile          = 101 // recording OPEN_FILE RecordingOpenFileError
 	CodeRecordingNoMatch           = 102 // recording NO_MATCH RecordingNoMatchError
 	CodeRecordingCorrupt           = 103 // recording CORRUPT RecordingCorruptError
@@ -98,6 +99,7 @@ var variants = [...]Variant{
 	{Kind: "aimux", Code: 18, Constant: "LOAD_API_KEY", Name: "AI_LoadAPIKeyError", ClassName: "LoadAPIKeyError"},
 	{Kind: "aimux", Code: 20, Constant: "NO_OUTPUT_GENERATED", Name: "AI_NoOutputGeneratedError", ClassName: "NoOutputGeneratedError"},
 	{Kind: "aimux", Code: 21, Constant: "NO_OBJECT_GENERATED", Name: "AI_NoObjectGeneratedError", ClassName: "NoObjectGeneratedError"},
+	{Kind: "aimux", Code: 22, Constant: "TOOL_EXECUTION", Name: "AI_ToolExecutionError", ClassName: "ToolExecutionError"},
 	{Kind: "recording", Code: 101, Constant: "OPEN_FILE", Name: "RecordingOpenFileError", ClassName: "RecordingOpenFileError"},
 	{Kind: "recording", Code: 102, Constant: "NO_MATCH", Name: "RecordingNoMatchError", ClassName: "RecordingNoMatchError"},
 	{Kind: "recording", Code: 103, Constant: "CORRUPT", Name: "RecordingCorruptError", ClassName: "RecordingCorruptError"},
@@ -136,21 +138,22 @@ var (
 	ErrLoadAPIKey                 error = &Sentinel{v: 16} // AI_LoadAPIKeyError
 	ErrNoOutputGenerated          error = &Sentinel{v: 17} // AI_NoOutputGeneratedError
 	ErrNoObjectGenerated          error = &Sentinel{v: 18} // AI_NoObjectGeneratedError
-	ErrRecordingOpenFile          error = &Sentinel{v: 19} // RecordingOpenFileError
-	ErrRecordingNoMatch           error = &Sentinel{v: 20} // RecordingNoMatchError
-	ErrRecordingCorrupt           error = &Sentinel{v: 21} // RecordingCorruptError
-	ErrRecordingUnsupportedSchema error = &Sentinel{v: 22} // RecordingUnsupportedSchemaError
-	ErrRecordingWrite             error = &Sentinel{v: 23} // RecordingWriteError
-	ErrInvalidUTF8                error = &Sentinel{v: 24} // InvalidUTF8Error
-	ErrInvalidWireJSON            error = &Sentinel{v: 25} // InvalidWireJSONError
-	ErrInvalidHandle              error = &Sentinel{v: 26} // InvalidHandleError
-	ErrNullArgument               error = &Sentinel{v: 27} // NullArgumentError
-	ErrResultSerialization        error = &Sentinel{v: 28} // ResultSerializationError
-	ErrRuntimeInit                error = &Sentinel{v: 29} // RuntimeInitError
-	ErrInternal                   error = &Sentinel{v: 30} // InternalError
-	ErrUnknownOp                  error = &Sentinel{v: 31} // UnknownOpError
-	ErrInvalidParams              error = &Sentinel{v: 32} // InvalidParamsError
-	ErrWrongMode                  error = &Sentinel{v: 33} // WrongModeError
+	ErrToolExecution              error = &Sentinel{v: 19} // AI_ToolExecutionError
+	ErrRecordingOpenFile          error = &Sentinel{v: 20} // RecordingOpenFileError
+	ErrRecordingNoMatch           error = &Sentinel{v: 21} // RecordingNoMatchError
+	ErrRecordingCorrupt           error = &Sentinel{v: 22} // RecordingCorruptError
+	ErrRecordingUnsupportedSchema error = &Sentinel{v: 23} // RecordingUnsupportedSchemaError
+	ErrRecordingWrite             error = &Sentinel{v: 24} // RecordingWriteError
+	ErrInvalidUTF8                error = &Sentinel{v: 25} // InvalidUTF8Error
+	ErrInvalidWireJSON            error = &Sentinel{v: 26} // InvalidWireJSONError
+	ErrInvalidHandle              error = &Sentinel{v: 27} // InvalidHandleError
+	ErrNullArgument               error = &Sentinel{v: 28} // NullArgumentError
+	ErrResultSerialization        error = &Sentinel{v: 29} // ResultSerializationError
+	ErrRuntimeInit                error = &Sentinel{v: 30} // RuntimeInitError
+	ErrInternal                   error = &Sentinel{v: 31} // InternalError
+	ErrUnknownOp                  error = &Sentinel{v: 32} // UnknownOpError
+	ErrInvalidParams              error = &Sentinel{v: 33} // InvalidParamsError
+	ErrWrongMode                  error = &Sentinel{v: 34} // WrongModeError
 )
 
 // OtherError is the typed view of AI_OtherError (aimux, code 1), found with errors.As.
@@ -369,6 +372,19 @@ type NoObjectGeneratedError struct {
 
 // Node returns the decoded link this view was made from.
 func (v *NoObjectGeneratedError) Node() *Error { return v.aimuxError }
+
+// ToolExecutionError is the typed view of AI_ToolExecutionError (aimux, code 22), found with errors.As.
+// A host tool failed at framework level (its “execute“ raised, threw or returned an
+// Fields absent from the payload (never fabricated) stay nil.
+type ToolExecutionError struct {
+	*aimuxError `json:"-"`
+	ToolName    *string         `json:"toolName,omitempty"`
+	ToolCallID  *string         `json:"toolCallId,omitempty"`
+	Input       json.RawMessage `json:"input,omitempty"`
+}
+
+// Node returns the decoded link this view was made from.
+func (v *ToolExecutionError) Node() *Error { return v.aimuxError }
 
 // RecordingOpenFileError is the typed view of RecordingOpenFileError (recording, code 101), found with errors.As.
 // The recording file could not be opened.
@@ -694,8 +710,16 @@ func (e *Error) asVariant(target any) bool {
 		e.fillView(v)
 		*t = v
 		return true
-	case **RecordingOpenFileError:
+	case **ToolExecutionError:
 		if e.vidx != 19 {
+			return false
+		}
+		v := &ToolExecutionError{aimuxError: e}
+		e.fillView(v)
+		*t = v
+		return true
+	case **RecordingOpenFileError:
+		if e.vidx != 20 {
 			return false
 		}
 		v := &RecordingOpenFileError{aimuxError: e}
@@ -703,7 +727,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **RecordingNoMatchError:
-		if e.vidx != 20 {
+		if e.vidx != 21 {
 			return false
 		}
 		v := &RecordingNoMatchError{aimuxError: e}
@@ -711,7 +735,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **RecordingCorruptError:
-		if e.vidx != 21 {
+		if e.vidx != 22 {
 			return false
 		}
 		v := &RecordingCorruptError{aimuxError: e}
@@ -719,7 +743,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **RecordingUnsupportedSchemaError:
-		if e.vidx != 22 {
+		if e.vidx != 23 {
 			return false
 		}
 		v := &RecordingUnsupportedSchemaError{aimuxError: e}
@@ -727,7 +751,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **RecordingWriteError:
-		if e.vidx != 23 {
+		if e.vidx != 24 {
 			return false
 		}
 		v := &RecordingWriteError{aimuxError: e}
@@ -735,7 +759,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **InvalidUTF8Error:
-		if e.vidx != 24 {
+		if e.vidx != 25 {
 			return false
 		}
 		v := &InvalidUTF8Error{aimuxError: e}
@@ -743,7 +767,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **InvalidWireJSONError:
-		if e.vidx != 25 {
+		if e.vidx != 26 {
 			return false
 		}
 		v := &InvalidWireJSONError{aimuxError: e}
@@ -751,7 +775,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **InvalidHandleError:
-		if e.vidx != 26 {
+		if e.vidx != 27 {
 			return false
 		}
 		v := &InvalidHandleError{aimuxError: e}
@@ -759,7 +783,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **NullArgumentError:
-		if e.vidx != 27 {
+		if e.vidx != 28 {
 			return false
 		}
 		v := &NullArgumentError{aimuxError: e}
@@ -767,7 +791,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **ResultSerializationError:
-		if e.vidx != 28 {
+		if e.vidx != 29 {
 			return false
 		}
 		v := &ResultSerializationError{aimuxError: e}
@@ -775,7 +799,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **RuntimeInitError:
-		if e.vidx != 29 {
+		if e.vidx != 30 {
 			return false
 		}
 		v := &RuntimeInitError{aimuxError: e}
@@ -783,7 +807,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **InternalError:
-		if e.vidx != 30 {
+		if e.vidx != 31 {
 			return false
 		}
 		v := &InternalError{aimuxError: e}
@@ -791,7 +815,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **UnknownOpError:
-		if e.vidx != 31 {
+		if e.vidx != 32 {
 			return false
 		}
 		v := &UnknownOpError{aimuxError: e}
@@ -799,7 +823,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **InvalidParamsError:
-		if e.vidx != 32 {
+		if e.vidx != 33 {
 			return false
 		}
 		v := &InvalidParamsError{aimuxError: e}
@@ -807,7 +831,7 @@ func (e *Error) asVariant(target any) bool {
 		*t = v
 		return true
 	case **WrongModeError:
-		if e.vidx != 33 {
+		if e.vidx != 34 {
 			return false
 		}
 		v := &WrongModeError{aimuxError: e}

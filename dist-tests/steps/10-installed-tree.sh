@@ -1,5 +1,5 @@
 # The installed tree itself: the layout, the SONAME and symlink, only aimux_* exported, the
-# payload for the build's Python with its optional C extensions (_cproject, _cchunks) built and
+# payload for the build's Python with its optional C extension (_cchunks) built and
 # loaded (not stale against the .c files it ships), no rpath into a build directory.
 set -euo pipefail
 [ "$1" = run ] || exit 0
@@ -16,14 +16,14 @@ n="$(nm -D --defined-only "$P/lib/libaimux.so.1" | grep -c ' aimux_')"
 pyver="$("$AIMUX_DIST_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 [ -f "$P/lib/aimux/python$pyver/aimux_ops/__init__.py" ] || { echo "no payload lib/aimux/python$pyver"; exit 1; }
 payload="$P/lib/aimux/python$pyver"
-for ext in _cproject _cchunks; do
+for ext in _cchunks; do
   compgen -G "$payload/aimux_ops/$ext*.so" >/dev/null || { echo "no $ext*.so in the payload"; exit 1; }
 done
 # the payload alone (-S: not the venv's site-packages, whose aimux_ops is the checkout's)
 loaded="$(cd / && env -i PYTHONPATH="$payload" "$AIMUX_DIST_PYTHON" -S -c '
-import aimux_ops, aimux_ops._cext as c, aimux_ops.envelope as e
+import aimux_ops, aimux_ops._cext as c
 print(aimux_ops.__file__)
-print(c.load("_cproject") is not None, c.load("_cchunks") is not None, e._native is not None)')"
+print(c.load("_cchunks") is not None)')"
 [ "$(echo "$loaded" | head -1)" = "$payload/aimux_ops/__init__.py" ] || { echo "aimux_ops not from the payload: $loaded"; exit 1; }
-[ "$(echo "$loaded" | tail -1)" = "True True True" ] || { echo "the payload's C extensions do not load: $loaded"; exit 1; }
-echo "   layout ok; SONAME libaimux.so.1; $n symbols exported, all aimux_*; payload lib/aimux/python$pyver (C extensions load)"
+[ "$(echo "$loaded" | tail -1)" = "True" ] || { echo "the payload's C extension does not load: $loaded"; exit 1; }
+echo "   layout ok; SONAME libaimux.so.1; $n symbols exported, all aimux_*; payload lib/aimux/python$pyver (C extension loads)"

@@ -24,6 +24,12 @@ static int _aimux_py_stream_ctl(uint64_t h, int free_it)
     (void)h, (void)free_it;
     return -1;
 }
+static int _aimux_py_stream_tool_result(uint64_t h, const char *id, const char *answer,
+                                        aimux_error_t **err)
+{
+    (void)h, (void)id, (void)answer, (void)err;
+    return -1;
+}
 static int _aimux_py_decode(const char *text, aimux_error_t **out, aimux_error_t **err)
 {
     (void)text, (void)out, (void)err;
@@ -65,10 +71,5 @@ static int _aimux_py_wake(uint64_t h, int what)
 static int _aimux_py_events_fd(int *out, aimux_error_t **err)
 {
     (void)out, (void)err;
-    return -1;
-}
-static int _aimux_py_unknown_op_arm(uint64_t gen)
-{
-    (void)gen;
     return -1;
 }

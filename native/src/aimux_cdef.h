@@ -3,7 +3,8 @@
 typedef struct aimux_error aimux_error_t;
 
 char *_aimux_strndup(const char *s, size_t n);
-aimux_error_t *_aimux_err_unpack(const char *buf, size_t len);
+aimux_error_t *_aimux_err_unpack(const char *buf, size_t len); /* aimux_ops/packed.py */
+#define _AIMUX_PACKED_ROOT_SIZE ...
 aimux_error_t *_aimux_err_early(int which, const char *message, const char *argument);
 #define _AIMUX_EARLY_RUNTIME_INIT ...
 #define _AIMUX_EARLY_INTERNAL ...
@@ -36,10 +37,6 @@ size_t _aimux_rl_take(uint64_t *out, size_t cap);
 int _aimux_openssl_keep(const char *module_path);
 int _aimux_owns_runtime(void);
 
-/* unknown ops answered in C (aimux_unknown_op.c; aimux_ops.unknown_op_template) */
-void _aimux_uo_hold(int delta);
-int _aimux_uo_arm(uint64_t gen, const char *blob, size_t len);
-
 extern "Python" int _aimux_py_call(const char *, const char *, char **, aimux_error_t **);
 extern "Python" int _aimux_py_stream(const char *, const char *, uint64_t *, aimux_error_t **);
 extern "Python" int _aimux_py_stream_next(uint64_t, char **, aimux_error_t **);
@@ -51,5 +48,5 @@ extern "Python" int _aimux_py_poll_one(uint64_t, size_t, char **);
 extern "Python" int _aimux_py_wake(uint64_t, int);
 extern "Python" int _aimux_py_ready(uint64_t *, size_t, size_t *);
 extern "Python" int _aimux_py_events_fd(int *, aimux_error_t **);
-extern "Python" int _aimux_py_unknown_op_arm(uint64_t);
+extern "Python" int _aimux_py_stream_tool_result(uint64_t, const char *, const char *, aimux_error_t **);
 extern "Python" int _aimux_py_decode(const char *, aimux_error_t **, aimux_error_t **);

@@ -7,24 +7,48 @@ aimux_cdef.h. It never raises: a failure to load the core is recorded, and every
 
 # ruff: noqa: BLE001, UP031  (the callbacks must catch everything; %-format keeps bytes-safe text)
 
-import site
-import struct
 
 from _aimux_cffi import ffi, lib
 
 NULL = ffi.NULL
-_ROOT = struct.Struct("=Bq")  # the root's retryable and retryAfterMs, ahead of the links
-_pack_root = _ROOT.pack
-_pack = struct.Struct("=iIIII").pack
-_NO_NAME = 0xFFFFFFFF
 _init_error = None
 _paths = []
+
+#: .pth files of the payload that only cost start-up time here: setuptools' distutils shim (the
+#: core never imports distutils) and an editable install of aimux_ops itself (its directory is
+#: on the path list already; its finder imports pathlib, re and importlib.util)
+_SKIPPED_PTH = ("distutils-precedence.pth", "__editable__.aimux_ops-")
+
+
+def _add_payload_paths(paths):
+    # The shim put the payload's directories first on sys.path (the interpreter runs no site
+    # import: its own site-packages are the installation's); their .pth files run here, as
+    # site.addsitedir runs them, but for _SKIPPED_PTH. `site` loads only when one is left.
+    import os
+
+    pending = []
+    for d in paths:
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        pending += [
+            (d, n)
+            for n in names
+            if n.endswith(".pth") and not n.startswith(".") and not n.startswith(_SKIPPED_PTH)
+        ]
+    if pending:
+        import site
+
+        for d, n in pending:
+            site.addpackage(d, n, None)
+
+
 try:
     _paths = [
         p for p in ffi.string(lib._aimux_paths()).decode("utf-8", "surrogateescape").split(":") if p
     ]
-    for _p in _paths:
-        site.addsitedir(_p)
+    _add_payload_paths(_paths)
     from aimux_ops import guest as _guest
 
     if lib._aimux_owns_runtime():  # not in a Python host's interpreter: its OpenSSL, its rules
@@ -45,12 +69,6 @@ try:
     _wake = _dispatch.stream_wake
     _events_fd = _dispatch.events_fd
     _dispatch.use_native_queues(ffi, lib)  # streams opened here get a C queue (aimux_queue.c)
-    from aimux_ops import changes as _changes
-
-    # The shim's unknown-op template (aimux_unknown_op.c) copies the op names and the remembered
-    # secrets: it is withdrawn around every change of either.
-    for _watched in (_changes.OP_NAMES, _changes.SECRETS):
-        _watched.watch(lambda: lib._aimux_uo_hold(1), lambda: lib._aimux_uo_hold(-1))
 except BaseException as _e:  # recorded, reported by every call as a 207
     _init_error = (
         "cannot load the aimux_ops core from %s: %s: %s"
@@ -73,13 +91,6 @@ def _chain_links(env):
     from aimux_ops.envelope import chain_links as _chain_links
 
     return _chain_links(env)
-
-
-def _chain_packed(env):
-    global _chain_packed
-    from aimux_ops.envelope import chain_packed as _chain_packed
-
-    return _chain_packed(env)
 
 
 class _ErrorsModule:
@@ -122,36 +133,19 @@ def _internal(where, exc):
 
 
 def _packed(walk):
-    # The format _aimux_err_unpack reads (aimux_shim.c): the root's own retryable and
-    # retryAfterMs, then per link its code, kind, name, message and JSON, decided once by
-    # chain_links (the C accessors never read JSON).
-    (retryable, after), links = walk
-    root = _pack_root(1 if retryable else 0, -1 if after is None or after > 2**63 - 1 else after)
-    parts = [root]
-    for code, kind, name, msg, node in links:
-        if not -0x80000000 <= code <= 0x7FFFFFFF:
-            code = 0
-        parts.append(
-            _pack(code, len(kind), _NO_NAME if name is None else len(name), len(msg), len(node))
-        )
-        parts.append(kind)
-        if name is not None:
-            parts.append(name)
-        parts.append(msg)
-        parts.append(node)
-    return b"".join(parts)
+    # The format _aimux_err_unpack reads (aimux_ops/packed.py, its one definition): the root's
+    # own retryable and retryAfterMs, then per link its code, kind, name, message and JSON,
+    # decided once by chain_links (the C accessors never read JSON).
+    global _packed
+    from aimux_ops.packed import pack as _packed
 
-
-def _env_packed(env):
-    # The core's C projection packs the nodes it just built itself (None: packed here).
-    buf = _chain_packed(env)
-    return _packed(_chain_links(env)) if buf is None else buf
+    return _packed(walk)
 
 
 def _chain(env):
     # The envelope and its native chain: one packed buffer, one C call builds every node.
     try:
-        buf = _env_packed(env)
+        buf = _packed(_chain_links(env))
     except BaseException as e:
         return _early(
             lib._AIMUX_EARLY_INTERNAL,
@@ -190,6 +184,10 @@ if _init_error is not None:
         return _fail(out_err)
 
     @ffi.def_extern(error=-1)
+    def _aimux_py_stream_tool_result(handle, tool_call_id, answer, out_err):
+        return _fail(out_err)
+
+    @ffi.def_extern(error=-1)
     def _aimux_py_stream_start(op, params, out_stream, out_err):
         return _fail(out_err)
 
@@ -217,10 +215,6 @@ if _init_error is not None:
     def _aimux_py_events_fd(out_fd, out_err):
         return _fail(out_err)
 
-    @ffi.def_extern(error=-1)
-    def _aimux_py_unknown_op_arm(gen):
-        return 0
-
 else:
     # The hot paths bind everything they use as default arguments (no global / attribute
     # lookups per call); a NULL `const char *` is falsy and becomes None (the core answers 204).
@@ -246,9 +240,7 @@ else:
             else:
                 # _chain(env), inline (one frame less on every failed call): the same steps
                 try:
-                    buf = _chain_packed(env)
-                    if buf is None:
-                        buf = _packed(_chain_links(env))
+                    buf = _packed(_chain_links(env))
                 except BaseException as e:
                     out_err[0] = _early(
                         lib._AIMUX_EARLY_INTERNAL,
@@ -381,6 +373,18 @@ else:
         return 0
 
     @ffi.def_extern(error=-1)
+    def _aimux_py_stream_tool_result(handle, tool_call_id, answer, out_err, _s=ffi.string):
+        try:
+            env = _dispatch.stream_tool_result_json(handle, _s(tool_call_id), _s(answer))
+            if env is not None:
+                out_err[0] = _chain(env)
+        except MemoryError:
+            raise
+        except BaseException as e:
+            out_err[0] = _internal("stream_tool_result_json", e)
+        return 0
+
+    @ffi.def_extern(error=-1)
     def _aimux_py_stream_ctl(handle, free):
         try:
             (_stream_free if free else _stream_cancel)(handle)
@@ -410,7 +414,7 @@ else:
                 )
             )
             return 0
-        if len(buf) <= _ROOT.size:  # no link: not a JSON object
+        if len(buf) <= lib._AIMUX_PACKED_ROOT_SIZE:  # no link: not a JSON object
             out_err[0] = _core_error(
                 _errors.InvalidWireJSONError(
                     "envelope_json is not an error envelope (not a JSON object)",
@@ -422,27 +426,4 @@ else:
         if not dec:
             raise MemoryError("cannot allocate the error chain")
         out_decoded[0] = dec
-        return 0
-
-    def _answer(op, _call=_call_json):
-        # What _aimux_py_call gives a C caller for `op`: the packed error chain (None: a result).
-        env = _call(op, b"{}")[1]
-        return None if env is None else _env_packed(env)
-
-    @ffi.def_extern(error=-1)
-    def _aimux_py_unknown_op_arm(gen):
-        # The shim asks for its unknown-op template (aimux_unknown_op.c) after the core answered
-        # an unknown op while none was armed: once per change of the op names or the secrets.
-        try:
-            from aimux_ops.unknown_op_template import blob
-
-            b = blob(_answer)
-        except KeyboardInterrupt:
-            # a Python host's SIGINT: handed back once the call returns (_aimux_after); nothing
-            # is armed or declined, the next unknown op asks again
-            lib._aimux_note_interrupt()
-            return 0
-        except BaseException:
-            b = None  # declined: the core answers every call, as without a template
-        lib._aimux_uo_arm(gen, b if b is not None else NULL, len(b) if b is not None else 0)
         return 0

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include "aimux.h"
 #include "aimux_early.h"
+#include "aimux_packed.h"
 
 #define AIMUX_MSG_MAX 1024
 
@@ -32,11 +33,11 @@ static int _aimux_py_ready(uint64_t *, size_t, size_t *);
 static int _aimux_py_events_fd(int *, aimux_error_t **);
 static int _aimux_py_wake(uint64_t, int);
 static int _aimux_py_poll_one(uint64_t, size_t, char **);
-static int _aimux_py_unknown_op_arm(uint64_t);
+static int _aimux_py_stream_tool_result(uint64_t, const char *, const char *, aimux_error_t **);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
-   retryable / retry_after_ms are decided once, by the Python side (aimux_embed.py `_packed`) or
-   by _aimux_err_early: the accessors never read JSON. */
+   retryable / retry_after_ms are decided once, by the core (aimux_ops.packed.pack of
+   envelope.chain_links) or by _aimux_err_early: the accessors never read JSON. */
 struct aimux_error {
     int32_t code;
     int retryable;          /* root only (0 on a cause) */
@@ -61,8 +62,6 @@ static struct aimux_error _aimux_oom = {_AIMUX_OOM_CODE,
                                         sizeof(_AIMUX_OOM_MSG) - 1,
                                         sizeof(_AIMUX_OOM_JSON) - 1,
                                         NULL};
-
-#define _AIMUX_NO_NAME 0xFFFFFFFFu
 
 /* One allocation for a node: kind and name copied (name == NULL: the node has no name), room
    for a message of msg_len and a JSON text of json_len bytes, NUL-terminated, for the caller to
@@ -123,36 +122,42 @@ static void _aimux_chain_free(aimux_error_t *e)
     }
 }
 
-/* A chain packed by Python (aimux_embed.py `_packed`): {uint8 retryable, int64 retry_after_ms
-   (-1: absent)} for the root, then per node, root first: {int32 code, uint32 kind_len,
-   uint32 name_len (0xFFFFFFFF: no name), uint32 msg_len, uint32 json_len, kind, name, msg,
-   json}. One allocation per node. NULL when out of memory or malformed. */
+/* A chain packed by the core (aimux_ops/packed.py, the layout's one definition; its types and
+   offsets are generated into aimux_packed.h): the root's header, then per node, root first, a
+   link header and its kind, name, message and JSON bytes. One allocation per node. NULL when
+   out of memory or malformed. */
+#define _AIMUX_PACKED_GET(var, buf, at) memcpy(&(var), (buf) + (at), sizeof(var))
 aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
 {
     aimux_error_t *root = NULL, **tail = &root;
-    size_t off = 9;
-    uint8_t retryable;
-    int64_t after;
-    if (len < 9) return NULL;
-    memcpy(&retryable, buf, 1);
-    memcpy(&after, buf + 1, 8);
+    size_t off = _AIMUX_PACKED_ROOT_SIZE;
+    _aimux_packed_root_retryable_t retryable;
+    _aimux_packed_root_retry_after_ms_t after;
+    if (len < _AIMUX_PACKED_ROOT_SIZE) return NULL;
+    _AIMUX_PACKED_GET(retryable, buf, _AIMUX_PACKED_ROOT_RETRYABLE);
+    _AIMUX_PACKED_GET(after, buf, _AIMUX_PACKED_ROOT_RETRY_AFTER_MS);
     while (off < len) {
-        int32_t code;
-        uint32_t kl, nl, ml, jl;
-        size_t need;
+        _aimux_packed_link_code_t code;
+        _aimux_packed_link_kind_len_t kl;
+        _aimux_packed_link_name_len_t nl;
+        _aimux_packed_link_message_len_t ml;
+        _aimux_packed_link_json_len_t jl;
+        const char *at = buf + off;
+        size_t need, nlen;
         aimux_error_t *n;
-        if (len - off < 20) goto bad;
-        memcpy(&code, buf + off, 4);
-        memcpy(&kl, buf + off + 4, 4);
-        memcpy(&nl, buf + off + 8, 4);
-        memcpy(&ml, buf + off + 12, 4);
-        memcpy(&jl, buf + off + 16, 4);
-        off += 20;
-        need = (size_t)kl + (nl == _AIMUX_NO_NAME ? 0 : (size_t)nl) + (size_t)ml + (size_t)jl;
+        if (len - off < _AIMUX_PACKED_LINK_SIZE) goto bad;
+        _AIMUX_PACKED_GET(code, at, _AIMUX_PACKED_LINK_CODE);
+        _AIMUX_PACKED_GET(kl, at, _AIMUX_PACKED_LINK_KIND_LEN);
+        _AIMUX_PACKED_GET(nl, at, _AIMUX_PACKED_LINK_NAME_LEN);
+        _AIMUX_PACKED_GET(ml, at, _AIMUX_PACKED_LINK_MESSAGE_LEN);
+        _AIMUX_PACKED_GET(jl, at, _AIMUX_PACKED_LINK_JSON_LEN);
+        off += _AIMUX_PACKED_LINK_SIZE;
+        nlen = nl == _AIMUX_PACKED_NO_NAME ? 0 : (size_t)nl;
+        need = (size_t)kl + nlen + (size_t)ml + (size_t)jl;
         if (len - off < need) goto bad;
-        n = _aimux_node_new(code, buf + off, kl, nl == _AIMUX_NO_NAME ? NULL : buf + off + kl,
-                            nl == _AIMUX_NO_NAME ? 0 : nl, buf + off + need - ml - jl, ml,
-                            buf + off + need - jl, jl);
+        n = _aimux_node_new(code, buf + off, kl,
+                            nl == _AIMUX_PACKED_NO_NAME ? NULL : buf + off + kl, nlen,
+                            buf + off + kl + nlen, ml, buf + off + kl + nlen + ml, jl);
         if (n == NULL) goto bad;
         off += need;
         *tail = n;
@@ -244,7 +249,6 @@ static void _aimux_buf_json_string(_aimux_buf *b, const char *s, size_t n)
 }
 
 #include "aimux_queue.c"
-#include "aimux_unknown_op.c"
 
 /* Length of a valid-UTF-8 prefix of s[0..n) cut at <= max bytes on a character boundary;
    invalid bytes end the prefix (the shim's own messages are ASCII; this is a guard). */
@@ -318,9 +322,9 @@ static aimux_error_t *_aimux_null_arg(const char *argument)
 }
 
 /* --- starting the embedded runtime ------------------------------------------------------- */
-static pthread_once_t _aimux_once = PTHREAD_ONCE_INIT;
+static int _aimux_started = 0; /* the start-up ran (_aimux_runtime) */
 static int _aimux_ready = 0;
-static char _aimux_init_msg[AIMUX_MSG_MAX];
+static char _aimux_init_msg[4 * AIMUX_MSG_MAX]; /* each 207 bounds and marks it */
 static char *_aimux_path_list = NULL;
 
 const char *_aimux_paths(void) { return _aimux_path_list ? _aimux_path_list : ""; }
@@ -536,14 +540,33 @@ static void _aimux_restore_signals(void)
       with the interpreter lock taken (nothing half-done in the interpreter is copied), then the
       reset hooks. Python's own os.fork() does this itself: it holds the lock when it forks, and
       then the handlers stand aside. The reset hooks are Python's, aimux_ops.guest.on_fork_child
-      (run by PyOS_AfterFork_Child): the shim's C state needs none. */
-static __thread int _aimux_fork_held = 0;
+      (run by PyOS_AfterFork_Child): the shim's C state needs none.
+      - The start-up lock is held across the fork too (taken first, as the start-up takes it
+        before the interpreter lock), so a child never copies a runtime half started.
+      - A thread state this thread did not have before the fork is kept in the child: the
+        forking thread is the child's only thread, and PyOS_AfterFork_Child deleted every other
+        one. Deleting it as well would leave the interpreter with no thread state at all, and
+        CPython (3.11, 3.12) then reuses the interpreter's initial thread state, still marked
+        initialized: "Fatal Python error: init_threadstate: thread state already initialized"
+        at the child's first call. */
+static __thread int _aimux_fork_held = 0;   /* this fork took the interpreter lock */
+static __thread int _aimux_fork_start = 0;  /* this fork took the start-up lock */
+static __thread int _aimux_fork_new_ts = 0; /* ... and made this thread's state */
+static __thread int _aimux_starting = 0;    /* this thread runs the start-up */
 static __thread PyGILState_STATE _aimux_fork_gil;
+static pthread_mutex_t _aimux_start_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void _aimux_fork_prepare(void)
 {
     _aimux_fork_held = 0;
-    if (!_aimux_ready || !Py_IsInitialized() || PyGILState_Check()) return;
+    _aimux_fork_start = 0;
+    /* a thread inside the interpreter (a Python host's os.fork(), subprocess in the start-up)
+       forks as CPython does it: nothing to add */
+    if (_aimux_starting || (Py_IsInitialized() && PyGILState_Check())) return;
+    pthread_mutex_lock(&_aimux_start_mu);
+    _aimux_fork_start = 1;
+    if (!_aimux_ready || !Py_IsInitialized()) return;
+    _aimux_fork_new_ts = PyGILState_GetThisThreadState() == NULL;
     _aimux_fork_gil = PyGILState_Ensure();
     PyOS_BeforeFork();
     _aimux_fork_held = 1;
@@ -551,25 +574,35 @@ static void _aimux_fork_prepare(void)
 
 static void _aimux_fork_parent(void)
 {
-    if (!_aimux_fork_held) return;
-    _aimux_fork_held = 0;
-    PyOS_AfterFork_Parent();
-    PyGILState_Release(_aimux_fork_gil);
+    if (_aimux_fork_held) {
+        _aimux_fork_held = 0;
+        PyOS_AfterFork_Parent();
+        PyGILState_Release(_aimux_fork_gil);
+    }
+    if (_aimux_fork_start) {
+        _aimux_fork_start = 0;
+        pthread_mutex_unlock(&_aimux_start_mu);
+    }
 }
 
 static void _aimux_fork_child(void)
 {
-    if (!_aimux_fork_held) return;
-    _aimux_fork_held = 0;
-    PyOS_AfterFork_Child(); /* runs os.register_at_fork(after_in_child=...) hooks */
-    PyGILState_Release(_aimux_fork_gil);
+    if (_aimux_fork_held) {
+        _aimux_fork_held = 0;
+        PyOS_AfterFork_Child(); /* runs os.register_at_fork(after_in_child=...) hooks */
+        if (_aimux_fork_new_ts)
+            PyEval_SaveThread(); /* the child's only thread state stays: see above */
+        else
+            PyGILState_Release(_aimux_fork_gil);
+    }
+    if (_aimux_fork_start) {
+        _aimux_fork_start = 0;
+        pthread_mutex_unlock(&_aimux_start_mu); /* locked by this thread, the only one */
+    }
 }
 
 static void _aimux_install_atfork(void)
 {
-    /* child handlers run in the order of registration: the unknown-op template is reset
-       (aimux_unknown_op.c) before the interpreter's after-fork hooks run */
-    pthread_atfork(NULL, NULL, _aimux_uo_fork_child);
     pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
 }
 
@@ -669,6 +702,8 @@ static void _aimux_start_runtime(void)
         }
         PyConfig_InitIsolatedConfig(&cfg);
         cfg.install_signal_handlers = 0;
+        cfg.site_import = 0; /* the interpreter's own site-packages and their .pth files are the
+                                installation's, not ours: the payload's paths come in step 3 */
         home = _aimux_find_home();
         st = PyConfig_SetBytesString(&cfg, &cfg.home, home);
         if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&cfg);
@@ -708,6 +743,10 @@ static void _aimux_start_runtime(void)
     mod = PyImport_ImportModule("_cffi_backend");
     if (mod == NULL) {
         _aimux_init_fail_pyerr("cannot import _cffi_backend (cffi): ");
+        /* the payload's paths, where aimux_ops and its dependencies were looked for (the
+           interpreter's own site-packages are not: no site import) */
+        _aimux_init_append(" (aimux_ops and its dependencies are looked for in ", _aimux_path_list,
+                           ")");
         PyGILState_Release(gil);
         return;
     }
@@ -739,18 +778,27 @@ static void _aimux_pin(void)
 
 static void _aimux_start(void)
 {
+    _aimux_install_atfork(); /* before the start-up: a fork waits until it is done */
     _aimux_save_signals();
     _aimux_start_runtime();
     _aimux_restore_signals();
-    if (_aimux_ready) {
-        _aimux_pin();
-        _aimux_install_atfork();
-    }
+    if (_aimux_ready) _aimux_pin();
 }
 
+/* Starts the runtime once, under the start-up lock (not pthread_once: a fork holds that lock,
+   so a child sees a runtime either not started or started, never half-way). */
 static aimux_error_t *_aimux_runtime(void)
 {
-    pthread_once(&_aimux_once, _aimux_start);
+    if (!__atomic_load_n(&_aimux_started, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&_aimux_start_mu);
+        if (!_aimux_started) {
+            _aimux_starting = 1;
+            _aimux_start();
+            _aimux_starting = 0;
+            __atomic_store_n(&_aimux_started, 1, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&_aimux_start_mu);
+    }
     if (_aimux_ready) return NULL;
     return _aimux_err_early(_AIMUX_EARLY_RUNTIME_INIT, _aimux_init_msg, NULL);
 }
@@ -787,11 +835,7 @@ CFFI_DLLEXPORT aimux_error_t *aimux_call(const char *op, const char *params_json
     if (out_result_json == NULL) return _aimux_null_arg("out_result_json");
     *out_result_json = NULL;
     if ((err = _aimux_runtime()) != NULL) return err;
-    if ((err = _aimux_uo_answer(op)) != NULL) return err; /* a plain unknown name: no Python */
     rc = _aimux_py_call(op, params_json, &res, &err);
-    if (rc == 0 && err != NULL && err->code == 300)
-        _aimux_uo_arm_soon(); /* before _aimux_after:
-            it hands back an interrupt noted there */
     if ((err = _aimux_after(rc, err)) != NULL) {
         free(res);
         return err;
@@ -880,6 +924,19 @@ static void _aimux_stream_ctl(uint64_t stream, int release)
     (void)_aimux_py_stream_ctl(stream, release);
 }
 
+CFFI_DLLEXPORT aimux_error_t *aimux_stream_tool_result(uint64_t stream, const char *tool_call_id,
+                                                       const char *answer_json)
+{
+    aimux_error_t *err;
+    int rc;
+    if (tool_call_id == NULL) return _aimux_null_arg("tool_call_id");
+    if (answer_json == NULL) return _aimux_null_arg("answer_json");
+    if ((err = _aimux_runtime()) != NULL) return err;
+    err = NULL;
+    rc = _aimux_py_stream_tool_result(stream, tool_call_id, answer_json, &err);
+    return _aimux_after(rc, err);
+}
+
 CFFI_DLLEXPORT void aimux_stream_cancel(uint64_t stream) { _aimux_stream_ctl(stream, 0); }
 
 CFFI_DLLEXPORT void aimux_stream_free(uint64_t stream) { _aimux_stream_ctl(stream, 1); }
@@ -938,10 +995,10 @@ static aimux_error_t *_aimux_stream_batch(_aimux_batch_fn batch_fn, int blocking
     char *batch = NULL;
     int32_t ended = AIMUX_STREAM_OPEN;
     int rc;
+    if (out_events_json != NULL) *out_events_json = NULL; /* both set on entry (aimux.h) */
+    if (out_ended != NULL) *out_ended = AIMUX_STREAM_OPEN;
     if (out_events_json == NULL) return _aimux_null_arg("out_events_json");
-    *out_events_json = NULL;
     if (out_ended == NULL) return _aimux_null_arg("out_ended");
-    *out_ended = AIMUX_STREAM_OPEN;
     if ((err = _aimux_runtime()) != NULL) return err;
     switch (_aimux_fast_take(stream, max_events ? max_events : 1, blocking, &batch, &ended)) {
     case _AIMUX_T_DATA:

@@ -10,9 +10,18 @@
  *                            a stream opened before the fork is 203 in the child
  *   test_guest fork-busy     another thread inside a call when the host forks: the child's calls
  *                            complete, the parent's call gets its own answer
- *   test_guest fork-unknown  two threads answered unknown ops in C (no interpreter) while the
+ *   test_guest fork-unknown  two threads calling unknown ops (answered by the core) while the
  *                            host forks 200 times: each child answers its own unknown ops; the
  *                            host's own fork handler (registered first) makes calls each time
+ *   test_guest fork-three    10 fresh hosts: another thread starts the runtime and calls all the
+ *                            time, the main thread (which never called) forks three children
+ *                            150 ms apart; each child's first generate_text gets its own answer
+ *   test_guest fork-anytime  10 fresh hosts fork 5 children each at random moments of their
+ *                            first second (during the start-up, while the first event-driven
+ *                            stream's reader imports, during calls): 50 of 50 answer; a child
+ *                            that does not within 20 s is killed and counted
+ *   test_guest payload-pth   the runtime runs no site import; a payload .pth runs, the two it
+ *                            skips (distutils-precedence, an editable aimux_ops) do not
  *   test_guest signals       every disposition and the mask are the same before and after calls
  *   test_guest sigint        a real SIGINT to a host blocked in a slow call: it dies by SIGINT;
  *                            with its own handler, the handler runs and the call completes
@@ -42,6 +51,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -396,8 +406,8 @@ static void test_fork_busy(void)
           busy_bad);
 }
 
-/* unknown ops answered in C (aimux_unknown_op.c: its own lock, no interpreter) by other threads
-   while the host forks: the lock is never copied held, each child answers its own unknown ops */
+/* unknown ops answered by the core on other threads while the host forks: no lock is copied
+   held, each child answers its own unknown ops */
 static void *unknown_ops_thread(void *arg)
 {
     char name[64];
@@ -448,7 +458,6 @@ static void test_fork_unknown(void)
     int round, forks = 0, bad[2] = {0, 0};
     pthread_t t[2];
     pthread_atfork(NULL, host_parent_handler, NULL);
-    /* the first unknown op goes to the core, which arms the C answer for the next ones */
     CHECK(unknown_op_answered("no.such.op") && unknown_op_answered("no.such.op"),
           "unknown ops answered before the threads start");
     atomic_store(&g_stop_busy, 0);
@@ -478,6 +487,274 @@ static void test_fork_unknown(void)
     CHECK(atomic_load(&g_handler_ok) == forks && atomic_load(&g_handler_bad) == 0,
           "the host's fork handler's calls were answered in every round (%d ok, %d not, %d forks)",
           atomic_load(&g_handler_ok), atomic_load(&g_handler_bad), forks);
+}
+
+/* --- fork from a host thread while another thread calls ------------------------------------ */
+/* Runs `test_guest MODE PORT [ARG]` as a fresh host (exec'd: nothing of this process is
+   inherited); its exit status, or -1 when it did not exit by itself. Its stdout is ours. */
+static int run_host(const char *mode, const char *arg)
+{
+    char port[16];
+    int status = 0;
+    pid_t pid;
+    snprintf(port, sizeof port, "%d", g_port);
+    pid = fork();
+    if (pid == 0) {
+        execl("/proc/self/exe", "test_guest", mode, port, arg, (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    if (WIFSIGNALED(status)) fprintf(stderr, "host %s died by signal %d\n", mode, WTERMSIG(status));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Forks a child that makes one generate_text call and exits 0 when it got its own answer; the
+   child's status once it ends, or -1 when it did not end within `limit_s` (a child stuck on a
+   lock copied held, even in the fork's own child handlers, before it could set an alarm: killed
+   here, a failure). */
+static int fork_and_call(const char *who, int limit_s)
+{
+    int status = 0, waited;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char text[64], why[512];
+        alarm((unsigned)limit_s);
+        snprintf(text, sizeof text, "%s-%d", who, (int)getpid());
+        if (call_text(text, NULL, why, sizeof why)) _exit(0);
+        fprintf(stderr, "[%s %d] its first call: %s\n", who, (int)getpid(), why);
+        _exit(1);
+    }
+    if (pid < 0) return -1;
+    for (waited = 0; waitpid(pid, &status, WNOHANG) == 0; waited++) {
+        if (waited == limit_s * 100) {
+            fprintf(stderr, "[%s %d] hung: killed\n", who, (int)pid);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        usleep(10 * 1000);
+    }
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "[%s %d] died by signal %d\n", who, (int)pid, WTERMSIG(status));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* a host thread that calls the library until told to stop: the known op and an unknown one
+   (the first call of the process is this thread's: the runtime starts on it) */
+static atomic_int g_caller_calls;
+static void *version_caller_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_stop_busy)) {
+        char *out = NULL;
+        aimux_error_free(aimux_call("aimux.version", "{}", &out));
+        aimux_string_free(out);
+        out = NULL;
+        aimux_error_free(aimux_call("no.such.op", "{}", &out));
+        aimux_string_free(out);
+        atomic_fetch_add(&g_caller_calls, 1);
+    }
+    return NULL;
+}
+
+/* The host of `fork-three`: another thread started the runtime and calls all the time; the main
+   thread (which never called) forks three children 150 ms apart; each child's first call is a
+   generate_text. 0 when the three got their own answers. */
+static int fork_three_host(void)
+{
+    pthread_t t;
+    int i, bad = 0;
+    alarm(60);
+    pthread_create(&t, NULL, version_caller_thread, NULL);
+    while (atomic_load(&g_caller_calls) == 0) usleep(1000); /* the runtime runs */
+    for (i = 0; i < 3; i++) {
+        usleep(150 * 1000);
+        if (fork_and_call("fork-three", 20) != 0) bad++;
+    }
+    atomic_store(&g_stop_busy, 1);
+    pthread_join(t, NULL);
+    return bad ? 1 : 0;
+}
+
+static void test_fork_three(void)
+{
+    int run, passed = 0;
+    for (run = 0; run < 10; run++) {
+        int rc = run_host("fork-three-host", "");
+        CHECK(rc == 0, "run %d: the host's three children each answered (host status %d)", run, rc);
+        passed += rc == 0;
+    }
+    printf("fork-three: %d of 10 runs passed\n", passed);
+}
+
+/* --- fork at any moment of a process's first second ---------------------------------------- */
+/* The caller of `fork-anytime`'s host: the process's first call is an event-driven stream
+   (aimux_stream_start: its reader thread imports the HTTP stack), then calls and stream reads
+   one after the other until told to stop. */
+static void *anytime_caller_thread(void *arg)
+{
+    char why[512], text[64];
+    int32_t code;
+    int i = 0;
+    uint64_t h = start_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=20", 20000, &code);
+    (void)arg;
+    while (!atomic_load(&g_stop_busy)) {
+        char *batch = NULL;
+        int32_t ended = 0;
+        if (h != 0) {
+            aimux_error_t *e = aimux_stream_poll(h, 64, &batch, &ended);
+            aimux_error_free(e);
+            aimux_string_free(batch);
+            if (e != NULL || ended) {
+                aimux_stream_free(h);
+                h = start_stream("mode=ok;text=abcdefgh;parts=4;drip_ms=20", 20000, &code);
+            }
+        }
+        snprintf(text, sizeof text, "anytime-%d", i++);
+        (void)call_text(text, NULL, why, sizeof why);
+    }
+    if (h != 0) aimux_stream_free(h);
+    return NULL;
+}
+
+/* The host of `fork-anytime`: forks `FORKS_PER_HOST` children at random moments of its first
+   second (during the runtime's start-up on the caller thread, while the first stream's reader
+   thread imports, during calls); prints how many answered. */
+#define FORKS_PER_HOST 5
+static int fork_anytime_host(unsigned seed)
+{
+    pthread_t t;
+    int i, answered = 0;
+    long at[FORKS_PER_HOST], now = 0;
+    alarm(120);
+    srand(seed);
+    for (i = 0; i < FORKS_PER_HOST; i++) at[i] = rand() % 1000000; /* microseconds */
+    for (i = 1; i < FORKS_PER_HOST; i++) {                         /* in order */
+        long v = at[i];
+        int j = i;
+        while (j > 0 && at[j - 1] > v) {
+            at[j] = at[j - 1];
+            j--;
+        }
+        at[j] = v;
+    }
+    pthread_create(&t, NULL, anytime_caller_thread, NULL);
+    for (i = 0; i < FORKS_PER_HOST; i++) {
+        if (at[i] > now) usleep((useconds_t)(at[i] - now));
+        now = at[i];
+        answered += fork_and_call("anytime", 20) == 0;
+    }
+    atomic_store(&g_stop_busy, 1);
+    pthread_join(t, NULL);
+    printf("%d\n", answered);
+    fflush(stdout);
+    return 0;
+}
+
+static void test_fork_anytime(void)
+{
+    int host, answered = 0, hosts = 10;
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    for (host = 0; host < hosts; host++) {
+        int fds[2], status = 0, n = 0;
+        char port[16], arg[16], out[32] = "";
+        ssize_t r;
+        pid_t pid;
+        CHECK(pipe(fds) == 0, "pipe");
+        snprintf(port, sizeof port, "%d", g_port);
+        snprintf(arg, sizeof arg, "%u", seed + (unsigned)host);
+        pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            close(fds[1]);
+            execl("/proc/self/exe", "test_guest", "fork-anytime-host", port, arg, (char *)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        while (n < (int)sizeof out - 1 && (r = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
+            n += (int)r;
+        out[n] = 0;
+        close(fds[0]);
+        waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "host %d (seed %s) status %#x", host,
+              arg, status);
+        answered += atoi(out);
+    }
+    CHECK(answered == hosts * FORKS_PER_HOST,
+          "children forked at random moments answered: %d of %d (seed %u)", answered,
+          hosts * FORKS_PER_HOST, seed);
+    printf("fork-anytime: %d of %d children answered (seed %u)\n", answered, hosts * FORKS_PER_HOST,
+           seed);
+}
+
+/* --- the payload's start-up: no site import, the payload's .pth files but the skipped ones --- */
+static int file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* The host of `payload-pth`: its first call (AIMUX_PYTHONPATH names the payload directories). */
+static int payload_pth_host(void)
+{
+    char *out = NULL;
+    aimux_error_t *e = aimux_call("aimux.version", "{}", &out);
+    int ok = e == NULL && out != NULL;
+    aimux_error_free(e);
+    aimux_string_free(out);
+    return ok ? 0 : 1;
+}
+
+/* A payload directory first on the path list with three .pth files, each leaving a mark when it
+   runs: one of the payload's own (it runs, and sees no site import), setuptools' distutils shim
+   and an editable install of aimux_ops (skipped: start-up time only). */
+static void test_payload_pth(const char *python)
+{
+    char dir[128], file[256], mark[200], cmd[600], site[512] = "", paths[1200];
+    static const char *const pth[][2] = {
+        {"probe.pth", "probe"},
+        {"distutils-precedence.pth", "distutils"},
+        {"__editable__.aimux_ops-0.0.pth", "editable"},
+    };
+    FILE *f;
+    size_t i;
+    int rc;
+    snprintf(dir, sizeof dir, "/tmp/aimux-test-pth-%d", (int)getpid());
+    CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+    snprintf(mark, sizeof mark, "%s/mark", dir);
+    for (i = 0; i < sizeof pth / sizeof pth[0]; i++) {
+        snprintf(file, sizeof file, "%s/%s", dir, pth[i][0]);
+        f = fopen(file, "w");
+        if (f == NULL) continue;
+        fprintf(f,
+                "import sys; open(%s%s.%s.' + ('nosite' if sys.flags.no_site else 'site'), "
+                "'w').close()\n",
+                "'", mark, pth[i][1]);
+        fclose(f);
+    }
+    /* the build's package paths after it (the venv's site-packages, the repository) */
+    snprintf(cmd, sizeof cmd, "%s -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])'",
+             python);
+    f = popen(cmd, "r");
+    if (f != NULL) {
+        if (fgets(site, sizeof site, f) == NULL) site[0] = 0;
+        pclose(f);
+    }
+    site[strcspn(site, "\n")] = 0;
+    snprintf(paths, sizeof paths, "%s:%s:%s", dir, site, AIMUX_REPO);
+    setenv("AIMUX_PYTHONPATH", paths, 1);
+    rc = run_host("payload-pth-host", "");
+    unsetenv("AIMUX_PYTHONPATH");
+    CHECK(rc == 0, "the host's first call answered (status %d)", rc);
+    snprintf(file, sizeof file, "%s.probe.nosite", mark);
+    CHECK(file_exists(file), "the payload's own .pth ran, in an interpreter without site");
+    snprintf(file, sizeof file, "%s.probe.site", mark);
+    CHECK(!file_exists(file), "no site import: the interpreter's own site-packages are not ours");
+    for (i = 1; i < sizeof pth / sizeof pth[0]; i++) {
+        snprintf(file, sizeof file, "%s.%s.nosite", mark, pth[i][1]);
+        CHECK(!file_exists(file), "%s is skipped", pth[i][0]);
+        snprintf(file, sizeof file, "%s.%s.site", mark, pth[i][1]);
+        CHECK(!file_exists(file), "%s is skipped", pth[i][0]);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
 /* --- signals ------------------------------------------------------------------------------- */
@@ -528,6 +805,11 @@ static void test_signals(void)
     sigaction(SIGHUP, &sa, NULL);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = SIG_DFL; /* set here, not inherited: a shell may have started us with SIGINT
+                                ignored */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGCHLD, &sa, NULL);
     sigemptyset(&mask_before);
     sigaddset(&mask_before, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &mask_before, NULL);
@@ -920,13 +1202,24 @@ int main(int argc, char **argv)
         g_port = argc > 2 ? atoi(argv[2]) : 0;
         return sigint_child(strcmp(mode, "sigint-child-handler") == 0);
     }
+    if (strcmp(mode, "fork-three-host") == 0) { /* internal: run by `fork-three` */
+        g_port = argc > 2 ? atoi(argv[2]) : 0;
+        return fork_three_host();
+    }
+    if (strcmp(mode, "payload-pth-host") == 0) return payload_pth_host(); /* by `payload-pth` */
+    if (strcmp(mode, "fork-anytime-host") == 0) { /* internal: run by `fork-anytime` */
+        g_port = argc > 2 ? atoi(argv[2]) : 0;
+        return fork_anytime_host(argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 1u);
+    }
     if (argc < 3) {
-        fprintf(stderr,
-                "usage: test_guest "
-                "fork-warm|fork-busy|fork-unknown|signals|sigint|streams200|limits|exit PYTHON\n");
+        fprintf(
+            stderr,
+            "usage: test_guest "
+            "fork-warm|fork-busy|fork-unknown|fork-three|fork-anytime|signals|sigint|streams200|"
+            "limits|exit PYTHON\n");
         return 2;
     }
-    alarm(180);
+    alarm(strcmp(mode, "fork-anytime") == 0 ? 900 : 180);
     if (strcmp(mode, "limits") == 0) {
         setenv("AIMUX_POOL_MAX_PER_HOST", "4", 1);
         setenv("AIMUX_POOL_TIMEOUT_MS", "300", 1);
@@ -939,6 +1232,12 @@ int main(int argc, char **argv)
         test_fork_busy();
     else if (strcmp(mode, "fork-unknown") == 0)
         test_fork_unknown();
+    else if (strcmp(mode, "fork-three") == 0)
+        test_fork_three();
+    else if (strcmp(mode, "fork-anytime") == 0)
+        test_fork_anytime();
+    else if (strcmp(mode, "payload-pth") == 0)
+        test_payload_pth(argv[2]);
     else if (strcmp(mode, "signals") == 0)
         test_signals();
     else if (strcmp(mode, "sigint") == 0) {

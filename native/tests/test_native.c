@@ -214,6 +214,54 @@ static void test_wire_errors(void)
     CHECK(dec == NULL, "from_json out reset");
 }
 
+/* aimux.h: every out-parameter is set on entry, on every path, NULL-argument paths included:
+   each function with each out-pointer NULL in turn, the others holding sentinels. */
+static void test_out_params(void)
+{
+    char *s = (char *)"sentinel";
+    uint64_t h = 77, handles[4] = {0};
+    int32_t ended = 77;
+    size_t count = 77;
+    aimux_error_t *dec = (aimux_error_t *)1;
+
+    expect_error(aimux_stream(NULL, "{}", &h), 204, "NullArgumentError", "stream: NULL op");
+    CHECK(h == 0, "aimux_stream: *out_stream set on entry (%llu)", (unsigned long long)h);
+    h = 77;
+    expect_error(aimux_stream_start("stream_text", NULL, &h), 204, "NullArgumentError",
+                 "stream_start: NULL params");
+    CHECK(h == 0, "aimux_stream_start: *out_stream set on entry (%llu)", (unsigned long long)h);
+    expect_error(aimux_stream_start("stream_text", "{}", NULL), 204, "NullArgumentError",
+                 "stream_start: NULL out_stream");
+    expect_error(aimux_events_fd(NULL), 204, "NullArgumentError", "NULL out_fd");
+    expect_error(aimux_poll_ready(1, NULL), 204, "NullArgumentError", "NULL out_json");
+
+    /* the batch reads: two out-parameters, each NULL in turn */
+    expect_error(aimux_stream_poll(1, 1, NULL, &ended), 204, "NullArgumentError",
+                 "poll: NULL out_events_json");
+    CHECK(ended == AIMUX_STREAM_OPEN, "aimux_stream_poll: *out_ended set on entry (%d)", ended);
+    expect_error(aimux_stream_poll(1, 1, &s, NULL), 204, "NullArgumentError",
+                 "poll: NULL out_ended");
+    CHECK(s == NULL, "aimux_stream_poll: *out_events_json set on entry");
+    s = (char *)"sentinel";
+    ended = 77;
+    expect_error(aimux_stream_next_batch(1, 1, NULL, &ended), 204, "NullArgumentError",
+                 "next_batch: NULL out_events_json");
+    CHECK(ended == AIMUX_STREAM_OPEN, "aimux_stream_next_batch: *out_ended set on entry (%d)",
+          ended);
+    expect_error(aimux_stream_next_batch(1, 1, &s, NULL), 204, "NullArgumentError",
+                 "next_batch: NULL out_ended");
+    CHECK(s == NULL, "aimux_stream_next_batch: *out_events_json set on entry");
+
+    /* the ready list: a caller's array and its count */
+    expect_error(aimux_ready(NULL, 4, &count), 204, "NullArgumentError", "ready: NULL out_streams");
+    CHECK(count == 0, "aimux_ready: *out_count set on entry (%zu)", count);
+    expect_error(aimux_ready(handles, 4, NULL), 204, "NullArgumentError", "ready: NULL out_count");
+
+    expect_error(aimux_error_from_json("{}", NULL), 204, "NullArgumentError", "NULL out_error");
+    expect_error(aimux_error_from_json(NULL, &dec), 204, "NullArgumentError", "NULL envelope");
+    CHECK(dec == NULL, "aimux_error_from_json: *out_error set on entry");
+}
+
 /* The accessors, and the chain of a 301 (its cause is a source node) and of a 202. */
 static void test_accessors_and_chain(void)
 {
@@ -1246,6 +1294,7 @@ int main(int argc, char **argv)
         {"code_kind_ranges", test_code_kind_ranges, 0},
         {"protocol_errors", test_protocol_errors, 0},
         {"wire_errors", test_wire_errors, 0},
+        {"out_params", test_out_params, 0},
         {"accessors_and_chain", test_accessors_and_chain, 0},
         {"from_json", test_from_json, 0},
         {"accessors_agree_with_decoders", test_accessors_agree_with_decoders, 0},

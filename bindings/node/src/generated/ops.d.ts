@@ -42,6 +42,16 @@ export interface FinishEvent {
   response?: ResponseInfo | null;
 }
 
+/**
+ * The tool loop: a step ended (its own finish reason and usage).
+ */
+export interface FinishStepEvent {
+  type: "finish-step";
+  finishReason: "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other" | "unknown";
+  usage: Usage;
+  response?: ResponseInfo | null;
+}
+
 export interface GenerateObjectParams {
   model: ModelSpec;
   system?: string | null;
@@ -55,12 +65,23 @@ export interface GenerateObjectParams {
   stopSequences?: Array<string> | null;
   seed?: number | null;
   headers?: Record<string, string> | null;
+  /**
+   * Retries after the first attempt (the AI SDK's maxRetries), at most 1000 (more is invalid params); a failed call reports the first and the latest 15 attempts.
+   */
   maxRetries?: number;
   retry?: RetrySpec | null;
   timeoutMs?: number | null;
   recording?: RecordingSpec | null;
   tools?: Record<string, ToolSpec> | null;
   toolChoice?: "auto" | "none" | "required" | ToolChoiceTool | null;
+  /**
+   * When the tool loop stops (default: one step, as the AI SDK).
+   */
+  stopWhen?: StopCondition | Array<StopCondition> | null;
+  /**
+   * A host tool that failed (raised): "to-caller" ends the call with AI_ToolExecutionError caused by the host's error; "to-model" sends its message to the model as a tool error (the AI SDK's behaviour).
+   */
+  toolFailures?: "to-caller" | "to-model";
   /**
    * JSON Schema of the object.
    */
@@ -93,20 +114,42 @@ export interface GenerateTextParams {
   stopSequences?: Array<string> | null;
   seed?: number | null;
   headers?: Record<string, string> | null;
+  /**
+   * Retries after the first attempt (the AI SDK's maxRetries), at most 1000 (more is invalid params); a failed call reports the first and the latest 15 attempts.
+   */
   maxRetries?: number;
   retry?: RetrySpec | null;
   timeoutMs?: number | null;
   recording?: RecordingSpec | null;
   tools?: Record<string, ToolSpec> | null;
   toolChoice?: "auto" | "none" | "required" | ToolChoiceTool | null;
+  /**
+   * When the tool loop stops (default: one step, as the AI SDK).
+   */
+  stopWhen?: StopCondition | Array<StopCondition> | null;
+  /**
+   * A host tool that failed (raised): "to-caller" ends the call with AI_ToolExecutionError caused by the host's error; "to-model" sends its message to the model as a tool error (the AI SDK's behaviour).
+   */
+  toolFailures?: "to-caller" | "to-model";
 }
 
 export interface GenerateTextResult {
   text: string;
   finishReason: "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other" | "unknown";
+  /**
+   * Every step's usage summed.
+   */
   usage: Usage;
   toolCalls: Array<ToolCall>;
   response: ResponseInfo;
+  /**
+   * With host tools (the bindings' loop over stream_text): the last step's.
+   */
+  toolResults?: Array<ToolResultPart> | null;
+  /**
+   * With host tools: every step, in order.
+   */
+  steps?: Array<StepResult> | null;
 }
 
 export interface ManifestError {
@@ -182,7 +225,41 @@ export interface RetrySpec {
   backoffFactor?: number;
 }
 
-export type StreamTextEvent = TextDeltaEvent | ToolCallEvent | FinishEvent | ErrorEvent;
+/**
+ * The tool loop: a step (model call) begins.
+ */
+export interface StartStepEvent {
+  type: "start-step";
+}
+
+/**
+ * One step of the tool loop: one model call and the tools it called.
+ */
+export interface StepResult {
+  text: string;
+  toolCalls: Array<ToolCall>;
+  toolResults: Array<ToolResultPart>;
+  toolErrors: Array<ToolErrorPart>;
+  finishReason: "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other" | "unknown";
+  usage: Usage;
+  response?: ResponseInfo | null;
+}
+
+/**
+ * When the multi-step loop stops (any condition that holds stops it).
+ */
+export interface StopCondition {
+  /**
+   * Stop after this many steps (model calls).
+   */
+  stepCount?: number | null;
+  /**
+   * Stop after a step that called one of these tools.
+   */
+  hasToolCall?: Array<string> | null;
+}
+
+export type StreamTextEvent = TextDeltaEvent | ToolCallEvent | ToolResultEvent | ToolErrorEvent | StartStepEvent | FinishStepEvent | FinishEvent | ErrorEvent;
 
 export interface StreamTextParams {
   model: ModelSpec;
@@ -197,12 +274,23 @@ export interface StreamTextParams {
   stopSequences?: Array<string> | null;
   seed?: number | null;
   headers?: Record<string, string> | null;
+  /**
+   * Retries after the first attempt (the AI SDK's maxRetries), at most 1000 (more is invalid params); a failed call reports the first and the latest 15 attempts.
+   */
   maxRetries?: number;
   retry?: RetrySpec | null;
   timeoutMs?: number | null;
   recording?: RecordingSpec | null;
   tools?: Record<string, ToolSpec> | null;
   toolChoice?: "auto" | "none" | "required" | ToolChoiceTool | null;
+  /**
+   * When the tool loop stops (default: one step, as the AI SDK).
+   */
+  stopWhen?: StopCondition | Array<StopCondition> | null;
+  /**
+   * A host tool that failed (raised): "to-caller" ends the call with AI_ToolExecutionError caused by the host's error; "to-model" sends its message to the model as a tool error (the AI SDK's behaviour).
+   */
+  toolFailures?: "to-caller" | "to-model";
 }
 
 export interface TextDeltaEvent {
@@ -253,12 +341,55 @@ export interface ToolChoiceTool {
   toolName: string;
 }
 
+export interface ToolErrorEvent {
+  toolCallId: string;
+  toolName: string;
+  input?: unknown;
+  /**
+   * {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError, InvalidToolInputError).
+   */
+  error: Record<string, unknown>;
+  type: "tool-error";
+}
+
+export interface ToolErrorPart {
+  toolCallId: string;
+  toolName: string;
+  input?: unknown;
+  /**
+   * {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError, InvalidToolInputError).
+   */
+  error: Record<string, unknown>;
+}
+
+export interface ToolResultEvent {
+  toolCallId: string;
+  toolName: string;
+  input?: unknown;
+  output?: unknown;
+  type: "tool-result";
+}
+
+/**
+ * A host tool's answer the model read: its output, or (``tool-error``) its error.
+ */
+export interface ToolResultPart {
+  toolCallId: string;
+  toolName: string;
+  input?: unknown;
+  output?: unknown;
+}
+
 export interface ToolSpec {
   description?: string | null;
   /**
    * JSON Schema of the tool's input.
    */
   inputSchema?: Record<string, unknown>;
+  /**
+   * true: the host runs this tool. Its calls arrive as tool-call events and are answered with aimux_stream_tool_result (stream ops only).
+   */
+  execute?: boolean;
 }
 
 export interface Usage {

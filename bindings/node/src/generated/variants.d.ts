@@ -710,6 +710,48 @@ export declare class NoObjectGeneratedErrorCause extends NoObjectGeneratedErrorC
 }
 
 /**
+ * Payload fields of AI_ToolExecutionError (aimux 22); absent when not observed.
+ */
+export interface ToolExecutionErrorFields {
+  readonly toolName?: string;
+  readonly toolCallId?: string;
+  readonly input?: unknown;
+}
+declare const ToolExecutionError_base: AimuxErrorClass;
+/**
+ * aimux 22 TOOL_EXECUTION: `AI_ToolExecutionError` at the root of an envelope.
+ *
+ * A host tool failed at framework level (its ``execute`` raised, threw or returned an
+ */
+export declare class ToolExecutionError extends ToolExecutionError_base implements ToolExecutionErrorFields {
+  readonly toolName?: string;
+  readonly toolCallId?: string;
+  readonly input?: unknown;
+  static readonly marker: symbol;
+  static readonly kind: "aimux";
+  static readonly code: 22;
+  static readonly errorName: "AI_ToolExecutionError";
+  static readonly constant: "TOOL_EXECUTION";
+  /** True for a root or a cause node of this variant, from any copy of the package. */
+  static isInstance(error: unknown): error is ToolExecutionError | ToolExecutionErrorCause;
+}
+declare const ToolExecutionErrorCause_base: AimuxCauseErrorClass;
+/**
+ * aimux 22 TOOL_EXECUTION: `AI_ToolExecutionError` as a node inside a chain.
+ */
+export declare class ToolExecutionErrorCause extends ToolExecutionErrorCause_base implements ToolExecutionErrorFields {
+  readonly toolName?: string;
+  readonly toolCallId?: string;
+  readonly input?: unknown;
+  static readonly marker: symbol;
+  static readonly kind: "aimux";
+  static readonly code: 22;
+  static readonly errorName: "AI_ToolExecutionError";
+  static readonly constant: "TOOL_EXECUTION";
+  static isInstance(error: unknown): error is ToolExecutionErrorCause;
+}
+
+/**
  * Payload fields of RecordingOpenFileError (recording 101); absent when not observed.
  */
 export interface RecordingOpenFileErrorFields {
@@ -1291,6 +1333,7 @@ export declare const ErrorCode: Readonly<{
   LOAD_API_KEY: 18;
   NO_OUTPUT_GENERATED: 20;
   NO_OBJECT_GENERATED: 21;
+  TOOL_EXECUTION: 22;
   OPEN_FILE: 101;
   NO_MATCH: 102;
   CORRUPT: 103;

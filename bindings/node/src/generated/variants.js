@@ -609,6 +609,38 @@ NoObjectGeneratedErrorCause.prototype.name = "AI_NoObjectGeneratedError";
 NoObjectGeneratedErrorCause.prototype[NoObjectGeneratedError.marker] = true;
 NoObjectGeneratedErrorCause.prototype[NoObjectGeneratedErrorCause.marker] = true;
 
+/** aimux 22 TOOL_EXECUTION (AI_ToolExecutionError), root of an envelope. */
+export class ToolExecutionError extends AimuxError {
+  static marker = markerFor("ToolExecutionError");
+  static kind = "aimux";
+  static code = 22;
+  static errorName = "AI_ToolExecutionError";
+  static constant = "TOOL_EXECUTION";
+
+  /** True for a root or a cause node of this variant, from any copy of the package. */
+  static isInstance(error) {
+    return hasMarker(error, ToolExecutionError.marker);
+  }
+}
+ToolExecutionError.prototype.name = "AI_ToolExecutionError";
+ToolExecutionError.prototype[ToolExecutionError.marker] = true;
+
+/** aimux 22 TOOL_EXECUTION (AI_ToolExecutionError), a node inside a chain. */
+export class ToolExecutionErrorCause extends AimuxCauseError {
+  static marker = markerFor("ToolExecutionErrorCause");
+  static kind = "aimux";
+  static code = 22;
+  static errorName = "AI_ToolExecutionError";
+  static constant = "TOOL_EXECUTION";
+
+  static isInstance(error) {
+    return hasMarker(error, ToolExecutionErrorCause.marker);
+  }
+}
+ToolExecutionErrorCause.prototype.name = "AI_ToolExecutionError";
+ToolExecutionErrorCause.prototype[ToolExecutionError.marker] = true;
+ToolExecutionErrorCause.prototype[ToolExecutionErrorCause.marker] = true;
+
 /** recording 101 OPEN_FILE (RecordingOpenFileError), root of an envelope. */
 export class RecordingOpenFileError extends AimuxError {
   static marker = markerFor("RecordingOpenFileError");
@@ -1110,6 +1142,7 @@ export const VARIANTS = Object.freeze([
   Object.freeze({ kind: "aimux", code: 18, name: "AI_LoadAPIKeyError", constant: "LOAD_API_KEY", className: "LoadAPIKeyError", Root: LoadAPIKeyError, Cause: LoadAPIKeyErrorCause }),
   Object.freeze({ kind: "aimux", code: 20, name: "AI_NoOutputGeneratedError", constant: "NO_OUTPUT_GENERATED", className: "NoOutputGeneratedError", Root: NoOutputGeneratedError, Cause: NoOutputGeneratedErrorCause }),
   Object.freeze({ kind: "aimux", code: 21, name: "AI_NoObjectGeneratedError", constant: "NO_OBJECT_GENERATED", className: "NoObjectGeneratedError", Root: NoObjectGeneratedError, Cause: NoObjectGeneratedErrorCause }),
+  Object.freeze({ kind: "aimux", code: 22, name: "AI_ToolExecutionError", constant: "TOOL_EXECUTION", className: "ToolExecutionError", Root: ToolExecutionError, Cause: ToolExecutionErrorCause }),
   Object.freeze({ kind: "recording", code: 101, name: "RecordingOpenFileError", constant: "OPEN_FILE", className: "RecordingOpenFileError", Root: RecordingOpenFileError, Cause: RecordingOpenFileErrorCause }),
   Object.freeze({ kind: "recording", code: 102, name: "RecordingNoMatchError", constant: "NO_MATCH", className: "RecordingNoMatchError", Root: RecordingNoMatchError, Cause: RecordingNoMatchErrorCause }),
   Object.freeze({ kind: "recording", code: 103, name: "RecordingCorruptError", constant: "CORRUPT", className: "RecordingCorruptError", Root: RecordingCorruptError, Cause: RecordingCorruptErrorCause }),
@@ -1148,6 +1181,7 @@ export const ErrorCode = Object.freeze({
   LOAD_API_KEY: 18,
   NO_OUTPUT_GENERATED: 20,
   NO_OBJECT_GENERATED: 21,
+  TOOL_EXECUTION: 22,
   OPEN_FILE: 101,
   NO_MATCH: 102,
   CORRUPT: 103,

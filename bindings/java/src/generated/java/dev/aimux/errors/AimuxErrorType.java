@@ -109,6 +109,11 @@ public enum AimuxErrorType {
     AIMUX_NO_OBJECT_GENERATED("aimux", 21, "AI_NoObjectGeneratedError", "NO_OBJECT_GENERATED", NoObjectGeneratedError.class,
             NoObjectGeneratedException::new, NoObjectGeneratedCauseException::new),
     /**
+     * aimux 22 AI_ToolExecutionError: A host tool failed at framework level (its ``execute`` raised, threw or returned an
+     */
+    AIMUX_TOOL_EXECUTION("aimux", 22, "AI_ToolExecutionError", "TOOL_EXECUTION", ToolExecutionError.class,
+            ToolExecutionException::new, ToolExecutionCauseException::new),
+    /**
      * recording 101 RecordingOpenFileError: The recording file could not be opened.
      */
     RECORDING_OPEN_FILE("recording", 101, "RecordingOpenFileError", "OPEN_FILE", RecordingOpenFileError.class,

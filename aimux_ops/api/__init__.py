@@ -1,0 +1,1 @@
+"""The Python binding's API beyond ``call`` and ``stream``: host tools (``tools``)."""

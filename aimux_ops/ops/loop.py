@@ -1,0 +1,272 @@
+"""The multi-step loop (CONTRACT §2.2, seed 001's three layers): model call → tool calls → the
+host's answers → the next model call, until ``stopWhen`` holds.
+
+Each step is one streamed model call (``call.run_stream``'s, retried as ever) whose events pass
+through, wrapped in ``start-step`` … ``finish-step``. A host tool's call (``tools.<name>.execute:
+true``) is announced as a ``tool-call`` event and awaited in ``ctx.answers`` (``ToolAnswers``);
+every call of a step is announced before the loop waits, and answers are taken as they come:
+
+- ``output`` → a ``tool-result`` event; the model reads the output (text as is, other JSON as
+  its text);
+- ``error`` → a ``tool-error`` event; the model reads the message (error-text), or the message
+  and the data (error-json), and may recover;
+- ``failure`` → the model reads nothing: the stream ends with ``AI_ToolExecutionError`` caused by
+  the host's own chain (``toolFailures: "to-model"``: a ``tool-error`` with its message instead).
+
+A call the model got wrong (unknown tool, input not JSON or not matching the schema) goes back to
+the model as a tool error, as the AI SDK v7 does. The loop goes on while every call of the step
+has an output (a tool without ``execute`` stops it, its call left to the caller) and no stop
+condition holds (default: one step). ``timeoutMs`` bounds the whole loop, the waits included;
+``usage`` on the final ``finish`` sums every step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from ..errors import TimeoutError as AITimeoutError
+from ..errors import ToolExecutionError
+from ..providers.base import LanguageModelCall, NeutralMessage, ToolCallPart
+from .answers import Answer, ToolAnswers
+from .call import neutral_call, run_stream
+from .models import CallParams, StopCondition
+from .registry import EventBatch, StreamContext
+
+__all__ = ["has_host_tools", "run_loop"]
+
+
+def has_host_tools(params: CallParams) -> bool:
+    """Whether any tool of ``params`` is executed by the host (or a ``stopWhen`` is given)."""
+    return params.stop_when is not None or any(
+        spec.execute for spec in (params.tools or {}).values()
+    )
+
+
+def _conditions(params: CallParams) -> list[StopCondition]:
+    given = params.stop_when
+    if given is None:
+        return [StopCondition(step_count=1)]
+    return given if isinstance(given, list) else [given]
+
+
+def _stop(conditions: list[StopCondition], steps: int, called: set[str]) -> bool:
+    for c in conditions:
+        if c.step_count is not None and steps >= c.step_count:
+            return True
+        if c.has_tool_call is not None and called.intersection(c.has_tool_call):
+            return True
+    return False
+
+
+def _add_usage(total: dict[str, int | None], usage: dict[str, Any]) -> None:
+    for key, value in usage.items():
+        if isinstance(value, int):
+            held = total.get(key)
+            total[key] = value + (held if isinstance(held, int) else 0)
+        else:
+            total.setdefault(key, None)
+
+
+def _model_text(value: Any) -> str:
+    """What the model reads of a tool output or error data: text as is, other JSON as text."""
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _text_of(event: Any) -> str:
+    if type(event) is bytes:  # an event the C chunk reader serialized already
+        if b'"text-delta"' not in event:
+            return ""
+        event = orjson.loads(event)
+    if type(event) is dict and event.get("type") == "text-delta":
+        text = event.get("text")
+        return text if isinstance(text, str) else ""
+    return ""
+
+
+class _Step:
+    """What one step produced: its text, its tool calls and what goes back to the model."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: list[dict[str, Any]] = []
+        self.finish: dict[str, Any] | None = None
+        #: toolCallId -> (text the model reads, whether it is an error)
+        self.outputs: dict[str, tuple[str, bool]] = {}
+
+    def messages(self) -> tuple[NeutralMessage, ...]:
+        """The assistant turn and the tool results, for the next step's prompt."""
+        text = "".join(self.text)
+        assistant = NeutralMessage(
+            "assistant",
+            text or None,
+            tuple(ToolCallPart(c["toolCallId"], c["toolName"], c["input"]) for c in self.calls),
+        )
+        results = tuple(
+            NeutralMessage(
+                "tool",
+                self.outputs[c["toolCallId"]][0],
+                (),
+                c["toolCallId"],
+                is_error=self.outputs[c["toolCallId"]][1],
+            )
+            for c in self.calls
+        )
+        return (assistant, *results)
+
+
+def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatch]:
+    """The loop's events (``ctx.batches`` set by the dispatcher: one ``EventBatch`` per read)."""
+    base = neutral_call(params, stream=True)
+    conditions = _conditions(params)
+    tools = params.tools or {}
+    deadline = None if params.timeout_ms is None else time.monotonic() + params.timeout_ms / 1000
+    answers = ToolAnswers()
+    ctx.answers = answers
+    ctx.on_cancel(answers.wake)
+    extra: tuple[NeutralMessage, ...] = ()
+    total: dict[str, int | None] = {}
+    steps = 0
+    last: dict[str, Any] = {}
+    while True:
+        step = _Step()
+        step_params = params
+        if deadline is not None:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms < 1:
+                raise _timeout(params.timeout_ms)
+            step_params = params.model_copy(update={"timeout_ms": left_ms})
+        call = dataclasses.replace(base, messages=base.messages + extra)
+        started = False
+        for batch in run_stream(op, step_params, _returning(call), ctx):
+            if len(batch) == 1 and type(batch[0]) is dict:
+                kind = batch[0].get("type")
+                if kind == "finish":
+                    step.finish = batch[0]
+                    continue
+                if kind == "tool-call":
+                    _announce(batch[0], tools, step, answers)
+            step.text.extend(_text_of(e) for e in batch)
+            if not started:  # held until the step's first event: a first step's failure
+                started = True  # before it still fails the open (retries happen there)
+                batch = EventBatch([{"type": "start-step"}, *batch])
+            yield batch
+        if step.finish is None:
+            return  # cancelled
+        if not started:
+            yield EventBatch(({"type": "start-step"},))
+        yield from _settle(step, params, answers, deadline)
+        if ctx.cancelled.is_set():
+            return
+        steps += 1
+        _add_usage(total, step.finish.get("usage") or {})
+        last = step.finish
+        yield EventBatch(({**step.finish, "type": "finish-step"},))
+        called = {c["toolName"] for c in step.calls}
+        answered = step.calls and all(c["toolCallId"] in step.outputs for c in step.calls)
+        if not answered or _stop(conditions, steps, called):
+            break
+        extra = extra + step.messages()
+    yield EventBatch(
+        (
+            {
+                "type": "finish",
+                "finishReason": last.get("finishReason"),
+                "usage": total,
+                "response": last.get("response"),
+            },
+        )
+    )
+
+
+def _returning(call: LanguageModelCall) -> Callable[[], LanguageModelCall]:
+    return lambda: call
+
+
+def _announce(
+    event: dict[str, Any], tools: dict[str, Any], step: _Step, answers: ToolAnswers
+) -> None:
+    """A tool call of the step, before its event goes out: a host tool's answer is awaited from
+    now on (a host may answer before the loop waits); a wrong call's error goes to the model."""
+    step.calls.append(event)
+    call_id = event["toolCallId"]
+    if event.get("invalid"):
+        message = (event.get("error") or {}).get("message") or "invalid tool call"
+        step.outputs[call_id] = (message, True)
+        return
+    spec = tools.get(event["toolName"])
+    if spec is not None and spec.execute:
+        answers.expect([call_id])
+
+
+def _timeout(timeout_ms: int | None) -> AITimeoutError:
+    return AITimeoutError(
+        f"The call did not finish within timeoutMs ({timeout_ms} ms).", timeout_ms=timeout_ms
+    )
+
+
+def _settle(
+    step: _Step, params: CallParams, answers: ToolAnswers, deadline: float | None
+) -> Iterator[EventBatch]:
+    """The step's tool errors and the host's answers, as they come."""
+    tools = params.tools or {}
+    pending: dict[str, dict[str, Any]] = {}
+    for call in step.calls:
+        call_id = call["toolCallId"]
+        if call.get("invalid"):
+            yield EventBatch((_event("tool-error", call, error=call.get("error")),))
+            continue
+        spec = tools.get(call["toolName"])
+        if spec is not None and spec.execute:
+            pending[call_id] = call
+    while pending:
+        got = answers.take(deadline)
+        if got is None:
+            if answers.woken:
+                return  # cancelled: the stream ends
+            raise _timeout(params.timeout_ms)
+        call_id, answer = got
+        call = pending.pop(call_id)
+        yield EventBatch((_answered(call, answer, step, params),))
+
+
+def _event(kind: str, call: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "toolCallId": call["toolCallId"],
+        "toolName": call["toolName"],
+        "input": call["input"],
+        **fields,
+    }
+
+
+def _answered(
+    call: dict[str, Any], answer: Answer, step: _Step, params: CallParams
+) -> dict[str, Any]:
+    """The event of one answer, and what the model reads of it; a framework failure raises."""
+    call_id = call["toolCallId"]
+    if answer.layer == "output":
+        step.outputs[call_id] = (_model_text(answer.value), False)
+        return _event("tool-result", call, output=answer.value)
+    if answer.layer == "error":
+        error = answer.value
+        seen = error["message"] if "data" not in error else _model_text(error)
+        step.outputs[call_id] = (seen, True)
+        return _event("tool-error", call, error=error)
+    node = answer.value
+    if params.tool_failures == "to-model":
+        step.outputs[call_id] = (node["message"], True)
+        return _event("tool-error", call, error={"message": node["message"]})
+    from ..envelope import decode_cause  # the decoder: loaded by the first failure
+
+    err = ToolExecutionError(
+        f"Error executing tool {call['toolName']}: {node['message']}",
+        tool_name=call["toolName"],
+        tool_call_id=call_id,
+        input=call["input"],
+    )
+    raise err from decode_cause(node)

@@ -1,0 +1,648 @@
+"""Host tools and the multi-step loop (CONTRACT §2.2, seed 001's three layers), through the Python
+API and the boundary the shim calls, against the scripted server speaking each provider's wire
+format: what the model is sent at the next step is asserted on the server's side."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from helpers import ROOT, validator
+from scenario_server import Reply, ScenarioServer, sse_reply
+
+import aimux_ops
+from aimux_ops import ToolResult
+from aimux_ops.errors import ToolExecutionError
+
+
+@pytest.fixture(scope="module")
+def scenarios() -> Iterator[ScenarioServer]:
+    server = ScenarioServer().start()
+    yield server
+    server.stop()
+
+
+# -- each provider's wire format ----------------------------------------------------------------
+
+
+def openai_tool_calls(*calls: tuple[str, str, dict[str, Any]]) -> Reply:
+    frames: list[Any] = [
+        {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}
+    ]
+    for i, (call_id, name, args) in enumerate(calls):
+        frames.append(
+            {
+                "id": "c1",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": i,
+                                    "id": call_id,
+                                    "type": "function",
+                                    "function": {
+                                        "name": name,
+                                        "arguments": orjson.dumps(args).decode(),
+                                    },
+                                }
+                            ]
+                        },
+                    }
+                ],
+            }
+        )
+    frames.append(
+        {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    )
+    frames.append(
+        {"id": "c1", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+    )
+    return sse_reply(frames)
+
+
+def openai_text(text: str) -> Reply:
+    return sse_reply(
+        [
+            {"id": "c2", "model": "m", "choices": [{"index": 0, "delta": {"content": text}}]},
+            {"id": "c2", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            {"id": "c2", "choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 3}},
+        ]
+    )
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+def anthropic_tool_calls(*calls: tuple[str, str, dict[str, Any]]) -> Reply:
+    frames = [
+        _event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [],
+                    "usage": {"input_tokens": 10, "output_tokens": 1},
+                },
+            },
+        )
+    ]
+    for i, (call_id, name, args) in enumerate(calls):
+        frames.append(
+            _event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}},
+                },
+            )
+        )
+        frames.append(
+            _event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {
+                        "type": "input_json_delta",
+                        "partial_json": orjson.dumps(args).decode(),
+                    },
+                },
+            )
+        )
+        frames.append(_event("content_block_stop", {"type": "content_block_stop", "index": i}))
+    frames.append(
+        _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use"},
+                "usage": {"output_tokens": 5},
+            },
+        )
+    )
+    frames.append(_event("message_stop", {"type": "message_stop"}))
+    return sse_reply(frames, done=False)
+
+
+def anthropic_text(text: str) -> Reply:
+    return sse_reply(
+        [
+            _event(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg2",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "m",
+                        "content": [],
+                        "usage": {"input_tokens": 20, "output_tokens": 1},
+                    },
+                },
+            ),
+            _event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+            _event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": text},
+                },
+            ),
+            _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            _event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn"},
+                    "usage": {"output_tokens": 3},
+                },
+            ),
+            _event("message_stop", {"type": "message_stop"}),
+        ],
+        done=False,
+    )
+
+
+WIRE = {
+    "openai": (openai_tool_calls, openai_text),
+    "anthropic": (anthropic_tool_calls, anthropic_text),
+}
+
+WEATHER = {
+    "description": "The weather in a city.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+
+
+def params(provider: str, base_url: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": {"provider": provider, "modelId": "m", "baseURL": base_url, "apiKey": "k"},
+        "prompt": "What is the weather in Paris?",
+        "tools": {"weather": WEATHER},
+        "stopWhen": {"stepCount": 5},
+        "maxRetries": 0,
+        **extra,
+    }
+
+
+def tool_results_sent(provider: str, request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool results of the request's last turn, as (id, content, is_error)."""
+    body = orjson.loads(request["body"])
+    if provider == "openai":
+        return [
+            {"id": m["tool_call_id"], "content": m["content"], "is_error": False}
+            for m in body["messages"]
+            if m["role"] == "tool"
+        ]
+    last = body["messages"][-1]
+    assert last["role"] == "user"
+    return [
+        {"id": b["tool_use_id"], "content": b.get("content"), "is_error": b.get("is_error", False)}
+        for b in last["content"]
+        if b["type"] == "tool_result"
+    ]
+
+
+def assistant_calls_sent(provider: str, request: dict[str, Any]) -> list[str]:
+    body = orjson.loads(request["body"])
+    if provider == "openai":
+        return [
+            c["id"] for m in body["messages"] if m["role"] == "assistant" for c in m["tool_calls"]
+        ]
+    return [
+        b["id"]
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] == "tool_use"
+    ]
+
+
+PROVIDERS = ["openai", "anthropic"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_tool_value_goes_to_the_model_and_the_loop_answers(
+    scenarios: ScenarioServer, provider: str
+) -> None:
+    calls, text = WIRE[provider]
+    name = f"ok-{provider}"
+    url = scenarios.add(name, calls(("t1", "weather", {"city": "Paris"})), text("Sunny in Paris."))
+    seen: list[Any] = []
+
+    def weather(args: dict[str, Any]) -> dict[str, Any]:
+        seen.append(args)
+        return {"forecast": "sunny", "celsius": 21}
+
+    result = aimux_ops.call("generate_text", params(provider, url), execute={"weather": weather})
+    assert seen == [{"city": "Paris"}]
+    assert result["text"] == "Sunny in Paris."
+    assert [s["finishReason"] for s in result["steps"]] == ["tool-calls", "stop"]
+    assert result["steps"][0]["toolResults"] == [
+        {
+            "toolCallId": "t1",
+            "toolName": "weather",
+            "input": {"city": "Paris"},
+            "output": {"forecast": "sunny", "celsius": 21},
+        }
+    ]
+    assert result["usage"]["inputTokens"] == 30 and result["usage"]["outputTokens"] == 8
+    validator("ops/generate_text.result.schema.json").validate(result)
+    requests = scenarios.requests[name]
+    assert len(requests) == 2
+    assert assistant_calls_sent(provider, requests[1]) == ["t1"]
+    assert tool_results_sent(provider, requests[1]) == [
+        {"id": "t1", "content": '{"forecast":"sunny","celsius":21}', "is_error": False}
+    ]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_tool_level_error_is_seen_by_the_model_which_recovers(
+    scenarios: ScenarioServer, provider: str
+) -> None:
+    calls, text = WIRE[provider]
+    name = f"toolerr-{provider}"
+    url = scenarios.add(name, calls(("t1", "weather", {"city": "Atlantis"})), text("No such city."))
+    events = list(
+        aimux_ops.stream(
+            "stream_text",
+            params(provider, url),
+            execute={
+                "weather": lambda a: ToolResult.error_with_data("unknown city", {"city": a["city"]})
+            },
+        )
+    )
+    event_schema = validator("ops/stream_text.event.schema.json")
+    for event in events:
+        event_schema.validate(event)  # the manifest's event schema holds every loop event
+    kinds = [e["type"] for e in events]
+    assert kinds == [
+        "start-step",
+        "tool-call",
+        "tool-error",
+        "finish-step",
+        "start-step",
+        "text-delta",
+        "finish-step",
+        "finish",
+    ]
+    tool_error = events[2]
+    assert tool_error["error"] == {"message": "unknown city", "data": {"city": "Atlantis"}}
+    sent = tool_results_sent(provider, scenarios.requests[name][1])
+    assert sent == [
+        {
+            "id": "t1",
+            "content": '{"message":"unknown city","data":{"city":"Atlantis"}}',
+            "is_error": provider == "anthropic",
+        }
+    ]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_raised_exception_reaches_the_caller_with_its_own_chain_and_never_the_model(
+    scenarios: ScenarioServer, provider: str
+) -> None:
+    calls, text = WIRE[provider]
+    name = f"raise-{provider}"
+    url = scenarios.add(name, calls(("t1", "weather", {"city": "Paris"})), text("never"))
+
+    def weather(args: dict[str, Any]) -> Any:
+        try:
+            open("/nonexistent/aimux/weather.json")
+        except OSError as exc:
+            raise RuntimeError("cannot read the weather file") from exc
+
+    with pytest.raises(ToolExecutionError) as caught:
+        aimux_ops.call("generate_text", params(provider, url), execute={"weather": weather})
+    err = caught.value
+    assert err.code == 22
+    assert (err.tool_name, err.tool_call_id, err.input) == ("weather", "t1", {"city": "Paris"})
+    assert isinstance(err.__cause__, RuntimeError)
+    assert isinstance(err.__cause__.__cause__, FileNotFoundError)
+    assert scenarios.count(name) == 1  # the model never saw it
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_raised_exception_to_the_model_when_asked(
+    scenarios: ScenarioServer, provider: str
+) -> None:
+    calls, text = WIRE[provider]
+    name = f"tomodel-{provider}"
+    url = scenarios.add(name, calls(("t1", "weather", {"city": "Paris"})), text("Sorry."))
+
+    def weather(args: dict[str, Any]) -> Any:
+        raise FileNotFoundError(2, "No such file or directory", "weather.json")
+
+    result = aimux_ops.call(
+        "generate_text",
+        params(provider, url, toolFailures="to-model"),
+        execute={"weather": weather},
+    )
+    assert result["text"] == "Sorry."
+    sent = tool_results_sent(provider, scenarios.requests[name][1])
+    assert sent == [
+        {
+            "id": "t1",
+            "content": "[Errno 2] No such file or directory: 'weather.json'",
+            "is_error": provider == "anthropic",
+        }
+    ]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_unknown_tool_goes_back_to_the_model_as_a_tool_error(
+    scenarios: ScenarioServer, provider: str
+) -> None:
+    calls, text = WIRE[provider]
+    name = f"unknown-{provider}"
+    url = scenarios.add(name, calls(("t1", "teleport", {"to": "Mars"})), text("I cannot."))
+    events = list(aimux_ops.stream("stream_text", params(provider, url), execute={"weather": dict}))
+    tool_error = next(e for e in events if e["type"] == "tool-error")
+    assert tool_error["error"]["error"]["name"] == "AI_NoSuchToolError"
+    sent = tool_results_sent(provider, scenarios.requests[name][1])
+    assert (
+        len(sent) == 1
+        and sent[0]["id"] == "t1"
+        and "unavailable tool 'teleport'" in sent[0]["content"]
+    )
+    assert sent[0]["is_error"] is (provider == "anthropic")
+    assert events[-1]["type"] == "finish"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_two_calls_of_one_step_run_concurrently_and_are_answered_in_any_order(
+    scenarios: ScenarioServer, provider: str
+) -> None:
+    calls, text = WIRE[provider]
+    name = f"parallel-{provider}"
+    url = scenarios.add(
+        name,
+        calls(("t1", "weather", {"city": "Paris"}), ("t2", "weather", {"city": "Oslo"})),
+        text("Both."),
+    )
+    paris_may_finish = threading.Event()
+
+    def weather(args: dict[str, Any]) -> str:
+        if args["city"] == "Paris":
+            # Paris waits until Oslo ran: only concurrent execution lets this finish
+            assert paris_may_finish.wait(30)
+        else:
+            paris_may_finish.set()
+        return f"{args['city']}: fine"
+
+    events = list(
+        aimux_ops.stream("stream_text", params(provider, url), execute={"weather": weather})
+    )
+    results = [e["toolCallId"] for e in events if e["type"] == "tool-result"]
+    assert results == ["t2", "t1"]  # as they came
+    sent = tool_results_sent(provider, scenarios.requests[name][1])
+    assert [s["id"] for s in sent] == ["t1", "t2"]  # the model reads them in its own order
+    assert [s["content"] for s in sent] == ["Paris: fine", "Oslo: fine"]
+
+
+def test_the_default_stop_runs_the_tools_of_one_step_and_calls_the_model_once(
+    scenarios: ScenarioServer,
+) -> None:
+    url = scenarios.add("onestep", openai_tool_calls(("t1", "weather", {"city": "Paris"})))
+    p = params("openai", url)
+    del p["stopWhen"]
+    result = aimux_ops.call("generate_text", p, execute={"weather": lambda a: "sunny"})
+    assert scenarios.count("onestep") == 1
+    assert result["toolResults"][0]["output"] == "sunny"
+    assert result["finishReason"] == "tool-calls"
+
+
+def test_has_tool_call_stops_the_loop(scenarios: ScenarioServer) -> None:
+    url = scenarios.add(
+        "hastool", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("x")
+    )
+    p = params("openai", url, stopWhen=[{"stepCount": 9}, {"hasToolCall": ["weather"]}])
+    aimux_ops.call("generate_text", p, execute={"weather": lambda a: "sunny"})
+    assert scenarios.count("hastool") == 1
+
+
+def test_closing_the_stream_while_a_tool_runs_cancels_it_without_a_next_step(
+    scenarios: ScenarioServer,
+) -> None:
+    url = scenarios.add(
+        "cancel", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("x")
+    )
+    running, release = threading.Event(), threading.Event()
+
+    def weather(args: dict[str, Any]) -> str:
+        running.set()
+        release.wait(30)
+        return "late"
+
+    events = aimux_ops.stream("stream_text", params("openai", url), execute={"weather": weather})
+    for event in events:
+        if event["type"] == "tool-call":
+            break
+    assert running.wait(30)
+    events.close()  # cancels the stream while the tool runs
+    release.set()
+    assert scenarios.count("cancel") == 1
+
+
+def test_a_call_op_with_host_tools_through_the_boundary_is_unsupported(
+    scenarios: ScenarioServer,
+) -> None:
+    from aimux_ops.dispatch import call_json
+
+    url = scenarios.add("callop", openai_text("x"))
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    _, envelope = call_json("generate_text", orjson.dumps(p))
+    assert envelope is not None
+    env = orjson.loads(envelope)
+    assert env["code"] == 8 and "aimux_stream_tool_result" in env["message"]
+    assert scenarios.count("callop") == 0
+
+
+def test_answers_the_stream_does_not_wait_for_are_clear_errors(scenarios: ScenarioServer) -> None:
+    from aimux_ops.caller_stream import stream_here_json
+    from aimux_ops.dispatch import stream_free, stream_next_objects, stream_tool_result_json
+
+    url = scenarios.add(
+        "answers", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("ok")
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    handle, envelope = stream_here_json("stream_text", orjson.dumps(p))
+    assert envelope is None and handle is not None
+
+    def code(call_id: Any, answer: Any) -> int | None:
+        env = stream_tool_result_json(handle, call_id, answer)
+        return None if env is None else orjson.loads(env)["code"]
+
+    batch, _ = stream_next_objects(handle)
+    assert [e["type"] for e in batch] == ["start-step", "tool-call"]
+    assert code("nope", b'{"output": 1}') == 301  # no such pending call
+    assert code("t1", b"{not json") == 202
+    assert code("t1", b'{"output": 1, "error": {"message": "x"}}') == 301
+    assert code("t1", b'{"error": {"msg": "x"}}') == 301
+    assert code("t1", b"\xff") == 201
+    assert code(None, b"{}") == 204
+    assert code("t1", b'{"output": "sunny"}') is None  # the call still waited for it
+    assert code("t1", b'{"output": "again"}') == 301  # already answered
+    rest: list[Any] = []
+    while True:
+        batch, env = stream_next_objects(handle)
+        assert env is None
+        if batch is None:
+            break
+        rest.extend(batch)
+    assert [e["type"] for e in rest][-1] == "finish"
+    assert next(e for e in rest if e["type"] == "tool-result")["output"] == "sunny"
+    stream_free(handle)
+    assert code("t1", b'{"output": 1}') == 203  # a freed stream
+
+
+def test_a_timeout_bounds_the_wait_for_an_answer(scenarios: ScenarioServer) -> None:
+    from aimux_ops.caller_stream import stream_here_json
+    from aimux_ops.dispatch import stream_free, stream_next_objects
+
+    url = scenarios.add("timeout", openai_tool_calls(("t1", "weather", {"city": "Paris"})))
+    p = params("openai", url, timeoutMs=300)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    handle, _ = stream_here_json("stream_text", orjson.dumps(p))
+    assert handle is not None
+    events: list[Any] = []
+    while True:
+        batch, _ = stream_next_objects(handle)
+        if batch is None:
+            break
+        events.extend(batch)
+    stream_free(handle)
+    last = events[-1]
+    if type(last) is bytes:
+        last = orjson.loads(last)
+    assert last["type"] == "error" and last["error"]["error"]["name"] == "AI_TimeoutError"
+
+
+# -- through libaimux (a C host) ----------------------------------------------------------------
+
+LIB = ROOT / "native" / "build" / "libaimux.so"
+AGENT = ROOT / "native" / "build" / "agent"
+
+_C_HOST = r"""
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.aimux_stream.restype = lib.aimux_stream_tool_result.restype = ctypes.c_void_p
+lib.aimux_stream.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+lib.aimux_stream_tool_result.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_char_p]
+lib.aimux_stream_next.restype = ctypes.c_void_p
+lib.aimux_stream_next.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
+lib.aimux_error_code.argtypes = [ctypes.c_void_p]
+lib.aimux_error_free.argtypes = [ctypes.c_void_p]
+lib.aimux_string_free.argtypes = [ctypes.c_void_p]
+lib.aimux_stream_free.argtypes = [ctypes.c_uint64]
+
+def code(err):
+    if not err:
+        return None
+    c = lib.aimux_error_code(err)
+    lib.aimux_error_free(err)
+    return c
+
+h = ctypes.c_uint64()
+assert code(lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))) is None
+out = []
+ev = ctypes.c_void_p()
+while True:
+    assert code(lib.aimux_stream_next(h.value, ctypes.byref(ev))) is None
+    if not ev.value:
+        break
+    text = ctypes.string_at(ev.value).decode()
+    lib.aimux_string_free(ev.value)
+    out.append(text)
+    if '"tool-call"' in text:
+        out.append(str(code(lib.aimux_stream_tool_result(h.value, None, b"{}"))))
+        out.append(str(code(lib.aimux_stream_tool_result(h.value, b"t1", None))))
+        out.append(str(code(lib.aimux_stream_tool_result(h.value, b"t9", b'{"output": 1}'))))
+        out.append(str(code(lib.aimux_stream_tool_result(h.value, b"t1", b'{"output": "sunny"}'))))
+lib.aimux_stream_free(h.value)
+out.append(str(code(lib.aimux_stream_tool_result(h.value, b"t1", b'{"output": 1}'))))
+print("\n".join(out))
+"""
+
+
+def test_a_c_host_answers_through_aimux_stream_tool_result(
+    scenarios: ScenarioServer, tmp_path: Any
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    url = scenarios.add(
+        "cabi", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("Sunny.")
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    host = tmp_path / "host.py"
+    host.write_text(_C_HOST)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    i = next(n for n, line in enumerate(lines) if '"tool-call"' in line)
+    assert lines[i + 1 : i + 5] == ["204", "204", "301", "None"]
+    assert '"tool-result"' in lines[i + 5] and '"sunny"' in lines[i + 5]
+    assert '"Sunny."' in "".join(lines)
+    assert lines[-1] == "203"  # the stream was freed
+    assert tool_results_sent("openai", scenarios.requests["cabi"][1]) == [
+        {"id": "t1", "content": "sunny", "is_error": False}
+    ]
+
+
+def test_the_c_agent_demo_runs_from_outside_the_checkout(tmp_path: Any) -> None:
+    import subprocess
+
+    if not AGENT.exists():
+        subprocess.run(
+            ["make", "-C", str(ROOT / "native"), "build/agent"], check=True, capture_output=True
+        )
+    proc = subprocess.run(
+        [str(AGENT), str(ROOT / "recordings" / "agent.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'host answers {"error": {"message": "file not found: notes/missing.txt"}}' in proc.stdout
+    assert proc.stdout.strip().endswith(
+        "done after 3 steps: Your todo list: buy milk, and call Ada."
+    )
