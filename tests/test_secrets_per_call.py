@@ -324,15 +324,24 @@ def test_a_key_echoed_in_a_2xx_body(server: FaultServer, provider: str, tmp_path
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_key_with_cr_lf_leaves_no_tail(server: FaultServer, provider: str) -> None:
+    """A key with CR/LF is refused without a character of it (``check_api_key``); a secret
+    query value with CR/LF (URL-encoded in ``baseURL``, echoed back by the provider in its body
+    and headers, plain and URL-encoded) leaves no line and no word of it."""
     key = "abcd\r\nX-Injected: tail-of-the-key"
     _, env = dispatch.call_json("generate_text", orjson.dumps(params(server, provider, key, "")))
     assert env is not None
+    assert assert_valid_envelope(env)["code"] == 5
+    secret = "abcd%0D%0AX-Injected%3A%20tail-of-the-key"
+    p = params(server, provider, canary(10), "mode=echorequest")
+    p["model"]["baseURL"] = f"{server.base_url}?api_key={secret}"
+    _, env = dispatch.call_json("generate_text", orjson.dumps(p))
+    assert env is not None
     doc = assert_valid_envelope(env)
-    assert doc["code"] == 5  # the invalid header value, as before
-    text = env.decode()
-    assert REDACTED in text
-    for part in ("tail-of-the-key", "Injected", "abcd"):
-        assert part not in text, text
+    assert doc["error"]["statusCode"] == 400 and REDACTED in env.decode()
+    for blob in (env, *views(env)):
+        text = _text(blob)
+        for part in ("tail-of-the-key", "Injected", "abcd"):
+            assert part not in text, text
 
 
 # -- the canary scan under load ---------------------------------------------------------------------
