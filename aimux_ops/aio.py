@@ -36,6 +36,8 @@ from typing import Any, TypeVar
 
 import greenlet
 
+from .redact import NO_SECRETS, Secrets, active_secrets
+
 # httpcore asks sniffio which async library runs, importing it on every request; without sniffio
 # installed that is a failed import (~0.3 ms) each time. Remember the failure (a None entry makes
 # `import sniffio` fail at once); httpcore then assumes asyncio, which it is here.
@@ -69,6 +71,9 @@ class _StreamGreenlet(greenlet.greenlet):  # type: ignore[misc]
     interrupted = False
     #: called each time the greenlet is about to suspend in ``await_only``
     on_suspend: Callable[[], None] | None = None
+    #: the call secrets active in the greenlet when it suspended: active in the code it awaits
+    #: too (that runs in the loop's task: httpx's reads and their log records)
+    secrets: Secrets = NO_SECRETS
 
 
 def _on_loop_thread() -> bool:
@@ -92,6 +97,7 @@ def await_only(awaitable: Awaitable[T]) -> T:
     hook = current.on_suspend
     if hook is not None:
         hook()
+    current.secrets = active_secrets()
     result: T = current.parent.switch(awaitable)
     return result
 
@@ -143,7 +149,8 @@ async def _drive(fn: Callable[[], None]) -> None:
     request = g.switch()
     while not g.dead:
         try:
-            value = await request
+            with g.secrets.active():
+                value = await request
         except BaseException as exc:  # noqa: BLE001 - handed to the stream's code
             request = g.throw(exc)
         else:

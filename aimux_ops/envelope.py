@@ -1,7 +1,8 @@
 """The envelope: the one projection of an exception to JSON, and its decoding back (CONTRACT §1).
 
 ``project(exc) -> bytes`` is called once, at the dispatch boundary (and by the recorder for an
-error outcome, and by streams for an ``error`` event): the same bytes everywhere. Anything that is
+error outcome, and by streams for an ``error`` event): the same bytes everywhere. It scrubs with
+the secrets of the call the exception left (``redact.attach``), wherever it runs. Anything that is
 not an ``AimuxError`` is wrapped in ``InternalError`` (208) with the exception as its cause.
 ``retryable`` and ``retryAfterMs`` come from structured fields only (``AimuxError.retryable`` /
 ``.retry_after_ms``), never from message text. An envelope is at most 1 MiB: when the default
@@ -19,6 +20,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from . import redact
 from .causes import DEFAULT_LIMITS, Limits, capture
 from .errors import (
     AimuxError,
@@ -106,7 +108,12 @@ def project(exc: BaseException, *, remember: bool = False) -> bytes:
     held = getattr(exc, "__dict__", _NO_DICT).get(_REMEMBERED)
     if held is not None and held[0] is exc.__cause__:
         return held[1]  # type: ignore[no-any-return]
-    data = _project(exc)
+    secrets = redact.attached(exc)  # the secrets of the call it left (redact.attach)
+    if secrets:
+        with secrets.active():
+            data = _project(exc)
+    else:
+        data = _project(exc)
     if remember:
         try:
             exc.__dict__[_REMEMBERED] = (exc.__cause__, data)

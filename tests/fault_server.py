@@ -17,6 +17,15 @@ Modes (``mode=``; default ``ok``):
   later ones succeed (the ``ok`` mode); ``statuses=500,400,ok``: request n of the scenario gets
   the n-th entry (the last one repeats).
 - ``echo``: 401 whose JSON body, message and a header echo the request's API key back.
+- ``echoall``: a hostile provider echoing the request's key (``Authorization`` bearer or
+  ``x-api-key``) in every encoding (``echo_forms``): ``status=`` (default 401) answers the
+  provider's error body whose message holds the key, whose members hold its JSON-escaped
+  literal, URL-encoded and base64 forms, and whose raw bytes carry every plain occurrence of the
+  key as JSON ``\\u`` escapes (mixed with plain characters, both hex cases); ``status=200``
+  answers ``ok`` whose text is the forms (streamed one form to a delta, or ``split=N``
+  characters to a delta), its raw bytes escaped alike.
+  Either way the response headers echo the key raw (``x-request-id``, Anthropic's
+  ``request-id``) and in its other forms.
 - ``echorequest``: 400 whose JSON body, message and headers echo the request path (with its
   query) and its ``Authorization`` header.
 - ``badjson``: 200 that is not JSON. ``shape``: 200 JSON of the wrong shape.
@@ -79,6 +88,7 @@ Run standalone: ``python tests/fault_server.py --port 8765``.
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import select
 import socket
@@ -97,6 +107,42 @@ import orjson
 
 CREATED = 1_700_000_000
 DEFAULT_TOOL_ARGS = '{"city":"Paris"}'
+
+
+def json_escaped(key: str) -> str:
+    """``key`` with every other character a JSON ``\\uXXXX`` escape, hex case alternating."""
+    out = []
+    for i, c in enumerate(key):
+        if i % 2:
+            out.append(c)
+        else:
+            code = f"{ord(c):04x}"
+            out.append("\\u" + (code.upper() if i % 4 else code))
+    return "".join(out)
+
+
+def url_encoded(key: str) -> str:
+    """``key`` with every other character percent-encoded, hex case alternating."""
+    out = []
+    for i, c in enumerate(key):
+        if i % 2:
+            out.append(c)
+        else:
+            code = "".join(f"%{b:02X}" for b in c.encode())
+            out.append(code if i % 4 else code.lower())
+    return "".join(out)
+
+
+def echo_forms(key: str) -> list[str]:
+    """The forms of ``key`` a hostile provider echoes (mode ``echoall``), as the decoded text
+    holds them: raw, JSON-escaped, URL-encoded, base64 of ``user:key`` and of the key alone."""
+    return [
+        key,
+        json_escaped(key),
+        url_encoded(key),
+        base64.b64encode(f"user:{key}".encode()).decode(),
+        base64.b64encode(key.encode()).decode(),
+    ]
 
 
 def parse_spec(spec: str) -> dict[str, str]:
@@ -643,6 +689,10 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
     server: FaultServer
     _scenario = ""
     _gone = False  # the client went away while the server waited (recorded once)
+    #: mode ``echoall``: every plain occurrence of the key in a body written → its escapes
+    _echo_replace: tuple[bytes, bytes] | None = None
+    _echo_headers: dict[str, str] | None = None
+    _echo_pieces: list[str] | None = None  # mode ``echoall``: a stream's deltas, one form each
     _encoding: str | None = None  # the request's ``encoding=``
     _encoder: Any = None  # the stream's compressor while it is written
     _writes = 0  # the stream's writes so far (``encoding=corrupt`` breaks the later ones)
@@ -659,13 +709,15 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         headers: dict[str, str] | None = None,
         content_type: str = "application/json",
     ) -> None:
+        if self._echo_replace is not None:
+            body = body.replace(*self._echo_replace)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         encoder = self._new_encoder()
         if encoder is not None:
             body = encoder.compress(body) + encoder.flush(zlib.Z_FINISH)
         self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
+        for k, v in {**(headers or {}), **(self._echo_headers or {})}.items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(body)
@@ -692,9 +744,13 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self._new_encoder()
         self.send_header("Transfer-Encoding", "chunked")
+        for k, v in (self._echo_headers or {}).items():
+            self.send_header(k, v)
         self.end_headers()
 
     def _write_chunk(self, data: bytes) -> None:
+        if self._echo_replace is not None:
+            data = data.replace(*self._echo_replace)
         encoder = self._encoder
         if encoder is not None:
             self._writes += 1
@@ -729,7 +785,7 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
             return
         parts = int(spec.get("parts", "2"))
         size = max(1, -(-len(text) // parts))
-        pieces = [text[i : i + size] for i in range(0, len(text), size)]
+        pieces = self._echo_pieces or [text[i : i + size] for i in range(0, len(text), size)]
         after = int(spec.get("after", "1"))
         drip = float(spec.get("drip_ms", "0"))
         for i, piece in enumerate(pieces):
@@ -922,12 +978,68 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
             mode = "ok" if step == "ok" else "status"
             spec = {**spec, "status": step}
         stream = bool(req.get("stream"))
+        self._echo_replace = None
+        self._echo_headers = None
+        self._echo_pieces = None
+        if mode == "echoall":
+            mode, spec = self._echo_all(spec, anthropic)
+            if mode == "":
+                return
         if anthropic:
             self._serve_anthropic(mode, spec, req, model, stream)
             return
         self._serve(mode, spec, req, model, stream)
 
     # -- scenarios -------------------------------------------------------------------------------
+    def _echo_all(self, spec: dict[str, str], anthropic: bool) -> tuple[str, dict[str, str]]:
+        """Mode ``echoall``: its headers and byte rewrite set up; an error answered here (the mode
+        and spec to go on with: ``""`` when answered, ``ok`` for a 2xx)."""
+        if anthropic:
+            key = self.headers.get("x-api-key") or ""
+        else:
+            key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        forms = echo_forms(key)
+        escaped = json_escaped(key).encode()
+        self._echo_replace = (key.encode(), escaped) if key else None
+        headers = {
+            "x-request-id": key,
+            "x-echo-escaped": forms[1],
+            "x-echo-urlencoded": forms[2],
+            "x-echo-basic": forms[3],
+        }
+        if anthropic:
+            headers["request-id"] = key
+        self._echo_headers = headers
+        status = int(spec.get("status", "401"))
+        if 200 <= status < 300:
+            split = int(spec.get("split", "0"))  # each form in deltas of this many characters
+            self._echo_pieces = []
+            for form in forms:
+                text = f"{form} | "
+                step = split or len(text)
+                self._echo_pieces += [text[i : i + step] for i in range(0, len(text), step)]
+            return "ok", {**spec, "text": " | ".join(forms)}
+        detail = {"escaped": forms[1], "urlencoded": forms[2], "basic": forms[3], "b64": forms[4]}
+        if anthropic:
+            etype = ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+            payload: dict[str, Any] = {
+                "type": "error",
+                "error": {"type": etype, "message": f"invalid x-api-key: {key}", **detail},
+                "request_id": key,
+            }
+        else:
+            payload = {
+                "error": {
+                    "message": f"Incorrect API key provided: {key}.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                    **detail,
+                }
+            }
+        self._send(status, orjson.dumps(payload), dict(ANTHROPIC_HEADERS) if anthropic else {})
+        return "", spec
+
     def _serve(
         self, mode: str, spec: dict[str, str], req: dict[str, Any], model: str, stream: bool
     ) -> None:

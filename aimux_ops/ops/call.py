@@ -4,10 +4,15 @@ retry loop around one attempt (streams: until the first event) → the result or
 
 Nothing here knows a wire format: URL, headers, body, parsing and stream grammar belong to the
 provider (``aimux_ops.providers``); validation of tools and objects to ``tools``.
+
+Each call's secrets (``redact.Secrets``: its key, secret header values, URL secrets) are known once
+it is built: active while it runs (its recording and log lines), attached to every exception
+leaving it (its envelope), and its result and every event pass through the same scrub.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -23,7 +28,14 @@ from ..providers.base import (
     ToolDef,
 )
 from ..recording import Recorder, open_transport
-from ..redact import guard_url, remember_header_secrets
+from ..redact import (
+    DeltaScrub,
+    attach,
+    call_secrets,
+    guard_url,
+    remember_header_secrets,
+    scrub_values,
+)
 from ..retry import retry_with_exponential_backoff
 from ..transport import Deadline, Response, SendGuard, Transport, default_transport
 from .limits import check_api_key, check_base_url, check_headers
@@ -83,7 +95,19 @@ class Call:
         rec = params.recording
         replay = rec is not None and rec.mode == "replay"
         key = self.provider.load_api_key(spec.api_key, spec.api_key_env, required=not replay)
-        check_api_key(key, spec.api_key is not None)
+        self.secrets = call_secrets(key, (spec.headers, params.headers), (spec.base_url,))
+        try:
+            with self.secrets.active():
+                check_api_key(key, spec.api_key is not None)
+                self._build(op, params, call, key)
+        except BaseException as exc:
+            attach(exc, self.secrets)
+            raise
+
+    def _build(self, op: str, params: CallParams, call: LanguageModelCall, key: str | None) -> None:
+        spec = params.model
+        rec = params.recording
+        # the process-wide memory too (a defence in depth: the call relies on its own secrets)
         base_url = guard_url(spec.base_url) if spec.base_url else None
         remember_header_secrets(spec.headers, params.headers)
         self.params = params
@@ -143,18 +167,23 @@ def run_call(
 ) -> dict[str, Any]:
     """A call op: retried attempts until a checked result, ``build`` turns it into the op's."""
     call = Call(op, params, call_of())
-    try:
+    with call.secrets.active():
         try:
-            result = build(call.retry(lambda: call.provider.parse_result(call.send(), call.call)))
-            if call.call.warnings:  # observations, never errors (seed 003)
-                result["warnings"] = list(call.call.warnings)
-        except AimuxError as exc:
-            call.finish_error(exc)
+            try:
+                parsed = call.retry(lambda: call.provider.parse_result(call.send(), call.call))
+                result: dict[str, Any] = scrub_values(build(parsed))
+                if call.call.warnings:  # observations, never errors (seed 003)
+                    result["warnings"] = list(call.call.warnings)
+            except AimuxError as exc:
+                call.finish_error(exc)
+                raise
+            call.finish_ok(result)
+            return result
+        except BaseException as exc:
+            attach(exc, call.secrets)
             raise
-        call.finish_ok(result)
-        return result
-    finally:
-        call.close()
+        finally:
+            call.close()
 
 
 def run_stream(
@@ -164,8 +193,29 @@ def run_stream(
     finish event. Retried only until the first event; a later failure raises (the dispatcher
     turns it into an ``error`` event). Nothing runs before the first pull. With
     ``ctx.batches`` the events come as one ``EventBatch`` per network read."""
-    batches = _stream_batches(op, params, call_of, ctx)
+    batches = _in_own_context(_stream_batches(op, params, call_of, ctx))
     return batches if ctx.batches else _one_by_one(batches)
+
+
+def _in_own_context(gen: Iterator[T]) -> Iterator[T]:
+    """``gen`` run in a context of its own at every pull, whoever pulls it (any thread or
+    greenlet): the call's secrets it makes active stay active for all of its steps, and only
+    for them."""
+    context = contextvars.copy_context()
+    try:
+        while True:
+            try:
+                item = context.run(next, gen)
+            except StopIteration:
+                return
+            yield item
+    finally:
+        context.run(gen.close)  # type: ignore[attr-defined] # a generator
+
+
+def _scrubbed(batch: Any) -> EventBatch:
+    """One network read's events, each scrubbed of the call's secrets (one probe for all)."""
+    return EventBatch(scrub_values(batch))
 
 
 def _one_by_one(batches: Iterator[EventBatch]) -> Iterator[dict[str, Any]]:
@@ -181,6 +231,17 @@ def _stream_batches(
 ) -> Iterator[EventBatch]:
     neutral = call_of()
     call = Call(op, params, neutral)
+    with call.secrets.active():
+        try:
+            yield from _stream_call(call, params, neutral, ctx)
+        except BaseException as exc:
+            attach(exc, call.secrets)
+            raise
+
+
+def _stream_call(
+    call: Call, params: CallParams, neutral: LanguageModelCall, ctx: StreamContext
+) -> Iterator[EventBatch]:
     current: list[Response] = []
     # a cancel before the request's first byte is written keeps it from being sent; one while
     # it waits for the response headers shuts its connection down (DESIGN.md "A cancel before
@@ -214,11 +275,19 @@ def _stream_batches(
         try:
             resp, state, batches, first = call.retry(attempt, ctx.cancelled)
             if first is not None:
-                yield EventBatch(first)
+                deltas = DeltaScrub(call.secrets)  # a key split across deltas goes too
+                if deltas:
+                    batches = map(deltas.batch, batches)
+                    first = deltas.batch(first)
+                if first:
+                    yield _scrubbed(first)
                 # the dispatcher checks for cancellation before each pull, and a cancel shuts
                 # the socket down: no per-event check here (this is the hot path)
                 for batch in batches:
-                    yield EventBatch(batch)
+                    if batch:
+                        yield _scrubbed(batch)
+                if deltas.held:
+                    yield _scrubbed((deltas.flush(),))
         except AimuxError as exc:
             if ctx.cancelled.is_set():
                 return
@@ -229,7 +298,7 @@ def _stream_batches(
         for _index, (call_id, name, raw) in sorted(state.tool_calls.items()):
             event = tool_call(call_id, name, raw, params.tools)
             event["type"] = "tool-call"
-            yield EventBatch((event,))
+            yield _scrubbed((event,))
         finish: dict[str, Any] = {
             "type": "finish",
             "finishReason": state.finish_reason,
@@ -238,6 +307,7 @@ def _stream_batches(
         }
         if neutral.warnings:  # observations, never errors (seed 003)
             finish["warnings"] = list(neutral.warnings)
+        finish = scrub_values(finish)
         call.finish_ok(finish)
         finished = True
         yield EventBatch((finish,))
