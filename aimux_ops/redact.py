@@ -433,10 +433,17 @@ _SECRET_HEADER_RE = re.compile(
 _SECRET_QUERY_RE = re.compile(r"(?i)key|token|secret|sig|password|auth")
 
 
+#: the shortest value the process-wide memory keeps: a call scrubs its own secrets whatever their
+#: length (``Secrets``), but a short one ("null", a test key) remembered for every later call
+#: would scrub ordinary words from other callers' texts
+_MIN_REMEMBERED = 8
+
+
 def remember_secret(value: str | None) -> None:
-    """Scrub ``value`` from every text that leaves the core from now on."""
+    """Scrub ``value`` from every text that leaves the core from now on (defence in depth: a
+    call's own ``Secrets`` are what it relies on)."""
     global _secret_re, _secret_list
-    if not value or len(value) < 4:
+    if not value or len(value) < _MIN_REMEMBERED:
         return
     with _secrets_lock:
         if value in _secrets:
