@@ -64,11 +64,10 @@ def call(op: str, params: Any = None) -> Any:
 def stream(op: str, params: Any = None) -> Iterator[dict[str, Any]]:
     """Run a stream op. A failure before the first event raises; a later one is yielded as an
     ``error`` event, after which the iteration ends. Closing the iterator cancels the stream.
-    The op runs on the thread that iterates (``caller_stream``: no stream loop, no hand-off)."""
-    from .caller_stream import stream_here_json
-    from .dispatch import stream_free, stream_next_objects
+    The op runs on the thread that iterates (``streams.stream.Stream``: no hand-off)."""
+    from .dispatch import stream_free, stream_json, stream_next_objects
 
-    handle, envelope = stream_here_json(op, _params_json(params))
+    handle, envelope = stream_json(op, _params_json(params))
     if envelope is not None:
         from .envelope import decode_error
 

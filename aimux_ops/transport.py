@@ -7,7 +7,7 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
 - ``Deadline``: ``timeoutMs`` spans the whole call (every attempt). Each request gets the remaining
   time as its httpx timeouts, and a watchdog shuts the socket down when the deadline passes while
   a body is being read, so a slow drip cannot outlive it: an entry of the process's one deadline
-  thread (``deadlines``) off the loop, a loop timer on it. Expiry → ``TimeoutError`` (code 12).
+  thread (``deadlines``). Expiry → ``TimeoutError`` (code 12).
 - The httpx / httpcore loggers get a filter that scrubs every record (their DEBUG lines carry raw
   response headers, an echoed key among them; httpx's INFO line the URL with its userinfo).
 - Redirects: only a same-origin 307/308 is followed (same method, body and headers, up to
@@ -26,9 +26,8 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
 httpx releases the interpreter lock while it waits on the socket; nothing here holds a lock across
 a network wait.
 
-Inside a stream (``aio.in_stream()``: the op runs in a greenlet on the core's stream loop) the same
-classes use the loop's ``httpx.AsyncClient`` through ``aio.await_only``: the providers keep their
-synchronous iterators, and no thread waits per stream. The deadline watchdog is then a loop timer.
+One I/O stack: every request, a stream's too, goes through httpx's sync client on the thread that
+runs its op (a caller's, or a stream's reader thread).
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ import re
 import socket  # (loaded on a replay's path anyway: importlib.metadata, for pydantic's plugins)
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -48,17 +47,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from ._lazy import LazyModule
 
 if TYPE_CHECKING:
-    import asyncio
     import http.cookiejar
 
     import httpx
-
-    from . import aio
 else:
-    # Cold start: a replayed call never touches the network, so httpx (and the stream loop,
-    # asyncio) load on the first live request, not with this module.
+    # Cold start: a replayed call never touches the network, so httpx loads on the first live
+    # request, not with this module.
     httpx = LazyModule("httpx", globals(), "httpx")
-    aio = LazyModule("aimux_ops.aio", globals(), "aio")
 
 from . import deadlines
 from .errors import AbortedError, AimuxError, APICallError, InvalidArgumentError
@@ -325,71 +320,6 @@ def map_transport_error(
     )
 
 
-def _root_of(exc: BaseException) -> BaseException:
-    """The last link of ``exc``'s chain as an envelope walks it (``causes.next_link``); of several
-    failed connect attempts (anyio's group), the last one anyio made. ``socket.create_connection``
-    raises its last too, but the two may try the addresses in another order (anyio puts the
-    first IPv6 address first): DESIGN.md "Network errors on the stream loop"."""
-    from .causes import next_link
-
-    seen = {id(exc)}
-    while True:
-        nxt = next_link(exc)
-        if nxt is None or id(nxt) in seen:
-            break
-        seen.add(id(nxt))
-        exc = nxt
-    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        return _root_of(exc.exceptions[-1])
-    return exc
-
-
-def _as_blocking(exc: BaseException) -> BaseException:
-    """A failure of the stream loop's async client, as the blocking client raises the same one.
-
-    The blocking client's chain is ``httpx.X(str(os_error))`` ← ``httpcore.X(os_error)`` ←
-    the socket's own ``OSError``: ``ConnectionRefusedError(111, 'Connection refused')``,
-    ``TimeoutError('timed out')``. anyio's differs: a timeout is a cancel
-    (``TimeoutError`` ← ``asyncio.CancelledError("Cancelled via cancel scope 7f…")``, a memory
-    address), a refused connect is ``OSError("All connection attempts failed")`` ← asyncio's
-    ``ConnectionRefusedError("Connect call failed ('127.0.0.1', 1)")`` (the address and port),
-    a reset is wrapped in ``anyio.BrokenResourceError`` with empty messages above it. One failure,
-    one answer whatever surface it was read through: the loop's network errors and timeouts take
-    the blocking shape (DESIGN.md "Network errors on the stream loop"). The pool's timeout, the
-    protocol errors, and a root that is no plain OS error (TLS, DNS) are returned as they are."""
-    if not isinstance(exc, (httpx.NetworkError, httpx.TimeoutException)) or isinstance(
-        exc, httpx.PoolTimeout
-    ):
-        return exc
-    import httpcore
-
-    core_type = getattr(httpcore, type(exc).__name__, None)
-    if not (
-        isinstance(core_type, type)
-        and issubclass(core_type, (httpcore.NetworkError, httpcore.TimeoutException))
-    ):
-        return exc
-    if isinstance(exc, httpx.TimeoutException):
-        root: OSError = TimeoutError("timed out")  # what a socket timeout says
-    else:
-        found = _root_of(exc)
-        code = getattr(found, "errno", None)
-        if not isinstance(found, OSError) or not isinstance(code, int) or code <= 0:
-            return exc
-        root = OSError(code, os.strerror(code))  # the class errno maps to: ConnectionRefusedError
-        if type(root) is not type(found):  # not the plain OS error of that errno (an SSLError)
-            return exc
-    core = core_type(root)
-    core.__cause__ = root
-    blocking = type(exc)(str(root))
-    blocking.__cause__ = core
-    try:
-        blocking.request = exc.request
-    except RuntimeError:  # no request attached
-        pass
-    return blocking
-
-
 # -- the live transport ----------------------------------------------------------------------------
 
 
@@ -404,25 +334,18 @@ class HttpResponse:
         self._deadline = deadline
         self._closed = False
         self._lock = threading.Lock()
-        #: the deadline's watchdog: a ``deadlines.Entry``, or an asyncio.TimerHandle on the loop
-        self._timer: deadlines.Entry | asyncio.TimerHandle | None = None
-        #: the body is read on the stream loop (``aio``), through the async client
-        self._async = aio.in_stream()
+        #: the deadline's watchdog (one process-wide thread, not a timer thread per response)
+        self._timer: deadlines.Entry | None = None
         self._chunks: Any = None  # the body iterator once reading began
         self._eof = False  # the whole body was read
         self._broken = False  # a read failed
         self._aborted = False  # the socket was shut down (a cancel, the deadline)
-        self._shard: _Shard | None = None  # the stream loop client's in-flight count
         #: a stream read on its caller's thread (``HttpTransport.stream_client``): ``close``
         #: drains what is left of the body so its connection is reused
         self._drain_here = False
         rem = deadline.remaining()
         if rem is not None:
-            if self._async:
-                loop = aio.loop_state().loop
-                self._timer = loop.call_later(max(rem, 0.0), self._on_deadline)
-            else:  # one process-wide watchdog thread, not a timer thread per response
-                self._timer = deadlines.after(rem, self._on_deadline)
+            self._timer = deadlines.after(rem, self._on_deadline)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -454,8 +377,6 @@ class HttpResponse:
             _shutdown_socket(self._raw)
 
     def _raise(self, exc: BaseException) -> NoReturn:
-        if self._async:
-            exc = _as_blocking(exc)
         err = map_transport_error(exc, self._deadline, response=self)
         if self._deadline.fired:
             # the read failed because the watchdog shut the socket down: that error is an
@@ -465,8 +386,6 @@ class HttpResponse:
 
     def read(self) -> bytes:
         try:
-            if self._async:
-                return aio.await_only(self._raw.aread())
             return self._raw.read()
         except httpx.HTTPError as exc:
             self._raise(exc)
@@ -475,44 +394,34 @@ class HttpResponse:
 
     def iter_bytes(self) -> Iterator[bytes]:
         try:
-            if self._async:
-                chunks = self._chunks = self._raw.aiter_raw()
-                step = chunks.__anext__
-                while True:
-                    try:
-                        yield aio.await_only(step())
-                    except StopAsyncIteration:
-                        self._eof = True
-                        return
-            else:
-                # the iterator is kept (not ``yield from``): closing this generator at the
-                # provider's terminal event leaves it open, so ``close`` can drain the body
-                body = self._chunks = self._raw.iter_raw()
-                read = body.__next__
-                h11 = _h11_of(self._raw)
-                while True:
-                    try:
-                        chunk = read()
-                    except StopIteration:
-                        self._eof = True
-                        return
-                    # every part the same network read brought comes with this chunk (an HTTP
-                    # chunk per event is the norm), as the stream loop's reader hands them over;
-                    # never a wait for the next network read
-                    parts = [chunk]
-                    failed: httpx.HTTPError | None = None
-                    try:
-                        while h11 is not None and _next_part_buffered(h11):
-                            parts.append(read())
-                    except StopIteration:
-                        self._eof = True
-                    except httpx.HTTPError as exc:
-                        failed = exc
-                    yield b"".join(parts)
-                    if failed is not None:
-                        raise failed
-                    if self._eof:
-                        return
+            # the iterator is kept (not ``yield from``): closing this generator at the
+            # provider's terminal event leaves it open, so ``close`` can drain the body
+            body = self._chunks = self._raw.iter_raw()
+            read = body.__next__
+            h11 = _h11_of(self._raw)
+            while True:
+                try:
+                    chunk = read()
+                except StopIteration:
+                    self._eof = True
+                    return
+                # every part the same network read brought comes with this chunk (an HTTP
+                # chunk per event is the norm), as the stream loop's reader hands them over;
+                # never a wait for the next network read
+                parts = [chunk]
+                failed: httpx.HTTPError | None = None
+                try:
+                    while h11 is not None and _next_part_buffered(h11):
+                        parts.append(read())
+                except StopIteration:
+                    self._eof = True
+                except httpx.HTTPError as exc:
+                    failed = exc
+                yield b"".join(parts)
+                if failed is not None:
+                    raise failed
+                if self._eof:
+                    return
         except httpx.HTTPError as exc:
             self._broken = True
             self._raise(exc)
@@ -531,37 +440,18 @@ class HttpResponse:
         if timer is not None:
             timer.cancel()
         try:
-            if self._async:
-                if aio.in_stream():
-                    chunks = self._chunks
-                    if chunks is not None and not (
-                        self._eof or self._broken or self._aborted or self._deadline.fired
-                    ):
-                        # the reader stopped at its terminal event with the body's end (a
-                        # chunked body's last chunk) not read yet: read it in the background
-                        # so the connection goes back to the pool instead of being closed
-                        shard, self._shard = self._shard, None
-                        _drain_later(self._raw, chunks, shard)
-                        return
-                    aio.await_only(self._raw.aclose())
-            else:
-                chunks = self._chunks
-                if (
-                    chunks is not None
-                    and self._drain_here
-                    and not (self._eof or self._broken or self._aborted or self._deadline.fired)
-                ):
-                    # a caller-thread stream stopped at its terminal event: read the body's
-                    # end here, briefly, so the connection goes back to the pool
-                    _drain_here(self._raw, chunks)
-                self._raw.close()
+            chunks = self._chunks
+            if (
+                chunks is not None
+                and self._drain_here
+                and not (self._eof or self._broken or self._aborted or self._deadline.fired)
+            ):
+                # a caller-thread stream stopped at its terminal event: read the body's
+                # end here, briefly, so the connection goes back to the pool
+                _drain_here(self._raw, chunks)
+            self._raw.close()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
-        finally:
-            shard = self._shard
-            if shard is not None:
-                self._shard = None
-                shard.done()
 
 
 def _h11_of(raw: httpx.Response) -> Any:
@@ -809,73 +699,12 @@ class _GuardedBackend:
         self._inner.sleep(seconds)
 
 
-async def _attach_new_async(stream: Any) -> None:
-    guard = _sending.get()
-    if guard is not None:
-        try:
-            guard.attach(stream)
-        except BaseException:
-            await stream.aclose()
-            raise
-
-
-class _GuardedAsyncStream:
-    """``_GuardedStream`` for the stream loop's async client."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.read = inner.read
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        guard = _sending.get()
-        if guard is not None:
-            guard.attach(self._inner)
-        await self._inner.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(self, *args: Any, **kwargs: Any) -> _GuardedAsyncStream:
-        tls = await self._inner.start_tls(*args, **kwargs)
-        await _attach_new_async(tls)
-        return _GuardedAsyncStream(tls)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _GuardedAsyncBackend:
-    """``_GuardedBackend`` for the stream loop's async client."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    async def _open(
-        self, connect: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
-    ) -> _GuardedAsyncStream:
-        guard = _sending.get()
-        if guard is not None:
-            guard.check()
-        stream = await connect(*args, **kwargs)
-        await _attach_new_async(stream)
-        return _GuardedAsyncStream(stream)
-
-    async def connect_tcp(self, *args: Any, **kwargs: Any) -> _GuardedAsyncStream:
-        return await self._open(self._inner.connect_tcp, *args, **kwargs)
-
-    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _GuardedAsyncStream:
-        return await self._open(self._inner.connect_unix_socket, *args, **kwargs)
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-def _guard_connections(client: httpx.Client | httpx.AsyncClient) -> None:
+def _guard_connections(client: httpx.Client) -> None:
     """Give ``client``'s pools (its own and a proxy's, from the environment) the guarded
     network backend (httpcore's pool keeps it as ``_network_backend``; every connection it opens
     from now on is guarded). A pool without one is left as it is: its sends still check the
     guard before they start, only a cancel after that is not seen before the headers."""
-    guarded = _GuardedAsyncBackend if isinstance(client, httpx.AsyncClient) else _GuardedBackend
+    guarded = _GuardedBackend
     # httpx's own attributes read with a default too: a later httpx without them leaves the
     # clients as they are (the checks before the send remain), rather than failing every stream
     transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
@@ -886,50 +715,11 @@ def _guard_connections(client: httpx.Client | httpx.AsyncClient) -> None:
             pool._network_backend = guarded(backend)  # type: ignore[union-attr]
 
 
-async def _send_guarded(guard: SendGuard, send: Awaitable[httpx.Response]) -> httpx.Response:
-    """Await ``send`` with ``guard`` as this task's (the stream loop's side of ``_sending``)."""
-    with guard.sending():
-        return await send
-
-
 #: what is left of a stream's body after its terminal event is read for at most this long and
 #: this many bytes (then the connection is closed as before: its socket shut down)
 _DRAIN_S = 1.0
 _DRAIN_BYTES = 64 * 1024
 _draining: set[Any] = set()  # the drain tasks (the loop keeps only weak references)
-
-
-def _drain_later(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None:
-    """Finish reading ``raw``'s body on the stream loop without holding up the stream's end,
-    then close it: a body read to its end leaves a connection the next stream can reuse."""
-    import asyncio
-
-    task = asyncio.get_running_loop().create_task(_drain(raw, chunks, shard))
-    _draining.add(task)
-    task.add_done_callback(_draining.discard)
-
-
-async def _drain(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None:
-    import asyncio
-
-    guard = asyncio.get_running_loop().call_later(_DRAIN_S, _shutdown_socket, raw)
-    try:
-        left = _DRAIN_BYTES
-        async for chunk in chunks:
-            left -= len(chunk)
-            if left < 0:
-                break  # more than a body's end: not worth keeping the connection for
-    except Exception:  # noqa: BLE001 - the connection is closed below either way
-        pass
-    finally:
-        guard.cancel()
-        try:
-            await chunks.aclose()
-            await raw.aclose()
-        except Exception:  # noqa: BLE001 - closing a broken connection is best effort
-            pass
-        if shard is not None:
-            shard.done()
 
 
 #: a stream read on its caller's thread waits at most this long for its body's end after its
@@ -1057,7 +847,7 @@ def _parsed(url: str) -> tuple[httpx.URL | str, Origin]:
 
 
 def _build_request(
-    client: httpx.Client | httpx.AsyncClient,
+    client: httpx.Client,
     request: HTTPRequest,
     url: str | httpx.URL,
     rem: float | None,
@@ -1096,7 +886,7 @@ def _same_origin_target(raw: httpx.Response) -> httpx.URL | None:
 
 
 def _send_following(
-    client: httpx.Client | httpx.AsyncClient,
+    client: httpx.Client,
     request: HTTPRequest,
     deadline: Deadline,
     rem: float | None,
@@ -1104,11 +894,11 @@ def _send_following(
     send: Callable[[httpx.Request, float | None], httpx.Response],
     close: Callable[[httpx.Response], object],
 ) -> httpx.Response:
-    """Send ``request`` through ``send(req, rem)`` (blocking, or ``aio.await_only`` on the stream
-    loop; ``rem`` is the deadline left for that hop), following redirects: a same-origin 307/308
-    is followed with the same method, body and headers (as fetch does), up to ``MAX_REDIRECTS``
-    hops; any other redirect comes back as the answer: the request carries the API key, and
-    another origin never gets it (and the same origin is the same pool)."""
+    """Send ``request`` through ``send(req, rem)`` (``rem``: the deadline left for that hop),
+    following redirects: a same-origin 307/308 is followed with the same method, body and
+    headers (as fetch does), up to ``MAX_REDIRECTS`` hops; any other redirect comes back as
+    the answer: the request carries the API key, and another origin never gets it (and the
+    same origin is the same pool)."""
     raw = send(_build_request(client, request, _parsed(request.url)[0], rem, pool_s), rem)
     hops = 0
     while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
@@ -1122,26 +912,6 @@ def _send_following(
             raise deadline.error()
         raw = send(_build_request(client, request, target, rem, pool_s), rem)
     return raw
-
-
-#: async clients of the stream loop (see ``HttpTransport.async_client``)
-_SHARDS = 16
-
-
-class _Shard:
-    """One request's place in the in-flight counts of the stream loop's clients."""
-
-    __slots__ = ("counts", "index")
-
-    def __init__(self, counts: list[int], index: int) -> None:
-        self.counts = counts
-        self.index = index
-
-    def done(self) -> None:
-        """The request's response is closed (once; on the loop thread)."""
-        if self.index >= 0:
-            self.counts[self.index] -= 1
-            self.index = -1
 
 
 def _pool_limit_error(lim: Limits) -> APICallError:
@@ -1185,42 +955,6 @@ class HttpTransport:
         # urllib's cookie-compatible shapes to offer them to it (~150 Python calls per call).
         client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
         return client
-
-    def async_client(self) -> tuple[httpx.AsyncClient, _Shard]:
-        """A client of the stream loop (made on the loop thread, bound to that loop) and the
-        shard's count of requests in flight (``_Shard.done`` when its response is closed). The
-        pools have no connection limit: a stream never waits for another one's connection. They
-        are ``_SHARDS`` clients: httpcore scans every connection of a pool for each request, so
-        one pool holding n open streams costs O(n) per request and O(n²) to open n. A request
-        takes the shard with the fewest in flight (the first of them on a tie): concurrent
-        streams spread over all of them, and streams one after another use one shard, so each
-        reuses the connection the last one left (in turn, the first 16 each opened their own).
-        Each shard is made on first use, all sharing one TLS context (making a context loads the
-        CA bundle: tens of ms, inside the first call's deadline)."""
-        state = aio.loop_state()
-        if state.client is None:
-            state.client = ([0] * _SHARDS, [None] * _SHARDS, [])
-        inflight, clients, tls = state.client
-        i = min(range(_SHARDS), key=inflight.__getitem__)
-        inflight[i] += 1
-        shard = _Shard(inflight, i)
-        client: httpx.AsyncClient | None = clients[i]
-        if client is None:
-            if not tls:
-                import ssl
-
-                import certifi
-
-                tls.append(ssl.create_default_context(cafile=certifi.where()))
-            client = clients[i] = httpx.AsyncClient(
-                timeout=httpx.Timeout(None, connect=60.0),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
-                follow_redirects=False,
-                cookies=_no_cookies(),
-                verify=tls[0],
-            )
-            _guard_connections(client)
-        return client, shard
 
     def stream_client(self) -> httpx.Client:
         """The pool of stream requests sent off the stream loop (a Python caller reading its
@@ -1267,8 +1001,6 @@ class HttpTransport:
             hook = before_guarded_send
             if hook is not None:
                 hook(request)
-        if aio.in_stream():
-            return self._send_async(request, deadline, rem)
         pool_s = self.limits.pool_timeout_ms / 1000.0
         hop_rem = rem  # the deadline left when the last hop was sent
 
@@ -1300,41 +1032,6 @@ class HttpTransport:
             raise map_transport_error(exc, deadline) from exc
         response = HttpResponse(raw, deadline)
         response._drain_here = here
-        return response
-
-    def _send_async(
-        self, request: HTTPRequest, deadline: Deadline, rem: float | None
-    ) -> HttpResponse:
-        client, shard = self.async_client()
-        guard = request.guard
-
-        def send_hop(req: httpx.Request, _rem: float | None) -> httpx.Response:
-            send = client.send(req, stream=True)
-            if guard is None:
-                return aio.await_only(send)
-            return aio.await_only(_send_guarded(guard, send))
-
-        try:
-            raw = _send_following(
-                client,
-                request,
-                deadline,
-                rem,
-                None,
-                send_hop,
-                lambda raw: aio.await_only(raw.aclose()),
-            )
-        except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
-            shard.done()
-            if guard is not None and guard.cancelled:
-                raise _cancelled_send() from exc  # the cancel shut the connection down
-            cause = _as_blocking(exc)
-            raise map_transport_error(cause, deadline) from cause
-        except BaseException:
-            shard.done()
-            raise
-        response = HttpResponse(raw, deadline)
-        response._shard = shard
         return response
 
 

@@ -1,21 +1,29 @@
-"""Streams read on their caller's thread: the Python API's streams (``aimux_ops.stream``).
+"""The stream engine: one way to run a stream for every surface, over httpx's sync client.
 
-A Python caller iterating a stream blocks its own thread anyway, so its stream's op runs there:
-the read (httpx's sync client, ``HttpTransport.stream_client``), the SSE split, the provider's
-parse and the op, one network read per ``take``, with no stream loop, queue or hand-off between
-threads (DESIGN.md "Streams read on the caller's thread"). The C ABI's streams come here too:
-``aimux_stream``'s on the thread of their C reader (``NativeCallerStream``), and
-``aimux_stream_start``'s on a reader thread of their own (``EventThreadStream``) while fewer than
-``AIMUX_STREAM_READER_THREADS`` run; the others keep the stream loop (``dispatch._Stream``).
+A stream's op is a sync generator (``ops.registry``'s handler); each step is one network read
+(its events: an ``EventBatch``). Nothing runs on an event loop: a stream is read either
 
-A ``CallerStream`` lives in the same handle registry as a loop stream and answers the same
-consumer calls (``take``, ``pull``, ``next``, ``next_batch``, ``poll``, ``reap``, ``close``), so
-everything the registry guarantees holds for it: ``stream_cancel`` / ``stream_free`` from any
-thread (the op's cancel hook shuts the socket down: a blocked read wakes; the op's cleanup runs
-on the reading thread, or on the cancelling one when nobody reads), the idle reaper (never
-during a read), a forked child's 203, a held batch emptied by a cancel, a reap or a fork. A
-failure before the first event fails the open (retries happen there); a later one is one
-terminal ``error`` event with the same envelope.
+- **by its reader** (``Stream``: the Python API, ``aimux_ops.stream``; ``QueuedStream``: the
+  blocking C API, ``aimux_stream``): the consumer's thread runs the next network read when it
+  needs events, with no hand-off between threads; or
+- **ahead, by a reader thread of the core** (``ReaderThreadStream``: the event-driven C API,
+  ``aimux_stream_start``): one thread per stream (``registry`` bounds them by
+  ``AIMUX_STREAM_READER_THREADS``, a clear error when reached), reading up to the high-water
+  mark, so a poll never blocks and the ready list (``ready``) tells the host when to look.
+
+Where events go is the other difference: a Python deque of the op's own objects (``Stream``:
+an in-process consumer takes them without a dump), or, when libaimux runs the core
+(``cqueue.lib``), the stream's C queue (``QueuedStream``: each read's events serialized once,
+taken by the C ABI without the interpreter lock; Python answers only what the queue cannot:
+the failed open, events only the per-event path can serialize).
+
+Every stream answers the same consumer calls (``take``, ``pull``, ``next``, ``next_batch``,
+``poll``, ``reap``, ``close``), so everything the registry guarantees holds for each:
+``cancel`` / ``free`` from any thread (the op's cancel hook shuts the socket down: a blocked
+read wakes; the op's cleanup runs on the reading thread, or on the cancelling one when nobody
+reads), the idle reaper (never during a read), a forked child's 203, a held batch emptied by a
+cancel, a reap or a fork. A failure before the first event fails the open (retries happen
+there); a later one is one terminal ``error`` event with the same envelope.
 """
 
 from __future__ import annotations
@@ -24,23 +32,153 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from operator import length_hint
+from typing import Any
 
-from . import dispatch, guest
-from .ops.registry import EventBatch, StreamContext
+import orjson
+
+from ..ops.registry import EventBatch, StreamContext
+from . import cqueue
+from .ready import ready_list
 
 __all__ = [
-    "CallerStream",
-    "EventThreadStream",
-    "NativeCallerStream",
-    "open_here",
-    "start_on_thread",
-    "stream_here_json",
+    "HIGH_WATER",
+    "LOW_WATER",
+    "OpenFailed",
+    "QueuedStream",
+    "ReaderThreadStream",
+    "Stream",
+    "dump",
+    "dump_batch",
 ]
 
+#: A reader thread with this many events not yet taken waits until they drop to LOW_WATER: a
+#: slow consumer bounds the memory a fast provider can fill.
+HIGH_WATER = 1024
+LOW_WATER = 256
 
-class CallerStream:
-    """One stream whose op is driven by its consumers' calls, on their thread."""
+
+def _project(exc: BaseException) -> bytes:
+    """``envelope.project``, imported on the first failure."""
+    from ..envelope import project
+
+    return project(exc)
+
+
+class OpenFailed(Exception):
+    """The open of an event-driven stream failed: reported by its first poll / next."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__("the stream could not be opened")
+        self.cause = cause
+
+
+def dump(value: Any) -> bytes:
+    """An event (or a call's result) as JSON: bytes as they are, a dict or a model dumped."""
+    if type(value) is bytes:  # an op may hand over an event already serialized
+        return value
+    try:
+        if type(value) is not dict:
+            from pydantic import BaseModel
+
+            if isinstance(value, BaseModel):
+                value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return orjson.dumps(value)
+    except Exception as exc:
+        from ..errors import ResultSerializationError
+
+        raise ResultSerializationError("the result could not be serialized to JSON") from exc
+
+
+def dump_batch(items: list[Any], queue: deque[Any]) -> bytes:
+    """``items`` (events taken from ``queue``) as one JSON array: byte for byte the events'
+    ``dump``s joined by commas. One ``orjson.dumps`` of the list when every event is a dict or
+    already bytes; otherwise (or when that fails) event by event, and a failure then puts the
+    events after the failing one back in front of ``queue`` and raises (as taking and dumping
+    them one at a time did)."""
+    try:
+        # orjson refuses bytes and pydantic models, the only events ``dump`` treats apart
+        return orjson.dumps(items)
+    except Exception:  # noqa: BLE001 - the paths below
+        pass
+    fragment = orjson.Fragment
+    try:
+        return orjson.dumps(
+            [
+                e if type(e) is dict else fragment(e) if type(e) is bytes else _NOT_FAST
+                for e in items
+            ]
+        )
+    except Exception:  # noqa: BLE001 - the exact path below says what failed
+        pass
+    parts: list[bytes] = []
+    for i, event in enumerate(items):
+        try:
+            parts.append(dump(event))
+        except BaseException:
+            queue.extendleft(reversed(items[i + 1 :]))
+            raise
+    return b"[" + b",".join(parts) + b"]"
+
+
+#: Not serializable by orjson: sends ``dump_batch`` to the event-by-event path.
+_NOT_FAST = object()
+
+
+def reaped_event(stream: Any, idle_ms: int) -> bytes | None:
+    """The reaper's look at one stream (its lock held): None while it is in use or was read less
+    than ``idle_ms`` ago, else the terminal ``error`` event its reader gets (a timeout naming the
+    setting). Events taken from a held batch since the last look count as reads."""
+    if stream._done or stream._readers or stream._reaped is not None:
+        return None
+    held = stream._held
+    if held is not None:
+        left = length_hint(held[1])
+        if left != stream._held_left:
+            stream._held_left = left
+            stream.idle_since = time.monotonic()
+    if (time.monotonic() - stream.idle_since) * 1000 < idle_ms:
+        return None
+    return reap_timeout_event(idle_ms)
+
+
+def hold_batch(stream: Any, events: list[Any]) -> Iterator[Any]:
+    """An iterator over ``events``, held by ``stream`` as ``reaped_event`` reads it (``_held``,
+    ``_held_left``): a cancel, a reap or a fork empties the list. A cancel that came meanwhile
+    empties it at once, as if it came after the hand-off."""
+    it = iter(events)
+    stream._held = (events, it)
+    stream._held_left = len(events)
+    if stream.ctx.cancelled.is_set():
+        events.clear()
+    return it
+
+
+def reap_timeout_event(idle_ms: int) -> bytes:
+    """The terminal ``error`` event of a stream the reaper closed after ``idle_ms``."""
+    from ..errors import TimeoutError as AITimeoutError
+
+    err = AITimeoutError(
+        f"The stream was closed by the core after {idle_ms} ms without a read "
+        f"(AIMUX_STREAM_IDLE_TIMEOUT_MS).",
+        timeout_ms=idle_ms,
+    )
+    return b'{"type":"error","error":' + _project(err) + b"}"
+
+
+def _cq_take(
+    stream: Any, q: Any, max_events: int, blocking: bool
+) -> tuple[int, bytes | None, bool]:
+    """``cqueue.take`` of ``stream``'s C queue ``q``; its wake-ups go to ``stream.wake``."""
+    st, data, ended, wake = cqueue.take(q, max_events, blocking)
+    if wake:
+        stream.wake(wake)
+    return st, data, ended
+
+
+class Stream:
+    """One stream driven by its reader: the op runs on the consumer's thread, one network read
+    per read of the consumer, its events kept in a Python deque (the Python API's streams)."""
 
     def __init__(self, handle: int, ctx: StreamContext) -> None:
         self.handle = handle
@@ -59,11 +197,13 @@ class CallerStream:
         #: the last batch ``take`` handed out and its consumer's iterator over it
         self._held: tuple[list[Any], Iterator[Any]] | None = None
         self._held_left = 0
+        #: freed (``registry.free``): never listed on the ready list again
+        self.freed = False
 
     # -- the op (caller's thread, ``_run`` held) ---------------------------------------------
 
     #: the open is a consumer's read (the reaper leaves the stream alone meanwhile); not when a
-    #: reader thread of the core opens it (``EventThreadStream``)
+    #: reader thread of the core opens it (``ReaderThreadStream``)
     _open_is_a_read = True
 
     def open(self, events: Callable[[], Iterator[Any]]) -> None:
@@ -116,13 +256,15 @@ class CallerStream:
             self._over()
 
     def _over(self) -> None:
-        """The op is over and its cleanup ran (``_run`` held): ``NativeCallerStream`` tells its
+        """The op is over and its cleanup ran (``_run`` held): ``QueuedStream`` tells its
         C queue."""
 
-    def _next_locked(self) -> tuple[list[Any] | None, bool]:
-        """(events, hold) from one read, or (None, False) at the end (``_run`` held)."""
+    def _next_locked(self, ahead: bool = False) -> tuple[list[Any] | None, bool]:
+        """(events, hold) from one read, or (None, False) at the end (``_run`` held). ``ahead``:
+        a reader thread's read ahead into ``_pending`` (no consumer sees the end or the
+        reaper's event here: they are left for the consumer's next read)."""
         reaped = self._reaped
-        if reaped is not None:
+        if reaped is not None and not ahead:
             self._reaped = None
             self._done = True
             self._close_op()
@@ -134,10 +276,10 @@ class CallerStream:
             self._pending.clear()
             self._close_op()
             return None, False
-        if self._pending:  # another consumer read meanwhile
+        if self._pending and not ahead:  # another consumer read meanwhile
             return None, True
         if self._ended:
-            self._done = True
+            self._done = not ahead
             return None, False
         try:
             batch = self._read()
@@ -151,9 +293,9 @@ class CallerStream:
             if self.ctx.cancelled.is_set():
                 self._done = True
                 return None, False
-            return [b'{"type":"error","error":' + dispatch.project(exc) + b"}"], False
+            return [b'{"type":"error","error":' + _project(exc) + b"}"], False
         if batch is None:
-            self._done = True
+            self._done = not ahead
             return None, False
         return batch, True
 
@@ -219,7 +361,7 @@ class CallerStream:
             return None
         if not hold:
             return iter(got)  # a terminal event: never dropped by a cancel that follows
-        return dispatch.hold_batch(self, got)
+        return hold_batch(self, got)
 
     def _drop_held(self) -> None:
         held = self._held
@@ -234,7 +376,7 @@ class CallerStream:
 
     def next(self) -> bytes | None:
         event = self.pull()
-        return None if event is None else dispatch._dump(event)
+        return None if event is None else dump(event)
 
     def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
         """Up to ``max_events`` events as one JSON array (blocks for one read), or (None, True)
@@ -243,7 +385,12 @@ class CallerStream:
         got, _hold = self._get(max_events)
         if got is None:
             return None, True
-        return dispatch._dump_batch(got, self._pending), False
+        batch = dump_batch(got, self._pending)
+        # the end is known now (the op is over, nothing is left): say so with the last batch
+        over = self._ended and not self._pending and self._reaped is None
+        if over and not self.ctx.cancelled.is_set():
+            self._done = True
+        return batch, over
 
     def poll(self, max_events: int) -> tuple[bytes | None, bool]:
         """Never blocks: the events already read (the op reads only when a consumer blocks)."""
@@ -260,7 +407,7 @@ class CallerStream:
     def reap(self, idle_ms: int) -> bool:
         """``dispatch._Stream.reap``: close the stream if nobody read it for ``idle_ms``."""
         with self._state:
-            reaped = dispatch.reaped_event(self, idle_ms)
+            reaped = reaped_event(self, idle_ms)
             if reaped is None:
                 return False
             self._reaped = reaped
@@ -274,57 +421,11 @@ class CallerStream:
         self._settle()
 
 
-def open_here(op: str | bytes | None, params_json: bytes | str | None, native: bool = False) -> int:
-    """``dispatch.open_stream`` for a stream read on its caller's thread: its handle once the
-    first event is in; raises the op's failure before it. ``native``: read through the C ABI
-    (``NativeCallerStream``, when libaimux runs this core)."""
-    kind = NativeCallerStream if native and dispatch._native is not None else CallerStream
-    stream, events = _register(kind, op, params_json)
-    try:
-        stream.open(events)
-    except BaseException:
-        dispatch.stream_free(stream.handle)
-        raise
-    return stream.handle
-
-
-_S = TypeVar("_S", bound=CallerStream)
-
-
-def _register(
-    kind: type[_S], op: str | bytes | None, params_json: bytes | str | None
-) -> tuple[_S, Callable[[], Iterator[Any]]]:
-    """A new ``kind`` stream of ``op`` in the handle registry, and its op's events (not started
-    yet); raises what the op's name and params raise, before anything is registered."""
-    spec = dispatch._resolve(op, "stream")
-    params = dispatch._validate(spec, params_json)
-    ctx = StreamContext(batches=True)
-    with dispatch._streams_lock:
-        handle = next(dispatch._handles)
-        stream = kind(handle, ctx)
-        dispatch._streams[handle] = stream
-    dispatch._start_reaper()
-    return stream, lambda: iter(spec.handler(params, ctx))
-
-
-def stream_here_json(
-    op: str | bytes | None, params_json: bytes | str | None
-) -> tuple[int | None, bytes | None]:
-    """``dispatch.stream_json`` for a stream read on its caller's thread. Never raises (but a
-    host's ``KeyboardInterrupt``)."""
-    try:
-        return open_here(op, params_json), None
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - the boundary: everything is projected
-        return None, dispatch.project(exc)
-
-
-class NativeCallerStream(CallerStream):
+class QueuedStream(Stream):
     """A stream opened with ``aimux_stream`` (the C ABI's blocking open), read on the thread of
     the C reader that waits for it (DESIGN.md "Streams read on the caller's thread: the C ABI").
 
-    Its events go through the stream's C queue as a loop stream's do (``dispatch._NativeStream``):
+    Its events go through the stream's C queue as a loop stream's do (``dispatch._QueuedStream``):
     each network read's events are serialized once and pushed, and the C ABI's reads take them
     without the interpreter lock. While the queue is flagged PULL, a blocking C read
     (``aimux_stream_next``, ``aimux_stream_next_batch``) that finds it empty asks this side,
@@ -334,17 +435,17 @@ class NativeCallerStream(CallerStream):
     stream's reader thread (``_pump``), which from then on reads ahead up to the high-water mark
     as the stream loop would, and C reads wait on the queue. A cancel, the reaper's event and
     the end are answered in C as for a loop stream. Events only the per-event path can serialize
-    (or a push without memory) stay in ``_pending``, answered by ``CallerStream``'s own methods
+    (or a push without memory) stay in ``_pending``, answered by ``Stream``'s own methods
     from then on (the fallback: PY set)."""
 
     def __init__(self, handle: int, ctx: StreamContext, notify: bool = False) -> None:
         super().__init__(handle, ctx)
-        lib, ffi = dispatch._native, dispatch._native_ffi
-        q = lib._aimux_cq_new(handle, 1 if notify else 0, dispatch._LOW_WATER)
+        lib, ffi = cqueue.lib, cqueue.ffi
+        q = lib._aimux_cq_new(handle, 1 if notify else 0, LOW_WATER) if lib is not None else None
         self._q: Any = ffi.gc(q, lib._aimux_cq_unref) if q else None
         if q:
-            lib._aimux_cq_flag(q, dispatch._Q_PULL)  # empty: a blocking read asks this side
-        self._fallback = not q  # no C queue (out of memory): CallerStream's own path
+            lib._aimux_cq_flag(q, cqueue.Q_PULL)  # empty: a blocking read asks this side
+        self._fallback = not q  # no C queue (out of memory): Stream's own path
         self._pump_thread: threading.Thread | None = None
         self._blocked = False  # a blocking read from Python came (C notes the C ABI's own)
         self._room = threading.Condition(threading.Lock())  # the pump waits for room
@@ -367,36 +468,36 @@ class NativeCallerStream(CallerStream):
         ``_pending`` and the stream takes its fallback (PY set again: the pump stops)."""
         if not self._fallback:
             try:
-                data = dispatch._dump_batch(events, deque())
-            except Exception:  # noqa: BLE001 - the per-event path (CallerStream's) reports it
+                data = dump_batch(events, deque())
+            except Exception:  # noqa: BLE001 - the per-event path (Stream's) reports it
                 pass
             else:
-                pushed = dispatch._native._aimux_cq_push(self._q, data, len(data), len(events))
-                if pushed != dispatch._SIZE_MAX:
+                pushed = cqueue.lib._aimux_cq_push(self._q, data, len(data), len(events))
+                if pushed != cqueue.SIZE_MAX:
                     return
             with self._room:  # (against _start_pump's clear)
                 self._fallback = True
                 if self._q is not None:
-                    dispatch._native._aimux_cq_flag(self._q, dispatch._Q_PY)
+                    cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_PY)
         self._pending.extend(events)
 
     def _end_c(self) -> None:
         """The op is over and every event it made is pushed: C answers the end itself."""
         if not self._fallback:
-            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_END)
-            dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PULL)
+            cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_END)
+            cqueue.lib._aimux_cq_unflag(self._q, cqueue.Q_PULL)
 
     def _over(self) -> None:
         # a C read that heard a cancel returns once the op's cleanup ran (as on the loop)
         if self._q is not None:
-            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_STOPPED)
+            cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_STOPPED)
 
     def _fill(self) -> None:
         """One network read on this thread, its events pushed (or the end told to C)."""
         self._enter()
         try:
             with self._run:
-                if self._pump_thread is not None or dispatch._native._aimux_cq_count(self._q):
+                if self._pump_thread is not None or cqueue.lib._aimux_cq_count(self._q):
                     return  # the pump reads now, or another reader's read came first
                 got = self._read_batch()
                 if got:
@@ -406,14 +507,14 @@ class NativeCallerStream(CallerStream):
         finally:
             self._leave()
 
-    def _read_batch(self) -> list[Any] | None:
+    def _read_batch(self, ahead: bool = False) -> list[Any] | None:
         """``_next_locked``'s events, or None at the end (``_run`` held). After a ``finish``
         the op's end is taken at once, as the loop's producer takes it (its cleanup reads no
         more than the body's end): the end then comes with the last batch, and a host that
         polls after its ``finish`` gets it."""
-        got, _hold = self._next_locked()
+        got, _hold = self._next_locked(ahead)
         if got and not self._fallback and not self._ended and _is_finish(got[-1]):
-            more, _hold = self._next_locked()
+            more, _hold = self._next_locked(ahead)
             if more:  # (an op that goes on after its finish: its next read, as read)
                 got = got + more
             elif self._ended and not self.ctx.cancelled.is_set():
@@ -432,20 +533,22 @@ class NativeCallerStream(CallerStream):
                 target=self._pump, name="aimux-stream-reader", daemon=True
             )
             if not self._fallback:
-                dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PULL)  # C reads now wait
+                cqueue.lib._aimux_cq_unflag(self._q, cqueue.Q_PULL)  # C reads now wait
         thread.start()
 
     def _pump(self) -> None:
-        """Read ahead as the stream loop's producer does: each read's events pushed while they
-        fit under the high-water mark, else up to it, then wait until a read brings the queue
-        down to the low-water mark (in the fallback: one read ahead, in ``_pending``). Not a
-        reader: the reaper's clock is the consumer's."""
+        """Read ahead: each read's events pushed while they fit under the high-water mark, else
+        up to it, then wait until a read brings the queue down to the low-water mark (in the
+        fallback the queue is ``_pending``). Not a reader: the reaper's clock is the
+        consumer's."""
         carry: list[Any] = []
         try:
             while not self.ctx.cancelled.is_set():
                 with self._run:
-                    if not carry and not self._pending:
-                        got = self._read_batch()
+                    # (in Python's queue, the fallback: up to the high-water mark too)
+                    room = not self._pending or (self._fallback and len(self._pending) < HIGH_WATER)
+                    if not carry and room:
+                        got = self._read_batch(ahead=True)
                         if got is None:
                             self._end_c()
                             return
@@ -461,9 +564,15 @@ class NativeCallerStream(CallerStream):
     def _push_room(self, events: list[Any]) -> list[Any]:
         """Push what fits under the high-water mark (``_run`` held); the rest is returned."""
         if self._fallback:
-            self._pending.extend(events)
-            return []
-        room = dispatch._HIGH_WATER - dispatch._native._aimux_cq_count(self._q)
+            room = HIGH_WATER - len(self._pending)
+            if len(events) < room:
+                self._pending.extend(events)
+                return []
+            if room > 0:
+                self._pending.extend(events[:room])
+                return events[room:]
+            return events
+        room = HIGH_WATER - cqueue.lib._aimux_cq_count(self._q)
         if len(events) < room:
             self._push(events)
             return []
@@ -473,13 +582,16 @@ class NativeCallerStream(CallerStream):
         return events
 
     def _wait_room(self) -> None:
-        """Until a read made room (C: down to the low-water mark; the fallback: ``_pending``
-        taken), or a cancel."""
-        lib, q, high = dispatch._native, self._q, dispatch._HIGH_WATER
+        """Until a read made room (down to the low-water mark), or a cancel."""
+        lib, q, high = cqueue.lib, self._q, HIGH_WATER
         cancelled = self.ctx.cancelled
+        if self._fallback and len(self._pending) < high:
+            return  # (the Python queue below the mark: read on)
         with self._room:
             while not cancelled.is_set() and (
-                self._pending if self._fallback else lib._aimux_cq_want_room(q, high)
+                len(self._pending) > LOW_WATER
+                if self._fallback
+                else lib._aimux_cq_want_room(q, high)
             ):
                 self.waits_for_room = True
                 self._room.wait()
@@ -487,14 +599,14 @@ class NativeCallerStream(CallerStream):
 
     def _get(self, max_events: int) -> tuple[list[Any] | None, bool]:
         got = super()._get(max_events)
-        if self._fallback and self._pump_thread is not None and not self._pending:
+        if self._fallback and self._pump_thread is not None and len(self._pending) <= LOW_WATER:
             with self._room:  # the pump reads the next one
                 self._room.notify_all()
         return got
 
     def wake(self, what: int) -> None:
         """A C read brought the queue down to the low-water mark (``dispatch.stream_wake``)."""
-        if what & dispatch._W_ROOM:
+        if what & cqueue.W_ROOM:
             with self._room:
                 self._room.notify_all()
 
@@ -505,7 +617,7 @@ class NativeCallerStream(CallerStream):
     def _cancel_c(self) -> None:
         """The C side of a cancel: C reads end at once, a pump waiting for room goes on."""
         if self._q is not None:
-            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_CANCEL)
+            cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_CANCEL)
         with self._room:
             self._room.notify_all()
 
@@ -513,23 +625,23 @@ class NativeCallerStream(CallerStream):
 
     def _answer(self, max_events: int, blocking: bool) -> tuple[int, bytes | None, bool] | None:
         """The C queue's answer (``dispatch.cq_take``), reading on this thread while it is
-        empty; None: CallerStream's own methods answer (the fallback)."""
+        empty; None: Stream's own methods answer (the fallback)."""
         if self._q is None:
             return None
         if blocking and not self._blocked:
             self._blocked = True
-            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_BLOCKED)
+            cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_BLOCKED)
         while True:
-            st, data, ended = dispatch.cq_take(self, self._q, max_events, False)
-            if st == dispatch._T_EMPTY and blocking:  # the pump reads: wait for it in C
-                st, data, ended = dispatch.cq_take(self, self._q, max_events, True)
-            if st != dispatch._T_PY:
+            st, data, ended = _cq_take(self, self._q, max_events, False)
+            if st == cqueue.T_EMPTY and blocking:  # the pump reads: wait for it in C
+                st, data, ended = _cq_take(self, self._q, max_events, True)
+            if st != cqueue.T_PY:
                 return st, data, ended
             if self._fallback:
                 # Python answers; a stream only ever polled still gets its reader thread
                 if not blocking and not self._ended and self._pump_thread is None:
-                    flags = dispatch._native._aimux_cq_flags(self._q)
-                    if not flags & dispatch._Q_BLOCKED:
+                    flags = cqueue.lib._aimux_cq_flags(self._q)
+                    if not flags & cqueue.Q_BLOCKED:
                         self._start_pump()
                 return None
             if blocking or self._ended:
@@ -541,33 +653,33 @@ class NativeCallerStream(CallerStream):
         """Python answered the end (the fallback): C answers it from now on, and the reaper
         leaves the stream alone (``_aimux_cq_reap`` refuses a stream whose end was seen)."""
         if self._q is not None:
-            dispatch._native._aimux_cq_flag(self._q, dispatch._Q_DONE)
+            cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_DONE)
 
     def _one(self, fallback: Callable[[], Any]) -> Any:
-        """One event (blocking), or None at the end; ``fallback``: CallerStream's answer."""
+        """One event (blocking), or None at the end; ``fallback``: Stream's answer."""
         got = self._answer(0, True)
         if got is None:
             event = fallback()
             if event is None:
                 self._saw_end()
             return event
-        return got[1] if got[0] == dispatch._T_DATA else None
+        return got[1] if got[0] == cqueue.T_DATA else None
 
     def _batch(
         self, max_events: int, blocking: bool, fallback: Callable[[int], tuple[bytes | None, bool]]
     ) -> tuple[bytes | None, bool]:
         """A JSON array of events and whether the stream is over (``next_batch``, ``poll``);
-        ``fallback``: CallerStream's answer."""
+        ``fallback``: Stream's answer."""
         got = self._answer(max_events, blocking)
         if got is None:
             batch, over = fallback(max_events)
-            if batch is None and over:
+            if over:
                 self._saw_end()
             return batch, over
         st, data, ended = got
-        if st == dispatch._T_DATA:
+        if st == cqueue.T_DATA:
             return data, ended
-        return None, st == dispatch._T_END  # (a blocking read answers data or the end)
+        return None, st == cqueue.T_END  # (a blocking read answers data or the end)
 
     def next(self) -> bytes | None:
         event: bytes | None = self._one(super().next)
@@ -587,18 +699,18 @@ class NativeCallerStream(CallerStream):
         return self._batch(max_events, False, super().poll)
 
     def reap(self, idle_ms: int) -> bool:
-        """``dispatch._NativeStream.reap``: the C queue's last read counts, and the reaper's
+        """``dispatch._QueuedStream.reap``: the C queue's last read counts, and the reaper's
         event is put there (its next read), atomically with the check that nobody reads."""
         if self._q is None:
             return super().reap(idle_ms)
-        lib = dispatch._native
+        lib = cqueue.lib
         with self._state:
             if self._readers:  # (the C queue refuses a stream whose end a consumer saw)
                 return False
             deadline = time.monotonic() - idle_ms / 1000
             if self.idle_since > deadline or lib._aimux_cq_last_read(self._q) > deadline:
                 return False
-            event = dispatch.reap_timeout_event(idle_ms)
+            event = reap_timeout_event(idle_ms)
             if not lib._aimux_cq_reap(self._q, deadline, event, len(event)):
                 return False
             self._pending.clear()
@@ -613,46 +725,53 @@ def _is_finish(event: Any) -> bool:
     return type(event) is dict and event.get("type") == "finish"
 
 
-class EventThreadStream(NativeCallerStream):
-    """An event-driven stream (``aimux_stream_start``) read by a reader thread of its own, one
-    of at most ``AIMUX_STREAM_READER_THREADS`` at a time (DESIGN.md "Event-driven streams on
-    reader threads"); a stream started while they are all busy runs on the stream loop
-    (``dispatch._NativeStream``), as every event-driven stream did before.
+class ReaderThreadStream(QueuedStream):
+    """An event-driven stream (``aimux_stream_start``): read ahead by a reader thread of its own
+    (every event-driven stream has one; ``registry`` counts them against
+    ``AIMUX_STREAM_READER_THREADS``), so a consumer's thread never reads: a poll answers what
+    the queue holds, a blocking read waits on it.
 
-    The thread opens the stream (the open's failure is what the first read answers, as on the
-    loop) and then reads ahead as a polled ``NativeCallerStream``'s reader does: each read's
-    events serialized once into the stream's C queue, up to the high-water mark. Every push, the
-    end, a cancel, a failed open and a batch that left events behind list the handle on the
-    process's ready list (``aimux_events_fd``). A consumer's thread never reads: a poll answers
-    what the queue holds, a blocking read waits on it."""
+    The thread opens the stream (the open's failure is what the first read answers) and then
+    reads ahead as a polled ``QueuedStream``'s reader does: each read's events serialized once
+    into the stream's C queue (in a plain Python process: kept in ``_pending``), up to the
+    high-water mark. Every push, the end, a cancel, a failed open and a batch that left events
+    behind list the handle on the process's ready list (``ready``), unless it was freed."""
 
     _open_is_a_read = False  # the reaper may close a stream that nobody reads during its open
 
-    def __init__(self, handle: int, ctx: StreamContext) -> None:
+    def __init__(self, handle: int, ctx: StreamContext, on_stopped: Callable[[], None]) -> None:
         super().__init__(handle, ctx, notify=True)
-        from . import aio
-
-        self._notifier = aio.notifier()
+        self._on_stopped = on_stopped  # the reader thread is over (its slot is free)
         self._open_exc: BaseException | None = None  # the open failed: the first read says so
+        self._stopped = False  # the reader thread is over
         if self._q is not None:
-            dispatch._native._aimux_cq_unflag(self._q, dispatch._Q_PULL)  # reads wait on it
+            cqueue.lib._aimux_cq_unflag(self._q, cqueue.Q_PULL)  # reads wait on it
 
-    def start(self, events: Callable[[], Iterator[Any]]) -> bool:
-        """Start the reader thread; False when no thread could be started (nothing ran)."""
+    def _alive(self) -> bool:
+        return not self.freed
+
+    def _list(self) -> None:
+        """The host has something to poll (not once the stream was freed: nobody polls)."""
+        ready_list().mark(self.handle, self._alive)
+
+    def start(self, events: Callable[[], Iterator[Any]]) -> None:
+        """Start the reader thread (with a small stack: ``READER_STACK``); raises
+        ``RuntimeError`` when no thread could be started (nothing ran)."""
         thread = threading.Thread(
             target=self._lead, args=(events,), name="aimux-stream-reader", daemon=True
         )
         with self._room:
             self._pump_thread = thread
-        try:
-            thread.start()
-        except RuntimeError:  # no thread to be had (the host's limit): the caller uses the loop
-            return False
+        with _stack_lock:
+            old = threading.stack_size(READER_STACK)
+            try:
+                thread.start()
+            finally:
+                threading.stack_size(old)
         # (before the host has the handle) the C side of a cancel at once: C reads end, the
         # host hears it; the op's cleanup follows its own socket shutdown (``open`` registers
         # ``_on_cancel`` after the op's hook)
         self.ctx.on_cancel(self._cancel_c)
-        return True
 
     def _lead(self, events: Callable[[], Iterator[Any]]) -> None:
         """The reader thread: the open, then ``_pump`` to the end; the slot is free after."""
@@ -667,46 +786,69 @@ class EventThreadStream(NativeCallerStream):
                 with self._room:
                     self._fallback = True  # C asks this side, which answers the failure
                     if self._q is not None:
-                        dispatch._native._aimux_cq_flag(self._q, dispatch._Q_PY)
+                        cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_PY)
                 return
             self._pump()
         finally:
             if self._q is not None:  # the op never ran, or its cleanup ran: C may answer
-                dispatch._native._aimux_cq_flag(self._q, dispatch._Q_STOPPED)
-            if dispatch._streams.get(self.handle) is self:  # (not once freed: nobody polls)
-                self._notifier.mark(self.handle)
-            _release_slot()
+                cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_STOPPED)
+            with self._room:
+                self._stopped = True
+                self._room.notify_all()
+            self._list()
+            self._on_stopped()
 
     def open(self, events: Callable[[], Iterator[Any]]) -> None:
         super().open(events)  # its first events pushed (and the end told, with them)
         if not self._ended:
-            self._notifier.mark(self.handle)
+            self._list()
 
     def _push_room(self, events: list[Any]) -> list[Any]:
         rest = super()._push_room(events)
+        if self._q is None:
+            with self._room:  # a blocking read waits for the reader (``_wait_for_reader``)
+                self._room.notify_all()
         # listed now, unless the op's end follows at once: ``_end_c`` lists it with the end, so
-        # a host's poll finds the last batch with its end (as the loop's producer flags the end
-        # before it lists the stream)
+        # a host's poll finds the last batch with its end
         if rest or not self._ended:
-            self._notifier.mark(self.handle)
+            self._list()
         return rest
 
     def _end_c(self) -> None:
         super()._end_c()
-        self._notifier.mark(self.handle)
+        self._list()
 
     def _cancel_c(self) -> None:
         super()._cancel_c()  # and the host hears it
-        if dispatch._streams.get(self.handle) is self:  # (a free cancels too: nobody polls)
-            self._notifier.mark(self.handle)
+        self._list()
 
     def wake(self, what: int) -> None:
         super().wake(what)
-        if what & dispatch._W_RELIST:  # a batch left events behind: list the stream again
-            self._notifier.mark(self.handle)
+        if what & cqueue.W_RELIST:  # a batch left events behind: list the stream again
+            self._list()
+
+    def _wait_for_reader(self) -> None:
+        """Without a C queue (a plain Python process) a blocking read waits for the reader
+        thread's events, its end or a cancel: it never reads itself."""
+        if self._q is not None:
+            return
+        cancelled = self.ctx.cancelled
+        self._enter()  # a blocked reader (the reaper never closes the stream meanwhile)
+        try:
+            with self._room:
+                while not (
+                    self._pending
+                    or self._stopped
+                    or self._reaped is not None
+                    or cancelled.is_set()
+                    or self._open_exc is not None
+                ):
+                    self._room.wait()
+        finally:
+            self._leave()
 
     def _open_failed(self) -> None:
-        """Raise the open's failure once (``dispatch._OpenFailed``, as a loop stream does)."""
+        """Raise the open's failure once (``OpenFailed``)."""
         if self._open_exc is None:
             return
         with self._state:
@@ -715,64 +857,26 @@ class EventThreadStream(NativeCallerStream):
                 return
             self._done = True
         self._saw_end()
-        raise dispatch._OpenFailed(exc)
+        raise OpenFailed(exc)
 
     def _one(self, fallback: Callable[[], Any]) -> Any:
+        self._wait_for_reader()
         self._open_failed()
         return super()._one(fallback)
 
     def _batch(
         self, max_events: int, blocking: bool, fallback: Callable[[int], tuple[bytes | None, bool]]
     ) -> tuple[bytes | None, bool]:
+        if blocking:
+            self._wait_for_reader()
         self._open_failed()
-        batch, over = super()._batch(max_events, blocking, fallback)
-        if self._fallback and self._pending:  # Python answered and left events behind
-            self._notifier.mark(self.handle)
-        return batch, over
+        try:
+            return super()._batch(max_events, blocking, fallback)
+        finally:
+            if self._fallback and self._pending:  # Python answered (or failed) and left events
+                self._list()
 
 
-#: reader threads of event-driven streams running now, and the lock that counts them
-_threads = 0
-_threads_lock = threading.Lock()
-
-
-def _take_slot() -> bool:
-    global _threads
-    with _threads_lock:
-        if _threads >= guest.limits().stream_reader_threads:
-            return False
-        _threads += 1
-        return True
-
-
-def _release_slot() -> None:
-    global _threads
-    with _threads_lock:
-        _threads -= 1
-
-
-@guest.on_fork_child
-def _no_threads_after_fork() -> None:
-    """A forked child has none of its parent's reader threads."""
-    global _threads, _threads_lock
-    _threads = 0
-    _threads_lock = threading.Lock()
-
-
-def start_on_thread(op: str | bytes | None, params_json: bytes | str | None) -> int | None:
-    """``aimux_stream_start`` on a reader thread of its own (``EventThreadStream``): the handle,
-    or None when every reader thread is busy (or none could be started): the caller then starts
-    the stream on the loop. Raises what the op's name and params raise (before any I/O)."""
-    if not _take_slot():
-        return None
-    started = False
-    try:
-        stream, events = _register(EventThreadStream, op, params_json)
-        started = stream.start(events)
-        if not started:
-            dispatch.stream_free(stream.handle)
-            return None
-        return stream.handle
-    finally:
-        if not started:
-            _release_slot()
+#: a reader thread's stack (its frames: the op, the provider's parse, httpx, the TLS layer)
+READER_STACK = 512 * 1024
+_stack_lock = threading.Lock()
