@@ -38,6 +38,7 @@ import re
 import socket  # (loaded on a replay's path anyway: importlib.metadata, for pydantic's plugins)
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -455,11 +456,13 @@ class HttpResponse:
 
 
 def _h11_of(raw: httpx.Response) -> Any:
-    """The h11 connection a sync response's body is read through (httpx's and httpcore's
-    private stream objects), or None where it cannot be found: then each HTTP chunk is a read of
-    its own, as before."""
-    obj: Any = raw.stream
-    for name in ("_stream", "_httpcore_stream", "_stream", "_connection", "_h11_state"):
+    """The h11 connection a response of our pools is read through, or None where it cannot be
+    found: then each HTTP chunk is a read of its own. httpcore's private stream objects lead
+    there (its pool's byte stream, the HTTP/1.1 connection's; versions pinned in
+    pyproject.toml, and ``tests/test_c_stream_here.py`` fails should the path go)."""
+    body = raw.extensions.get("aimux_body")
+    obj: Any = getattr(body, "inner", None)
+    for name in ("_stream", "_connection", "_h11_state"):
         obj = getattr(obj, name, None)
     return obj if hasattr(obj, "_receive_buffer") and hasattr(obj, "_reader") else None
 
@@ -469,7 +472,8 @@ _TRAILERS_END = re.compile(rb"\n\r?\n")
 
 def _next_part_buffered(h11: Any) -> bool:
     """Whether h11 can hand over the body's next part (data, or its end) from the bytes it
-    already holds, with no network read: h11's own readers' rules (``h11._readers``). A chunked
+    already holds, with no network read: h11's own readers' rules (``h11._readers``; h11's
+    private state, its version pinned in pyproject.toml). A chunked
     body needs the last chunk's CRLF, a whole size line and then one data byte (or, for the
     last chunk, the end of its trailers); any other body, one byte."""
     try:
@@ -640,8 +644,9 @@ class _GuardedStream:
     being sent (``SendGuard.attach``: a cancelled request is never written). Reads go straight
     to the stream (``read`` is its own bound method: no extra call per network read)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, known: weakref.WeakSet[_GuardedStream]) -> None:
         self._inner = inner
+        self._known = known  # the backend's streams (a TLS upgrade's joins them)
         self.read = inner.read
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -668,18 +673,23 @@ class _GuardedStream:
                 guard.release(holder)
                 holder._sock.close()
         _attach_new(tls)
-        return _GuardedStream(tls)
+        upgraded = _GuardedStream(tls, self._known)
+        self._known.add(upgraded)
+        return upgraded
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
 
 
 class _GuardedBackend:
-    """httpcore's sync network backend for the stream client: a connection is not opened for a
-    cancelled request, and one opened while the request was cancelled is closed at once."""
+    """The network backend of every pool of ours (an ``httpcore.NetworkBackend`` over
+    httpcore's own ``SyncBackend``): a connection is not opened for a cancelled request, and one
+    opened while the request was cancelled is closed at once. It knows the streams it opened
+    (``streams``, weakly), so a forked child can close its copies of their sockets."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
+        self.streams: weakref.WeakSet[_GuardedStream] = weakref.WeakSet()
 
     def _open(self, connect: Callable[..., Any], *args: Any, **kwargs: Any) -> _GuardedStream:
         guard = _sending.get()
@@ -687,7 +697,9 @@ class _GuardedBackend:
             guard.check()
         stream = connect(*args, **kwargs)
         _attach_new(stream)
-        return _GuardedStream(stream)
+        guarded = _GuardedStream(stream, self.streams)
+        self.streams.add(guarded)
+        return guarded
 
     def connect_tcp(self, *args: Any, **kwargs: Any) -> _GuardedStream:
         return self._open(self._inner.connect_tcp, *args, **kwargs)
@@ -699,20 +711,137 @@ class _GuardedBackend:
         self._inner.sleep(seconds)
 
 
-def _guard_connections(client: httpx.Client) -> None:
-    """Give ``client``'s pools (its own and a proxy's, from the environment) the guarded
-    network backend (httpcore's pool keeps it as ``_network_backend``; every connection it opens
-    from now on is guarded). A pool without one is left as it is: its sends still check the
-    guard before they start, only a cancel after that is not seen before the headers."""
-    guarded = _GuardedBackend
-    # httpx's own attributes read with a default too: a later httpx without them leaves the
-    # clients as they are (the checks before the send remain), rather than failing every stream
-    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        backend = getattr(pool, "_network_backend", None)
-        if backend is not None and not isinstance(backend, guarded):
-            pool._network_backend = guarded(backend)  # type: ignore[union-attr]
+def _httpx_error(exc: BaseException) -> type[httpx.HTTPError] | None:
+    """The httpx exception class for an httpcore exception (the same name: httpx's own
+    mapping), or None for any other exception."""
+    for cls in type(exc).__mro__:
+        if cls.__module__.startswith("httpcore"):
+            mapped = getattr(httpx, cls.__name__, None)
+            if isinstance(mapped, type) and issubclass(mapped, httpx.HTTPError):
+                return mapped
+    return None
+
+
+def _raise_as_httpx(exc: Exception) -> NoReturn:
+    """Raise ``exc`` as httpx raises it: its httpx class, with its message, ``from`` it."""
+    mapped = _httpx_error(exc)
+    if mapped is None:
+        raise exc
+    raise mapped(str(exc)) from exc
+
+
+_transport_class: type[httpx.BaseTransport] | None = None
+
+
+def _pool_transport(pool: Any) -> httpx.BaseTransport:
+    """An ``httpx.BaseTransport`` over ``pool`` (an ``httpcore.ConnectionPool`` of ours):
+    httpx's ``HTTPTransport`` in public API, so the pool's network backend is ours to give (its
+    class is made on first use: httpx loads with the first live request)."""
+    global _transport_class
+    if _transport_class is None:
+
+        class _ResponseStream(httpx.SyncByteStream):
+            """A response body from our pool, its httpcore errors raised as httpx's."""
+
+            def __init__(self, inner: Any) -> None:
+                self.inner = inner  # httpcore's stream (``_h11_of`` reads it)
+
+            def __iter__(self) -> Iterator[bytes]:
+                try:
+                    yield from self.inner
+                except Exception as exc:  # noqa: BLE001 - httpcore's, as httpx's
+                    _raise_as_httpx(exc)
+
+            def close(self) -> None:
+                close = getattr(self.inner, "close", None)
+                if close is not None:
+                    close()
+
+        class _PoolTransport(httpx.BaseTransport):
+            def __init__(self, pool: Any) -> None:
+                self.pool = pool
+
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                import httpcore
+
+                url = request.url
+                req = httpcore.Request(
+                    method=request.method,
+                    url=httpcore.URL(
+                        scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+                    ),
+                    headers=request.headers.raw,
+                    content=request.stream,
+                    extensions=request.extensions,
+                )
+                try:
+                    resp = self.pool.handle_request(req)
+                except Exception as exc:  # noqa: BLE001 - httpcore's, as httpx's
+                    _raise_as_httpx(exc)
+                body = _ResponseStream(resp.stream)
+                return httpx.Response(
+                    status_code=resp.status,
+                    headers=resp.headers,
+                    stream=body,
+                    extensions={**resp.extensions, "aimux_body": body},
+                )
+
+            def close(self) -> None:
+                self.pool.close()
+
+        _transport_class = _PoolTransport
+    return _transport_class(pool)  # type: ignore[call-arg]
+
+
+_tls: list[Any] = []  # one TLS context for every pool (making one loads the CA bundle)
+
+
+def _tls_context() -> Any:
+    if not _tls:
+        _tls.append(httpx.create_ssl_context())
+    return _tls[0]
+
+
+def _proxies_in_env() -> bool:
+    """Whether the environment names a proxy (httpx's own clients then honour it)."""
+    import urllib.request
+
+    return any(k != "no" for k in urllib.request.getproxies())
+
+
+def _pooled_client(
+    limits: httpx.Limits, timeout: httpx.Timeout
+) -> tuple[httpx.Client, _GuardedBackend | None]:
+    """A client over a pool of ours with the guarded network backend (``_GuardedBackend``),
+    and that backend. With a proxy in the environment: httpx's own client, which honours it
+    (its sends still check the guard before they start; only a cancel after that is not seen
+    before the headers, and a forked child leaves its copies of the sockets open), and None."""
+    if _proxies_in_env():
+        client = httpx.Client(
+            timeout=timeout, limits=limits, follow_redirects=False, cookies=_no_cookies()
+        )
+        backend = None
+    else:
+        import httpcore
+
+        backend = _GuardedBackend(httpcore.SyncBackend())
+        pool = httpcore.ConnectionPool(
+            ssl_context=_tls_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=backend,  # type: ignore[arg-type]  # (duck-typed: httpcore loads late)
+        )
+        client = httpx.Client(
+            transport=_pool_transport(pool),
+            timeout=timeout,
+            follow_redirects=False,
+            cookies=_no_cookies(),
+        )
+    # Its jar never stores a cookie: httpx need not wrap every response and its request in
+    # urllib's cookie-compatible shapes to offer them to it (~150 Python calls per call).
+    client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
+    return client, backend
 
 
 #: what is left of a stream's body after its terminal event is read for at most this long and
@@ -937,45 +1066,40 @@ class HttpTransport:
         self._fixed = client
         self._clients: dict[Origin, httpx.Client] = {}
         self._lock = threading.Lock()
-        #: the pool of streams read on their caller's thread (``stream_client``)
+        #: the pool of every stream's requests (``stream_client``)
         self._stream_client: httpx.Client | None = None
+        #: the network backends of our pools (a forked child closes their sockets)
+        self.backends: list[_GuardedBackend] = []
+
+    def _pooled(self, limits: httpx.Limits, timeout: httpx.Timeout) -> httpx.Client:
+        client, backend = _pooled_client(limits, timeout)
+        if backend is not None:
+            self.backends.append(backend)
+        return client
 
     def _new_client(self) -> httpx.Client:
         lim = self.limits
-        client = httpx.Client(
-            timeout=httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
-            limits=httpx.Limits(
+        return self._pooled(
+            httpx.Limits(
                 max_connections=lim.pool_max_per_host,
                 max_keepalive_connections=min(lim.pool_max_idle_per_host, lim.pool_max_per_host),
             ),
-            follow_redirects=False,
-            cookies=_no_cookies(),
+            httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
         )
-        # Its jar never stores a cookie: httpx need not wrap every response and its request in
-        # urllib's cookie-compatible shapes to offer them to it (~150 Python calls per call).
-        client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
-        return client
 
     def stream_client(self) -> httpx.Client:
-        """The pool of stream requests sent off the stream loop (a Python caller reading its
-        stream on its own thread, ``dispatch`` "caller-thread streams"): as the loop's clients,
-        no connection limit (a stream never waits for another one's connection, and streams
-        never fill the per-host pools of calls), 8 idle keep-alive connections."""
+        """The pool of every stream's requests: no connection limit (a stream never waits for
+        another one's connection, and streams never fill the per-host pools of calls), 8 idle
+        keep-alive connections; a cancelled stream's request is never sent (``SendGuard``)."""
         client = self._stream_client
         if client is None:
             with self._lock:
                 client = self._stream_client
                 if client is None:
-                    client = httpx.Client(
-                        timeout=httpx.Timeout(None, connect=60.0),
-                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
-                        follow_redirects=False,
-                        cookies=_no_cookies(),
+                    client = self._stream_client = self._pooled(
+                        httpx.Limits(max_connections=None, max_keepalive_connections=8),
+                        httpx.Timeout(None, connect=60.0),
                     )
-                    # as ``_new_client``: its jar stores nothing, so nothing is offered to it
-                    client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
-                    _guard_connections(client)  # a cancelled stream's request is never sent
-                    self._stream_client = client
         return client
 
     def client_for(self, url: str) -> httpx.Client:
@@ -1115,18 +1239,12 @@ def _reset_after_fork() -> None:
 
 def _close_inherited_sockets(transport: HttpTransport) -> None:
     """Close the child's copies of the parent's pooled sockets (the fd only: no shutdown, no
-    TLS close_notify, so the parent's connections are untouched). Best effort over httpcore's
-    internals; whatever is missed stays open, unused, until the child exits."""
-    clients = list(transport._clients.values())
-    if transport._stream_client is not None:
-        clients.append(transport._stream_client)
-    for client in clients:
-        pool = getattr(getattr(client, "_transport", None), "_pool", None)
-        for conn in list(getattr(pool, "_connections", ()) or ()):
-            inner = getattr(conn, "_connection", None)
-            stream = getattr(inner, "_network_stream", None)
-            stream = getattr(stream, "_inner", stream)  # a guarded stream's (``_GuardedStream``)
-            sock = getattr(stream, "_sock", None)
+    TLS close_notify, so the parent's connections are untouched): every stream our network
+    backends opened and still know (``_GuardedBackend.streams``; httpx's own clients, used with
+    a proxy in the environment, are left as they are)."""
+    for backend in transport.backends:
+        for stream in list(backend.streams):
+            sock = stream.get_extra_info("socket")
             if isinstance(sock, socket.socket):
                 try:
                     os.close(sock.detach())

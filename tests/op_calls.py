@@ -11,6 +11,7 @@ from helpers import assert_no_canary, validator
 
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.envelope import native_chain
+from aimux_ops.streams import cqueue
 from aimux_ops.streams import registry as stream_registry
 
 
@@ -47,8 +48,9 @@ def wait_blocked_reader(handle: int) -> None:
     blocked on it, under the lock a cancel takes): a test then cancels a read that really waits,
     never one that has not begun. The bound (at least 60 s) only ends a broken run."""
     stream = stream_registry._streams[handle]
+    q = getattr(stream, "_q", None)  # a C queue: its blocked readers are counted there
     for _ in range(6000):
-        if stream._readers:
+        if stream._readers or (q is not None and cqueue.lib._aimux_cq_readers(q)):
             return
         threading.Event().wait(0.01)
     raise AssertionError(f"no reader blocked on stream {handle}")

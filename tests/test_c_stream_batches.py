@@ -153,14 +153,22 @@ def test_one_batch_is_the_joined_events_byte_for_byte(batch_op: threading.Event)
 
 
 def test_unserializable_event_is_205_and_the_rest_follows(batch_op: threading.Event) -> None:
-    """As when events were taken and dumped one at a time: the events before the bad one are
-    lost with the 205, the ones after it are still there."""
+    """A batch holding an event that cannot be serialized is a 205 (the events taken with it
+    before the bad one are lost with it, as when events were taken and dumped one at a time;
+    with libaimux loaded the ones before it may come first, from the C queue); the events
+    after it follow."""
     for take in (stream_poll_json, stream_next_batch_json):
         handle, err = stream_start_json("test.batch", orjson.dumps({"count": 6, "bad_at": 2}))
         assert err is None and handle is not None
         read_ahead(handle)
-        batch, ended, env = take(handle, 100)
-        assert batch is None and ended is True and env is not None
+        before: list[int] = []
+        while True:
+            batch, ended, env = take(handle, 100)
+            if env is not None:
+                break
+            assert batch is not None and not ended
+            before += [e["n"] for e in orjson.loads(batch)]
+        assert before in ([], [0, 1]) and ended is True
         envelope = assert_valid_envelope(env)
         assert envelope["code"] == 205 and envelope["cause"]["type"] == "TypeError"
         batch, ended, env = take(handle, 100)

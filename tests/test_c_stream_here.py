@@ -116,13 +116,15 @@ def test_a_read_never_waits_for_the_next_chunk_once_it_has_one(
 
 
 def test_the_h11_state_is_found_on_a_real_response(server: FaultServer) -> None:
-    """``transport._h11_of`` walks httpx's and httpcore's private stream objects to the h11
-    connection, and ``_next_part_buffered`` reads h11's chunked reader; were either path gone
-    (a dependency update), every chunk would silently be a read of its own: pin them."""
-    import httpx
-
+    """``transport._h11_of`` walks httpcore's private stream objects to the h11 connection,
+    and ``_next_part_buffered`` reads h11's chunked reader (their versions are pinned in
+    pyproject.toml); were either path gone (a dependency update), every chunk would silently
+    be a read of its own: this fails then."""
     body = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "x"}]}
-    with httpx.Client() as client:
+    for client in (
+        transport.default_transport().stream_client(),
+        transport.HttpTransport()._new_client(),
+    ):
         url = server.base_url + "/chat/completions"
         with client.stream("POST", url, json=body, headers={"x-fault": "mode=chunks;n=3"}) as r:
             h11 = transport._h11_of(r)

@@ -125,7 +125,7 @@ def _stream_pool(port: int) -> list[Any]:
     client = transport.default_transport()._stream_client
     assert client is not None
     origin = httpcore.Origin(b"http", b"127.0.0.1", port)
-    return [c for c in client._transport._pool.connections if c.can_handle_request(origin)]
+    return [c for c in client._transport.pool.connections if c.can_handle_request(origin)]
 
 
 def test_caller_thread_streams_one_after_another_reuse_one_connection(

@@ -150,7 +150,7 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
     origin = httpcore.Origin(b"http", b"127.0.0.1", server.port)
     client = transport.default_transport().stream_client()
     pooled = [
-        conn for conn in client._transport._pool.connections if conn.can_handle_request(origin)
+        conn for conn in client._transport.pool.connections if conn.can_handle_request(origin)
     ]
     assert len(pooled) == 1, pooled
     assert all(conn.is_idle() for conn in pooled)

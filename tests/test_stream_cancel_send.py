@@ -96,8 +96,8 @@ def _warm(lib: Queue, server: FaultServer) -> None:
     lib.lib.aimux_stream_free(h)
     client = transport.default_transport()._stream_client
     assert client is not None
-    pool: Any = client._transport._pool  # type: ignore[attr-defined]
-    wait_until(lambda: any(c.is_idle() for c in list(pool._connections)))
+    pool: Any = client._transport.pool  # type: ignore[attr-defined]
+    wait_until(lambda: any(c.is_idle() for c in pool.connections))
 
 
 @pytest.mark.parametrize("end", ["cancel", "free"])
@@ -195,18 +195,27 @@ def test_a_cancel_while_the_headers_are_held_closes_the_connection_at_once(
         lib.lib.aimux_stream_free(h)
 
 
-def test_the_stream_clients_connections_are_guarded() -> None:
-    """``transport._guard_connections`` replaces httpcore's pools' private network backend;
-    were that attribute gone (a dependency update), a cancel would no longer stop a request
-    whose send had begun: pin it on both clients that send streams."""
-    import httpx
-
-    client = httpx.Client()
-    transport._guard_connections(client)
-    backend = client._transport._pool._network_backend  # type: ignore[attr-defined]
-    assert isinstance(backend, transport._GuardedBackend)
-    client = transport.HttpTransport().stream_client()
-    assert isinstance(client._transport._pool._network_backend, transport._GuardedBackend)  # type: ignore[attr-defined]
+def test_the_stream_clients_connections_are_guarded(server: FaultServer) -> None:
+    """Every pool of ours is an ``httpcore.ConnectionPool`` given the guarded network backend
+    (public API: ``network_backend=``): a stream's request goes out on a guarded connection,
+    which a cancel can stop before its first byte (were it not, a cancel would no longer stop a
+    request whose send had begun)."""
+    request = transport.HTTPRequest(
+        "POST",
+        server.base_url + "/chat/completions",
+        {"content-type": "application/json", "x-fault": "mode=ok"},
+        orjson.dumps({"model": "gpt-4o-mini", "stream": True, "messages": []}),
+        stream=True,
+        guard=transport.SendGuard(),
+    )
+    for t in (transport.HttpTransport(), transport.default_transport()):
+        resp = t.send(request, transport.Deadline(60_000))
+        try:
+            stream = resp._raw.extensions["network_stream"]
+            assert isinstance(stream, transport._GuardedStream)
+            assert any(stream in b.streams for b in t.backends)  # a forked child closes it
+        finally:
+            resp.read()
 
 
 # -- TLS: the shutdown keeps the TLS layer; a cancel during a handshake wakes it -----------------

@@ -859,6 +859,12 @@ class ReaderThreadStream(QueuedStream):
         self._saw_end()
         raise OpenFailed(exc)
 
+    def _answer(self, max_events: int, blocking: bool) -> tuple[int, bytes | None, bool] | None:
+        got = super()._answer(max_events, blocking)
+        if got is None:  # Python answers: an open that failed while a read waited says so
+            self._open_failed()
+        return got
+
     def _one(self, fallback: Callable[[], Any]) -> Any:
         self._wait_for_reader()
         self._open_failed()
