@@ -407,7 +407,7 @@ class HttpResponse:
                     self._eof = True
                     return
                 # every part the same network read brought comes with this chunk (an HTTP
-                # chunk per event is the norm), as the stream loop's reader hands them over;
+                # chunk per event is the norm): one batch of events per network read,
                 # never a wait for the next network read
                 parts = [chunk]
                 failed: httpx.HTTPError | None = None
@@ -518,7 +518,7 @@ def _shutdown_stream(stream: Any) -> None:
 
 
 def _shutdown_sock(sock: Any) -> None:
-    """Shut ``sock`` down (a socket.socket, or asyncio's TransportSocket on the stream loop).
+    """Shut ``sock`` down (a socket.socket, or any object with a ``shutdown`` method).
     A socket.socket, an ``ssl.SSLSocket`` too, is shut down by socket.socket's own method:
     ``SSLSocket.shutdown`` first drops its TLS layer, and a write on another thread that raced
     it would then go out unencrypted (a request's headers, its key among them)."""
@@ -590,9 +590,9 @@ class SendGuard:
 
     @contextmanager
     def sending(self) -> Iterator[None]:
-        """The request goes out in this context (the sending thread, or the stream's task on the
-        loop): the stream clients' connections check this guard (``_sending``); once the send
-        is over, the guard is detached."""
+        """The request goes out in this context (the sending thread): the stream clients'
+        connections check this guard (``_sending``); once the send is over, the guard is
+        detached."""
         token = _sending.set(self)
         try:
             yield
@@ -617,14 +617,14 @@ class SendGuard:
                 _shutdown_stream(stream)
 
 
-#: the guard of the request being sent in this context (the thread's on a sync send, the
-#: stream's task on the loop), which the stream clients' connections check (``_GuardedStream``)
+#: the guard of the request being sent in this context (the sending thread's), which the stream
+#: clients' connections check (``_GuardedStream``)
 _sending: ContextVar[SendGuard | None] = ContextVar("aimux_sending", default=None)
 
-#: tests: called with a guarded request on its sending thread (on the loop: in the stream's
-#: greenlet) right before it goes to httpx, after the send's own ``check``, so a test can cancel
-#: there (the cancel then happens-before the send) and show that the connection's check alone
-#: keeps the request from being written. None in production: nothing is called.
+#: tests: called with a guarded request on its sending thread right before it goes to httpx,
+#: after the send's own ``check``, so a test can cancel there (the cancel then happens-before the
+#: send) and show that the connection's check alone keeps the request from being written. None
+#: in production: nothing is called.
 before_guarded_send: Callable[[HTTPRequest], None] | None = None
 
 
@@ -848,7 +848,6 @@ def _pooled_client(
 #: this many bytes (then the connection is closed as before: its socket shut down)
 _DRAIN_S = 1.0
 _DRAIN_BYTES = 64 * 1024
-_draining: set[Any] = set()  # the drain tasks (the loop keeps only weak references)
 
 
 #: a stream read on its caller's thread waits at most this long for its body's end after its

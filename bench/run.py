@@ -345,11 +345,13 @@ class Peers:
         n = 0
         try:
             while (batch := stream_next_objects(handle)[0]) is not None:
-                for event in batch:
-                    if type(event) is not dict:
-                        raise RuntimeError(event)
+                for item in batch:
+                    # (a dict, or bytes once libaimux is loaded here: its C queue's events)
+                    event = item if type(item) is dict else orjson.loads(item)
                     if event["type"] == "text-delta":
                         n += 1
+                    elif event["type"] == "error":
+                        raise RuntimeError(event)
         finally:
             stream_free(handle)
         return n

@@ -286,7 +286,7 @@ class Stream:
         except KeyboardInterrupt:
             self._done = self._ended = True
             self._over()
-            raise  # the host's, not the stream's: the stream ends (as on the loop)
+            raise  # the host's, not the stream's: the stream ends
         except BaseException as exc:  # noqa: BLE001 - the terminal error event
             self._ended = True
             self._over()
@@ -353,7 +353,7 @@ class Stream:
             return got, hold
 
     def take(self, max_events: int) -> Iterator[Any] | None:
-        """``dispatch._Stream.take``: an iterator over up to ``max_events`` events, held (a
+        """An iterator over up to ``max_events`` events, held (a
         cancel, a reap or a fork empties it), or None at the end."""
         self._held = None
         got, hold = self._get(max_events)
@@ -405,7 +405,7 @@ class Stream:
         return self.next_batch(max_events)
 
     def reap(self, idle_ms: int) -> bool:
-        """``dispatch._Stream.reap``: close the stream if nobody read it for ``idle_ms``."""
+        """Close the stream if nobody read it for ``idle_ms`` (the reaper); True when closed."""
         with self._state:
             reaped = reaped_event(self, idle_ms)
             if reaped is None:
@@ -423,18 +423,19 @@ class Stream:
 
 class QueuedStream(Stream):
     """A stream opened with ``aimux_stream`` (the C ABI's blocking open), read on the thread of
-    the C reader that waits for it (DESIGN.md "Streams read on the caller's thread: the C ABI").
+    the C reader that waits for it; the base of ``ReaderThreadStream``.
 
-    Its events go through the stream's C queue as a loop stream's do (``dispatch._QueuedStream``):
-    each network read's events are serialized once and pushed, and the C ABI's reads take them
+    Its events go through the stream's C queue (``cqueue``) when libaimux runs the core: each
+    network read's events are serialized once and pushed, and the C ABI's reads take them
     without the interpreter lock. While the queue is flagged PULL, a blocking C read
     (``aimux_stream_next``, ``aimux_stream_next_batch``) that finds it empty asks this side,
     which reads the next network read on that thread and pushes it (``_fill``). A poll never
     reads: once a blocking read came, a poll of an empty queue is answered EMPTY in C (the
     bindings' "touch" polls); a poll of a stream no blocking read has read yet starts the
-    stream's reader thread (``_pump``), which from then on reads ahead up to the high-water mark
-    as the stream loop would, and C reads wait on the queue. A cancel, the reaper's event and
-    the end are answered in C as for a loop stream. Events only the per-event path can serialize
+    stream's reader thread (``_pump``), which from then on reads ahead up to the high-water mark,
+    and C reads wait on the queue. A cancel, the reaper's event and the end are answered in C.
+    Without a C queue (a plain Python process, or out of memory) everything is in ``_pending``
+    from the start. Events only the per-event path can serialize
     (or a push without memory) stay in ``_pending``, answered by ``Stream``'s own methods
     from then on (the fallback: PY set)."""
 
@@ -488,7 +489,7 @@ class QueuedStream(Stream):
             cqueue.lib._aimux_cq_unflag(self._q, cqueue.Q_PULL)
 
     def _over(self) -> None:
-        # a C read that heard a cancel returns once the op's cleanup ran (as on the loop)
+        # a C read that heard a cancel returns once the op's cleanup ran
         if self._q is not None:
             cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_STOPPED)
 
@@ -509,9 +510,8 @@ class QueuedStream(Stream):
 
     def _read_batch(self, ahead: bool = False) -> list[Any] | None:
         """``_next_locked``'s events, or None at the end (``_run`` held). After a ``finish``
-        the op's end is taken at once, as the loop's producer takes it (its cleanup reads no
-        more than the body's end): the end then comes with the last batch, and a host that
-        polls after its ``finish`` gets it."""
+        the op's end is taken at once (its cleanup reads no more than the body's end): the end
+        then comes with the last batch, and a host that polls after its ``finish`` gets it."""
         got, _hold = self._next_locked(ahead)
         if got and not self._fallback and not self._ended and _is_finish(got[-1]):
             more, _hold = self._next_locked(ahead)
@@ -624,7 +624,7 @@ class QueuedStream(Stream):
     # -- consumers (any thread) ---------------------------------------------------------------
 
     def _answer(self, max_events: int, blocking: bool) -> tuple[int, bytes | None, bool] | None:
-        """The C queue's answer (``dispatch.cq_take``), reading on this thread while it is
+        """The C queue's answer (``cqueue.take``), reading on this thread while it is
         empty; None: Stream's own methods answer (the fallback)."""
         if self._q is None:
             return None
@@ -699,7 +699,7 @@ class QueuedStream(Stream):
         return self._batch(max_events, False, super().poll)
 
     def reap(self, idle_ms: int) -> bool:
-        """``dispatch._QueuedStream.reap``: the C queue's last read counts, and the reaper's
+        """``Stream.reap`` with a C queue: the C queue's last read counts, and the reaper's
         event is put there (its next read), atomically with the check that nobody reads."""
         if self._q is None:
             return super().reap(idle_ms)
