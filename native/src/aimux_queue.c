@@ -1,7 +1,6 @@
-/* libaimux: the C queue of a stream opened through the C ABI (docs/DESIGN.md "Streams: a C queue
- * per stream").
+/* libaimux: the C queue of a stream opened through the C ABI.
  *
- * The producer (the stream's greenlet on the loop thread, aimux_ops.dispatch._NativeStream)
+ * The producer (the thread that reads the stream's op, aimux_ops/streams/stream.py QueuedStream)
  * serializes each batch of events once, as one JSON array, and pushes the bytes here. Consumers
  * (aimux_stream_next, aimux_stream_next_batch, aimux_stream_poll, aimux_poll_ready, and the
  * Python side's own reads) take from the queue under its mutex without the interpreter lock.
@@ -457,7 +456,7 @@ int _aimux_cq_want_room(void *p, size_t threshold)
     return wait;
 }
 
-/* The queue's flags now (caller_stream.NativeCallerStream reads BLOCKED). */
+/* The queue's flags now (streams.stream.QueuedStream reads BLOCKED). */
 unsigned _aimux_cq_flags(void *p)
 {
     _aimux_q *q = (_aimux_q *)p;
