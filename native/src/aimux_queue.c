@@ -358,7 +358,7 @@ void _aimux_cq_after_fork(void)
     _aimux_rl.signalled = 0; /* the pipe: aio's after-fork hook already gave the child its own */
 }
 
-/* --- the producer's side (the loop thread) --------------------------------------------------- */
+/* --- the producer's side (the thread that reads the op) ------------------------------------ */
 
 /* Appends `n` events serialized as one JSON array `buf` (copied). Returns the events queued. */
 size_t _aimux_cq_push(void *p, const char *buf, size_t len, size_t n)
