@@ -412,3 +412,24 @@ def test_every_fault_reads_the_same_on_every_stream_surface(
     assert failure is None or orjson.loads(failure)["code"] < 200, failure  # the op's, not ours
     assert seen == dict.fromkeys(seen, (events, failure))
     assert not any(b"cancel scope" in e or b"127.0.0.1" in e for e in [*events, failure or b""])
+
+
+def test_a_freed_event_driven_stream_leaves_the_ready_list(server: FaultServer) -> None:
+    """Read with ``stream_next_batch_json`` alone (no ``ready_handles``): each freed stream
+    leaves the ready list, which is empty once every stream is freed."""
+    from aimux_ops.streams.ready import ready_list
+
+    p = orjson.dumps(params(server, "mode=chunks;n=3"))
+    ready_handles(1 << 30)
+    for _ in range(50):
+        h, env = stream_start_json("stream_text", p)
+        assert env is None and h is not None
+        while not dispatch.stream_next_batch_json(h, 64)[1]:
+            pass
+        stream_free(h)
+    for _ in range(6000):  # every reader thread's last act is done (the bound: a broken run)
+        if stream_registry._threads == 0:
+            break
+        threading.Event().wait(0.01)
+    assert len(ready_list()) == 0
+    assert ready_handles(1 << 30) == []
