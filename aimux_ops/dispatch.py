@@ -37,7 +37,7 @@ from .ops import registry
 from .ops.registry import OpSpec, StreamContext, all_ops, get_op
 from .streams import cqueue
 from .streams import registry as _registry
-from .streams.ready import ready_list
+from .streams.ready import adopt_native, ready_list
 from .streams.stream import OpenFailed
 from .streams.stream import dump as _dump
 
@@ -485,4 +485,4 @@ def use_native_queues(ffi: Any, lib: Any) -> None:
     cqueue.use(ffi, lib)
     on_fork_child(lib._aimux_cq_after_fork)
     lib._aimux_rl_enable()
-    ready_list().adopt_native()  # its pipe and what a Python host listed before go to C
+    adopt_native()  # a ready list a Python host made before moves to C

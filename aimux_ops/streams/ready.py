@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from . import cqueue
 
-__all__ = ["ReadyList", "ready_list", "reset_after_fork"]
+__all__ = ["ReadyList", "adopt_native", "ready_list", "reset_after_fork"]
 
 
 class ReadyList:
@@ -128,6 +128,13 @@ def ready_list() -> ReadyList:
                     except OSError:
                         pass
         return _list
+
+
+def adopt_native() -> None:
+    """libaimux runs the core now: a list made before (a Python host that streamed before it
+    loaded the library) moves to C; one made later is kept in C from the start."""
+    if _list is not None and _list.pid == os.getpid():
+        _list.adopt_native()
 
 
 def reset_after_fork() -> None:
