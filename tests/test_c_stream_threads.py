@@ -1,5 +1,5 @@
 """Event-driven streams (``aimux_stream_start``) read by a reader thread of their own
-(``streams.stream.ReaderThreadStream``): at most ``AIMUX_STREAM_READER_THREADS`` at once, one
+(``streams.stream.Stream``, kind "read ahead"): at most ``AIMUX_STREAM_READER_THREADS`` at once, one
 more is a clear error (never a wait); a thread that cannot start is the same error; a cancel during the open ends reads at once, tells
 the host and ends the open; the open's failure reaches ``aimux_poll_ready``; the reaper closes
 a stream nobody polls; the setting is read from the environment. (The events themselves, byte for byte
@@ -27,7 +27,6 @@ from test_c_stream_queue import CError, Queue, wait_until
 from aimux_ops import dispatch, guest
 from aimux_ops.streams import cqueue
 from aimux_ops.streams import registry as stream_registry
-from aimux_ops.streams.stream import ReaderThreadStream
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -128,20 +127,20 @@ def test_a_stream_over_the_reader_threads_limit_is_a_clear_error(
         assert "AIMUX_STREAM_READER_THREADS is 2" in info.value.message
         assert set(stream_registry._streams) == before  # no handle was made
         assert server.count("rt-limit-9") == 0  # nothing was sent
-        kinds = [type(stream_registry._streams[h]) for h in hs]
-        assert kinds == [ReaderThreadStream, ReaderThreadStream]
+        kinds = [stream_registry._streams[h].kind for h in hs]
+        assert kinds == ["read ahead", "read ahead"]
         assert stream_registry._threads == 2
         for h in hs:  # each delivers
             batch, ended = lib.batch(h, 10, blocking=True)
             assert [e["text"] for e in orjson.loads(batch or b"[]")] == ["Hel"] and not ended
         first = stream_registry._streams[hs[0]]
-        assert isinstance(first, ReaderThreadStream) and first._pump_thread is not None
+        assert first.kind == "read ahead" and first._pump_thread is not None
         assert first._pump_thread.name == "aimux-stream-reader" and first._pump_thread.is_alive()
         lib.lib.aimux_stream_free(hs[0])  # its thread ends (the cancel shuts its socket down)
         wait_until(lambda: stream_registry._threads == 1)
         assert not first._pump_thread.is_alive()
         hs.append(lib.start(b"stream_text", p(3)))  # a thread is free again
-        assert type(stream_registry._streams[hs[-1]]) is ReaderThreadStream
+        assert stream_registry._streams[hs[-1]].kind == "read ahead"
         assert lib.batch(hs[-1], 10, blocking=True)[0] is not None  # (up to the server's stall)
     finally:
         for h in hs:
@@ -191,7 +190,7 @@ def test_a_cancel_during_the_open_ends_reads_at_once_and_tells_the_host(
     p = orjson.dumps(params(server, "mode=ok;hold=rt-open-cancel", scenario="rt-open-cancel"))
     h = lib.start(b"stream_text", p)
     stream = stream_registry._streams[h]
-    assert isinstance(stream, ReaderThreadStream) and stream._pump_thread is not None
+    assert stream.kind == "read ahead" and stream._pump_thread is not None
     try:
         assert server.wait_for("held", "rt-open-cancel", 1) == 1  # the open waits for headers
         dispatch.ready_handles(1 << 30)  # (nothing of this stream is listed yet)
@@ -209,7 +208,7 @@ def test_a_cancel_during_the_open_ends_reads_at_once_and_tells_the_host(
 
 def test_the_open_failure_reaches_poll_ready_once(lib: Queue, server: FaultServer) -> None:
     h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=status;status=400")))
-    assert type(stream_registry._streams[h]) is ReaderThreadStream
+    assert stream_registry._streams[h].kind == "read ahead"
     seen = poll_until(lib, h, lambda e: e[1] == 1)
     handle, ended, events, failure = seen[-1]
     assert (handle, ended, events) == (h, 1, None) and len(seen) == 1
@@ -231,12 +230,12 @@ def test_a_stream_nobody_polls_is_reaped_and_the_host_told(server: FaultServer) 
         queued = cqueue.lib._aimux_cq_count(s._q)
         entries = until_listed_end(h)
         types = [e["type"] for entry in entries for e in (entry[2] or [])]
-        out = {"type": type(s).__name__, "queued": queued > 100, "types": types,
+        out = {"type": s.kind, "queued": queued > 100, "types": types,
                "cancelled": s.ctx.cancelled.is_set()}
         """
     spec = "mode=ok;parts=300;drip_ms=1;text=" + "x" * 300
     assert run_host(server, spec, body, {"AIMUX_STREAM_IDLE_TIMEOUT_MS": "300"}) == {
-        "type": "ReaderThreadStream",
+        "type": "read ahead",
         "queued": True,
         "types": ["error"],
         "cancelled": True,
@@ -254,7 +253,7 @@ def test_the_reader_threads_setting_is_read_from_the_environment(
         for _ in range(2):  # (the first waits at the mark)
             try:
                 hs.append(lib.start(b"stream_text", p))
-                kinds.append(type(stream_registry._streams[hs[-1]]).__name__)
+                kinds.append(stream_registry._streams[hs[-1]].kind)
             except CError as e:
                 kinds.append(e.code)
         counts = []
@@ -268,7 +267,7 @@ def test_the_reader_threads_setting_is_read_from_the_environment(
         out = {"kinds": kinds, "counts": counts, "loop": "aimux-streams" in names}
         """
     env = {} if setting is None else {"AIMUX_STREAM_READER_THREADS": setting}
-    thread = "ReaderThreadStream"
+    thread = "read ahead"
     kinds = {None: [thread, thread], "0": [11, 11], "1": [thread, 11]}[setting]
     assert run_host(server, "mode=chunks;n=5000", body, env) == {
         "kinds": kinds,
@@ -285,7 +284,7 @@ def test_a_python_poll_that_leaves_events_lists_the_stream_again(
     C queue's RELIST wake-up), as a C poll does."""
     h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=chunks;n=50")))
     stream = stream_registry._streams[h]
-    assert isinstance(stream, ReaderThreadStream) and stream._pump_thread is not None
+    assert stream.kind == "read ahead" and stream._pump_thread is not None
     stream._pump_thread.join(60)  # every event is in the C queue: no push lists it any more
     assert cqueue.lib._aimux_cq_count(stream._q) == 51
     dispatch.ready_handles(1 << 30)
@@ -303,11 +302,11 @@ def test_the_reaper_closes_a_stream_nobody_polls_while_its_open_waits(
     host's poll gets the reaper's terminal error event."""
     body = """
         h = lib.start(b"stream_text", p)
-        kind = type(stream_registry._streams[h]).__name__
+        kind = stream_registry._streams[h].kind
         entries = until_listed_end(h)
         out = {"kind": kind, "entries": [[e[1], [x["type"] for x in e[2] or []],
                e[2][0]["error"]["code"] if e[2] else None, e[3]] for e in entries]}
         """
     env = {"AIMUX_STREAM_IDLE_TIMEOUT_MS": "500"}
     got = run_host(server, "mode=ok;hold=rt-never;hold_ms=30000", body, env)
-    assert got == {"kind": "ReaderThreadStream", "entries": [[1, ["error"], 12, None]]}
+    assert got == {"kind": "read ahead", "entries": [[1, ["error"], 12, None]]}

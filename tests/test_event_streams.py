@@ -190,7 +190,7 @@ def test_a_slow_consumer_bounds_what_the_reader_thread_reads_ahead(server: Fault
     )
     assert env is None and handle is not None
     stream = stream_registry._streams[handle]
-    assert isinstance(stream, engine.ReaderThreadStream)
+    assert stream.kind == "read ahead"
     # the reader thread stops (in Python: one read ahead) until the consumer takes events (the
     # bound, at least 60 s, only ends a broken run)
     for _ in range(6000):

@@ -1,8 +1,8 @@
 """A stream cancelled before its request is sent never sends it; one cancelled while its request
 waits for the response headers has its connection shut down at once (DESIGN.md "A cancel before
 the send"). Through the real libaimux (ctypes) and the fault server, on every path a C-ABI stream
-takes: a reader thread (``aimux_stream_start``, ``ReaderThreadStream``) and the caller's thread
-(``aimux_stream``, ``QueuedStream``).
+takes: a reader thread (``aimux_stream_start``, read ahead) and the caller's thread
+(``aimux_stream``, queued).
 
 "Before the send" is made exact by ``transport.before_guarded_send``: the op calls it on its
 sending thread after every check of its own, right before the request goes to httpx; the test
@@ -27,7 +27,6 @@ from test_c_stream_threads import poll_until
 
 from aimux_ops import dispatch, transport
 from aimux_ops.streams import registry as stream_registry
-from aimux_ops.streams.stream import QueuedStream, ReaderThreadStream
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -77,7 +76,7 @@ def cold_server() -> Iterator[FaultServer]:
 
 def _op_over(stream: Any) -> None:
     """Until the stream's op is over (its reader thread ended)."""
-    assert isinstance(stream, ReaderThreadStream)
+    assert stream.kind == "read ahead"
     assert stream._pump_thread is not None
     stream._pump_thread.join(60)
     assert not stream._pump_thread.is_alive()
@@ -120,7 +119,7 @@ def test_an_event_driven_stream_cancelled_before_its_send_sends_nothing(
     g = gate(scenario)
     h = lib.start(b"stream_text", orjson.dumps(params(target, "mode=ok", scenario=scenario)))
     stream = stream_registry._streams[h]
-    assert type(stream) is ReaderThreadStream
+    assert stream.kind == "read ahead"
     assert g.reached.wait(60)  # the op is about to send: past each check of its own
     dispatch.ready_handles(1 << 30)
     if end == "cancel":
@@ -157,7 +156,7 @@ def test_a_blocking_open_cancelled_before_its_send_sends_nothing(
     assert g.reached.wait(60)
     (h,) = set(stream_registry._streams) - before
     stream = stream_registry._streams[h]
-    assert type(stream) is QueuedStream
+    assert stream.kind == "queued"
     lib.lib.aimux_stream_cancel(h)
     g.go.set()
     opener.join(60)
@@ -179,7 +178,7 @@ def test_a_cancel_while_the_headers_are_held_closes_the_connection_at_once(
     p = orjson.dumps(params(server, f"mode=ok;hold={scenario}", scenario=scenario))
     h = lib.start(b"stream_text", p)
     stream = stream_registry._streams[h]
-    assert type(stream) is ReaderThreadStream
+    assert stream.kind == "read ahead"
     try:
         assert server.wait_for("held", scenario, 1) == 1  # the open waits for the headers
         dispatch.ready_handles(1 << 30)

@@ -32,7 +32,7 @@ from ..ops.registry import StreamContext
 from . import cqueue
 from .ready import ready_list
 from .ready import reset_after_fork as _reset_ready
-from .stream import QueuedStream, ReaderThreadStream, Stream
+from .stream import Stream
 
 __all__ = ["cancel", "free", "lookup", "open_here", "start", "stop_at_exit"]
 
@@ -87,8 +87,7 @@ def open_here(ctx: StreamContext, events: Events, queued: bool) -> int:
     """A stream read by its reader: its handle once its first event is in; raises the op's
     failure before it. ``queued``: read through the C ABI (``aimux_stream``), its events in a C
     queue when libaimux runs the core."""
-    kind = QueuedStream if queued and cqueue.lib is not None else Stream
-    stream = _register(lambda handle: kind(handle, ctx))
+    stream = _register(lambda handle: Stream(handle, ctx, queued=queued))
     try:
         stream.open(events)
     except BaseException:
@@ -127,11 +126,11 @@ def start(ctx: StreamContext, events: Events) -> int:
     failure is what its first read answers). Raises a clear error when every reader thread the
     setting allows is busy, or when no thread could be started; nothing ran then."""
     _take_slot()
-    stream: ReaderThreadStream | None = None
+    stream: Stream | None = None
     try:
-        made = _register(lambda handle: ReaderThreadStream(handle, ctx, _release_slot))
-        assert isinstance(made, ReaderThreadStream)
-        stream = made
+        stream = _register(
+            lambda handle: Stream(handle, ctx, queued=True, ahead=True, on_stopped=_release_slot)
+        )
         stream.start(events)
     except BaseException as exc:
         _release_slot()
@@ -211,16 +210,15 @@ def stop_at_exit() -> None:
     threads get at most ``_EXIT_WAIT_S`` to end; a thread still blocked then (its request
     still connecting) has its C queue marked stopped, so nothing waits for it. Streams that had
     ended keep their unread events."""
-    readers = [s for s in list(_streams.values()) if getattr(s, "_pump_thread", None) is not None]
-    for stream in readers:
+    readers = [(s, s._pump_thread) for s in list(_streams.values()) if s._pump_thread]
+    for stream, _thread in readers:
         if not stream._ended:
             stream.ctx.cancel()
     deadline = time.monotonic() + _EXIT_WAIT_S
-    for stream in readers:
-        thread = stream._pump_thread  # type: ignore[attr-defined]
+    for stream, thread in readers:
         if thread is not threading.current_thread():
             thread.join(max(deadline - time.monotonic(), 0.0))
-        q = stream._q  # type: ignore[attr-defined]
+        q = stream._q
         if thread.is_alive() and cqueue.lib is not None and q is not None:
             cqueue.lib._aimux_cq_flag(q, cqueue.Q_STOPPED)
 

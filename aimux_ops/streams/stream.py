@@ -1,21 +1,21 @@
 """The stream engine: one way to run a stream for every surface, over httpx's sync client.
 
 A stream's op is a sync generator (``ops.registry``'s handler); each step is one network read
-(its events: an ``EventBatch``). Nothing runs on an event loop: a stream is read either
+(its events: an ``EventBatch``). Nothing runs on an event loop. There is one ``Stream`` class;
+two strategies, chosen when it opens, say how it runs (its docstring has them):
 
-- **by its reader** (``Stream``: the Python API, ``aimux_ops.stream``; ``QueuedStream``: the
-  blocking C API, ``aimux_stream``): the consumer's thread runs the next network read when it
-  needs events, with no hand-off between threads; or
-- **ahead, by a reader thread of the core** (``ReaderThreadStream``: the event-driven C API,
-  ``aimux_stream_start``): one thread per stream (``registry`` bounds them by
-  ``AIMUX_STREAM_READER_THREADS``, a clear error when reached), reading up to the high-water
-  mark, so a poll never blocks and the ready list (``ready``) tells the host when to look.
-
-Where events go is the other difference: a Python deque of the op's own objects (``Stream``:
-an in-process consumer takes them without a dump), or, when libaimux runs the core
-(``cqueue.lib``), the stream's C queue (``QueuedStream``: each read's events serialized once,
-taken by the C ABI without the interpreter lock; Python answers only what the queue cannot:
-the failed open, events only the per-event path can serialize).
+- who reads: **its reader** (the Python API, ``aimux_ops.stream``, and the blocking C API,
+  ``aimux_stream``: the consumer's thread runs the next network read when it needs events, with
+  no hand-off between threads), or **a reader thread of the core** (the event-driven C API,
+  ``aimux_stream_start``: one thread per stream, which ``registry`` bounds by
+  ``AIMUX_STREAM_READER_THREADS`` with a clear error when reached; it reads ahead up to the
+  high-water mark, so a poll never blocks, and the ready list, ``ready``, tells the host when
+  to look);
+- where events go: a Python deque of the op's own objects (an in-process consumer takes them
+  without a dump), or, when libaimux runs the core (``cqueue.lib``) and the stream was opened
+  through the C ABI, the stream's C queue (each read's events serialized once, taken by the C
+  ABI without the interpreter lock; Python answers only what the queue cannot: the failed
+  open, events only the per-event path can serialize).
 
 Every stream answers the same consumer calls (``take``, ``pull``, ``next``, ``next_batch``,
 ``poll``, ``reap``, ``close``), so everything the registry guarantees holds for each:
@@ -41,16 +41,7 @@ from ..ops.registry import EventBatch, StreamContext
 from . import cqueue
 from .ready import ready_list
 
-__all__ = [
-    "HIGH_WATER",
-    "LOW_WATER",
-    "OpenFailed",
-    "QueuedStream",
-    "ReaderThreadStream",
-    "Stream",
-    "dump",
-    "dump_batch",
-]
+__all__ = ["HIGH_WATER", "LOW_WATER", "OpenFailed", "Stream", "dump", "dump_batch"]
 
 #: A reader thread with this many events not yet taken waits until they drop to LOW_WATER: a
 #: slow consumer bounds the memory a fast provider can fill.
@@ -176,11 +167,35 @@ def _cq_take(
     return st, data, ended
 
 
-class Stream:
-    """One stream driven by its reader: the op runs on the consumer's thread, one network read
-    per read of the consumer, its events kept in a Python deque (the Python API's streams)."""
+def _is_finish(event: Any) -> bool:
+    """The op's last event by the contract (``finish``); an ``error`` event ends it too, but
+    that one comes with the op already over."""
+    return type(event) is dict and event.get("type") == "finish"
 
-    def __init__(self, handle: int, ctx: StreamContext) -> None:
+
+class Stream:
+    """One open stream, for every surface. Two strategies, chosen at the open, say how it runs:
+
+    - **who reads** (``ahead``): its reader (the consumer's thread runs the next network read
+      when it needs events: the Python API, ``aimux_stream``; a stream of ``aimux_stream`` only
+      ever polled gets a reader thread at its first empty poll), or a reader thread of the core
+      from the open on (``aimux_stream_start``: a poll never blocks, the ready list tells the
+      host when to look, the open's failure is what the first read answers);
+    - **where events go** (``queued``): the op's own objects in a Python deque (``_pending``),
+      or, when libaimux runs the core, the stream's C queue (``_q``: each read's events
+      serialized once, taken by the C ABI without the interpreter lock; Python answers what the
+      queue cannot, the fallback: events only the per-event path serializes, a failed open).
+    """
+
+    def __init__(
+        self,
+        handle: int,
+        ctx: StreamContext,
+        *,
+        queued: bool = False,
+        ahead: bool = False,
+        on_stopped: Callable[[], None] | None = None,
+    ) -> None:
         self.handle = handle
         self.ctx = ctx
         self._it: Iterator[Any] | None = None  # the op's iterator
@@ -199,14 +214,34 @@ class Stream:
         self._held_left = 0
         #: freed (``registry.free``): never listed on the ready list again
         self.freed = False
+        #: read ahead by a reader thread of the core from the open on (``aimux_stream_start``)
+        self._ahead = ahead
+        #: the open is a consumer's read (the reaper leaves the stream alone meanwhile); not
+        #: when a reader thread of the core opens it
+        self._open_is_a_read = not ahead
+        self._on_stopped = on_stopped  # the reader thread is over (its slot is free)
+        self._open_exc: BaseException | None = None  # the open failed: the first read says so
+        self._stopped = False  # the reader thread is over
+        lib, ffi = cqueue.lib, cqueue.ffi
+        q = lib._aimux_cq_new(handle, 1 if ahead else 0, LOW_WATER) if queued and lib else None
+        self._q: Any = ffi.gc(q, lib._aimux_cq_unref) if q else None
+        if q and not ahead:
+            lib._aimux_cq_flag(q, cqueue.Q_PULL)  # empty: a blocking read asks this side
+        self._fallback = not q  # no C queue: the Python queue's own path
+        self._pump_thread: threading.Thread | None = None
+        self._blocked = False  # a blocking read from Python came (C notes the C ABI's own)
+        self._room = threading.Condition(threading.Lock())  # the reader thread waits for room
+        self.waits_for_room = False  # the reader thread waits for room (tests watch it)
 
-    # -- the op (caller's thread, ``_run`` held) ---------------------------------------------
+    @property
+    def kind(self) -> str:
+        """How it runs: "by its reader" (Python queue), "queued" (by its reader, C queue) or
+        "read ahead" (a reader thread of the core)."""
+        if self._ahead:
+            return "read ahead"
+        return "queued" if self._q is not None else "by its reader"
 
-    #: the open is a consumer's read (the reaper leaves the stream alone meanwhile); not when a
-    #: reader thread of the core opens it (``ReaderThreadStream``)
-    _open_is_a_read = True
-
-    def open(self, events: Callable[[], Iterator[Any]]) -> None:
+    def _py_open(self, events: Callable[[], Iterator[Any]]) -> None:
         """Run the op until its first event (or its end); raise its failure before it."""
         if self._open_is_a_read:
             self._enter()
@@ -255,8 +290,8 @@ class Stream:
         finally:
             self._over()
 
-    def _over(self) -> None:
-        """The op is over and its cleanup ran (``_run`` held): ``QueuedStream`` tells its
+    def _py_over(self) -> None:
+        """The op is over and its cleanup ran (``_run`` held): a queued stream tells its
         C queue."""
 
     def _next_locked(self, ahead: bool = False) -> tuple[list[Any] | None, bool]:
@@ -317,13 +352,11 @@ class Stream:
             finally:
                 self._run.release()
 
-    def _on_cancel(self) -> None:
+    def _py_on_cancel(self) -> None:
         self._drop_held()
         self._settle()
 
-    # -- consumers (any thread) ---------------------------------------------------------------
-
-    def _get(self, max_events: int) -> tuple[list[Any] | None, bool]:
+    def _py_get(self, max_events: int) -> tuple[list[Any] | None, bool]:
         """Up to ``max_events`` events (pending ones first, else one read) and whether they
         may be held, or (None, False) at the end."""
         pending = self._pending
@@ -352,7 +385,7 @@ class Stream:
                 continue  # another consumer's read filled ``pending``
             return got, hold
 
-    def take(self, max_events: int) -> Iterator[Any] | None:
+    def _py_take(self, max_events: int) -> Iterator[Any] | None:
         """An iterator over up to ``max_events`` events, held (a
         cancel, a reap or a fork empties it), or None at the end."""
         self._held = None
@@ -368,17 +401,17 @@ class Stream:
         if held is not None:
             held[0].clear()
 
-    def pull(self) -> Any:
+    def _py_pull(self) -> Any:
         """The next event, or None at the end."""
         self._held = None
         got, _hold = self._get(1)
         return None if not got else got[0]
 
-    def next(self) -> bytes | None:
+    def _py_next(self) -> bytes | None:
         event = self.pull()
         return None if event is None else dump(event)
 
-    def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
+    def _py_next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
         """Up to ``max_events`` events as one JSON array (blocks for one read), or (None, True)
         at the end."""
         self._held = None
@@ -392,7 +425,7 @@ class Stream:
             self._done = True
         return batch, over
 
-    def poll(self, max_events: int) -> tuple[bytes | None, bool]:
+    def _py_poll(self, max_events: int) -> tuple[bytes | None, bool]:
         """Never blocks: the events already read (the op reads only when a consumer blocks)."""
         self.idle_since = time.monotonic()
         over = self._done or self._ended or self.ctx.cancelled.is_set()
@@ -404,7 +437,7 @@ class Stream:
             return None, False
         return self.next_batch(max_events)
 
-    def reap(self, idle_ms: int) -> bool:
+    def _py_reap(self, idle_ms: int) -> bool:
         """Close the stream if nobody read it for ``idle_ms`` (the reaper); True when closed."""
         with self._state:
             reaped = reaped_event(self, idle_ms)
@@ -420,42 +453,8 @@ class Stream:
         self.ctx.cancel()
         self._settle()
 
-
-class QueuedStream(Stream):
-    """A stream opened with ``aimux_stream`` (the C ABI's blocking open), read on the thread of
-    the C reader that waits for it; the base of ``ReaderThreadStream``.
-
-    Its events go through the stream's C queue (``cqueue``) when libaimux runs the core: each
-    network read's events are serialized once and pushed, and the C ABI's reads take them
-    without the interpreter lock. While the queue is flagged PULL, a blocking C read
-    (``aimux_stream_next``, ``aimux_stream_next_batch``) that finds it empty asks this side,
-    which reads the next network read on that thread and pushes it (``_fill``). A poll never
-    reads: once a blocking read came, a poll of an empty queue is answered EMPTY in C (the
-    bindings' "touch" polls); a poll of a stream no blocking read has read yet starts the
-    stream's reader thread (``_pump``), which from then on reads ahead up to the high-water mark,
-    and C reads wait on the queue. A cancel, the reaper's event and the end are answered in C.
-    Without a C queue (a plain Python process, or out of memory) everything is in ``_pending``
-    from the start. Events only the per-event path can serialize
-    (or a push without memory) stay in ``_pending``, answered by ``Stream``'s own methods
-    from then on (the fallback: PY set)."""
-
-    def __init__(self, handle: int, ctx: StreamContext, notify: bool = False) -> None:
-        super().__init__(handle, ctx)
-        lib, ffi = cqueue.lib, cqueue.ffi
-        q = lib._aimux_cq_new(handle, 1 if notify else 0, LOW_WATER) if lib is not None else None
-        self._q: Any = ffi.gc(q, lib._aimux_cq_unref) if q else None
-        if q:
-            lib._aimux_cq_flag(q, cqueue.Q_PULL)  # empty: a blocking read asks this side
-        self._fallback = not q  # no C queue (out of memory): Stream's own path
-        self._pump_thread: threading.Thread | None = None
-        self._blocked = False  # a blocking read from Python came (C notes the C ABI's own)
-        self._room = threading.Condition(threading.Lock())  # the pump waits for room
-        self.waits_for_room = False  # the pump waits for a read to make room (tests watch it)
-
-    # -- the op's events into the C queue (``_run`` held) ---------------------------------------
-
-    def open(self, events: Callable[[], Iterator[Any]]) -> None:
-        super().open(events)
+    def _q_open(self, events: Callable[[], Iterator[Any]]) -> None:
+        self._py_open(events)
         with self._run:  # the first read's events were kept in ``_pending``
             first = list(self._pending)
             self._pending.clear()
@@ -482,7 +481,7 @@ class QueuedStream(Stream):
                     cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_PY)
         self._pending.extend(events)
 
-    def _end_c(self) -> None:
+    def _q_end_c(self) -> None:
         """The op is over and every event it made is pushed: C answers the end itself."""
         if not self._fallback:
             cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_END)
@@ -523,8 +522,6 @@ class QueuedStream(Stream):
                 self._done = False
         return got
 
-    # -- the producer thread of a polled stream ------------------------------------------------
-
     def _start_pump(self) -> None:
         with self._room:
             if self._pump_thread is not None:
@@ -561,7 +558,7 @@ class QueuedStream(Stream):
         finally:
             self._settle()  # a cancel that found the op running: it ends now
 
-    def _push_room(self, events: list[Any]) -> list[Any]:
+    def _q_push_room(self, events: list[Any]) -> list[Any]:
         """Push what fits under the high-water mark (``_run`` held); the rest is returned."""
         if self._fallback:
             room = HIGH_WATER - len(self._pending)
@@ -598,13 +595,13 @@ class QueuedStream(Stream):
             self.waits_for_room = False
 
     def _get(self, max_events: int) -> tuple[list[Any] | None, bool]:
-        got = super()._get(max_events)
+        got = self._py_get(max_events)
         if self._fallback and self._pump_thread is not None and len(self._pending) <= LOW_WATER:
             with self._room:  # the pump reads the next one
                 self._room.notify_all()
         return got
 
-    def wake(self, what: int) -> None:
+    def _q_wake(self, what: int) -> None:
         """A C read brought the queue down to the low-water mark (``dispatch.stream_wake``)."""
         if what & cqueue.W_ROOM:
             with self._room:
@@ -612,20 +609,18 @@ class QueuedStream(Stream):
 
     def _on_cancel(self) -> None:
         self._cancel_c()
-        super()._on_cancel()
+        self._py_on_cancel()
 
-    def _cancel_c(self) -> None:
+    def _q_cancel_c(self) -> None:
         """The C side of a cancel: C reads end at once, a pump waiting for room goes on."""
         if self._q is not None:
             cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_CANCEL)
         with self._room:
             self._room.notify_all()
 
-    # -- consumers (any thread) ---------------------------------------------------------------
-
-    def _answer(self, max_events: int, blocking: bool) -> tuple[int, bytes | None, bool] | None:
+    def _q_answer(self, max_events: int, blocking: bool) -> tuple[int, bytes | None, bool] | None:
         """The C queue's answer (``cqueue.take``), reading on this thread while it is
-        empty; None: Stream's own methods answer (the fallback)."""
+        empty; None: the Python queue's methods answer (the fallback)."""
         if self._q is None:
             return None
         if blocking and not self._blocked:
@@ -655,7 +650,7 @@ class QueuedStream(Stream):
         if self._q is not None:
             cqueue.lib._aimux_cq_flag(self._q, cqueue.Q_DONE)
 
-    def _one(self, fallback: Callable[[], Any]) -> Any:
+    def _q_one(self, fallback: Callable[[], Any]) -> Any:
         """One event (blocking), or None at the end; ``fallback``: Stream's answer."""
         got = self._answer(0, True)
         if got is None:
@@ -665,7 +660,7 @@ class QueuedStream(Stream):
             return event
         return got[1] if got[0] == cqueue.T_DATA else None
 
-    def _batch(
+    def _q_batch(
         self, max_events: int, blocking: bool, fallback: Callable[[int], tuple[bytes | None, bool]]
     ) -> tuple[bytes | None, bool]:
         """A JSON array of events and whether the stream is over (``next_batch``, ``poll``);
@@ -682,27 +677,32 @@ class QueuedStream(Stream):
         return None, st == cqueue.T_END  # (a blocking read answers data or the end)
 
     def next(self) -> bytes | None:
-        event: bytes | None = self._one(super().next)
+        event: bytes | None = self._one(self._py_next)
         return event
 
     def pull(self) -> Any:
-        return self._one(super().pull)
+        return self._one(self._py_pull)
 
     def take(self, max_events: int) -> Iterator[Any] | None:
+        """An iterator over up to ``max_events`` events, or None at the end: a batch of the
+        op's own objects from the Python queue (held: a cancel, a reap or a fork empties it),
+        or one event from a C queue."""
+        if self._q is None:
+            return self._py_take(max_events)
         event = self.pull()
         return None if event is None else iter((event,))
 
     def next_batch(self, max_events: int) -> tuple[bytes | None, bool]:
-        return self._batch(max_events, True, super().next_batch)
+        return self._batch(max_events, True, self._py_next_batch)
 
     def poll(self, max_events: int) -> tuple[bytes | None, bool]:
-        return self._batch(max_events, False, super().poll)
+        return self._batch(max_events, False, self._py_poll)
 
     def reap(self, idle_ms: int) -> bool:
         """``Stream.reap`` with a C queue: the C queue's last read counts, and the reaper's
         event is put there (its next read), atomically with the check that nobody reads."""
         if self._q is None:
-            return super().reap(idle_ms)
+            return self._py_reap(idle_ms)
         lib = cqueue.lib
         with self._state:
             if self._readers:  # (the C queue refuses a stream whose end a consumer saw)
@@ -718,40 +718,14 @@ class QueuedStream(Stream):
         self.ctx.cancel()  # outside the lock: its callbacks (the op's cleanup) run now
         return True
 
-
-def _is_finish(event: Any) -> bool:
-    """The op's last event by the contract (``finish``); an ``error`` event ends it too, but
-    that one comes with the op already over."""
-    return type(event) is dict and event.get("type") == "finish"
-
-
-class ReaderThreadStream(QueuedStream):
-    """An event-driven stream (``aimux_stream_start``): read ahead by a reader thread of its own
-    (every event-driven stream has one; ``registry`` counts them against
-    ``AIMUX_STREAM_READER_THREADS``), so a consumer's thread never reads: a poll answers what
-    the queue holds, a blocking read waits on it.
-
-    The thread opens the stream (the open's failure is what the first read answers) and then
-    reads ahead as a polled ``QueuedStream``'s reader does: each read's events serialized once
-    into the stream's C queue (in a plain Python process: kept in ``_pending``), up to the
-    high-water mark. Every push, the end, a cancel, a failed open and a batch that left events
-    behind list the handle on the process's ready list (``ready``), unless it was freed."""
-
-    _open_is_a_read = False  # the reaper may close a stream that nobody reads during its open
-
-    def __init__(self, handle: int, ctx: StreamContext, on_stopped: Callable[[], None]) -> None:
-        super().__init__(handle, ctx, notify=True)
-        self._on_stopped = on_stopped  # the reader thread is over (its slot is free)
-        self._open_exc: BaseException | None = None  # the open failed: the first read says so
-        self._stopped = False  # the reader thread is over
-        if self._q is not None:
-            cqueue.lib._aimux_cq_unflag(self._q, cqueue.Q_PULL)  # reads wait on it
-
     def _alive(self) -> bool:
         return not self.freed
 
     def _list(self) -> None:
-        """The host has something to poll (not once the stream was freed: nobody polls)."""
+        """The host has something to poll (not once the stream was freed: nobody polls); only
+        an event-driven stream is listed."""
+        if not self._ahead:
+            return
         ready_list().mark(self.handle, self._alive)
 
     def start(self, events: Callable[[], Iterator[Any]]) -> None:
@@ -796,15 +770,20 @@ class ReaderThreadStream(QueuedStream):
                 self._stopped = True
                 self._room.notify_all()
             self._list()
-            self._on_stopped()
+            if self._on_stopped is not None:
+                self._on_stopped()
 
     def open(self, events: Callable[[], Iterator[Any]]) -> None:
-        super().open(events)  # its first events pushed (and the end told, with them)
+        if not self._ahead:
+            return self._q_open(events)
+        self._q_open(events)  # its first events pushed (and the end told, with them)
         if not self._ended:
             self._list()
 
     def _push_room(self, events: list[Any]) -> list[Any]:
-        rest = super()._push_room(events)
+        if not self._ahead:
+            return self._q_push_room(events)
+        rest = self._q_push_room(events)
         if self._q is None:
             with self._room:  # a blocking read waits for the reader (``_wait_for_reader``)
                 self._room.notify_all()
@@ -815,22 +794,28 @@ class ReaderThreadStream(QueuedStream):
         return rest
 
     def _end_c(self) -> None:
-        super()._end_c()
+        if not self._ahead:
+            return self._q_end_c()
+        self._q_end_c()
         self._list()
 
     def _cancel_c(self) -> None:
-        super()._cancel_c()  # and the host hears it
+        if not self._ahead:
+            return self._q_cancel_c()
+        self._q_cancel_c()  # and the host hears it
         self._list()
 
     def wake(self, what: int) -> None:
-        super().wake(what)
+        if not self._ahead:
+            return self._q_wake(what)
+        self._q_wake(what)
         if what & cqueue.W_RELIST:  # a batch left events behind: list the stream again
             self._list()
 
     def _wait_for_reader(self) -> None:
-        """Without a C queue (a plain Python process) a blocking read waits for the reader
-        thread's events, its end or a cancel: it never reads itself."""
-        if self._q is not None:
+        """Without a C queue (a plain Python process) a blocking read of a stream read ahead
+        waits for the reader thread's events, its end or a cancel: it never reads itself."""
+        if self._q is not None or not self._ahead:
             return
         cancelled = self.ctx.cancelled
         self._enter()  # a blocked reader (the reaper never closes the stream meanwhile)
@@ -860,24 +845,30 @@ class ReaderThreadStream(QueuedStream):
         raise OpenFailed(exc)
 
     def _answer(self, max_events: int, blocking: bool) -> tuple[int, bytes | None, bool] | None:
-        got = super()._answer(max_events, blocking)
+        if not self._ahead:
+            return self._q_answer(max_events, blocking)
+        got = self._q_answer(max_events, blocking)
         if got is None:  # Python answers: an open that failed while a read waited says so
             self._open_failed()
         return got
 
     def _one(self, fallback: Callable[[], Any]) -> Any:
+        if not self._ahead:
+            return self._q_one(fallback)
         self._wait_for_reader()
         self._open_failed()
-        return super()._one(fallback)
+        return self._q_one(fallback)
 
     def _batch(
         self, max_events: int, blocking: bool, fallback: Callable[[int], tuple[bytes | None, bool]]
     ) -> tuple[bytes | None, bool]:
+        if not self._ahead:
+            return self._q_batch(max_events, blocking, fallback)
         if blocking:
             self._wait_for_reader()
         self._open_failed()
         try:
-            return super()._batch(max_events, blocking, fallback)
+            return self._q_batch(max_events, blocking, fallback)
         finally:
             if self._fallback and self._pending:  # Python answered (or failed) and left events
                 self._list()
