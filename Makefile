@@ -63,7 +63,8 @@ check-schema: setup
 ## gofmt, go vet, staticcheck; Java: checkstyle. Tool versions are pinned (lock files, Makefiles).
 PY_LINTED := aimux_ops tests contract-tests bindings/python native setup.py
 C_GENERATED := native/aimux_codes.h native/src/aimux_early.h native/src/aimux_packed.h
-C_SOURCES := $(filter-out $(C_GENERATED),$(wildcard native/*.h native/src/*.c native/lint/*.[ch] \
+C_SOURCES := $(filter-out $(C_GENERATED),$(wildcard native/*.h native/src/*.c native/src/aimux_buf.h \
+             native/src/aimux_queue.h native/lint/*.[ch] \
              native/tests/*.c native/examples/*.c bindings/cpp/*.hpp bindings/cpp/tests/*.cpp \
              bindings/cpp/tools/*.cpp fuzz/*.c bench/*.c bench/native/*.c aimux_ops/*.c))
 PY_INCLUDE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")
@@ -128,7 +129,6 @@ test-asan: setup
 	rm -f $(ASAN_DIR)/aimux_ops/_cchunks*.so
 	$(PY) native/build_cproject.py --out-dir $(ASAN_DIR)/aimux_ops \
 	  --cflags "-O1 -fsanitize=address -fno-omit-frame-pointer"
-	@# libstdc++ preloaded too: greenlet throws C++ exceptions, which ASan's interceptor must find
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	  LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libstdc++.so.6)" \
 	  PYTHONPATH=$(CURDIR)/$(ASAN_DIR) \

@@ -86,17 +86,16 @@ def stream(
 ) -> Iterator[dict[str, Any]]:
     """Run a stream op. A failure before the first event raises; a later one is yielded as an
     ``error`` event, after which the iteration ends. Closing the iterator cancels the stream.
-    The op runs on the thread that iterates (``caller_stream``: no stream loop, no hand-off).
-    ``execute``: the host's tools (``aimux_ops.tools``): each ``tool-call`` event of one is run
-    (a step's calls concurrently) and answered; the events are yielded as they come."""
+    The op runs on the thread that iterates (``streams.stream.Stream``: no hand-off).
+    ``execute``: the host's tools (``api.tools``): each ``tool-call`` event of one is run (a
+    step's calls concurrently) and answered; the events are yielded as they come."""
     if execute:
         from .api.tools import with_tools
 
         params = with_tools(params, execute)
-    from .caller_stream import stream_here_json
-    from .dispatch import stream_free, stream_next_objects
+    from .dispatch import stream_free, stream_json, stream_next_objects
 
-    handle, envelope = stream_here_json(op, _params_json(params))
+    handle, envelope = stream_json(op, _params_json(params))
     if envelope is not None:
         from .envelope import decode_error
 

@@ -147,9 +147,10 @@ class Limits:
     - ``AIMUX_STREAM_IDLE_TIMEOUT_MS`` [300000; 0 disables]: a stream nobody has read for this
       long is closed by the core (its connection released); its next read answers a terminal
       ``error`` event (``AI_TimeoutError``), and its handle stays valid until freed.
-    - ``AIMUX_STREAM_READER_THREADS`` [8; 0: none]: event-driven streams (``aimux_stream_start``)
-      read by a reader thread of their own at once; a stream started while they are all busy
-      shares the stream loop thread.
+    - ``AIMUX_STREAM_READER_THREADS`` [4096; 0: none]: event-driven streams
+      (``aimux_stream_start``) running at once, each read by a reader thread of its own (a small
+      stack); one more is a clear error (``AI_APICallError``, retryable, naming the setting;
+      nothing was sent).
     """
 
     pool_max_per_host: int
@@ -172,7 +173,7 @@ def limits() -> Limits:
             pool_max_idle_per_host=_env_int("AIMUX_POOL_MAX_IDLE_PER_HOST", 64, 0),
             pool_timeout_ms=_env_int("AIMUX_POOL_TIMEOUT_MS", 10_000, 1),
             stream_idle_timeout_ms=_env_int("AIMUX_STREAM_IDLE_TIMEOUT_MS", 300_000, 0),
-            stream_reader_threads=_env_int("AIMUX_STREAM_READER_THREADS", 8, 0),
+            stream_reader_threads=_env_int("AIMUX_STREAM_READER_THREADS", 4096, 0),
         )
         _limits = lim
     return lim

@@ -24,16 +24,10 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
-
-from ._lazy import LazyModule
-
-if TYPE_CHECKING:
-    from . import aio
-else:
-    aio = LazyModule("aimux_ops.aio", globals(), "aio")  # the stream loop: only for a wait
+from typing import TypeVar
 
 from .errors import AbortedError, APICallError, RetryError
 from .errors import TimeoutError as AITimeoutError
@@ -130,8 +124,7 @@ def retry_with_exponential_backoff(
                     rem = deadline_remaining()
                     if rem is not None:
                         wait_s = min(wait_s, max(rem, 0.0))
-                # on the stream loop the wait suspends this stream only (aio.sleep)
-                if aio.sleep(wait_s, cancelled):
+                if _sleep(wait_s, cancelled):
                     raise AbortedError("The call was cancelled.") from error
                 delay_ms *= backoff_factor
                 continue
@@ -140,3 +133,12 @@ def retry_with_exponential_backoff(
             raise RetryError(
                 reason="errorNotRetryable", errors=errors.kept(), attempts_dropped=errors.dropped
             ) from None
+
+
+def _sleep(seconds: float, cancelled: threading.Event | None) -> bool:
+    """Wait ``seconds`` on this thread; True when ``cancelled`` was set meanwhile."""
+    if cancelled is not None:
+        return cancelled.wait(seconds)
+    if seconds > 0:
+        time.sleep(seconds)
+    return False

@@ -7,7 +7,7 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
 - ``Deadline``: ``timeoutMs`` spans the whole call (every attempt). Each request gets the remaining
   time as its httpx timeouts, and a watchdog shuts the socket down when the deadline passes while
   a body is being read, so a slow drip cannot outlive it: an entry of the process's one deadline
-  thread (``deadlines``) off the loop, a loop timer on it. Expiry → ``TimeoutError`` (code 12).
+  thread (``deadlines``). Expiry → ``TimeoutError`` (code 12).
 - The httpx / httpcore loggers get a filter that scrubs every record (their DEBUG lines carry raw
   response headers, an echoed key among them; httpx's INFO line the URL with its userinfo).
 - Redirects: only a same-origin 307/308 is followed (same method, body and headers, up to
@@ -26,9 +26,8 @@ transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer a
 httpx releases the interpreter lock while it waits on the socket; nothing here holds a lock across
 a network wait.
 
-Inside a stream (``aio.in_stream()``: the op runs in a greenlet on the core's stream loop) the same
-classes use the loop's ``httpx.AsyncClient`` through ``aio.await_only``: the providers keep their
-synchronous iterators, and no thread waits per stream. The deadline watchdog is then a loop timer.
+One I/O stack: every request, a stream's too, goes through httpx's sync client on the thread that
+runs its op (a caller's, or a stream's reader thread).
 """
 
 from __future__ import annotations
@@ -39,7 +38,8 @@ import re
 import socket  # (loaded on a replay's path anyway: importlib.metadata, for pydantic's plugins)
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -48,17 +48,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from ._lazy import LazyModule
 
 if TYPE_CHECKING:
-    import asyncio
     import http.cookiejar
 
     import httpx
 
-    from . import aio, stream_decoding
+    from . import stream_decoding
 else:
-    # Cold start: a replayed call never touches the network, so httpx (and the stream loop,
-    # asyncio) load on the first live request, not with this module.
+    # Cold start: a replayed call never touches the network, so httpx loads on the first live
+    # request, not with this module.
     httpx = LazyModule("httpx", globals(), "httpx")
-    aio = LazyModule("aimux_ops.aio", globals(), "aio")
     stream_decoding = LazyModule("aimux_ops.stream_decoding", globals(), "stream_decoding")
 
 from . import deadlines
@@ -328,71 +326,6 @@ def map_transport_error(
     )
 
 
-def _root_of(exc: BaseException) -> BaseException:
-    """The last link of ``exc``'s chain as an envelope walks it (``causes.next_link``); of several
-    failed connect attempts (anyio's group), the last one anyio made. ``socket.create_connection``
-    raises its last too, but the two may try the addresses in another order (anyio puts the
-    first IPv6 address first): DESIGN.md "Network errors on the stream loop"."""
-    from .causes import next_link
-
-    seen = {id(exc)}
-    while True:
-        nxt = next_link(exc)
-        if nxt is None or id(nxt) in seen:
-            break
-        seen.add(id(nxt))
-        exc = nxt
-    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        return _root_of(exc.exceptions[-1])
-    return exc
-
-
-def _as_blocking(exc: BaseException) -> BaseException:
-    """A failure of the stream loop's async client, as the blocking client raises the same one.
-
-    The blocking client's chain is ``httpx.X(str(os_error))`` ← ``httpcore.X(os_error)`` ←
-    the socket's own ``OSError``: ``ConnectionRefusedError(111, 'Connection refused')``,
-    ``TimeoutError('timed out')``. anyio's differs: a timeout is a cancel
-    (``TimeoutError`` ← ``asyncio.CancelledError("Cancelled via cancel scope 7f…")``, a memory
-    address), a refused connect is ``OSError("All connection attempts failed")`` ← asyncio's
-    ``ConnectionRefusedError("Connect call failed ('127.0.0.1', 1)")`` (the address and port),
-    a reset is wrapped in ``anyio.BrokenResourceError`` with empty messages above it. One failure,
-    one answer whatever surface it was read through: the loop's network errors and timeouts take
-    the blocking shape (DESIGN.md "Network errors on the stream loop"). The pool's timeout, the
-    protocol errors, and a root that is no plain OS error (TLS, DNS) are returned as they are."""
-    if not isinstance(exc, (httpx.NetworkError, httpx.TimeoutException)) or isinstance(
-        exc, httpx.PoolTimeout
-    ):
-        return exc
-    import httpcore
-
-    core_type = getattr(httpcore, type(exc).__name__, None)
-    if not (
-        isinstance(core_type, type)
-        and issubclass(core_type, (httpcore.NetworkError, httpcore.TimeoutException))
-    ):
-        return exc
-    if isinstance(exc, httpx.TimeoutException):
-        root: OSError = TimeoutError("timed out")  # what a socket timeout says
-    else:
-        found = _root_of(exc)
-        code = getattr(found, "errno", None)
-        if not isinstance(found, OSError) or not isinstance(code, int) or code <= 0:
-            return exc
-        root = OSError(code, os.strerror(code))  # the class errno maps to: ConnectionRefusedError
-        if type(root) is not type(found):  # not the plain OS error of that errno (an SSLError)
-            return exc
-    core = core_type(root)
-    core.__cause__ = root
-    blocking = type(exc)(str(root))
-    blocking.__cause__ = core
-    try:
-        blocking.request = exc.request
-    except RuntimeError:  # no request attached
-        pass
-    return blocking
-
-
 # -- the live transport ----------------------------------------------------------------------------
 
 
@@ -407,25 +340,18 @@ class HttpResponse:
         self._deadline = deadline
         self._closed = False
         self._lock = threading.Lock()
-        #: the deadline's watchdog: a ``deadlines.Entry``, or an asyncio.TimerHandle on the loop
-        self._timer: deadlines.Entry | asyncio.TimerHandle | None = None
-        #: the body is read on the stream loop (``aio``), through the async client
-        self._async = aio.in_stream()
+        #: the deadline's watchdog (one process-wide thread, not a timer thread per response)
+        self._timer: deadlines.Entry | None = None
         self._chunks: Any = None  # the body iterator once reading began
         self._eof = False  # the whole body was read
         self._broken = False  # a read failed
         self._aborted = False  # the socket was shut down (a cancel, the deadline)
-        self._shard: _Shard | None = None  # the stream loop client's in-flight count
         #: a stream read on its caller's thread (``HttpTransport.stream_client``): ``close``
         #: drains what is left of the body so its connection is reused
         self._drain_here = False
         rem = deadline.remaining()
         if rem is not None:
-            if self._async:
-                loop = aio.loop_state().loop
-                self._timer = loop.call_later(max(rem, 0.0), self._on_deadline)
-            else:  # one process-wide watchdog thread, not a timer thread per response
-                self._timer = deadlines.after(rem, self._on_deadline)
+            self._timer = deadlines.after(rem, self._on_deadline)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -457,8 +383,6 @@ class HttpResponse:
             _shutdown_socket(self._raw)
 
     def _raise(self, exc: BaseException) -> NoReturn:
-        if self._async:
-            exc = _as_blocking(exc)
         err = map_transport_error(exc, self._deadline, response=self)
         if self._deadline.fired:
             # the read failed because the watchdog shut the socket down: that error is an
@@ -469,8 +393,6 @@ class HttpResponse:
     def read(self) -> bytes:
         try:
             stream_decoding.check_content_encoding(self._raw.headers.get("content-encoding"))
-            if self._async:
-                return aio.await_only(self._raw.aread())
             return self._raw.read()
         except httpx.HTTPError as exc:
             self._raise(exc)
@@ -491,44 +413,34 @@ class HttpResponse:
 
     def _iter_raw(self) -> Iterator[bytes]:
         try:
-            if self._async:
-                chunks = self._chunks = self._raw.aiter_raw()
-                step = chunks.__anext__
-                while True:
-                    try:
-                        yield aio.await_only(step())
-                    except StopAsyncIteration:
-                        self._eof = True
-                        return
-            else:
-                # the iterator is kept (not ``yield from``): closing this generator at the
-                # provider's terminal event leaves it open, so ``close`` can drain the body
-                body = self._chunks = self._raw.iter_raw()
-                read = body.__next__
-                h11 = _h11_of(self._raw)
-                while True:
-                    try:
-                        chunk = read()
-                    except StopIteration:
-                        self._eof = True
-                        return
-                    # every part the same network read brought comes with this chunk (an HTTP
-                    # chunk per event is the norm), as the stream loop's reader hands them over;
-                    # never a wait for the next network read
-                    parts = [chunk]
-                    failed: httpx.HTTPError | None = None
-                    try:
-                        while h11 is not None and _next_part_buffered(h11):
-                            parts.append(read())
-                    except StopIteration:
-                        self._eof = True
-                    except httpx.HTTPError as exc:
-                        failed = exc
-                    yield b"".join(parts)
-                    if failed is not None:
-                        raise failed
-                    if self._eof:
-                        return
+            # the iterator is kept (not ``yield from``): closing this generator at the
+            # provider's terminal event leaves it open, so ``close`` can drain the body
+            body = self._chunks = self._raw.iter_raw()
+            read = body.__next__
+            h11 = _h11_of(self._raw)
+            while True:
+                try:
+                    chunk = read()
+                except StopIteration:
+                    self._eof = True
+                    return
+                # every part the same network read brought comes with this chunk (an HTTP
+                # chunk per event is the norm): one batch of events per network read,
+                # never a wait for the next network read
+                parts = [chunk]
+                failed: httpx.HTTPError | None = None
+                try:
+                    while h11 is not None and _next_part_buffered(h11):
+                        parts.append(read())
+                except StopIteration:
+                    self._eof = True
+                except httpx.HTTPError as exc:
+                    failed = exc
+                yield b"".join(parts)
+                if failed is not None:
+                    raise failed
+                if self._eof:
+                    return
         except httpx.HTTPError:
             self._broken = True
             raise
@@ -547,45 +459,28 @@ class HttpResponse:
         if timer is not None:
             timer.cancel()
         try:
-            if self._async:
-                if aio.in_stream():
-                    chunks = self._chunks
-                    if chunks is not None and not (
-                        self._eof or self._broken or self._aborted or self._deadline.fired
-                    ):
-                        # the reader stopped at its terminal event with the body's end (a
-                        # chunked body's last chunk) not read yet: read it in the background
-                        # so the connection goes back to the pool instead of being closed
-                        shard, self._shard = self._shard, None
-                        _drain_later(self._raw, chunks, shard)
-                        return
-                    aio.await_only(self._raw.aclose())
-            else:
-                chunks = self._chunks
-                if (
-                    chunks is not None
-                    and self._drain_here
-                    and not (self._eof or self._broken or self._aborted or self._deadline.fired)
-                ):
-                    # a caller-thread stream stopped at its terminal event: read the body's
-                    # end here, briefly, so the connection goes back to the pool
-                    _drain_here(self._raw, chunks)
-                self._raw.close()
+            chunks = self._chunks
+            if (
+                chunks is not None
+                and self._drain_here
+                and not (self._eof or self._broken or self._aborted or self._deadline.fired)
+            ):
+                # a caller-thread stream stopped at its terminal event: read the body's
+                # end here, briefly, so the connection goes back to the pool
+                _drain_here(self._raw, chunks)
+            self._raw.close()
         except Exception:  # noqa: BLE001 - closing a broken connection is best effort
             pass
-        finally:
-            shard = self._shard
-            if shard is not None:
-                self._shard = None
-                shard.done()
 
 
 def _h11_of(raw: httpx.Response) -> Any:
-    """The h11 connection a sync response's body is read through (httpx's and httpcore's
-    private stream objects), or None where it cannot be found: then each HTTP chunk is a read of
-    its own, as before."""
-    obj: Any = raw.stream
-    for name in ("_stream", "_httpcore_stream", "_stream", "_connection", "_h11_state"):
+    """The h11 connection a response of our pools is read through, or None where it cannot be
+    found: then each HTTP chunk is a read of its own. httpcore's private stream objects lead
+    there (its pool's byte stream, the HTTP/1.1 connection's; versions pinned in
+    pyproject.toml, and ``tests/test_c_stream_here.py`` fails should the path go)."""
+    body = raw.extensions.get("aimux_body")
+    obj: Any = getattr(body, "inner", None)
+    for name in ("_stream", "_connection", "_h11_state"):
         obj = getattr(obj, name, None)
     return obj if hasattr(obj, "_receive_buffer") and hasattr(obj, "_reader") else None
 
@@ -595,7 +490,8 @@ _TRAILERS_END = re.compile(rb"\n\r?\n")
 
 def _next_part_buffered(h11: Any) -> bool:
     """Whether h11 can hand over the body's next part (data, or its end) from the bytes it
-    already holds, with no network read: h11's own readers' rules (``h11._readers``). A chunked
+    already holds, with no network read: h11's own readers' rules (``h11._readers``; h11's
+    private state, its version pinned in pyproject.toml). A chunked
     body needs the last chunk's CRLF, a whole size line and then one data byte (or, for the
     last chunk, the end of its trailers); any other body, one byte."""
     try:
@@ -640,7 +536,7 @@ def _shutdown_stream(stream: Any) -> None:
 
 
 def _shutdown_sock(sock: Any) -> None:
-    """Shut ``sock`` down (a socket.socket, or asyncio's TransportSocket on the stream loop).
+    """Shut ``sock`` down (a socket.socket, or any object with a ``shutdown`` method).
     A socket.socket, an ``ssl.SSLSocket`` too, is shut down by socket.socket's own method:
     ``SSLSocket.shutdown`` first drops its TLS layer, and a write on another thread that raced
     it would then go out unencrypted (a request's headers, its key among them)."""
@@ -712,9 +608,9 @@ class SendGuard:
 
     @contextmanager
     def sending(self) -> Iterator[None]:
-        """The request goes out in this context (the sending thread, or the stream's task on the
-        loop): the stream clients' connections check this guard (``_sending``); once the send
-        is over, the guard is detached."""
+        """The request goes out in this context (the sending thread): the stream clients'
+        connections check this guard (``_sending``); once the send is over, the guard is
+        detached."""
         token = _sending.set(self)
         try:
             yield
@@ -739,14 +635,14 @@ class SendGuard:
                 _shutdown_stream(stream)
 
 
-#: the guard of the request being sent in this context (the thread's on a sync send, the
-#: stream's task on the loop), which the stream clients' connections check (``_GuardedStream``)
+#: the guard of the request being sent in this context (the sending thread's), which the stream
+#: clients' connections check (``_GuardedStream``)
 _sending: ContextVar[SendGuard | None] = ContextVar("aimux_sending", default=None)
 
-#: tests: called with a guarded request on its sending thread (on the loop: in the stream's
-#: greenlet) right before it goes to httpx, after the send's own ``check``, so a test can cancel
-#: there (the cancel then happens-before the send) and show that the connection's check alone
-#: keeps the request from being written. None in production: nothing is called.
+#: tests: called with a guarded request on its sending thread right before it goes to httpx,
+#: after the send's own ``check``, so a test can cancel there (the cancel then happens-before the
+#: send) and show that the connection's check alone keeps the request from being written. None
+#: in production: nothing is called.
 before_guarded_send: Callable[[HTTPRequest], None] | None = None
 
 
@@ -766,8 +662,9 @@ class _GuardedStream:
     being sent (``SendGuard.attach``: a cancelled request is never written). Reads go straight
     to the stream (``read`` is its own bound method: no extra call per network read)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, known: weakref.WeakSet[_GuardedStream]) -> None:
         self._inner = inner
+        self._known = known  # the backend's streams (a TLS upgrade's joins them)
         self.read = inner.read
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -794,18 +691,23 @@ class _GuardedStream:
                 guard.release(holder)
                 holder._sock.close()
         _attach_new(tls)
-        return _GuardedStream(tls)
+        upgraded = _GuardedStream(tls, self._known)
+        self._known.add(upgraded)
+        return upgraded
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
 
 
 class _GuardedBackend:
-    """httpcore's sync network backend for the stream client: a connection is not opened for a
-    cancelled request, and one opened while the request was cancelled is closed at once."""
+    """The network backend of every pool of ours (an ``httpcore.NetworkBackend`` over
+    httpcore's own ``SyncBackend``): a connection is not opened for a cancelled request, and one
+    opened while the request was cancelled is closed at once. It knows the streams it opened
+    (``streams``, weakly), so a forked child can close its copies of their sockets."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
+        self.streams: weakref.WeakSet[_GuardedStream] = weakref.WeakSet()
 
     def _open(self, connect: Callable[..., Any], *args: Any, **kwargs: Any) -> _GuardedStream:
         guard = _sending.get()
@@ -813,7 +715,9 @@ class _GuardedBackend:
             guard.check()
         stream = connect(*args, **kwargs)
         _attach_new(stream)
-        return _GuardedStream(stream)
+        guarded = _GuardedStream(stream, self.streams)
+        self.streams.add(guarded)
+        return guarded
 
     def connect_tcp(self, *args: Any, **kwargs: Any) -> _GuardedStream:
         return self._open(self._inner.connect_tcp, *args, **kwargs)
@@ -825,94 +729,143 @@ class _GuardedBackend:
         self._inner.sleep(seconds)
 
 
-async def _attach_new_async(stream: Any) -> None:
-    guard = _sending.get()
-    if guard is not None:
-        try:
-            guard.attach(stream)
-        except BaseException:
-            await stream.aclose()
-            raise
+def _httpx_error(exc: BaseException) -> type[httpx.HTTPError] | None:
+    """The httpx exception class for an httpcore exception (the same name: httpx's own
+    mapping), or None for any other exception."""
+    for cls in type(exc).__mro__:
+        if cls.__module__.startswith("httpcore"):
+            mapped = getattr(httpx, cls.__name__, None)
+            if isinstance(mapped, type) and issubclass(mapped, httpx.HTTPError):
+                return mapped
+    return None
 
 
-class _GuardedAsyncStream:
-    """``_GuardedStream`` for the stream loop's async client."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.read = inner.read
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        guard = _sending.get()
-        if guard is not None:
-            guard.attach(self._inner)
-        await self._inner.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(self, *args: Any, **kwargs: Any) -> _GuardedAsyncStream:
-        tls = await self._inner.start_tls(*args, **kwargs)
-        await _attach_new_async(tls)
-        return _GuardedAsyncStream(tls)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
+def _raise_as_httpx(exc: Exception) -> NoReturn:
+    """Raise ``exc`` as httpx raises it: its httpx class, with its message, ``from`` it."""
+    mapped = _httpx_error(exc)
+    if mapped is None:
+        raise exc
+    raise mapped(str(exc)) from exc
 
 
-class _GuardedAsyncBackend:
-    """``_GuardedBackend`` for the stream loop's async client."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    async def _open(
-        self, connect: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
-    ) -> _GuardedAsyncStream:
-        guard = _sending.get()
-        if guard is not None:
-            guard.check()
-        stream = await connect(*args, **kwargs)
-        await _attach_new_async(stream)
-        return _GuardedAsyncStream(stream)
-
-    async def connect_tcp(self, *args: Any, **kwargs: Any) -> _GuardedAsyncStream:
-        return await self._open(self._inner.connect_tcp, *args, **kwargs)
-
-    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _GuardedAsyncStream:
-        return await self._open(self._inner.connect_unix_socket, *args, **kwargs)
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+_transport_class: type[httpx.BaseTransport] | None = None
 
 
-def _guard_connections(client: httpx.Client | httpx.AsyncClient) -> None:
-    """Give ``client``'s pools (its own and a proxy's, from the environment) the guarded
-    network backend (httpcore's pool keeps it as ``_network_backend``; every connection it opens
-    from now on is guarded). A pool without one is left as it is: its sends still check the
-    guard before they start, only a cancel after that is not seen before the headers."""
-    guarded = _GuardedAsyncBackend if isinstance(client, httpx.AsyncClient) else _GuardedBackend
-    # httpx's own attributes read with a default too: a later httpx without them leaves the
-    # clients as they are (the checks before the send remain), rather than failing every stream
-    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        backend = getattr(pool, "_network_backend", None)
-        if backend is not None and not isinstance(backend, guarded):
-            pool._network_backend = guarded(backend)  # type: ignore[union-attr]
+def _pool_transport(pool: Any) -> httpx.BaseTransport:
+    """An ``httpx.BaseTransport`` over ``pool`` (an ``httpcore.ConnectionPool`` of ours):
+    httpx's ``HTTPTransport`` in public API, so the pool's network backend is ours to give (its
+    class is made on first use: httpx loads with the first live request)."""
+    global _transport_class
+    if _transport_class is None:
+
+        class _ResponseStream(httpx.SyncByteStream):
+            """A response body from our pool, its httpcore errors raised as httpx's."""
+
+            def __init__(self, inner: Any) -> None:
+                self.inner = inner  # httpcore's stream (``_h11_of`` reads it)
+
+            def __iter__(self) -> Iterator[bytes]:
+                try:
+                    yield from self.inner
+                except Exception as exc:  # noqa: BLE001 - httpcore's, as httpx's
+                    _raise_as_httpx(exc)
+
+            def close(self) -> None:
+                close = getattr(self.inner, "close", None)
+                if close is not None:
+                    close()
+
+        class _PoolTransport(httpx.BaseTransport):
+            def __init__(self, pool: Any) -> None:
+                self.pool = pool
+
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                import httpcore
+
+                url = request.url
+                req = httpcore.Request(
+                    method=request.method,
+                    url=httpcore.URL(
+                        scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+                    ),
+                    headers=request.headers.raw,
+                    content=request.stream,
+                    extensions=request.extensions,
+                )
+                try:
+                    resp = self.pool.handle_request(req)
+                except Exception as exc:  # noqa: BLE001 - httpcore's, as httpx's
+                    _raise_as_httpx(exc)
+                body = _ResponseStream(resp.stream)
+                return httpx.Response(
+                    status_code=resp.status,
+                    headers=resp.headers,
+                    stream=body,
+                    extensions={**resp.extensions, "aimux_body": body},
+                )
+
+            def close(self) -> None:
+                self.pool.close()
+
+        _transport_class = _PoolTransport
+    return _transport_class(pool)  # type: ignore[call-arg]
 
 
-async def _send_guarded(guard: SendGuard, send: Awaitable[httpx.Response]) -> httpx.Response:
-    """Await ``send`` with ``guard`` as this task's (the stream loop's side of ``_sending``)."""
-    with guard.sending():
-        return await send
+_tls: list[Any] = []  # one TLS context for every pool (making one loads the CA bundle)
+
+
+def _tls_context() -> Any:
+    if not _tls:
+        _tls.append(httpx.create_ssl_context())
+    return _tls[0]
+
+
+def _proxies_in_env() -> bool:
+    """Whether the environment names a proxy (httpx's own clients then honour it)."""
+    import urllib.request
+
+    return any(k != "no" for k in urllib.request.getproxies())
+
+
+def _pooled_client(
+    limits: httpx.Limits, timeout: httpx.Timeout
+) -> tuple[httpx.Client, _GuardedBackend | None]:
+    """A client over a pool of ours with the guarded network backend (``_GuardedBackend``),
+    and that backend. With a proxy in the environment: httpx's own client, which honours it
+    (its sends still check the guard before they start; only a cancel after that is not seen
+    before the headers, and a forked child leaves its copies of the sockets open), and None."""
+    if _proxies_in_env():
+        client = httpx.Client(
+            timeout=timeout, limits=limits, follow_redirects=False, cookies=_no_cookies()
+        )
+        backend = None
+    else:
+        import httpcore
+
+        backend = _GuardedBackend(httpcore.SyncBackend())
+        pool = httpcore.ConnectionPool(
+            ssl_context=_tls_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=backend,  # type: ignore[arg-type]  # (duck-typed: httpcore loads late)
+        )
+        client = httpx.Client(
+            transport=_pool_transport(pool),
+            timeout=timeout,
+            follow_redirects=False,
+            cookies=_no_cookies(),
+        )
+    # Its jar never stores a cookie: httpx need not wrap every response and its request in
+    # urllib's cookie-compatible shapes to offer them to it (~150 Python calls per call).
+    client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
+    return client, backend
 
 
 #: what is left of a stream's body after its terminal event is read for at most this long and
 #: this many bytes (then the connection is closed as before: its socket shut down)
 _DRAIN_S = 1.0
 _DRAIN_BYTES = 64 * 1024
-_draining: set[Any] = set()  # the drain tasks (the loop keeps only weak references)
 
 
 def _decoded(chunks: Iterator[bytes], decoder: stream_decoding.StreamDecoder) -> Iterator[bytes]:
@@ -932,39 +885,6 @@ def _decoded(chunks: Iterator[bytes], decoder: stream_decoding.StreamDecoder) ->
     tail = decoder.flush()
     if tail:
         yield tail
-
-
-def _drain_later(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None:
-    """Finish reading ``raw``'s body on the stream loop without holding up the stream's end,
-    then close it: a body read to its end leaves a connection the next stream can reuse."""
-    import asyncio
-
-    task = asyncio.get_running_loop().create_task(_drain(raw, chunks, shard))
-    _draining.add(task)
-    task.add_done_callback(_draining.discard)
-
-
-async def _drain(raw: httpx.Response, chunks: Any, shard: _Shard | None) -> None:
-    import asyncio
-
-    guard = asyncio.get_running_loop().call_later(_DRAIN_S, _shutdown_socket, raw)
-    try:
-        left = _DRAIN_BYTES
-        async for chunk in chunks:
-            left -= len(chunk)
-            if left < 0:
-                break  # more than a body's end: not worth keeping the connection for
-    except Exception:  # noqa: BLE001 - the connection is closed below either way
-        pass
-    finally:
-        guard.cancel()
-        try:
-            await chunks.aclose()
-            await raw.aclose()
-        except Exception:  # noqa: BLE001 - closing a broken connection is best effort
-            pass
-        if shard is not None:
-            shard.done()
 
 
 #: a stream read on its caller's thread waits at most this long for its body's end after its
@@ -1092,7 +1012,7 @@ def _parsed(url: str) -> tuple[httpx.URL | str, Origin]:
 
 
 def _build_request(
-    client: httpx.Client | httpx.AsyncClient,
+    client: httpx.Client,
     request: HTTPRequest,
     url: str | httpx.URL,
     rem: float | None,
@@ -1131,7 +1051,7 @@ def _same_origin_target(raw: httpx.Response) -> httpx.URL | None:
 
 
 def _send_following(
-    client: httpx.Client | httpx.AsyncClient,
+    client: httpx.Client,
     request: HTTPRequest,
     deadline: Deadline,
     rem: float | None,
@@ -1139,11 +1059,11 @@ def _send_following(
     send: Callable[[httpx.Request, float | None], httpx.Response],
     close: Callable[[httpx.Response], object],
 ) -> httpx.Response:
-    """Send ``request`` through ``send(req, rem)`` (blocking, or ``aio.await_only`` on the stream
-    loop; ``rem`` is the deadline left for that hop), following redirects: a same-origin 307/308
-    is followed with the same method, body and headers (as fetch does), up to ``MAX_REDIRECTS``
-    hops; any other redirect comes back as the answer: the request carries the API key, and
-    another origin never gets it (and the same origin is the same pool)."""
+    """Send ``request`` through ``send(req, rem)`` (``rem``: the deadline left for that hop),
+    following redirects: a same-origin 307/308 is followed with the same method, body and
+    headers (as fetch does), up to ``MAX_REDIRECTS`` hops; any other redirect comes back as
+    the answer: the request carries the API key, and another origin never gets it (and the
+    same origin is the same pool)."""
     raw = send(_build_request(client, request, _parsed(request.url)[0], rem, pool_s), rem)
     hops = 0
     while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
@@ -1157,26 +1077,6 @@ def _send_following(
             raise deadline.error()
         raw = send(_build_request(client, request, target, rem, pool_s), rem)
     return raw
-
-
-#: async clients of the stream loop (see ``HttpTransport.async_client``)
-_SHARDS = 16
-
-
-class _Shard:
-    """One request's place in the in-flight counts of the stream loop's clients."""
-
-    __slots__ = ("counts", "index")
-
-    def __init__(self, counts: list[int], index: int) -> None:
-        self.counts = counts
-        self.index = index
-
-    def done(self) -> None:
-        """The request's response is closed (once; on the loop thread)."""
-        if self.index >= 0:
-            self.counts[self.index] -= 1
-            self.index = -1
 
 
 def _pool_limit_error(lim: Limits) -> APICallError:
@@ -1202,81 +1102,40 @@ class HttpTransport:
         self._fixed = client
         self._clients: dict[Origin, httpx.Client] = {}
         self._lock = threading.Lock()
-        #: the pool of streams read on their caller's thread (``stream_client``)
+        #: the pool of every stream's requests (``stream_client``)
         self._stream_client: httpx.Client | None = None
+        #: the network backends of our pools (a forked child closes their sockets)
+        self.backends: list[_GuardedBackend] = []
+
+    def _pooled(self, limits: httpx.Limits, timeout: httpx.Timeout) -> httpx.Client:
+        client, backend = _pooled_client(limits, timeout)
+        if backend is not None:
+            self.backends.append(backend)
+        return client
 
     def _new_client(self) -> httpx.Client:
         lim = self.limits
-        client = httpx.Client(
-            timeout=httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
-            limits=httpx.Limits(
+        return self._pooled(
+            httpx.Limits(
                 max_connections=lim.pool_max_per_host,
                 max_keepalive_connections=min(lim.pool_max_idle_per_host, lim.pool_max_per_host),
             ),
-            follow_redirects=False,
-            cookies=_no_cookies(),
+            httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
         )
-        # Its jar never stores a cookie: httpx need not wrap every response and its request in
-        # urllib's cookie-compatible shapes to offer them to it (~150 Python calls per call).
-        client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
-        return client
-
-    def async_client(self) -> tuple[httpx.AsyncClient, _Shard]:
-        """A client of the stream loop (made on the loop thread, bound to that loop) and the
-        shard's count of requests in flight (``_Shard.done`` when its response is closed). The
-        pools have no connection limit: a stream never waits for another one's connection. They
-        are ``_SHARDS`` clients: httpcore scans every connection of a pool for each request, so
-        one pool holding n open streams costs O(n) per request and O(n²) to open n. A request
-        takes the shard with the fewest in flight (the first of them on a tie): concurrent
-        streams spread over all of them, and streams one after another use one shard, so each
-        reuses the connection the last one left (in turn, the first 16 each opened their own).
-        Each shard is made on first use, all sharing one TLS context (making a context loads the
-        CA bundle: tens of ms, inside the first call's deadline)."""
-        state = aio.loop_state()
-        if state.client is None:
-            state.client = ([0] * _SHARDS, [None] * _SHARDS, [])
-        inflight, clients, tls = state.client
-        i = min(range(_SHARDS), key=inflight.__getitem__)
-        inflight[i] += 1
-        shard = _Shard(inflight, i)
-        client: httpx.AsyncClient | None = clients[i]
-        if client is None:
-            if not tls:
-                import ssl
-
-                import certifi
-
-                tls.append(ssl.create_default_context(cafile=certifi.where()))
-            client = clients[i] = httpx.AsyncClient(
-                timeout=httpx.Timeout(None, connect=60.0),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
-                follow_redirects=False,
-                cookies=_no_cookies(),
-                verify=tls[0],
-            )
-            _guard_connections(client)
-        return client, shard
 
     def stream_client(self) -> httpx.Client:
-        """The pool of stream requests sent off the stream loop (a Python caller reading its
-        stream on its own thread, ``dispatch`` "caller-thread streams"): as the loop's clients,
-        no connection limit (a stream never waits for another one's connection, and streams
-        never fill the per-host pools of calls), 8 idle keep-alive connections."""
+        """The pool of every stream's requests: no connection limit (a stream never waits for
+        another one's connection, and streams never fill the per-host pools of calls), 8 idle
+        keep-alive connections; a cancelled stream's request is never sent (``SendGuard``)."""
         client = self._stream_client
         if client is None:
             with self._lock:
                 client = self._stream_client
                 if client is None:
-                    client = httpx.Client(
-                        timeout=httpx.Timeout(None, connect=60.0),
-                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=8),
-                        follow_redirects=False,
-                        cookies=_no_cookies(),
+                    client = self._stream_client = self._pooled(
+                        httpx.Limits(max_connections=None, max_keepalive_connections=8),
+                        httpx.Timeout(None, connect=60.0),
                     )
-                    # as ``_new_client``: its jar stores nothing, so nothing is offered to it
-                    client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
-                    _guard_connections(client)  # a cancelled stream's request is never sent
-                    self._stream_client = client
         return client
 
     def client_for(self, url: str) -> httpx.Client:
@@ -1302,8 +1161,6 @@ class HttpTransport:
             hook = before_guarded_send
             if hook is not None:
                 hook(request)
-        if aio.in_stream():
-            return self._send_async(request, deadline, rem)
         pool_s = self.limits.pool_timeout_ms / 1000.0
         hop_rem = rem  # the deadline left when the last hop was sent
 
@@ -1335,41 +1192,6 @@ class HttpTransport:
             raise map_transport_error(exc, deadline) from exc
         response = HttpResponse(raw, deadline)
         response._drain_here = here
-        return response
-
-    def _send_async(
-        self, request: HTTPRequest, deadline: Deadline, rem: float | None
-    ) -> HttpResponse:
-        client, shard = self.async_client()
-        guard = request.guard
-
-        def send_hop(req: httpx.Request, _rem: float | None) -> httpx.Response:
-            send = client.send(req, stream=True)
-            if guard is None:
-                return aio.await_only(send)
-            return aio.await_only(_send_guarded(guard, send))
-
-        try:
-            raw = _send_following(
-                client,
-                request,
-                deadline,
-                rem,
-                None,
-                send_hop,
-                lambda raw: aio.await_only(raw.aclose()),
-            )
-        except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
-            shard.done()
-            if guard is not None and guard.cancelled:
-                raise _cancelled_send() from exc  # the cancel shut the connection down
-            cause = _as_blocking(exc)
-            raise map_transport_error(cause, deadline) from cause
-        except BaseException:
-            shard.done()
-            raise
-        response = HttpResponse(raw, deadline)
-        response._shard = shard
         return response
 
 
@@ -1453,18 +1275,12 @@ def _reset_after_fork() -> None:
 
 def _close_inherited_sockets(transport: HttpTransport) -> None:
     """Close the child's copies of the parent's pooled sockets (the fd only: no shutdown, no
-    TLS close_notify, so the parent's connections are untouched). Best effort over httpcore's
-    internals; whatever is missed stays open, unused, until the child exits."""
-    clients = list(transport._clients.values())
-    if transport._stream_client is not None:
-        clients.append(transport._stream_client)
-    for client in clients:
-        pool = getattr(getattr(client, "_transport", None), "_pool", None)
-        for conn in list(getattr(pool, "_connections", ()) or ()):
-            inner = getattr(conn, "_connection", None)
-            stream = getattr(inner, "_network_stream", None)
-            stream = getattr(stream, "_inner", stream)  # a guarded stream's (``_GuardedStream``)
-            sock = getattr(stream, "_sock", None)
+    TLS close_notify, so the parent's connections are untouched): every stream our network
+    backends opened and still know (``_GuardedBackend.streams``; httpx's own clients, used with
+    a proxy in the environment, are left as they are)."""
+    for backend in transport.backends:
+        for stream in list(backend.streams):
+            sock = stream.get_extra_info("socket")
             if isinstance(sock, socket.socket):
                 try:
                     os.close(sock.detach())

@@ -336,23 +336,23 @@ class Peers:
                 raise RuntimeError(event)
         return n
 
-    def stream_python_on_loop(self) -> int:
-        """The Python API's consumption of a stream run on the stream loop (what
-        ``aimux_ops.stream`` did before it read on the caller's thread, and what the C ABI's
-        event-driven streams beyond ``AIMUX_STREAM_READER_THREADS`` still do):
-        ``dispatch.stream_json`` + ``stream_next_objects``, a batch per take."""
-        from aimux_ops.dispatch import stream_free, stream_json, stream_next_objects
+    def stream_python_read_ahead(self) -> int:
+        """The Python API's consumption of an event-driven stream, read ahead by its reader
+        thread (``dispatch.stream_start_json`` + ``stream_next_objects``, a batch per take)."""
+        from aimux_ops.dispatch import stream_free, stream_next_objects, stream_start_json
 
-        handle, env = stream_json("stream_text", orjson.dumps(self.params))
+        handle, env = stream_start_json("stream_text", orjson.dumps(self.params))
         assert handle is not None, env
         n = 0
         try:
             while (batch := stream_next_objects(handle)[0]) is not None:
-                for event in batch:
-                    if type(event) is not dict:
-                        raise RuntimeError(event)
+                for item in batch:
+                    # (a dict, or bytes once libaimux is loaded here: its C queue's events)
+                    event = item if type(item) is dict else orjson.loads(item)
                     if event["type"] == "text-delta":
                         n += 1
+                    elif event["type"] == "error":
+                        raise RuntimeError(event)
         finally:
             stream_free(handle)
         return n
@@ -488,7 +488,7 @@ def bench_stream(
         "aimux C ABI (ctypes)": peers.stream_aimux_cabi,
         "openai-python": peers.stream_openai_python,
         "experiment: op generator, no JSON round trip": peers.stream_direct_experiment,
-        "aimux Python, stream loop + hand-off (event-driven streams beyond the reader threads)": peers.stream_python_on_loop,
+        "aimux Python, reader thread + hand-off (event-driven)": peers.stream_python_read_ahead,
     }
     res: dict[str, list[float]] = {k: [] for k in fns}
     res["aimux C ABI (C caller)"] = []
@@ -1004,11 +1004,10 @@ there, no loop thread and no hand-off, so it runs at the op generator's rate. Si
 delta, Anthropic's text delta) run in C (`aimux_ops._cchunks`; every other chunk goes to the
 Python loop, the reference), which lifts every stream row: what is left against the floor is
 the floor's own work (one `orjson.loads` per chunk, the per-read httpx/h11 work), the event
-dicts and the Python API's per-event generator. The "stream loop + hand-off" row is
-the previous design (what the C ABI's event-driven streams beyond the reader threads still use): the loop thread's producer used ~13.7
-ms of CPU per stream and the caller's ~1.7 ms against the floor's ~11.5 ms (profiled in the same
-process, thread CPU time), the two threads serialized by the GIL, the async HTTP read (httpx /
-anyio over asyncio, epoll, greenlet switches) costing ~1 ms more than the sync client's. Since
+dicts and the Python API's per-event generator. The "reader thread + hand-off" row is an
+event-driven stream (its reader thread reads ahead, the consumer takes batches): the stream
+loop it replaced (its async read and greenlet switches) is gone, every stream runs over the
+sync client. Since
 branch `cstream` (DESIGN.md "Streams: a C queue per stream") a stream opened through the C ABI
 is serialized once per network read on the loop thread, into a C queue that every C ABI read
 (`aimux_stream_next`, `aimux_stream_next_batch`, `aimux_stream_poll`, `aimux_ready`,

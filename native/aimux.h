@@ -33,9 +33,9 @@
  *            not synchronised: do not free it while another thread reads it.
  *            A stream from aimux_stream() is read on the thread that waits
  *            for its events. The library's own threads: a reader thread for
- *            each of the first AIMUX_STREAM_READER_THREADS (8) event-driven
- *            streams open at once, the loop every other one runs on (from the
- *            first such stream; see "Event-driven streams"), the idle reaper (from the first
+ *            each event-driven stream while it runs (at most
+ *            AIMUX_STREAM_READER_THREADS, default 4096; see "Event-driven
+ *            streams"), the idle reaper (from the first
  *            stream), one watchdog for every deadline (from the first
  *            `timeoutMs`), and a reader for a stream from aimux_stream() that
  *            only polls read (see aimux_stream_poll()). It
@@ -273,12 +273,11 @@ int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
  * blocked in aimux_stream_next() per stream.
  *
  * Model. A stream opened with aimux_stream_start() is read by a reader thread
- * of its own inside the library while fewer than AIMUX_STREAM_READER_THREADS
- * (an environment variable, read once per process; default 8, 0: none) such
- * threads run; every other one shares one event loop thread. However many
- * streams are open, the library holds at most that many threads for them,
- * plus the loop. Where a stream runs changes nothing a host sees. Such a
- * stream is "event-driven": whenever it has
+ * of its own inside the library (a small stack), which ends with the stream's
+ * op. At most AIMUX_STREAM_READER_THREADS (an environment variable, read once
+ * per process; default 4096, 0: none) run at once: aimux_stream_start() beyond
+ * that is an error (11, retryable, naming the setting; nothing was sent),
+ * never a wait. Such a stream is "event-driven": whenever it has
  * something new for its consumer (events, its end, or the failure of its
  * open) its handle is put on the process's ready list, and when that list goes
  * from empty to non-empty one byte is written to the pipe whose read end is
@@ -305,8 +304,8 @@ int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
  * read by its blocking reads: once one came, polls get only what they brought
  * (and the end, once the stream's `finish` was read). One no blocking read has
  * read yet — a host that only polls it — gets a reader thread of its own at the
- * first poll that finds no event waiting, which reads ahead from then on as the
- * loop would. It is never listed by aimux_ready(): poll streams from
+ * first poll that finds no event waiting, which reads ahead from then on. It is
+ * never listed by aimux_ready(): poll streams from
  * aimux_stream_start().
  *
  * Threads. No callback is ever made into the host: the library only writes
@@ -315,8 +314,10 @@ int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
  * interpreter lock, like every function). Poll one handle from one thread at
  * a time if the order of its batches matters to you.
  *
- * After fork(). The child gets a new pipe (a new fd number) and a new loop on
- * its first use; streams of the parent are stale (203) in the child.
+ * After fork(). The child gets a new pipe (a new fd number) on its first use;
+ * streams of the parent are stale (203) in the child. A freed stream leaves
+ * the ready list at once (a host that never calls aimux_ready() does not grow
+ * it).
  * ------------------------------------------------------------------------- */
 
 /** `*out_ended` of aimux_stream_poll(): more may come / the stream is over. */
@@ -335,14 +336,15 @@ aimux_error_t *aimux_events_fd(int *out_fd);
 
 /**
  * Starts a streaming op without waiting for anything: returns as soon as the
- * params are validated and the op is handed to its reader thread or queued on
- * the library's loop (see "Model" above).
+ * params are validated and the op is handed to its reader thread (see "Model"
+ * above).
  *
  * `op`, `params_json`, `out_stream` as for aimux_stream(): the handle is the
  * caller's, released with aimux_stream_free().
  *
  * Returns NULL on success, or an error owned by the caller for what can be
- * known before any I/O (300, 301, 302, 201, 202, 204, 207). A failure of the
+ * known before any I/O (300, 301, 302, 201, 202, 204, 207; 11 when every
+ * reader thread AIMUX_STREAM_READER_THREADS allows is busy). A failure of the
  * open itself (connection, HTTP status, retries — what aimux_stream() would
  * have returned) is returned, once, by the stream's first aimux_stream_poll()
  * or aimux_stream_next(), which then report the end. Never blocks on the
@@ -354,8 +356,9 @@ aimux_error_t *aimux_stream_start(const char *op, const char *params_json, uint6
  * Takes up to `capacity` handles off the ready list (oldest first) into
  * `out_streams` (caller-owned, room for `capacity` handles) and writes their
  * number to `*out_count` (set to 0 on entry). NULL `out_streams` with a
- * non-zero capacity, or NULL `out_count` → 204 error. A listed handle may
- * have been freed since (its poll then answers 203: ignore it). Never blocks.
+ * non-zero capacity, or NULL `out_count` → 204 error. A freed stream is never
+ * listed (one freed while this runs may still come back: its poll then
+ * answers 203, ignore it). Never blocks.
  * Thread-safe.
  */
 aimux_error_t *aimux_ready(uint64_t *out_streams, size_t capacity, size_t *out_count);

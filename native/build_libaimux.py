@@ -74,7 +74,8 @@ def build(
     module = "_aimux_noop" if noop else "_aimux_cffi"
     prefix = "noop" if noop else "aimux"
     ffi.embedding_api("")
-    ffi.cdef(_read(f"{prefix}_cdef.h"))
+    # the queue's values (aimux_queue.h) are defined once: cffi reads them as the C side does
+    ffi.cdef(("" if noop else _read("aimux_queue.h")) + _read(f"{prefix}_cdef.h"))
     # The shim is included, not pasted: compiler messages point into native/src/.
     ffi.set_source(module, f'#include "{prefix}_shim.c"')
     ffi.embedding_init_code(_read(f"{prefix}_embed.py"))

@@ -9,9 +9,10 @@ from typing import Any
 import orjson
 from helpers import assert_no_canary, validator
 
-from aimux_ops import dispatch
 from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.envelope import native_chain
+from aimux_ops.streams import cqueue
+from aimux_ops.streams import registry as stream_registry
 
 
 def run_op(op: str, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -46,9 +47,10 @@ def wait_blocked_reader(handle: int) -> None:
     """Return once a reader waits in ``stream_next_json(handle)`` (the stream counts the readers
     blocked on it, under the lock a cancel takes): a test then cancels a read that really waits,
     never one that has not begun. The bound (at least 60 s) only ends a broken run."""
-    stream = dispatch._streams[handle]
+    stream = stream_registry._streams[handle]
+    q = getattr(stream, "_q", None)  # a C queue: its blocked readers are counted there
     for _ in range(6000):
-        if stream._readers:
+        if stream._readers or (q is not None and cqueue.lib._aimux_cq_readers(q)):
             return
         threading.Event().wait(0.01)
     raise AssertionError(f"no reader blocked on stream {handle}")

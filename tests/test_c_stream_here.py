@@ -1,8 +1,8 @@
 """Streams opened with ``aimux_stream`` are read on the thread of their C reader
-(``caller_stream.NativeCallerStream``; DESIGN.md "Streams read on the caller's
-thread"): the op runs on the thread that blocks in ``aimux_stream_next`` / ``next_batch``, a read
+(``streams.stream.Stream``, kind "queued"; DESIGN.md "Streams"): the op runs on the thread
+that blocks in ``aimux_stream_next`` / ``next_batch``, a read
 hands over every HTTP chunk one network read brought, a poll that finds nothing gives the
-stream a reader thread of its own, and no stream loop thread is started for them."""
+stream a reader thread of its own, and no other thread of the core is started for them."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from helpers import provider_params as params
 from pydantic import BaseModel, ConfigDict
 from test_c_stream_queue import CError, Queue
 
-from aimux_ops import dispatch, transport
-from aimux_ops.caller_stream import NativeCallerStream
+from aimux_ops import transport
 from aimux_ops.ops import registry
+from aimux_ops.streams import registry as stream_registry
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -68,7 +68,7 @@ def test_the_op_runs_on_the_thread_that_reads_the_stream(lib: Queue, where_op: l
 
     def reader() -> None:
         h = lib.open_stream(b"test.where", b"{}")
-        got.append(type(dispatch._streams[h]))
+        got.append(stream_registry._streams[h].kind)
         while (ev := lib.next_event(h)) is not None:
             got.append(orjson.loads(ev)["text"])
         lib.lib.aimux_stream_free(h)
@@ -76,7 +76,7 @@ def test_the_op_runs_on_the_thread_that_reads_the_stream(lib: Queue, where_op: l
     t = threading.Thread(target=reader)
     t.start()
     t.join(60)
-    assert got[0] is NativeCallerStream
+    assert got[0] == "queued"
     assert got[1:] == [f"{r}.{i}" for r in range(5) for i in range(3)]
     assert where_op == [t.ident] * 6  # every read, and the op's end, on the reader's thread
 
@@ -116,13 +116,15 @@ def test_a_read_never_waits_for_the_next_chunk_once_it_has_one(
 
 
 def test_the_h11_state_is_found_on_a_real_response(server: FaultServer) -> None:
-    """``transport._h11_of`` walks httpx's and httpcore's private stream objects to the h11
-    connection, and ``_next_part_buffered`` reads h11's chunked reader; were either path gone
-    (a dependency update), every chunk would silently be a read of its own: pin them."""
-    import httpx
-
+    """``transport._h11_of`` walks httpcore's private stream objects to the h11 connection,
+    and ``_next_part_buffered`` reads h11's chunked reader (their versions are pinned in
+    pyproject.toml); were either path gone (a dependency update), every chunk would silently
+    be a read of its own: this fails then."""
     body = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "x"}]}
-    with httpx.Client() as client:
+    for client in (
+        transport.default_transport().stream_client(),
+        transport.HttpTransport()._new_client(),
+    ):
         url = server.base_url + "/chat/completions"
         with client.stream("POST", url, json=body, headers={"x-fault": "mode=chunks;n=3"}) as r:
             h11 = transport._h11_of(r)
@@ -138,9 +140,9 @@ def test_the_h11_state_is_found_on_a_real_response(server: FaultServer) -> None:
             assert b"[DONE]" in b"".join(chunks)
 
 
-def test_no_stream_loop_thread_for_streams_read_by_their_caller(server: FaultServer) -> None:
-    """A process that only opens streams with aimux_stream never starts the stream loop (nor
-    one whose aimux_stream_start streams all get reader threads: test_c_stream_threads)."""
+def test_no_reader_thread_for_streams_read_by_their_caller(server: FaultServer) -> None:
+    """A process that only opens streams with aimux_stream and reads them blocking starts no
+    reader thread (only the reaper)."""
     script = textwrap.dedent(f"""
         import sys, threading, orjson
         sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / "bench")!r})
@@ -151,7 +153,7 @@ def test_no_stream_loop_thread_for_streams_read_by_their_caller(server: FaultSer
             "headers": {{"x-fault": "mode=chunks;n=300"}}}}, "prompt": "hi", "maxRetries": 0}})
         counts = [lib.count_stream(b"stream_text", p) for _ in range(3)]
         names = sorted(t.name for t in threading.enumerate())
-        print(orjson.dumps({{"counts": counts, "loop": "aimux-streams" in names}}).decode())
+        print(orjson.dumps({{"counts": counts, "loop": "aimux-stream-reader" in names}}).decode())
         """)
     proc = subprocess.run(
         [sys.executable, "-c", script],
@@ -288,7 +290,7 @@ def test_a_poll_after_a_blocking_read_takes_only_what_is_there(
     try:
         assert read_texts(lib, h, 2) == ["ab", "cd"]
         assert lib.batch(h, 1, blocking=False) == (None, False)  # nothing there, nothing read
-        assert dispatch._streams[h]._pump_thread is None
+        assert stream_registry._streams[h]._pump_thread is None
     finally:
         lib.lib.aimux_stream_free(h)
     assert server.wait_for("gone", "touch", 1) == 1
@@ -331,15 +333,6 @@ def _poll_all(lib: Queue, h: int, blocking: bool = False) -> list[str]:
     raise AssertionError(f"never ended: {out}")
 
 
-def _on_loop(lib: Queue, op: bytes, p: bytes) -> int:
-    """``aimux_stream_start`` on the stream loop (no reader thread to be had)."""
-    with pytest.MonkeyPatch.context() as mp:
-        test_c_stream_queue.use_loop(mp)
-        h = lib.start(op, p)
-    assert type(dispatch._streams[h]) is dispatch._NativeStream
-    return h
-
-
 @pytest.mark.parametrize("bad", [0, 2, 6])
 def test_a_poll_only_reader_reads_to_the_end_through_the_fallback(
     lib: Queue, unserializable_op: None, bad: int
@@ -347,16 +340,13 @@ def test_a_poll_only_reader_reads_to_the_end_through_the_fallback(
     """An event only the per-event path can serialize sends the stream to its fallback (Python
     answers), in the open's read (0), later (2) or in the finish's read (6): a host that only
     polls still gets every event, from a reader thread (``aimux_stream_start``, a polled
-    ``aimux_stream``) as from the loop; and so does one that reads blocking."""
+    ``aimux_stream``); and so does one that reads blocking."""
     p = orjson.dumps({"bad": bad})
-    from_loop = _poll_all(lib, h := _on_loop(lib, b"test.unserializable", p))
-    lib.lib.aimux_stream_free(h)
     want = ["0", "1", "2", "3", "4", "5", "finish"]
     if bad == 6:
         want.insert(6, "error 205")
     else:
         want[bad] = "error 205"
-    assert from_loop == want
     for opened, blocking in (
         (lib.start, False),
         (lib.open_stream, False),
@@ -364,7 +354,7 @@ def test_a_poll_only_reader_reads_to_the_end_through_the_fallback(
         (lib.open_stream, True),
     ):
         h = opened(b"test.unserializable", p)
-        assert _poll_all(lib, h, blocking) == from_loop, (opened, blocking)
+        assert _poll_all(lib, h, blocking) == want, (opened, blocking)
         lib.lib.aimux_stream_free(h)
 
 
@@ -397,7 +387,7 @@ def test_a_ready_list_host_gets_every_event_through_the_fallback(
 def test_the_end_comes_with_the_finish_and_to_a_poll_after_it(
     lib: Queue, server: FaultServer
 ) -> None:
-    """As on the loop, the op's end is known with its ``finish``: a batch read gets it with
+    """The op's end is known with its ``finish``: a batch read gets it with
     that batch, and a host that read blocking up to the finish and then polls gets the end."""
     p = orjson.dumps(params(server, "mode=ok;text=abcdef;parts=3"))
     h = lib.open_stream(b"stream_text", p)
@@ -420,25 +410,26 @@ def test_a_stream_its_reader_thread_read_to_the_end_is_reaped_when_nobody_reads(
     server: FaultServer,
 ) -> None:
     """Left unread after a poll gave it its reader thread, which read it to its end: the idle
-    reaper closes it (its queued events go), as it closes a loop stream."""
+    reaper closes it (its queued events go), as it closes any stream."""
     spec = "mode=ok;parts=300;drip_ms=1;text=" + "x" * 300
     script = textwrap.dedent(f"""
         import sys, threading, orjson
         sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
         from test_c_stream_queue import Queue
-        from aimux_ops import dispatch
+        from aimux_ops.streams import cqueue
+        from aimux_ops.streams import registry as stream_registry
         lib = Queue()
         p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
             "baseURL": {server.base_url!r}, "apiKey": "sk-reap",
             "headers": {{"x-fault": {spec!r}}}}}, "prompt": "hi", "maxRetries": 0}})
         h = lib.open_stream(b"stream_text", p)
-        s = dispatch._streams[h]
+        s = stream_registry._streams[h]
         s._enter()  # a reader until the reader thread is done: the reaper waits for that
         while s._pump_thread is None:  # the open's read, then a poll that finds nothing
             assert lib.batch(h, 1, blocking=False)[1] is False
         s._pump_thread.join(60)  # it read the stream to its end: ~300 events wait unread
         s._leave()
-        queued = dispatch._native._aimux_cq_count(s._q)
+        queued = cqueue.lib._aimux_cq_count(s._q)
         for _ in range(6000):  # until the reaper closed it (the bound ends a broken run)
             if s.ctx.cancelled.is_set():
                 break

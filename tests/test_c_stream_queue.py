@@ -8,9 +8,7 @@ none of the parent's queued events (its handles are 203) and streams of its own.
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
-import dataclasses
 import os
 import select
 import subprocess
@@ -29,9 +27,11 @@ from helpers import provider_params as params
 from op_calls import wait_blocked_reader
 from pydantic import BaseModel, ConfigDict
 
-from aimux_ops import aio, caller_stream, dispatch, guest
-from aimux_ops.caller_stream import EventThreadStream, NativeCallerStream
+from aimux_ops import dispatch
 from aimux_ops.ops import registry
+from aimux_ops.streams import cqueue, ready
+from aimux_ops.streams import registry as stream_registry
+from aimux_ops.streams import stream as engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from cabi import CError, Lib
@@ -111,34 +111,16 @@ def _empty_ready_list() -> Iterator[None]:
     """The event-driven streams of a test are freed, but their handles may still be listed:
     leave the process's ready list empty for the tests that read it (as test_c_stream_batches)."""
     yield
-    # a producer lists its stream as its last act, maybe after the test freed it: wait until no
-    # task runs on the stream loop (the bound only ends a broken run), then empty the list
-    loop = aio.loop_state().loop
-
-    async def others() -> int:
-        return len(asyncio.all_tasks()) - 1
-
-    for _ in range(6000):
-        if asyncio.run_coroutine_threadsafe(others(), loop).result(60) == 0:
-            break
-        threading.Event().wait(0.01)
-    wait_until(lambda: caller_stream._threads == 0)  # and no reader thread (the same last act)
+    wait_until(lambda: stream_registry._threads == 0)  # no reader thread lists a stream now
     dispatch.ready_handles(1 << 30)
-
-
-def use_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``aimux_stream_start`` streams on the stream loop from now on in this test: no reader
-    thread to be had (as with ``AIMUX_STREAM_READER_THREADS=0``)."""
-    loop_only = dataclasses.replace(guest.limits(), stream_reader_threads=0)
-    monkeypatch.setattr(guest, "_limits", loop_only)
 
 
 def c_queued(handle: int) -> int:
     """Events in the stream's C queue (the C ABI opened it: it has one)."""
-    stream = dispatch._streams[handle]
-    assert isinstance(stream, (dispatch._NativeStream, NativeCallerStream))
+    stream = stream_registry._streams[handle]
+    assert stream.kind in ("queued", "read ahead")
     assert stream._q is not None
-    return int(dispatch._native._aimux_cq_count(stream._q))
+    return int(cqueue.lib._aimux_cq_count(stream._q))
 
 
 def wait_until(what: Any) -> None:
@@ -150,42 +132,35 @@ def wait_until(what: Any) -> None:
     raise AssertionError("never happened")
 
 
-#: how a test opens its stream: ``aimux_stream_start`` on a reader thread of its own ("start")
-#: or on the stream loop ("loop"), or ``aimux_stream`` then only polled ("polled")
-HOWS = ["start", "loop", "polled"]
+#: how a test opens its stream: ``aimux_stream_start`` on a reader thread of its own ("start"),
+#: or ``aimux_stream`` then only polled ("polled")
+HOWS = ["start", "polled"]
 
 
 def open_full(lib: Queue, server: FaultServer, how: str, monkeypatch: Any) -> tuple[int, int]:
     """A 5,000-delta stream whose producer filled the C queue up to the high-water mark and
     waits there: (handle, events taken before). ``how``: "start" (``aimux_stream_start``: the
-    stream's reader thread), "loop" (the same on the stream loop's producer) or "polled"
-    (``aimux_stream``, then polls until one finds nothing: the stream's reader thread)."""
+    stream's reader thread) or "polled" (``aimux_stream``, then polls until one finds nothing:
+    the stream's reader thread)."""
     p = orjson.dumps(params(server, "mode=chunks;n=5000"))
     taken = 0
-    if how == "loop":
-        use_loop(monkeypatch)
+    if how == "start":
         handle = lib.start(b"stream_text", p)
-        stream = dispatch._streams[handle]
-        assert isinstance(stream, dispatch._NativeStream)
-        wait_until(lambda: stream._space is not None)
-        assert len(stream._events) == 0  # every event went to the C queue
-    elif how == "start":
-        handle = lib.start(b"stream_text", p)
-        stream = dispatch._streams[handle]
-        assert isinstance(stream, EventThreadStream)
-        wait_until(lambda: stream.waits_for_room and c_queued(handle) >= dispatch._HIGH_WATER)
+        stream = stream_registry._streams[handle]
+        assert stream.kind == "read ahead"
+        wait_until(lambda: stream.waits_for_room and c_queued(handle) >= engine.HIGH_WATER)
         assert len(stream._pending) == 0  # every event went to the C queue
     else:
         handle = lib.open_stream(b"stream_text", p)
-        stream = dispatch._streams[handle]
-        assert isinstance(stream, NativeCallerStream)
+        stream = stream_registry._streams[handle]
+        assert stream.kind == "queued"
         assert stream._pump_thread is None  # read on its reader's thread until polled
         while stream._pump_thread is None:  # the open's read, then a poll that finds nothing
             batch = lib.batch(handle, 1024, blocking=False)[0]
             taken += len(orjson.loads(batch)) if batch is not None else 0
         assert taken > 0
         # (the poll that started the reader may have taken its first push: it refills)
-        wait_until(lambda: stream.waits_for_room and c_queued(handle) >= dispatch._HIGH_WATER)
+        wait_until(lambda: stream.waits_for_room and c_queued(handle) >= engine.HIGH_WATER)
         assert len(stream._pending) == 0
     return handle, taken
 
@@ -197,13 +172,13 @@ def test_a_slow_c_consumer_stops_the_reader_at_the_high_water_mark(
     # nobody reads: the producer fills the C queue up to the mark, exactly, and waits there
     handle, events = open_full(lib, server, how, monkeypatch)
     try:
-        assert c_queued(handle) == dispatch._HIGH_WATER
+        assert c_queued(handle) == engine.HIGH_WATER
         while True:
             ev = lib.next_event(handle)
             if ev is None:
                 break
             events += 1
-            assert c_queued(handle) <= dispatch._HIGH_WATER
+            assert c_queued(handle) <= engine.HIGH_WATER
         assert events == 5001  # every delta and the finish: the producer went on each time
     finally:
         lib.lib.aimux_stream_free(handle)
@@ -215,7 +190,7 @@ def test_a_cancel_ends_reads_although_the_c_queue_holds_events(
 ) -> None:
     handle, _ = open_full(lib, server, how, monkeypatch)
     try:
-        assert c_queued(handle) == dispatch._HIGH_WATER
+        assert c_queued(handle) == engine.HIGH_WATER
         lib.lib.aimux_stream_cancel(handle)
         assert c_queued(handle) == 0  # dropped at once, not when read
         assert lib.next_event(handle) is None
@@ -282,8 +257,6 @@ def tricky_op() -> Iterator[None]:
                 else:
                     batch.append({"type": "text-delta", "text": t, "nested": {"a": [t, n]}})
             yield batch
-            if r % 3 == 0:
-                aio.sleep(0.001)  # a suspension: the consumers are woken
         yield {"type": "finish", "finishReason": "stop"}
 
     registry.register_op("test.tricky", mode="stream", params=TrickyParams)(handler)
@@ -295,7 +268,7 @@ def python_events() -> list[bytes]:
     """The events the Python queue gives (a stream not opened through the C ABI)."""
     handle, env = dispatch.stream_json("test.tricky", b"{}")
     assert env is None and handle is not None
-    assert not isinstance(dispatch._streams[handle], dispatch._NativeStream)
+    assert stream_registry._streams[handle].kind == "by its reader"
     out = []
     while True:
         ev, env = dispatch.stream_next_json(handle)
@@ -328,17 +301,12 @@ def test_every_c_read_gives_the_python_queues_events_byte_for_byte(
     expected = python_events()
     assert len(expected) > 100
 
-    # aimux_stream_next: one event per call, read on this thread (aimux_stream), on a reader
-    # thread (aimux_stream_start) and on the stream loop (the same, no reader thread to be had)
-    def on_loop(op: bytes, p: bytes) -> int:
-        with pytest.MonkeyPatch.context() as mp:
-            use_loop(mp)
-            return lib.start(op, p)
-
-    kinds = {lib.open_stream: NativeCallerStream, lib.start: EventThreadStream}
-    for opened, kind in (*kinds.items(), (on_loop, dispatch._NativeStream)):
+    # aimux_stream_next: one event per call, read on this thread (aimux_stream) and on a reader
+    # thread (aimux_stream_start)
+    kinds = {lib.open_stream: "queued", lib.start: "read ahead"}
+    for opened, kind in kinds.items():
         h = opened(b"test.tricky", b"{}")
-        assert type(dispatch._streams[h]) is kind
+        assert stream_registry._streams[h].kind == kind
         one = []
         while (ev := lib.next_event(h)) is not None:
             one.append(ev)
@@ -347,7 +315,7 @@ def test_every_c_read_gives_the_python_queues_events_byte_for_byte(
     # aimux_stream_poll of a stream from aimux_stream: its reader thread
     h = lib.open_stream(b"test.tricky", b"{}")
     polled = read_batches(lib, h, max_events, blocking=False)
-    assert dispatch._streams[h]._pump_thread is not None
+    assert stream_registry._streams[h]._pump_thread is not None
     lib.lib.aimux_stream_free(h)
     assert polled == b"[" + b",".join(expected) + b"]"
     # aimux_stream_next_batch: arrays of at most max_events, the end with the last one
@@ -355,12 +323,11 @@ def test_every_c_read_gives_the_python_queues_events_byte_for_byte(
     batches = read_batches(lib, h, max_events, blocking=True)
     lib.lib.aimux_stream_free(h)
     assert batches == b"[" + b",".join(expected) + b"]"
-    # aimux_stream_start + aimux_poll_ready: the event-driven interface, on a reader thread and
-    # on the stream loop
+    # aimux_stream_start + aimux_poll_ready: the event-driven interface, on a reader thread
     fd = lib.events_fd()
-    for start, kind in ((lib.start, EventThreadStream), (on_loop, dispatch._NativeStream)):
+    for start, kind in ((lib.start, "read ahead"),):
         h = start(b"test.tricky", b"{}")
-        assert type(dispatch._streams[h]) is kind
+        assert stream_registry._streams[h].kind == kind
         got: list[bytes] = []
         over = False
         while not over:
@@ -381,15 +348,13 @@ def test_every_c_read_gives_the_python_queues_events_byte_for_byte(
         assert got == [orjson.dumps(orjson.loads(e)) for e in expected]
 
 
-@pytest.mark.parametrize("reader_threads", ["8", "0"])
-def test_a_forked_child_sees_none_of_the_parents_queued_events(
-    server: FaultServer, reader_threads: str
-) -> None:
-    """The parent's stream read by a reader thread of its own (8) or on the stream loop (0)."""
+def test_a_forked_child_sees_none_of_the_parents_queued_events(server: FaultServer) -> None:
+    """The parent's stream read by a reader thread of its own."""
     script = textwrap.dedent(f"""
         import os, sys, ctypes, threading, orjson
         sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / "bench")!r})
-        from aimux_ops import dispatch
+        from aimux_ops.streams import cqueue
+        from aimux_ops.streams import registry as stream_registry
         from cabi import CError, Lib
         lib = Lib()
         def p(spec):
@@ -402,13 +367,13 @@ def test_a_forked_child_sees_none_of_the_parents_queued_events(
         handle = ctypes.c_uint64(0)
         assert not start(b"stream_text", p("mode=chunks;n=5000"), ctypes.byref(handle))
         h = handle.value
-        stream = dispatch._streams[h]
+        stream = stream_registry._streams[h]
         for _ in range(6000):  # the parent's C queue full: the producer waits for room
-            if getattr(stream, "_space", None) is not None or getattr(stream, "waits_for_room", 0):
+            if stream.waits_for_room:
                 break
             threading.Event().wait(0.01)
-        assert type(stream).__name__ == {"_NativeStream" if reader_threads == "0" else "EventThreadStream"!r}
-        queued = dispatch._native._aimux_cq_count(stream._q)
+        assert stream.kind == "read ahead"
+        queued = cqueue.lib._aimux_cq_count(stream._q)
         pid = os.fork()
         if pid == 0:
             try:
@@ -429,28 +394,50 @@ def test_a_forked_child_sees_none_of_the_parents_queued_events(
         [sys.executable, "-c", script],
         capture_output=True,
         timeout=110,
-        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_READER_THREADS": reader_threads},
+        env={"PATH": "/usr/bin:/bin"},
         check=False,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     out = orjson.loads(proc.stdout.splitlines()[-1])
-    assert out == {"queued": dispatch._HIGH_WATER, "parent": 5001, "child": 0}
+    assert out == {"queued": engine.HIGH_WATER, "parent": 5001, "child": 0}
 
 
-@pytest.mark.parametrize("how", ["start", "loop"])
 def test_a_failed_open_of_an_event_driven_stream_is_answered_by_python(
-    lib: Queue, server: FaultServer, how: str, monkeypatch: pytest.MonkeyPatch
+    lib: Queue, server: FaultServer
 ) -> None:
     """The C queue is empty and the stream needs the Python side: the open failure once, then
     the end, through next_batch, as before."""
-    if how == "loop":
-        use_loop(monkeypatch)
     h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=status;status=400")))
-    kind = EventThreadStream if how == "start" else dispatch._NativeStream
-    assert type(dispatch._streams[h]) is kind
+    assert stream_registry._streams[h].kind == "read ahead"
     with pytest.raises(CError) as info:
         lib.batch(h, 10, blocking=True)
     assert info.value.code == 11
     assert_valid_envelope(info.value.json)
     assert lib.batch(h, 10, blocking=True) == (None, True)
     lib.lib.aimux_stream_free(h)
+
+
+def test_a_freed_event_driven_stream_leaves_the_ready_list(lib: Queue, server: FaultServer) -> None:
+    """A host that reads its event-driven streams with ``aimux_stream_next_batch`` alone and
+    never calls ``aimux_ready``: each stream it frees leaves the ready list, so the list holds
+    no handle once every stream is freed (it grew by one handle per stream before)."""
+    p = orjson.dumps(params(server, "mode=chunks;n=3"))
+    dispatch.ready_handles(1 << 30)
+    for _ in range(200):
+        h = lib.start(b"stream_text", p)
+        while not lib.batch(h, 64, blocking=True)[1]:
+            pass
+        lib.lib.aimux_stream_free(h)
+    wait_until(lambda: stream_registry._threads == 0)  # every reader thread's last act is done
+    assert len(ready.ready_list()) == 0
+    out = (ctypes.c_uint64 * 256)()
+    count = ctypes.c_size_t(99)
+    ready_fn = lib.lib.aimux_ready
+    ready_fn.restype = P
+    ready_fn.argtypes = [
+        ctypes.POINTER(ctypes.c_uint64),
+        ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
+    assert not ready_fn(out, 256, ctypes.byref(count))
+    assert count.value == 0  # no freed handle is listed

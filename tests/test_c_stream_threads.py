@@ -1,10 +1,9 @@
 """Event-driven streams (``aimux_stream_start``) read by a reader thread of their own
-(``caller_stream.EventThreadStream``; DESIGN.md "Event-driven streams on reader threads"): at
-most ``AIMUX_STREAM_READER_THREADS`` at once and the rest on the stream loop; a thread that
-cannot start leaves its stream to the loop; a cancel during the open ends reads at once, tells
+(``streams.stream.Stream``, kind "read ahead"): at most ``AIMUX_STREAM_READER_THREADS`` at once, one
+more is a clear error (never a wait); a thread that cannot start is the same error; a cancel during the open ends reads at once, tells
 the host and ends the open; the open's failure reaches ``aimux_poll_ready``; the reaper closes
 a stream nobody polls; the setting is read from the environment. (The events themselves, byte for byte
-against the loop, the high-water mark, a cancel and a fork: ``test_c_stream_queue.py``.)"""
+against the Python queue, the high-water mark, a cancel and a fork: ``test_c_stream_queue.py``.)"""
 
 from __future__ import annotations
 
@@ -25,8 +24,9 @@ from helpers import ROOT
 from helpers import provider_params as params
 from test_c_stream_queue import CError, Queue, wait_until
 
-from aimux_ops import caller_stream, dispatch, guest
-from aimux_ops.caller_stream import EventThreadStream
+from aimux_ops import dispatch, guest
+from aimux_ops.streams import cqueue
+from aimux_ops.streams import registry as stream_registry
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -71,6 +71,9 @@ def run_host(server: FaultServer, spec: str, body: str, env: dict[str, str]) -> 
         sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
         from test_c_stream_queue import Queue
         from aimux_ops import dispatch
+        from aimux_ops.streams import cqueue
+        from aimux_ops.streams import registry as stream_registry
+        from cabi import CError
         lib = Queue()
         fd = lib.events_fd()
         p = orjson.dumps({{"model": {{"provider": "openai", "modelId": "gpt-4o-mini",
@@ -104,41 +107,50 @@ def run_host(server: FaultServer, spec: str, body: str, env: dict[str, str]) -> 
     return orjson.loads(proc.stdout.splitlines()[-1])
 
 
-def test_at_most_the_limit_of_streams_get_a_reader_thread(
+def test_a_stream_over_the_reader_threads_limit_is_a_clear_error(
     lib: Queue, server: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every event-driven stream has its reader thread; one more than the setting allows is a
+    clear error naming the setting (nothing is sent), never a wait or a slower path."""
     limit(monkeypatch, 2)
 
     def p(i: int) -> bytes:
         spec = "mode=stall;after=1;stall_ms=60000"
         return orjson.dumps(params(server, spec, scenario=f"rt-limit-{i}"))
 
-    hs = [lib.start(b"stream_text", p(i)) for i in range(3)]
+    hs = [lib.start(b"stream_text", p(i)) for i in range(2)]
     try:
-        kinds = [type(dispatch._streams[h]) for h in hs]
-        assert kinds == [EventThreadStream, EventThreadStream, dispatch._NativeStream]
-        assert caller_stream._threads == 2
-        for h in hs:  # each delivers (the third one from the loop)
+        before = set(stream_registry._streams)
+        with pytest.raises(CError) as info:
+            lib.start(b"stream_text", p(9))
+        assert info.value.code == 11
+        assert "AIMUX_STREAM_READER_THREADS is 2" in info.value.message
+        assert set(stream_registry._streams) == before  # no handle was made
+        assert server.count("rt-limit-9") == 0  # nothing was sent
+        kinds = [stream_registry._streams[h].kind for h in hs]
+        assert kinds == ["read ahead", "read ahead"]
+        assert stream_registry._threads == 2
+        for h in hs:  # each delivers
             batch, ended = lib.batch(h, 10, blocking=True)
             assert [e["text"] for e in orjson.loads(batch or b"[]")] == ["Hel"] and not ended
-        first = dispatch._streams[hs[0]]
-        assert isinstance(first, EventThreadStream) and first._pump_thread is not None
+        first = stream_registry._streams[hs[0]]
+        assert first.kind == "read ahead" and first._pump_thread is not None
         assert first._pump_thread.name == "aimux-stream-reader" and first._pump_thread.is_alive()
         lib.lib.aimux_stream_free(hs[0])  # its thread ends (the cancel shuts its socket down)
-        wait_until(lambda: caller_stream._threads == 1)
+        wait_until(lambda: stream_registry._threads == 1)
         assert not first._pump_thread.is_alive()
         hs.append(lib.start(b"stream_text", p(3)))  # a thread is free again
-        assert type(dispatch._streams[hs[-1]]) is EventThreadStream
+        assert stream_registry._streams[hs[-1]].kind == "read ahead"
         assert lib.batch(hs[-1], 10, blocking=True)[0] is not None  # (up to the server's stall)
     finally:
         for h in hs:
             lib.lib.aimux_stream_free(h)
-    wait_until(lambda: caller_stream._threads == 0)
-    gone = [server.wait_for("gone", f"rt-limit-{i}", 1, timeout=5) for i in range(4)]
-    assert gone == [1] * 4, (gone, [server.count(f"rt-limit-{i}") for i in range(4)])
+    wait_until(lambda: stream_registry._threads == 0)
+    gone = [server.wait_for("gone", f"rt-limit-{i}", 1, timeout=5) for i in (0, 1, 3)]
+    assert gone == [1] * 3, (gone, [server.count(f"rt-limit-{i}") for i in (0, 1, 3)])
 
 
-def test_a_reader_thread_that_cannot_start_leaves_the_stream_to_the_loop(
+def test_a_reader_thread_that_cannot_start_is_a_clear_error(
     lib: Queue, server: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = threading.Thread.start
@@ -149,14 +161,16 @@ def test_a_reader_thread_that_cannot_start_leaves_the_stream_to_the_loop(
         real(self)
 
     monkeypatch.setattr(threading.Thread, "start", start)
-    before = set(dispatch._streams)
-    h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=chunks;n=50")))
-    assert type(dispatch._streams[h]) is dispatch._NativeStream
-    assert set(dispatch._streams) - before == {h}  # the first attempt's handle is gone
-    assert caller_stream._threads == 0  # and its slot is free
+    before = set(stream_registry._streams)
+    p = orjson.dumps(params(server, "mode=chunks;n=50", scenario="rt-no-thread"))
     with pytest.raises(CError) as info:
-        lib.batch(h - 1, 1, blocking=False)
-    assert info.value.code == 203
+        lib.start(b"stream_text", p)
+    assert info.value.code == 11 and "no thread could be started" in info.value.message
+    assert set(stream_registry._streams) == before  # the attempt's handle is gone
+    assert stream_registry._threads == 0  # and its slot is free
+    assert server.count("rt-no-thread") == 0  # nothing was sent
+    monkeypatch.setattr(threading.Thread, "start", real)
+    h = lib.start(b"stream_text", p)  # a thread to be had again: the stream runs
     types = []
     ended = False
     while not ended:
@@ -175,8 +189,8 @@ def test_a_cancel_during_the_open_ends_reads_at_once_and_tells_the_host(
     (``test_stream_cancel_send.py`` shows the server sees the client go)."""
     p = orjson.dumps(params(server, "mode=ok;hold=rt-open-cancel", scenario="rt-open-cancel"))
     h = lib.start(b"stream_text", p)
-    stream = dispatch._streams[h]
-    assert isinstance(stream, EventThreadStream) and stream._pump_thread is not None
+    stream = stream_registry._streams[h]
+    assert stream.kind == "read ahead" and stream._pump_thread is not None
     try:
         assert server.wait_for("held", "rt-open-cancel", 1) == 1  # the open waits for headers
         dispatch.ready_handles(1 << 30)  # (nothing of this stream is listed yet)
@@ -189,12 +203,12 @@ def test_a_cancel_during_the_open_ends_reads_at_once_and_tells_the_host(
         server.release("rt-open-cancel")
     assert lib.batch(h, 10, blocking=False) == (None, True)
     lib.lib.aimux_stream_free(h)
-    wait_until(lambda: caller_stream._threads == 0)
+    wait_until(lambda: stream_registry._threads == 0)
 
 
 def test_the_open_failure_reaches_poll_ready_once(lib: Queue, server: FaultServer) -> None:
     h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=status;status=400")))
-    assert type(dispatch._streams[h]) is EventThreadStream
+    assert stream_registry._streams[h].kind == "read ahead"
     seen = poll_until(lib, h, lambda e: e[1] == 1)
     handle, ended, events, failure = seen[-1]
     assert (handle, ended, events) == (h, 1, None) and len(seen) == 1
@@ -208,20 +222,20 @@ def test_a_stream_nobody_polls_is_reaped_and_the_host_told(server: FaultServer) 
     queued events go) and lists it, so the host's next poll gets the reaper's error."""
     body = """
         h = lib.start(b"stream_text", p)
-        s = dispatch._streams[h]
+        s = stream_registry._streams[h]
         s._enter()  # a reader until the reader thread is done: the reaper waits for that
         s._pump_thread.join(60)  # it read the stream to its end: ~300 events wait unpolled
         dispatch.ready_handles(1 << 30)  # the host "missed" every wake-up so far
         s._leave()
-        queued = dispatch._native._aimux_cq_count(s._q)
+        queued = cqueue.lib._aimux_cq_count(s._q)
         entries = until_listed_end(h)
         types = [e["type"] for entry in entries for e in (entry[2] or [])]
-        out = {"type": type(s).__name__, "queued": queued > 100, "types": types,
+        out = {"type": s.kind, "queued": queued > 100, "types": types,
                "cancelled": s.ctx.cancelled.is_set()}
         """
     spec = "mode=ok;parts=300;drip_ms=1;text=" + "x" * 300
     assert run_host(server, spec, body, {"AIMUX_STREAM_IDLE_TIMEOUT_MS": "300"}) == {
-        "type": "EventThreadStream",
+        "type": "read ahead",
         "queued": True,
         "types": ["error"],
         "cancelled": True,
@@ -232,11 +246,16 @@ def test_a_stream_nobody_polls_is_reaped_and_the_host_told(server: FaultServer) 
 def test_the_reader_threads_setting_is_read_from_the_environment(
     server: FaultServer, setting: str | None
 ) -> None:
-    """Unset: reader threads (no stream loop thread is started); 0: every event-driven stream
-    on the loop; 1: one reader thread, the second stream on the loop."""
+    """Unset: a reader thread for each (the default allows thousands); 0: none (each start is
+    the limit's error); 1: one reader thread, the second start the limit's error."""
     body = """
-        hs = [lib.start(b"stream_text", p) for _ in range(2)]  # (the first waits at the mark)
-        kinds = [type(dispatch._streams[h]).__name__ for h in hs]
+        hs, kinds = [], []
+        for _ in range(2):  # (the first waits at the mark)
+            try:
+                hs.append(lib.start(b"stream_text", p))
+                kinds.append(stream_registry._streams[hs[-1]].kind)
+            except CError as e:
+                kinds.append(e.code)
         counts = []
         for h in hs:
             n, ended = 0, False
@@ -248,12 +267,12 @@ def test_the_reader_threads_setting_is_read_from_the_environment(
         out = {"kinds": kinds, "counts": counts, "loop": "aimux-streams" in names}
         """
     env = {} if setting is None else {"AIMUX_STREAM_READER_THREADS": setting}
-    thread, loop = "EventThreadStream", "_NativeStream"
-    kinds = {None: [thread, thread], "0": [loop, loop], "1": [thread, loop]}[setting]
+    thread = "read ahead"
+    kinds = {None: [thread, thread], "0": [11, 11], "1": [thread, 11]}[setting]
     assert run_host(server, "mode=chunks;n=5000", body, env) == {
         "kinds": kinds,
-        "counts": [5001, 5001],
-        "loop": loop in kinds,
+        "counts": [5001] * kinds.count(thread),
+        "loop": False,
     }
 
 
@@ -264,10 +283,10 @@ def test_a_python_poll_that_leaves_events_lists_the_stream_again(
     ``aimux_poll_ready`` asks of Python) that leaves events behind lists the stream again (the
     C queue's RELIST wake-up), as a C poll does."""
     h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=chunks;n=50")))
-    stream = dispatch._streams[h]
-    assert isinstance(stream, EventThreadStream) and stream._pump_thread is not None
+    stream = stream_registry._streams[h]
+    assert stream.kind == "read ahead" and stream._pump_thread is not None
     stream._pump_thread.join(60)  # every event is in the C queue: no push lists it any more
-    assert dispatch._native._aimux_cq_count(stream._q) == 51
+    assert cqueue.lib._aimux_cq_count(stream._q) == 51
     dispatch.ready_handles(1 << 30)
     batch, ended, env = dispatch.stream_poll_json(h, 1)
     assert env is None and not ended and len(orjson.loads(batch or b"[]")) == 1
@@ -280,15 +299,14 @@ def test_the_reaper_closes_a_stream_nobody_polls_while_its_open_waits(
 ) -> None:
     """The reader thread is not a reader: a stream whose open waits for the response headers
     (held by the server) and that nobody polls is closed by the idle reaper, and listed: the
-    host's poll gets the reaper's terminal error event, as from the loop."""
+    host's poll gets the reaper's terminal error event."""
     body = """
         h = lib.start(b"stream_text", p)
-        kind = type(dispatch._streams[h]).__name__
+        kind = stream_registry._streams[h].kind
         entries = until_listed_end(h)
         out = {"kind": kind, "entries": [[e[1], [x["type"] for x in e[2] or []],
                e[2][0]["error"]["code"] if e[2] else None, e[3]] for e in entries]}
         """
-    for reader_threads, kind in (("8", "EventThreadStream"), ("0", "_NativeStream")):
-        env = {"AIMUX_STREAM_IDLE_TIMEOUT_MS": "500", "AIMUX_STREAM_READER_THREADS": reader_threads}
-        got = run_host(server, "mode=ok;hold=rt-never;hold_ms=30000", body, env)
-        assert got == {"kind": kind, "entries": [[1, ["error"], 12, None]]}
+    env = {"AIMUX_STREAM_IDLE_TIMEOUT_MS": "500"}
+    got = run_host(server, "mode=ok;hold=rt-never;hold_ms=30000", body, env)
+    assert got == {"kind": "read ahead", "entries": [[1, ["error"], 12, None]]}

@@ -1,4 +1,4 @@
-"""The Python API reads its stream on the caller's thread (``aimux_ops.caller_stream``): what the stream
+"""The Python API reads its stream on the caller's thread (``aimux_ops.streams.stream.Stream``): what the stream
 loop guarantees holds there too — a cancel from another thread wakes a blocked read and the op's
 cleanup has run when the caller hears the end, a reap ends the op without a read, the deadline
 ends a stalled read in a timeout event, a recording round-trips, and connections are reused
@@ -21,7 +21,8 @@ from helpers import provider_params as params
 from op_calls import wait_blocked_reader
 
 import aimux_ops
-from aimux_ops import caller_stream, dispatch, transport
+from aimux_ops import dispatch, transport
+from aimux_ops.streams import registry as stream_registry
 
 
 def _handle(it: Iterator[dict[str, Any]]) -> int:
@@ -45,7 +46,7 @@ def test_the_python_api_stream_runs_on_the_callers_thread(server: FaultServer) -
     it = aimux_ops.stream("stream_text", params(server, "mode=chunks;n=3"))
     first = next(it)
     assert first["type"] == "text-delta"
-    assert type(dispatch._streams[_handle(it)]) is caller_stream.CallerStream
+    assert stream_registry._streams[_handle(it)].kind == "by its reader"
     assert [e["type"] for e in it] == ["text-delta"] * 2 + ["finish"]
 
 
@@ -80,7 +81,7 @@ def test_a_reap_ends_the_op_at_once_without_a_read(server: FaultServer, tmp_path
     fault = "mode=stall;stall_ms=60000"
     it = aimux_ops.stream("stream_text", _recorded(server, path, fault, "here-reap"))
     assert next(it)["type"] == "text-delta"
-    stream = dispatch._streams[_handle(it)]
+    stream = stream_registry._streams[_handle(it)]
     stream.idle_since -= 1000.0
     assert stream.reap(1) is False  # the event taken from the held batch was a read
     stream.idle_since -= 1000.0
@@ -123,7 +124,7 @@ def _stream_pool(port: int) -> list[Any]:
     client = transport.default_transport()._stream_client
     assert client is not None
     origin = httpcore.Origin(b"http", b"127.0.0.1", port)
-    return [c for c in client._transport._pool.connections if c.can_handle_request(origin)]
+    return [c for c in client._transport.pool.connections if c.can_handle_request(origin)]
 
 
 def test_caller_thread_streams_one_after_another_reuse_one_connection(
@@ -247,7 +248,7 @@ def test_the_callers_thread_gives_the_loops_events_and_envelopes(
     sees a fresh ``times=`` count)."""
     loop_events, loop_env = _loop_stream(params(server, fault, scenario=f"loop {fault}"))
     p = params(server, fault, scenario=f"here {fault}")
-    handle, env = caller_stream.stream_here_json("stream_text", orjson.dumps(p))
+    handle, env = dispatch.stream_json("stream_text", orjson.dumps(p))
     here_events = []
     if handle is not None:
         while (event := dispatch.stream_next_json(handle)[0]) is not None:
@@ -273,7 +274,7 @@ def test_takes_and_batches_smaller_than_a_read_keep_every_event_in_order(
     server: FaultServer,
 ) -> None:
     p = orjson.dumps(params(server, "mode=chunks;n=500"))
-    handle, env = caller_stream.stream_here_json("stream_text", p)
+    handle, env = dispatch.stream_json("stream_text", p)
     assert handle is not None and env is None
     seen: list[Any] = []
     while True:  # alternately: 3 objects, a JSON batch of up to 7, one event

@@ -13,7 +13,6 @@ from op_calls import wait_blocked_reader
 from pydantic import BaseModel, ConfigDict
 
 import aimux_ops
-from aimux_ops import aio
 from aimux_ops import errors as E
 from aimux_ops.dispatch import call_json, stream_cancel, stream_free, stream_json, stream_next_json
 from aimux_ops.ops import registry
@@ -46,8 +45,8 @@ def tick_op() -> Iterator[threading.Event]:
                 except ConnectionResetError as exc:
                     raise E.APICallError("stream cut", status_code=200, is_retryable=False) from exc
             if params.block and i == 1:
-                # a stream op waits through aio (it runs on the stream loop): a cancel ends it
-                if aio.sleep(10, ctx.cancelled):
+                # a stream op blocks its reader's thread: a cancel ends the wait
+                if ctx.cancelled.wait(10):
                     woke.set()
                 return
             yield {"type": "text-delta", "text": str(i)}

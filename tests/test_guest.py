@@ -161,8 +161,8 @@ def test_after_os_fork_each_process_gets_its_own_answers_and_no_parent_stream(
         assert text("warm") == "warm"
         h, _ = dispatch.stream_json(b"stream_text", params("mode=ok;text=abcdef;parts=3"))
         from aimux_ops import transport
-        pool = next(iter(transport.default_transport()._clients.values()))._transport._pool
-        fds = [c._connection._network_stream._sock.fileno() for c in pool._connections]
+        streams = [s for b in transport.default_transport().backends for s in b.streams]
+        fds = [s.get_extra_info("socket").fileno() for s in streams]
         assert fds and all(fd >= 0 for fd in fds)
         pid = os.fork()
         if pid == 0:

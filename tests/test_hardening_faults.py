@@ -23,6 +23,7 @@ from helpers import assert_valid_envelope
 from op_calls import wait_blocked_reader
 
 from aimux_ops import dispatch
+from aimux_ops.streams import registry as stream_registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from cabi import CError, Lib
@@ -405,7 +406,7 @@ def test_cancel_from_another_thread_wakes_a_blocked_next(fault: FaultServer) -> 
         t.start()
         entered.wait(10)
         # the C ABI runs in this process's interpreter: the stream counts its blocked readers
-        assert handle in dispatch._streams
+        assert handle in stream_registry._streams
         wait_blocked_reader(handle)
         # the reader is blocked on the stalled stream; cancel from this thread
         lib.lib.aimux_stream_cancel(handle)

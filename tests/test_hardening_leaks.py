@@ -123,7 +123,7 @@ for phase, (n_calls, n_streams) in (("warm", (10_000, 100)), ("run", (90_000, 90
         one_stream(streams)
         streams += 1
     samples[phase] = sample()
-import aimux_ops.dispatch as d
+import aimux_ops.streams.registry as d
 print(json.dumps({"calls": calls, "streams": streams, "samples": samples, "bad": bad,
                   "openStreams": len(d._streams)}))
 """

@@ -1,16 +1,11 @@
 """A Python host's exit with event-driven streams (docs/DESIGN.md "The host's exit" → "A Python
 host's exit"): a Python process that runs libaimux in its own interpreter (ctypes) and streams
-with ``aimux_stream_start`` (the stream loop's thread, asyncio and greenlet) must exit as it
-chose, however its loop streams stand: every one read to its end, still producing, or blocked
-(at the high-water mark, on a held request with a host thread blocked reading it). Before the
-fix the loop's daemon thread could still be resuming a stream greenlet when the interpreter
-finalized, and died there by SIGSEGV (or a glibc abort) at the exit.
+with ``aimux_stream_start`` (each stream on a reader thread of the core) must exit as it chose,
+however its streams stand: every one read to its end, still producing, or blocked (at the
+high-water mark, on a held request with a host thread blocked reading it).
 
-Each case runs fresh host processes (the crash needs an interpreter's end): ``running`` many
-times, since without the fix about one run in three to one in two crashes (measured under load
-and without), so a run of them fails reliably; the others fewer times, as checks of what a host
-sees. ``AIMUX_STREAM_READER_THREADS=0`` puts every ``aimux_stream_start`` stream on the loop
-whichever default a build has."""
+Each case runs fresh host processes (a crash at the exit needs an interpreter's end):
+``running`` several times, the others fewer times, as checks of what a host sees."""
 
 from __future__ import annotations
 
@@ -25,16 +20,8 @@ from helpers import ROOT
 
 pytestmark = pytest.mark.timeout(300)
 
-#: host runs per case, with every stream on the loop ("0": ``running`` shows the defect, see
-#: the module docstring) and with reader threads ("8", the default: as a host sees it on them)
-RUNS = {
-    ("running", "0"): 16,
-    ("finished", "0"): 4,
-    ("blocked", "0"): 2,
-    ("running", "8"): 2,
-    ("finished", "8"): 2,
-    ("blocked", "8"): 2,
-}
+#: host runs per case
+RUNS = {"running": 8, "finished": 2, "blocked": 2}
 
 HOST = textwrap.dedent("""
     import atexit, ctypes, sys, threading, urllib.parse, urllib.request
@@ -60,7 +47,8 @@ HOST = textwrap.dedent("""
         atexit.register(after_the_core)
     sys.path[:0] = [ROOT, ROOT + "/bench"]
     from cabi import Lib
-    from aimux_ops import dispatch
+    from aimux_ops.streams import cqueue
+    from aimux_ops.streams import registry as stream_registry
 
     P = ctypes.c_void_p
     lib = Lib()
@@ -104,7 +92,7 @@ HOST = textwrap.dedent("""
             counts.append(n)
         assert counts == [2001] * 8, counts
         print("finished")
-    elif case == "running":  # a host thread still reads them: the loop is busy at the exit
+    elif case == "running":  # a host thread still reads them: the readers are busy at the exit
         hs = [start("mode=chunks;n=30000") for _ in range(6)]
         batches = dict.fromkeys(hs, 0)
         busy = threading.Event()
@@ -123,12 +111,11 @@ HOST = textwrap.dedent("""
     else:  # blocked: at the high-water mark, a held request with a reader, an unread end
         big = start("mode=chunks;n=100000")
         assert len(batch(big)[0]) > 0  # partly read
-        stream = dispatch._streams[big]
+        stream = stream_registry._streams[big]
 
         def waits_for_room():
-            "the big stream's producer waits for room (on the loop, on its reader thread)"
-            return getattr(stream, "_space", None) is not None or getattr(
-                stream, "waits_for_room", False)
+            "the big stream's reader thread waits for room"
+            return stream.waits_for_room
 
         until(waits_for_room)
         spec = "mode=chunks;n=10;hold=exit-" + run
@@ -144,18 +131,18 @@ HOST = textwrap.dedent("""
 
         late["reader"] = reader = threading.Thread(target=read_held, daemon=True)
         reader.start()
-        q = dispatch._streams[held]._q
+        q = stream_registry._streams[held]._q
 
         def reader_blocked():
             "a reader blocked on the held stream"
-            return dispatch._native._aimux_cq_readers(q) > 0
+            return cqueue.lib._aimux_cq_readers(q) > 0
 
         until(reader_blocked)
         small = start("mode=chunks;n=5")
 
         def small_ended():
             "the small stream's producer ended"
-            return dispatch._streams[small]._ended
+            return stream_registry._streams[small]._ended
 
         until(small_ended)
         late["big"], late["small"] = big, small
@@ -163,26 +150,24 @@ HOST = textwrap.dedent("""
 """)
 
 
-def _host(
-    server: FaultServer, case: str, run: str, reader_threads: str
-) -> subprocess.CompletedProcess[bytes]:
+def _host(server: FaultServer, case: str, run: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-c", f"ROOT = {str(ROOT)!r}\n" + HOST, case, server.base_url, run],
         capture_output=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_READER_THREADS": reader_threads},
+        env={"PATH": "/usr/bin:/bin"},
         check=False,
     )
 
 
-@pytest.mark.parametrize(("case", "reader_threads"), sorted(RUNS))
-def test_a_python_host_exits_cleanly_whatever_its_loop_streams_do(
-    server: FaultServer, case: str, reader_threads: str
+@pytest.mark.parametrize("case", sorted(RUNS))
+def test_a_python_host_exits_cleanly_whatever_its_streams_do(
+    server: FaultServer, case: str
 ) -> None:
     outcomes = []
-    runs = RUNS[case, reader_threads]
+    runs = RUNS[case]
     for run in range(runs):
-        proc = _host(server, case, f"{reader_threads}-{run}", reader_threads)
+        proc = _host(server, case, str(run))
         outcomes.append(proc.returncode)
         if proc.returncode != 0:
             continue

@@ -19,6 +19,7 @@ from helpers import provider_params as params
 import aimux_ops
 from aimux_ops import dispatch
 from aimux_ops.ops.registry import EventBatch, StreamContext, get_op
+from aimux_ops.streams import registry as stream_registry
 from aimux_ops.transport import iter_sse, iter_sse_batches
 
 
@@ -28,7 +29,7 @@ def _open(server: FaultServer, n: int = 5000) -> tuple[Iterator[dict[str, Any]],
     first = next(it)
     assert first["type"] == "text-delta"
     handle = it.gi_frame.f_locals["handle"]  # type: ignore[attr-defined]
-    stream = dispatch._streams[handle]
+    stream = stream_registry._streams[handle]
     assert stream._held is not None and len(stream._held[0]) > 1  # more than one was taken
     return it, stream
 
@@ -130,18 +131,13 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
     server: FaultServer,
 ) -> None:
     """The reader stops at the provider's terminal event ([DONE]); the body's end (the chunked
-    body's last chunk) is read in the background so the connection goes back to the pool, and a
-    stream takes the stream loop's client with the fewest requests in flight: 32 streams in a
-    row reuse one connection (a few at most, should a drain still run when the next starts),
-    not one per client of the loop. (Streams of the C ABI: the Python API's run on the caller's
-    thread, ``test_caller_stream``.)"""
-    import time
-
+    body's last chunk) is read before the connection goes back to the pool: 32 streams in a row
+    reuse one connection of the stream client."""
     import httpcore
 
-    from aimux_ops import aio, transport
+    from aimux_ops import transport
 
-    for _ in range(2 * transport._SHARDS):
+    for _ in range(32):
         handle, env = dispatch.stream_json(
             "stream_text", orjson.dumps(params(server, "mode=chunks;n=3"))
         )
@@ -151,18 +147,10 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
             events.append(orjson.loads(event))
         dispatch.stream_free(handle)
         assert [e["type"] for e in events] == ["text-delta"] * 3 + ["finish"]
-    for _ in range(6000):  # the drains run on the loop, after each stream's end (a bound of
-        # at least 60 s only ends a broken run: the loop waits for the drains, not for a time)
-        if not getattr(transport, "_draining", ()):
-            break
-        time.sleep(0.01)
     origin = httpcore.Origin(b"http", b"127.0.0.1", server.port)
-    clients = [c for c in aio.loop_state().client[1] if c is not None]
+    client = transport.default_transport().stream_client()
     pooled = [
-        conn
-        for client in clients
-        for conn in client._transport._pool.connections
-        if conn.can_handle_request(origin)
+        conn for conn in client._transport.pool.connections if conn.can_handle_request(origin)
     ]
-    assert 1 <= len(pooled) <= 4, pooled
+    assert len(pooled) == 1, pooled
     assert all(conn.is_idle() for conn in pooled)

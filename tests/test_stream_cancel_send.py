@@ -1,8 +1,8 @@
 """A stream cancelled before its request is sent never sends it; one cancelled while its request
 waits for the response headers has its connection shut down at once (DESIGN.md "A cancel before
 the send"). Through the real libaimux (ctypes) and the fault server, on every path a C-ABI stream
-takes: a reader thread (``EventThreadStream``), the stream loop (``_NativeStream``), and the
-caller's thread (``aimux_stream``, ``NativeCallerStream``).
+takes: a reader thread (``aimux_stream_start``, read ahead) and the caller's thread
+(``aimux_stream``, queued).
 
 "Before the send" is made exact by ``transport.before_guarded_send``: the op calls it on its
 sending thread after every check of its own, right before the request goes to httpx; the test
@@ -22,11 +22,11 @@ import pytest
 import test_c_stream_queue
 from fault_server import FaultServer, serve
 from helpers import provider_params as params
-from test_c_stream_queue import CError, Queue, use_loop, wait_until
+from test_c_stream_queue import CError, Queue, wait_until
 from test_c_stream_threads import poll_until
 
-from aimux_ops import caller_stream, dispatch, transport
-from aimux_ops.caller_stream import EventThreadStream, NativeCallerStream
+from aimux_ops import dispatch, transport
+from aimux_ops.streams import registry as stream_registry
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -75,64 +75,51 @@ def cold_server() -> Iterator[FaultServer]:
 
 
 def _op_over(stream: Any) -> None:
-    """Until the stream's op is over (its reader thread ended, or its producer on the loop)."""
-    if isinstance(stream, EventThreadStream):
-        assert stream._pump_thread is not None
-        stream._pump_thread.join(60)
-        assert not stream._pump_thread.is_alive()
-        wait_until(lambda: caller_stream._threads == 0)
-    else:
-        wait_until(lambda: stream._stopped_flag)
+    """Until the stream's op is over (its reader thread ended)."""
+    assert stream.kind == "read ahead"
+    assert stream._pump_thread is not None
+    stream._pump_thread.join(60)
+    assert not stream._pump_thread.is_alive()
+    wait_until(lambda: stream_registry._threads == 0)
 
 
-def _warm(lib: Queue, server: FaultServer, path: str) -> None:
+def _warm(lib: Queue, server: FaultServer) -> None:
     """Read one stream of ``path`` to its end, so the pool that path sends through keeps an idle
     connection to ``server``: the next request goes out on it (no connect)."""
     h = lib.start(b"stream_text", orjson.dumps(params(server, "mode=ok", scenario="warm")))
-    stream = dispatch._streams[h]
+    stream = stream_registry._streams[h]
     ended = False
     while not ended:
         _batch, ended = lib.batch(h, 100, blocking=True)
     _op_over(stream)
     lib.lib.aimux_stream_free(h)
-    if path == "thread":
-        client = transport.default_transport()._stream_client
-        assert client is not None
-        pool: Any = client._transport._pool  # type: ignore[attr-defined]
-    else:
-        from aimux_ops import aio
-
-        shards = aio.loop_state().client[1]
-        pool = shards[0]._transport._pool
-    wait_until(lambda: any(c.is_idle() for c in list(pool._connections)))
+    client = transport.default_transport()._stream_client
+    assert client is not None
+    pool: Any = client._transport.pool  # type: ignore[attr-defined]
+    wait_until(lambda: any(c.is_idle() for c in pool.connections))
 
 
 @pytest.mark.parametrize("end", ["cancel", "free"])
 @pytest.mark.parametrize("pool", ["new", "pooled"])
-@pytest.mark.parametrize("path", ["thread", "loop"])
 def test_an_event_driven_stream_cancelled_before_its_send_sends_nothing(
     lib: Queue,
     server: FaultServer,
     cold_server: FaultServer,
     gate: Any,
-    monkeypatch: pytest.MonkeyPatch,
-    path: str,
     pool: str,
     end: str,
 ) -> None:
     """``aimux_stream_start``, then ``aimux_stream_cancel`` / ``aimux_stream_free`` before the
     request is written: the server sees no request (on a new connection: none is opened; on a
     pooled one: nothing is written on it), and a cancelled stream's reads end as a cancel's do."""
-    if path == "loop":
-        use_loop(monkeypatch)
     target = server if pool == "pooled" else cold_server
     if pool == "pooled":
-        _warm(lib, server, path)
-    scenario = f"pre-send-{path}-{pool}-{end}"
+        _warm(lib, server)
+    scenario = f"pre-send-{pool}-{end}"
     g = gate(scenario)
     h = lib.start(b"stream_text", orjson.dumps(params(target, "mode=ok", scenario=scenario)))
-    stream = dispatch._streams[h]
-    assert type(stream) is (EventThreadStream if path == "thread" else dispatch._NativeStream)
+    stream = stream_registry._streams[h]
+    assert stream.kind == "read ahead"
     assert g.reached.wait(60)  # the op is about to send: past each check of its own
     dispatch.ready_handles(1 << 30)
     if end == "cancel":
@@ -161,15 +148,15 @@ def test_a_blocking_open_cancelled_before_its_send_sends_nothing(
     A cancel before the send: nothing is sent, the open returns a handle whose reads end."""
     scenario = "pre-send-here"
     g = gate(scenario)
-    before = set(dispatch._streams)
+    before = set(stream_registry._streams)
     opened: list[int] = []
     p = orjson.dumps(params(server, "mode=ok", scenario=scenario))
     opener = threading.Thread(target=lambda: opened.append(lib.open_stream(b"stream_text", p)))
     opener.start()
     assert g.reached.wait(60)
-    (h,) = set(dispatch._streams) - before
-    stream = dispatch._streams[h]
-    assert type(stream) is NativeCallerStream
+    (h,) = set(stream_registry._streams) - before
+    stream = stream_registry._streams[h]
+    assert stream.kind == "queued"
     lib.lib.aimux_stream_cancel(h)
     g.go.set()
     opener.join(60)
@@ -179,22 +166,19 @@ def test_a_blocking_open_cancelled_before_its_send_sends_nothing(
     lib.lib.aimux_stream_free(h)
 
 
-@pytest.mark.parametrize("path", ["thread", "loop"])
 def test_a_cancel_while_the_headers_are_held_closes_the_connection_at_once(
-    lib: Queue, server: FaultServer, monkeypatch: pytest.MonkeyPatch, path: str
+    lib: Queue, server: FaultServer
 ) -> None:
     """The server holds the response headers (and never releases them): a cancel shuts the
     request's connection down, the server sees the client go, the op ends without the headers
     and is not retried; the host gets the end. A client that waited for the headers would end
     only when the server gave up holding (``hold_ms``, 60 s): then ``released``, and no ``gone``
     within the wait's bound."""
-    if path == "loop":
-        use_loop(monkeypatch)
-    scenario = f"held-cancel-{path}"
+    scenario = "held-cancel"
     p = orjson.dumps(params(server, f"mode=ok;hold={scenario}", scenario=scenario))
     h = lib.start(b"stream_text", p)
-    stream = dispatch._streams[h]
-    assert type(stream) is (EventThreadStream if path == "thread" else dispatch._NativeStream)
+    stream = stream_registry._streams[h]
+    assert stream.kind == "read ahead"
     try:
         assert server.wait_for("held", scenario, 1) == 1  # the open waits for the headers
         dispatch.ready_handles(1 << 30)
@@ -210,18 +194,27 @@ def test_a_cancel_while_the_headers_are_held_closes_the_connection_at_once(
         lib.lib.aimux_stream_free(h)
 
 
-def test_the_stream_clients_connections_are_guarded() -> None:
-    """``transport._guard_connections`` replaces httpcore's pools' private network backend;
-    were that attribute gone (a dependency update), a cancel would no longer stop a request
-    whose send had begun: pin it on both clients that send streams."""
-    import httpx
-
-    for client in (httpx.Client(), httpx.AsyncClient()):
-        transport._guard_connections(client)
-        backend = client._transport._pool._network_backend  # type: ignore[attr-defined]
-        assert isinstance(backend, (transport._GuardedBackend, transport._GuardedAsyncBackend))
-    client = transport.HttpTransport().stream_client()
-    assert isinstance(client._transport._pool._network_backend, transport._GuardedBackend)  # type: ignore[attr-defined]
+def test_the_stream_clients_connections_are_guarded(server: FaultServer) -> None:
+    """Every pool of ours is an ``httpcore.ConnectionPool`` given the guarded network backend
+    (public API: ``network_backend=``): a stream's request goes out on a guarded connection,
+    which a cancel can stop before its first byte (were it not, a cancel would no longer stop a
+    request whose send had begun)."""
+    request = transport.HTTPRequest(
+        "POST",
+        server.base_url + "/chat/completions",
+        {"content-type": "application/json", "x-fault": "mode=ok"},
+        orjson.dumps({"model": "gpt-4o-mini", "stream": True, "messages": []}),
+        stream=True,
+        guard=transport.SendGuard(),
+    )
+    for t in (transport.HttpTransport(), transport.default_transport()):
+        resp = t.send(request, transport.Deadline(60_000))
+        try:
+            stream = resp._raw.extensions["network_stream"]
+            assert isinstance(stream, transport._GuardedStream)
+            assert any(stream in b.streams for b in t.backends)  # a forked child closes it
+        finally:
+            resp.read()
 
 
 # -- TLS: the shutdown keeps the TLS layer; a cancel during a handshake wakes it -----------------

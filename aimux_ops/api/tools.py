@@ -142,7 +142,7 @@ def run_to_result(op: str, params: Any, execute: Execute) -> dict[str, Any]:
     together as the AI SDK's ``generateText`` gives it (``text``, ``toolCalls``,
     ``toolResults`` of the last step, every step, ``usage`` summed)."""
     from .. import _params_json
-    from ..caller_stream import stream_here_json
+    from ..dispatch import stream_json
     from ..dispatch import stream_free, stream_next_objects
     from ..envelope import decode_error
 
@@ -153,7 +153,7 @@ def run_to_result(op: str, params: Any, execute: Execute) -> dict[str, Any]:
             f"host tools (execute) run with generate_text or stream_text, not {op}",
             functionality=f"execute with {op}",
         )
-    handle, envelope = stream_here_json("stream_text", _params_json(with_tools(params, execute)))
+    handle, envelope = stream_json("stream_text", _params_json(with_tools(params, execute)))
     if envelope is not None:
         raise decode_error(envelope)
     assert handle is not None

@@ -4,9 +4,9 @@ A ``call`` op's handler takes the validated params and returns the result (a pyd
 JSON-ready dict). A ``stream`` op's handler takes the params and a ``StreamContext`` and returns
 an iterator of events (JSON-ready dicts, or the bytes of one serialized event); an exception
 raised before the first event fails the open, one raised later becomes the terminal ``error``
-event. A stream handler runs on the core's stream loop (``aio``, shared by every stream): it must
-never block its thread; it waits through ``aio`` (the transport's reads, ``aio.sleep``). (The
-Python API's streams run their handler on the reading thread, where those waits block it.) When
+event. A stream handler is a sync generator run by the stream engine (``aimux_ops.streams``) on
+the thread that reads it: its waits (the transport's reads, a retry's backoff) block that
+thread, and a cancel wakes them (the op's cancel hook shuts its socket down). When
 its ``StreamContext.batches`` is set (the dispatcher sets it) it may yield an ``EventBatch`` (the
 events of one network read, in order) in place of single events: one hand-off per read.
 

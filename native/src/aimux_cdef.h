@@ -11,7 +11,8 @@ aimux_error_t *_aimux_err_early(int which, const char *message, const char *argu
 const char *_aimux_paths(void);
 void _aimux_note_interrupt(void);
 
-/* the C queue of a stream opened through the C ABI (aimux_queue.c; dispatch._NativeStream) */
+/* the C queue of a stream opened through the C ABI (aimux_queue.c; its values: aimux_queue.h,
+   read before this file) */
 void *_aimux_cq_new(uint64_t handle, int notify, size_t low);
 void _aimux_cq_unref(void *q);
 void _aimux_cq_unregister(uint64_t handle);
@@ -29,8 +30,10 @@ int _aimux_cq_take(void *q, size_t max, int blocking, char **out, int32_t *ended
 void _aimux_cq_free_string(char *s);
 void _aimux_rl_enable(void);
 void _aimux_rl_set_fd(int wfd);
-void _aimux_rl_write(void);
-int _aimux_rl_mark(uint64_t handle, int defer);
+int _aimux_rl_mark(uint64_t handle);
+int _aimux_rl_mark_q(void *q);
+void _aimux_rl_forget(uint64_t handle);
+size_t _aimux_rl_count(void);
 size_t _aimux_rl_take(uint64_t *out, size_t cap);
 
 /* OpenSSL without its exit handler (aimux_shim.c "3. Exit"; aimux_ops.guest.keep_openssl_at_exit) */

@@ -1,7 +1,6 @@
-/* libaimux: the C queue of a stream opened through the C ABI (docs/DESIGN.md "Streams: a C queue
- * per stream").
+/* libaimux: the C queue of a stream opened through the C ABI.
  *
- * The producer (the stream's greenlet on the loop thread, aimux_ops.dispatch._NativeStream)
+ * The producer (the thread that reads the stream's op, aimux_ops/streams/stream.py QueuedStream)
  * serializes each batch of events once, as one JSON array, and pushes the bytes here. Consumers
  * (aimux_stream_next, aimux_stream_next_batch, aimux_stream_poll, aimux_poll_ready, and the
  * Python side's own reads) take from the queue under its mutex without the interpreter lock.
@@ -17,34 +16,15 @@
  * blocked read never frees memory in use. After fork() the child starts with an empty registry
  * (_aimux_cq_after_fork, a Python on_fork_child hook): the parent's handles are 203 there.
  *
- * Included by aimux_shim.c (one translation unit); not compiled on its own.
+ * Included by aimux_shim.c (one translation unit; it uses only aimux_buf.h of the shim, and the
+ * shim uses its functions: no name goes the other way).
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
-
-/* flags (the Python side passes every one but ROOM by value: keep in step with dispatch.py) */
-#define _AIMUX_Q_END     1u  /* the producer ended; everything it made is in this queue */
-#define _AIMUX_Q_PY      2u  /* once this queue is empty, the Python side answers */
-#define _AIMUX_Q_CANCEL  4u  /* cancelled (or freed): the end, at once */
-#define _AIMUX_Q_STOPPED 8u  /* the producer's task is over (the op's cleanup ran) */
-#define _AIMUX_Q_DONE    16u /* a consumer saw the end */
-#define _AIMUX_Q_ROOM    32u /* the producer waits for the queue to drop to the low-water mark */
-/* PULL: read on its reader's thread (caller_stream.NativeCallerStream): once this queue is
-   empty, a blocking read asks the Python side to read; BLOCKED: a blocking read came, so a
-   poll of an empty PULL queue is EMPTY */
-#define _AIMUX_Q_PULL    64u
-#define _AIMUX_Q_BLOCKED 128u
-
-/* _aimux_cq_take's answers */
-#define _AIMUX_T_DATA  0 /* *out: one event, or a JSON array of events */
-#define _AIMUX_T_END   1 /* the stream is over (*out NULL) */
-#define _AIMUX_T_EMPTY 2 /* nothing yet (non-blocking only) */
-#define _AIMUX_T_PY    3 /* ask the Python side */
-#define _AIMUX_T_OOM   4
-
-/* *wake of _aimux_cq_take: what the caller must tell the Python side once it holds no lock */
-#define _AIMUX_W_ROOM   1 /* the producer may go on (the queue dropped to the low-water mark) */
-#define _AIMUX_W_RELIST 2 /* an event-driven stream kept events after a batch: list it again */
+#include <unistd.h>
+#include "aimux_buf.h"
+#include "aimux_queue.h"
 
 typedef struct _aimux_qnode {
     struct _aimux_qnode *next;
@@ -172,7 +152,10 @@ void *_aimux_cq_new(uint64_t handle, int notify, size_t low)
     return q;
 }
 
-/* aimux_stream_free: the handle is stale from now on (the stream was cancelled first). */
+void _aimux_rl_forget(uint64_t handle);
+
+/* aimux_stream_free: the handle is stale from now on (the stream was cancelled first); it leaves
+   the ready list too. */
 void _aimux_cq_unregister(uint64_t handle)
 {
     _aimux_q *q = NULL;
@@ -197,6 +180,12 @@ void _aimux_cq_unregister(uint64_t handle)
         }
     }
     pthread_mutex_unlock(&_aimux_qr.mu);
+    if (q != NULL) { /* no mark lists it from now on (_aimux_rl_mark_q checks under q->mu) */
+        pthread_mutex_lock(&q->mu);
+        q->flags |= _AIMUX_Q_FREED;
+        pthread_mutex_unlock(&q->mu);
+    }
+    _aimux_rl_forget(handle); /* and it leaves the ready list (a host may never call ready) */
     _aimux_cq_unref(q);
 }
 
@@ -260,7 +249,7 @@ static int _aimux_rl_grow(void) /* lock held */
     return 1;
 }
 
-/* Set once the core keeps its ready list here (aio.Notifier delegates to it). */
+/* Set once the core keeps its ready list here (aimux_ops.streams.ready delegates to it). */
 static atomic_int _aimux_rl_native;
 void _aimux_rl_enable(void) { atomic_store(&_aimux_rl_native, 1); }
 
@@ -268,19 +257,18 @@ void _aimux_rl_enable(void) { atomic_store(&_aimux_rl_native, 1); }
 void _aimux_rl_set_fd(int wfd) { atomic_store(&_aimux_rl_wfd, wfd); }
 
 /* One byte to the pipe (a full pipe is readable already). */
-void _aimux_rl_write(void)
+static void _aimux_rl_write(void)
 {
     int fd = atomic_load(&_aimux_rl_wfd);
     if (fd >= 0 && write(fd, "\x01", 1) < 0) { /* EAGAIN: full, so readable already */
     }
 }
 
-/* Lists `handle` (a no-op when it is listed). Returns 1 when the list went from empty to
-   non-empty and the byte is the caller's to write (defer: on the stream loop, once per loop
-   iteration); without defer it is written here. -1: out of memory (not listed). */
-int _aimux_rl_mark(uint64_t handle, int defer)
+/* Lists `handle` (a no-op when it is listed); one byte goes to the pipe when the list goes from
+   empty to non-empty. -1: out of memory (not listed). */
+int _aimux_rl_mark(uint64_t handle)
 {
-    int write_now = 0, r = 0;
+    int write_now = 0;
     size_t i;
     if (handle == 0) return 0;
     pthread_mutex_lock(&_aimux_rl.mu);
@@ -292,17 +280,52 @@ int _aimux_rl_mark(uint64_t handle, int defer)
         i = _aimux_rl_slot(handle);
         _aimux_rl.set[i] = handle;
         _aimux_rl.ring[(_aimux_rl.head + _aimux_rl.len++) & (_aimux_rl.cap - 1)] = handle;
-        if (!_aimux_rl.signalled) {
-            _aimux_rl.signalled = 1;
-            if (defer)
-                r = 1;
-            else
-                write_now = 1;
-        }
+        if (!_aimux_rl.signalled) _aimux_rl.signalled = write_now = 1;
     }
     pthread_mutex_unlock(&_aimux_rl.mu);
     if (write_now) _aimux_rl_write();
+    return 0;
+}
+
+/* Lists the stream of queue `p` unless it was freed (checked under the queue's lock, which
+   _aimux_cq_unregister takes to set FREED before the handle leaves the list). */
+int _aimux_rl_mark_q(void *p)
+{
+    _aimux_q *q = (_aimux_q *)p;
+    int r = 0;
+    pthread_mutex_lock(&q->mu);
+    if (!(q->flags & _AIMUX_Q_FREED)) r = _aimux_rl_mark(q->handle);
+    pthread_mutex_unlock(&q->mu);
     return r;
+}
+
+/* `handle` leaves the ready list (a freed stream: nobody polls it). */
+void _aimux_rl_forget(uint64_t handle)
+{
+    size_t mask, i, k;
+    if (handle == 0) return;
+    pthread_mutex_lock(&_aimux_rl.mu);
+    if (_aimux_rl.cap > 0 && _aimux_rl.set[_aimux_rl_slot(handle)] == handle) {
+        _aimux_rl_unset(handle);
+        mask = _aimux_rl.cap - 1;
+        for (i = 0; i < _aimux_rl.len; i++)
+            if (_aimux_rl.ring[(_aimux_rl.head + i) & mask] == handle) break;
+        for (k = i; k + 1 < _aimux_rl.len; k++) /* the later ones move up by one */
+            _aimux_rl.ring[(_aimux_rl.head + k) & mask] =
+                _aimux_rl.ring[(_aimux_rl.head + k + 1) & mask];
+        if (i < _aimux_rl.len) _aimux_rl.len--;
+    }
+    pthread_mutex_unlock(&_aimux_rl.mu);
+}
+
+/* How many handles the ready list holds (tests, through the core). */
+size_t _aimux_rl_count(void)
+{
+    size_t n;
+    pthread_mutex_lock(&_aimux_rl.mu);
+    n = _aimux_rl.len;
+    pthread_mutex_unlock(&_aimux_rl.mu);
+    return n;
 }
 
 /* Up to `cap` listed handles, oldest first; each leaves the list. */
@@ -335,7 +358,7 @@ void _aimux_cq_after_fork(void)
     _aimux_rl.signalled = 0; /* the pipe: aio's after-fork hook already gave the child its own */
 }
 
-/* --- the producer's side (the loop thread) --------------------------------------------------- */
+/* --- the producer's side (the thread that reads the op) ------------------------------------ */
 
 /* Appends `n` events serialized as one JSON array `buf` (copied). Returns the events queued. */
 size_t _aimux_cq_push(void *p, const char *buf, size_t len, size_t n)
@@ -433,7 +456,7 @@ int _aimux_cq_want_room(void *p, size_t threshold)
     return wait;
 }
 
-/* The queue's flags now (caller_stream.NativeCallerStream reads BLOCKED). */
+/* The queue's flags now (streams.stream.QueuedStream reads BLOCKED). */
 unsigned _aimux_cq_flags(void *p)
 {
     _aimux_q *q = (_aimux_q *)p;

@@ -1,7 +1,8 @@
-"""The stream loop (aimux_ops.aio, issue 12 item 4): every stream runs on one loop thread, the
-event-driven API (start / ready / poll and the notification pipe) drains many streams from one
-thread, a slow consumer bounds the queue, cancel ends a retry backoff, and a forked child gets
-its own loop and pipe with the parent's handles stale."""
+"""Event-driven streams in a plain Python process (no libaimux: their events stay in Python):
+the event-driven API (start / ready / poll and the notification pipe) drains many streams from
+one thread, a slow consumer bounds what a reader thread reads ahead, cancel ends a retry
+backoff, a forked child gets its own pipe with the parent's handles stale, and every surface
+(read by its reader, event-driven) reads the same bytes for every fault."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ from aimux_ops.dispatch import (
     stream_poll_json,
     stream_start_json,
 )
+from aimux_ops.streams import cqueue
+from aimux_ops.streams import registry as stream_registry
+from aimux_ops.streams import stream as engine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,10 +98,8 @@ def _no_stale_handles() -> None:
     """Earlier tests' event-driven streams are freed, but a reader thread's last act lists its
     stream (aimux.h: a listed handle may have been freed since): wait until no reader thread
     runs and empty the ready list, so these tests see only their own handles."""
-    from aimux_ops import caller_stream
-
     for _ in range(6000):
-        if caller_stream._threads == 0:
+        if stream_registry._threads == 0:
             break
         threading.Event().wait(0.01)
     ready_handles(1 << 30)
@@ -144,8 +146,13 @@ def test_many_streams_on_one_thread_through_the_pipe(trickle: int) -> None:
     for h in handles:
         assert events[h][:-1] == want
         assert events[h][-1]["type"] == "finish" and events[h][-1]["finishReason"] == "stop"
-    # 200 streams open: at most the loop and the reaper started meanwhile, no thread per stream
-    assert peak - before <= 4, (before, peak)
+    # a reader thread per stream while it runs, none once they are over
+    assert peak > before
+    for _ in range(6000):
+        if stream_registry._threads == 0:
+            break
+        threading.Event().wait(0.01)
+    assert stream_registry._threads == 0
 
 
 def test_poll_ready_answers_every_listed_stream_in_one_call(trickle: int) -> None:
@@ -177,17 +184,25 @@ def test_poll_ready_answers_every_listed_stream_in_one_call(trickle: int) -> Non
     assert stream_poll_json(bad, 1)[2] is not None  # freed: 203
 
 
-def test_a_slow_consumer_bounds_the_queue(server: FaultServer) -> None:
-    handle, env = stream_json("stream_text", orjson.dumps(params(server, "mode=chunks;n=5000")))
+def test_a_slow_consumer_bounds_what_the_reader_thread_reads_ahead(server: FaultServer) -> None:
+    handle, env = stream_start_json(
+        "stream_text", orjson.dumps(params(server, "mode=chunks;n=5000"))
+    )
     assert env is None and handle is not None
-    stream = dispatch._streams[handle]
-    # the producer stops at the high-water mark until the consumer takes events (the bound, at
-    # least 60 s, only ends a broken run: the loop waits for the queue, not for a time)
+    stream = stream_registry._streams[handle]
+    assert stream.kind == "read ahead"
+    # the reader thread stops (in Python: one read ahead) until the consumer takes events (the
+    # bound, at least 60 s, only ends a broken run)
     for _ in range(6000):
-        if len(stream._events) >= dispatch._HIGH_WATER:
+        if stream.waits_for_room:
             break
         threading.Event().wait(0.01)
-    assert len(stream._events) == dispatch._HIGH_WATER
+
+    def queued() -> int:  # (a C queue when an earlier test of this process loaded libaimux)
+        q = stream._q
+        return len(stream._pending) + (cqueue.lib._aimux_cq_count(q) if q is not None else 0)
+
+    assert stream.waits_for_room and queued() == engine.HIGH_WATER
     n = 0
     while True:
         event, env = stream_next_json(handle)
@@ -195,7 +210,7 @@ def test_a_slow_consumer_bounds_the_queue(server: FaultServer) -> None:
         if event is None:
             break
         n += 1
-        assert len(stream._events) <= dispatch._HIGH_WATER
+        assert queued() <= engine.HIGH_WATER
     stream_free(handle)
     assert n == 5001  # every delta and the finish: nothing dropped
 
@@ -231,7 +246,7 @@ def test_a_burst_over_the_high_water_mark_drains_through_the_pipe(server: FaultS
     assert n == 5001  # every delta and the finish
 
 
-def test_cancel_ends_a_retry_backoff_on_the_loop(server: FaultServer) -> None:
+def test_cancel_ends_a_retry_backoff_on_the_reader_thread(server: FaultServer) -> None:
     # a 500 with a 50 s backoff before the retry: cancel must end the wait, not the backoff
     p = params(
         server,
@@ -255,13 +270,14 @@ def test_cancel_ends_a_retry_backoff_on_the_loop(server: FaultServer) -> None:
     t.start()
     t.join(30)
     assert done.is_set(), "a cancelled stream's reader woke"
-    stream = dispatch._streams[handle]
-    assert stream._future is not None
-    stream._future.result(timeout=30)  # the producer finished: the backoff did not run out
+    stream = stream_registry._streams[handle]
+    thread = stream._pump_thread  # type: ignore[attr-defined]
+    thread.join(30)
+    assert not thread.is_alive()  # the reader thread finished: the backoff did not run out
     stream_free(handle)
 
 
-def test_a_forked_child_gets_its_own_loop_and_pipe(trickle: int) -> None:
+def test_a_forked_child_gets_its_own_pipe(trickle: int) -> None:
     h, env = stream_json("stream_text", trickle_params(trickle))
     assert env is None and h is not None
     parent_fd = events_fd()
@@ -308,17 +324,14 @@ def test_a_host_interrupt_passes_through_the_event_driven_functions(
     def interrupted(*_args: object, **_kwargs: object) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(dispatch, "_start", interrupted)
+    monkeypatch.setattr(dispatch, "_stream_op", interrupted)
     with pytest.raises(KeyboardInterrupt):
         stream_start_json("stream_text", b"{}")
-    monkeypatch.setattr(dispatch, "_lookup", interrupted)
+    monkeypatch.setattr(stream_registry, "lookup", interrupted)
     with pytest.raises(KeyboardInterrupt):
         stream_poll_json(1, 1)
-    handle = next(dispatch._handles)
-    stream = dispatch._Stream(handle, dispatch.StreamContext(), notify=False)
-    monkeypatch.setattr(stream, "poll", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        dispatch._poll(stream, 1)
+        dispatch.stream_next_batch_json(1, 1)
 
 
 def _read_all(open_: Any, body: bytes) -> tuple[list[bytes], bytes | None]:
@@ -349,27 +362,18 @@ def _undated(answer: bytes) -> bytes:
         ("connection reset", "mode=reset", None, "ConnectionResetError"),
     ],
 )
-def test_a_network_failure_on_the_loop_is_the_same_envelope_as_everywhere_else(
+def test_a_network_failure_is_the_same_envelope_on_every_surface(
     server: FaultServer, case: str, fault: str, base: str | None, root: str
 ) -> None:
-    """anyio's chains differ from the blocking client's (a deadline is a cancel whose message
-    holds the cancel scope's address; a refused connect says "All connection attempts failed"
-    over asyncio's "Connect call failed ('127.0.0.1', 1)"; a reset has anyio's empty
-    BrokenResourceError between): the envelope is the blocking client's, byte for byte, on every
-    surface (DESIGN.md "Network errors on the stream loop")."""
-    from aimux_ops.caller_stream import stream_here_json
-
+    """One I/O stack: a call and every stream surface answer one network failure with the same
+    envelope, byte for byte."""
     p = params(server, fault, maxRetries=0, timeoutMs=300)
     if base is not None:
         p["model"]["baseURL"] = base
     body = orjson.dumps(p)
     _, call = dispatch.call_json(b"generate_text", body)
     answers = {"call": ([], call)}
-    for name, open_ in (
-        ("loop", stream_json),
-        ("event-driven", stream_start_json),
-        ("caller thread", stream_here_json),
-    ):
+    for name, open_ in (("by its reader", stream_json), ("event-driven", stream_start_json)):
         answers[name] = _read_all(open_, body)  # no event: the open fails
     assert call is not None and f'"type":"{root}"}}'.encode() in call, (case, call)
     assert answers == dict.fromkeys(answers, ([], call)), case
@@ -393,26 +397,39 @@ def test_a_network_failure_on_the_loop_is_the_same_envelope_as_everywhere_else(
 def test_every_fault_reads_the_same_on_every_stream_surface(
     server: FaultServer, fault: str, scheme: str, timeout_ms: int
 ) -> None:
-    """The loop's streams (blocking, event-driven) and a stream read on its caller's thread run
-    the same op over two HTTP clients: a reader sees the same bytes on each, for every fault.
-    (Not a deadline mid-body: whether the watchdog or the socket's timeout ends the read first is
-    a race on either client, and the two give different chains; DESIGN.md "Network errors on the
-    stream loop".)"""
-    from aimux_ops.caller_stream import stream_here_json
-
+    """A stream read by its reader and an event-driven one run the same op: a reader sees the
+    same bytes on each, for every fault. (Not a deadline mid-body: whether the watchdog or the
+    socket's timeout ends the read first is a race, and the two give different chains.)"""
     p = params(server, fault, maxRetries=0, timeoutMs=timeout_ms)
     p["model"]["baseURL"] = p["model"]["baseURL"].replace("http:", scheme + ":", 1)
     body = orjson.dumps(p)
     seen = {
         name: _read_all(open_, body)
-        for name, open_ in (
-            ("loop", stream_json),
-            ("event-driven", stream_start_json),
-            ("caller thread", stream_here_json),
-        )
+        for name, open_ in (("by its reader", stream_json), ("event-driven", stream_start_json))
     }
-    events, failure = seen["loop"]
+    events, failure = seen["by its reader"]
     assert events or failure is not None, "the stream neither failed nor delivered"
     assert failure is None or orjson.loads(failure)["code"] < 200, failure  # the op's, not ours
     assert seen == dict.fromkeys(seen, (events, failure))
     assert not any(b"cancel scope" in e or b"127.0.0.1" in e for e in [*events, failure or b""])
+
+
+def test_a_freed_event_driven_stream_leaves_the_ready_list(server: FaultServer) -> None:
+    """Read with ``stream_next_batch_json`` alone (no ``ready_handles``): each freed stream
+    leaves the ready list, which is empty once every stream is freed."""
+    from aimux_ops.streams.ready import ready_list
+
+    p = orjson.dumps(params(server, "mode=chunks;n=3"))
+    ready_handles(1 << 30)
+    for _ in range(50):
+        h, env = stream_start_json("stream_text", p)
+        assert env is None and h is not None
+        while not dispatch.stream_next_batch_json(h, 64)[1]:
+            pass
+        stream_free(h)
+    for _ in range(6000):  # every reader thread's last act is done (the bound: a broken run)
+        if stream_registry._threads == 0:
+            break
+        threading.Event().wait(0.01)
+    assert len(ready_list()) == 0
+    assert ready_handles(1 << 30) == []
