@@ -30,13 +30,13 @@ help:
 	@echo "make demo | test | setup | native | install | schema | check-schema | lint | format | bench | fuzz | recordings | clean"
 
 ## setup: .venv with the package (editable) and every dev tool, from the pinned lock file, and
-## the optional stream chunk reader in C built in place (aimux_ops/_cchunks*.so,
+## the optional stream chunk reader in C built in place (aimux_ops/_speedups/_cchunks*.so,
 ## native/build_cproject.py)
 EXT_SUFFIX := $(shell $(if $(wildcard $(PY)),$(PY),$(PYTHON3)) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
-CCHUNKS   := aimux_ops/_cchunks$(EXT_SUFFIX)
+CCHUNKS   := aimux_ops/_speedups/_cchunks$(EXT_SUFFIX)
 setup: $(STAMP) $(CCHUNKS)
-$(CCHUNKS): aimux_ops/_cchunks.c native/build_cproject.py $(STAMP)
-	$(PY) native/build_cproject.py --out-dir aimux_ops --only _cchunks
+$(CCHUNKS): aimux_ops/_speedups/_cchunks.c native/build_cproject.py $(STAMP)
+	$(PY) native/build_cproject.py --out-dir aimux_ops/_speedups --only _cchunks
 $(STAMP): requirements/dev.lock pyproject.toml
 	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip==26.0.1
@@ -58,15 +58,16 @@ schema: setup
 check-schema: setup
 	$(PY) -m aimux_ops.codegen --check
 
-## lint: every language's linters. Python: ruff check + ruff format + mypy --strict; C/C++:
+## lint: every language's linters. Python: ruff check + ruff format + mypy --strict, and the
+## import layers (lint/layers.py: folders import only downward, no circle); C/C++:
 ## clang-format, a strict -Werror compile of the shim on its own, cppcheck; Node: eslint; Go:
 ## gofmt, go vet, staticcheck; Java: checkstyle. Tool versions are pinned (lock files, Makefiles).
-PY_LINTED := aimux_ops tests contract-tests bindings/python native setup.py
+PY_LINTED := aimux_ops tests contract-tests bindings/python native lint setup.py
 C_GENERATED := native/aimux_codes.h native/src/aimux_early.h native/src/aimux_packed.h
 C_SOURCES := $(filter-out $(C_GENERATED),$(wildcard native/*.h native/src/*.c native/src/aimux_buf.h \
              native/src/aimux_queue.h native/lint/*.[ch] \
              native/tests/*.c native/examples/*.c bindings/cpp/*.hpp bindings/cpp/tests/*.cpp \
-             bindings/cpp/tools/*.cpp fuzz/*.c bench/*.c bench/native/*.c aimux_ops/*.c))
+             bindings/cpp/tools/*.cpp fuzz/*.c bench/*.c bench/native/*.c aimux_ops/_speedups/*.c))
 PY_INCLUDE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 CC ?= cc
 
@@ -80,14 +81,15 @@ lint: setup lint-tools
 	$(VENV)/bin/ruff check $(PY_LINTED)
 	$(VENV)/bin/ruff format --check $(PY_LINTED)
 	$(VENV)/bin/mypy --strict aimux_ops
+	$(PY) lint/layers.py
 	clang-format --dry-run --Werror $(C_SOURCES)
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -I$(PY_INCLUDE) -Inative -Inative/src native/lint/shim_check.c
-	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -I$(PY_INCLUDE) aimux_ops/_cchunks.c
+	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -I$(PY_INCLUDE) aimux_ops/_speedups/_cchunks.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
 	  --suppress=missingIncludeSystem -Inative -Inative/src -DAIMUX_BUILD_PATHS='""' -DAIMUX_PYTHON_HOME='""' -DAIMUX_REPO='""' -DAIMUX_LIB_PATH='""' \
 	  native/src/aimux_shim.c native/tests/test_native.c native/tests/test_dlopen.c native/tests/test_guest.c native/examples/demo.c fuzz/fuzz_cabi.c
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance --std=c11 --inline-suppr \
-	  --suppress=missingIncludeSystem aimux_ops/_cchunks.c
+	  --suppress=missingIncludeSystem aimux_ops/_speedups/_cchunks.c
 	$(MAKE) -C bindings/node lint $(SUB_ENV)
 	$(MAKE) -C bindings/go lint $(SUB_ENV)
 	$(MAKE) -C bindings/java lint $(SUB_ENV)
@@ -126,13 +128,13 @@ ASAN_TESTS := tests/test_cchunks.py
 test-asan: setup
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
 	cp -r aimux_ops $(ASAN_DIR)/aimux_ops
-	rm -f $(ASAN_DIR)/aimux_ops/_cchunks*.so
-	$(PY) native/build_cproject.py --out-dir $(ASAN_DIR)/aimux_ops \
+	rm -f $(ASAN_DIR)/aimux_ops/_speedups/_cchunks*.so
+	$(PY) native/build_cproject.py --out-dir $(ASAN_DIR)/aimux_ops/_speedups \
 	  --cflags "-O1 -fsanitize=address -fno-omit-frame-pointer"
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	  LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libstdc++.so.6)" \
 	  PYTHONPATH=$(CURDIR)/$(ASAN_DIR) \
-	  AIMUX_EXPECT_EXTENSIONS_FROM=$(CURDIR)/$(ASAN_DIR)/aimux_ops \
+	  AIMUX_EXPECT_EXTENSIONS_FROM=$(CURDIR)/$(ASAN_DIR)/aimux_ops/_speedups \
 	  $(PY) -m pytest -q --capture=sys -p no:randomly -p no:cacheprovider --rootdir=$(CURDIR) \
 	  $(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
@@ -164,4 +166,4 @@ recordings: setup
 	$(PY) tests/make_recordings.py
 
 clean:
-	rm -rf native/build build aimux_ops.egg-info aimux_ops/_cchunks*.so bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
+	rm -rf native/build build aimux_ops.egg-info aimux_ops/_speedups/_cchunks*.so bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)

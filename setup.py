@@ -5,7 +5,8 @@ files, it compiles native/build_libaimux.py into ``aimux_ops/native/lib/libaimux
 libaimux.so.1; its payload is the site-packages it is installed in, ``../../..`` from its
 directory) and copies ``aimux.h`` (with the ``aimux_codes.h`` it includes) and ``aimux.hpp`` to
 ``aimux_ops/native/include/``, and compiles the optional C extension
-(native/build_cproject.py) into ``aimux_ops/_cchunks<EXT_SUFFIX>`` (the stream chunks). The
+(native/build_cproject.py) into ``aimux_ops/_speedups/_cchunks<EXT_SUFFIX>`` (the stream chunks).
+The
 wheel is then a
 platform wheel for that CPython. Editable installs skip it (development uses native/build and
 the in-place build of `make setup`). Everything else is in pyproject.toml.
@@ -51,7 +52,7 @@ class BuildPyWithLibaimux(build_py):
         assert cspec is not None and cspec.loader is not None
         cmod = importlib.util.module_from_spec(cspec)
         cspec.loader.exec_module(cmod)
-        cmod.build(Path(self.build_lib) / "aimux_ops", cc=shutil.which("cc") or "cc")
+        cmod.build(Path(self.build_lib) / "aimux_ops" / "_speedups", cc=shutil.which("cc") or "cc")
         (pkg / "include").mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "native" / "aimux.h", pkg / "include" / "aimux.h")
         shutil.copy2(ROOT / "native" / "aimux_codes.h", pkg / "include" / "aimux_codes.h")

@@ -1,4 +1,4 @@
-"""Before/after in the same minutes for the stream chunks read in C (``aimux_ops._cchunks``,
+"""Before/after in the same minutes for the stream chunks read in C (``aimux_ops._speedups._cchunks``,
 DESIGN.md "Stream chunks in C"): the Python API's ``stream_text`` on the bench server's
 5,000-chunk stream, in one process, with the C reader on and off in turn (which goes first
 alternates), each run right after a run of the floor (httpx lines + orjson, as bench/run.py's
@@ -32,7 +32,7 @@ def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     cchunks = openai._cchunks_module()
     if cchunks is None:
-        raise SystemExit("aimux_ops._cchunks is not loaded (make native; AIMUX_PURE_PYTHON unset)")
+        raise SystemExit("aimux_ops._speedups._cchunks is not loaded (make native; AIMUX_PURE_PYTHON unset)")
     with bench_server() as port:
         base = f"http://127.0.0.1:{port}/v1"
         params = generate_params(base)

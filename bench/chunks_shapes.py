@@ -1,4 +1,4 @@
-"""The stream chunk reader in C (``aimux_ops._cchunks``, DESIGN.md "Stream chunks in C") on and
+"""The stream chunk reader in C (``aimux_ops._speedups._cchunks``, DESIGN.md "Stream chunks in C") on and
 off, end to end, for each chunk shape: the Python API's ``stream_text`` over local HTTP (a
 server on 127.0.0.1 writing each 5,000-chunk stream in 16 KiB writes), the C reader on and off in
 turn in one process (which goes first alternates), the median of the rounds after two warm-up
@@ -110,7 +110,7 @@ def main() -> None:
     modules = {"openai": openai, "anthropic": anthropic}
     loaded = {name: mod._cchunks_module() for name, mod in modules.items()}
     if None in loaded.values():
-        raise SystemExit("aimux_ops._cchunks is not loaded (make native; AIMUX_PURE_PYTHON unset)")
+        raise SystemExit("aimux_ops._speedups._cchunks is not loaded (make native; AIMUX_PURE_PYTHON unset)")
 
     def run(provider: str, index: int) -> float:
         params = {"model": {"provider": provider, "modelId": "m", "apiKey": "k",

@@ -42,7 +42,7 @@ def sse_payload(n: int = CHUNKS) -> list[bytes]:
 
 
 class _BytesResponse:
-    """A 200 SSE response served from memory (the Response protocol of aimux_ops.transport)."""
+    """A 200 SSE response served from memory (the Response protocol of aimux_ops.http.transport)."""
 
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
@@ -54,13 +54,13 @@ class _BytesResponse:
         return b"".join(self.chunks)
 
     def iter_events(self) -> Iterator[tuple[str | None, bytes]]:
-        from aimux_ops.transport import iter_sse
+        from aimux_ops.http.transport import iter_sse
 
         return iter_sse(iter(self.chunks))
 
     def iter_event_batches(self) -> Iterator[Any]:
         # what transport.HttpResponse offers: the events of each read together
-        from aimux_ops.transport import iter_sse_batches
+        from aimux_ops.http.transport import iter_sse_batches
 
         return iter_sse_batches(iter(self.chunks))
 
@@ -81,8 +81,8 @@ def bench_parsers(rounds: int) -> dict[str, list[float]]:
     """Seconds per 5,000-chunk parse, per row, one value per round (interleaved)."""
     from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
+    from aimux_ops.http.transport import iter_sse
     from aimux_ops.providers import openai
-    from aimux_ops.transport import iter_sse
 
     chunks = sse_payload()
 

@@ -49,13 +49,8 @@ import httpx  # noqa: E402
 import orjson  # noqa: E402
 
 import aimux_ops  # noqa: E402
-from aimux_ops.envelope import project  # noqa: E402
-from aimux_ops.errors import (  # noqa: E402
-    APICallError,
-    JSONParseError,
-    RetryError,
-    TypeValidationError,
-)
+from aimux_ops.errors import APICallError, JSONParseError, RetryError, TypeValidationError
+from aimux_ops.wire.envelope import project  # noqa: E402
 
 PROMPT = "Say hello in one word."
 KEY = "sk-bench"
@@ -339,7 +334,7 @@ class Peers:
     def stream_python_read_ahead(self) -> int:
         """The Python API's consumption of an event-driven stream, read ahead by its reader
         thread (``dispatch.stream_start_json`` + ``stream_next_objects``, a batch per take)."""
-        from aimux_ops.dispatch import stream_free, stream_next_objects, stream_start_json
+        from aimux_ops.boundary.dispatch import stream_free, stream_next_objects, stream_start_json
 
         handle, env = stream_start_json("stream_text", orjson.dumps(self.params))
         assert handle is not None, env
@@ -967,7 +962,7 @@ Read with the profiles below (cProfile own time by layer; pyinstrument trees in
 
 **(0) Cold start.** The floor is the bare runtime started as libaimux starts it (isolated, no
 site import, `env -i`: DESIGN.md "Cold start of the embedded runtime"), 4–10 ms. A C host's
-first `aimux.version` costs that plus `import aimux_ops.dispatch` and a precomputed answer; most
+first `aimux.version` costs that plus `import aimux_ops.boundary.dispatch` and a precomputed answer; most
 of the difference is orjson's own import (dataclasses with inspect, json, enum, uuid with
 platform, datetime) and `typing`, then the core's modules. Next lever: a version path that
 loads neither (orjson and typing bound lazily in `aimux_ops/__init__` and `dispatch`). The first replayed `generate_text` now loads only what a replay
@@ -1001,7 +996,7 @@ for a 5,000-event stream, not 5,000 pulls). The producer alone now runs at about
 the Python API runs the op on the thread that iterates: sync httpx read, SSE split, parse and op
 there, no loop thread and no hand-off, so it runs at the op generator's rate. Since DESIGN.md
 "Stream chunks in C" the provider's per-chunk checks of a plain text chunk (OpenAI's content
-delta, Anthropic's text delta) run in C (`aimux_ops._cchunks`; every other chunk goes to the
+delta, Anthropic's text delta) run in C (`aimux_ops._speedups._cchunks`; every other chunk goes to the
 Python loop, the reference), which lifts every stream row: what is left against the floor is
 the floor's own work (one `orjson.loads` per chunk, the per-read httpx/h11 work), the event
 dicts and the Python API's per-event generator. The "reader thread + hand-off" row is an
@@ -1167,7 +1162,7 @@ def render_parsers(pa: dict[str, float], L: list[str], aims: list[tuple[str, str
 
 
 def render_projection(pr: dict[str, Any], L: list[str], aims: list[tuple[str, str, bool]]) -> None:
-    L.append("## 2. Envelope projection (`aimux_ops.envelope.project`)")
+    L.append("## 2. Envelope projection (`aimux_ops.wire.envelope.project`)")
     L.append("")
     L.append("A cause chain of aimux nodes and source nodes alternating, rooted in an "
              "APICallError; the floor is `orjson.dumps` of the same envelope already built.")

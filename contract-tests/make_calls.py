@@ -348,8 +348,8 @@ def subset(want: Any, got: Any) -> bool:
 
 def run_python(case: dict[str, Any]) -> Any:
     """What the Python binding reports for a case: {"error": {...}}, {"result": ...} or {"events": [...]}."""
-    from aimux_ops.dispatch import call_json
-    from aimux_ops.envelope import decode_error
+    from aimux_ops.boundary.dispatch import call_json
+    from aimux_ops.wire.envelope import decode_error
 
     try:
         if "paramsText" in case:  # the in-process aimux_call: JSON text in

@@ -21,8 +21,8 @@ import jsonschema
 import orjson
 
 from aimux_ops import errors as E
-from aimux_ops.dispatch import call_json
-from aimux_ops.envelope import native_chain, project
+from aimux_ops.boundary.dispatch import call_json
+from aimux_ops.wire.envelope import native_chain, project
 
 OUT = Path(__file__).parent / "vectors"
 

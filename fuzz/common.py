@@ -118,7 +118,7 @@ def drain_stream(op: str | bytes, params: bytes, max_events: int) -> int | None:
     """Open a stream through the dispatcher, check every answer (a handle or a valid envelope,
     then valid events, never an envelope on a live handle) and free it. Returns the freed
     handle, or None when the open failed."""
-    from aimux_ops import dispatch
+    from aimux_ops.boundary import dispatch
 
     handle, env = dispatch.stream_json(op, params)
     if (handle is None) == (env is None):

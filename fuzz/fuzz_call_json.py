@@ -1,4 +1,4 @@
-"""atheris: ``aimux_ops.dispatch.call_json`` and the stream functions with fuzzed op + params.
+"""atheris: ``aimux_ops.boundary.dispatch.call_json`` and the stream functions with fuzzed op + params.
 
 Input layout: byte 0 picks the op (one of ``common.OPS``, or the rest of the input split at the
 first NUL as a raw op name), the rest is the params JSON. Call ops go through ``call_json``,
@@ -13,7 +13,7 @@ import sys
 import atheris
 
 with atheris.instrument_imports(include=["aimux_ops"]):
-    from aimux_ops import dispatch
+    from aimux_ops.boundary import dispatch
 
 import common
 

@@ -15,8 +15,8 @@ import sys
 import atheris
 
 with atheris.instrument_imports(include=["aimux_ops"]):
-    from aimux_ops.envelope import chain_links, decode_error, project
     from aimux_ops.errors import AimuxError
+    from aimux_ops.wire.envelope import chain_links, decode_error, project
 
 import common
 

@@ -17,7 +17,7 @@ import sys
 import atheris
 
 with atheris.instrument_imports(include=["aimux_ops"]):
-    from aimux_ops import dispatch
+    from aimux_ops.boundary import dispatch
 
 import common
 import orjson

@@ -63,7 +63,7 @@ def envelope_seeds() -> list[tuple[str, bytes]]:
         out.append(("decode_error", orjson.dumps(vec["envelope"])))
         out.append(("cabi", b"decode\0" + orjson.dumps(vec["envelope"])))
     sys.path.insert(0, str(ROOT))
-    from aimux_ops.dispatch import call_json
+    from aimux_ops.boundary.dispatch import call_json
 
     for op, params in (("no.such.op", b"{}"), ("generate_text", b"{"),
                        ("generate_text", b'{"model": {"provider": "openai", "modelId": "m", '

@@ -1,8 +1,8 @@
-"""Build the optional C extension of aimux_ops for this interpreter: aimux_ops._cchunks
-(aimux_ops/_cchunks.c, the stream chunks in C); stdlib only (no setuptools), like
+"""Build the optional C extension of aimux_ops for this interpreter: aimux_ops._speedups._cchunks
+(aimux_ops/_speedups/_cchunks.c, the stream chunks in C); stdlib only (no setuptools), like
 build_libaimux.py:
 
-    python native/build_cproject.py                  # in place: aimux_ops/<name><EXT_SUFFIX>
+    python native/build_cproject.py                  # in place: aimux_ops/_speedups/<name>.so
     python native/build_cproject.py --out-dir DIR    # DIR/<name><EXT_SUFFIX> (a wheel, a stage)
     python native/build_cproject.py --only _cchunks  # one of them
 
@@ -25,13 +25,13 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-#: the extension modules, each built from aimux_ops/<name>.c
+#: the extension modules, each built from aimux_ops/_speedups/<name>.c
 MODULES = ("_cchunks",)
 WARNINGS = ["-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes"]
 
 
 def source_of(name: str) -> Path:
-    return REPO / "aimux_ops" / f"{name}.c"
+    return REPO / "aimux_ops" / "_speedups" / f"{name}.c"
 
 
 def source_sha(source: Path) -> str:
@@ -89,7 +89,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--out-dir", type=Path, default=REPO / "aimux_ops")
+    ap.add_argument("--out-dir", type=Path, default=REPO / "aimux_ops" / "_speedups")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     ap.add_argument("--cflags", default="", help="extra compiler flags (e.g. -Werror)")
     ap.add_argument("--only", action="append", choices=MODULES, help="build only this module")

@@ -12,7 +12,7 @@ can be moved after installation: pkg-config --define-prefix finds a moved aimux.
     lib/cmake/aimux/aimuxConfig.cmake       imported target aimux::aimux (both headers)
     lib/cmake/aimux/aimuxConfigVersion.cmake
     lib/aimux/pythonX.Y/                    the Python payload: aimux_ops (with its C extension,
-                                            aimux_ops/_cchunks*.so) and its dependencies,
+                                            aimux_ops/_speedups/_cchunks*.so) and its dependencies,
                                             byte-compiled (__pycache__/*.cpython-XY.pyc)
 
     python native/install.py --stage native/build/dist/py3.11-<hash> --prefix /usr/local \
@@ -158,7 +158,7 @@ def install(stage: Path, prefix: str, destdir: str) -> None:
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".stamp", "*.so", ".cchunks-*"),
     )
     for ext in sorted((stage / "cproject").glob("_c*")):
-        _copy(ext, payload / "aimux_ops" / ext.name)
+        _copy(ext, payload / "aimux_ops" / "_speedups" / ext.name)
     print(f"  {payload}/ (aimux_ops and its dependencies)")
     _compile(payload, f"lib/aimux/python{pyver}")
     clean = os.path.normpath(prefix).rstrip("/")  # "/opt/x/" or "/opt/./x" as /opt/x; "/" as ""

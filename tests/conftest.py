@@ -9,11 +9,11 @@ import pytest
 from fault_server import FaultServer, serve
 from helpers import assert_valid_envelope
 
-import aimux_ops.dispatch
-import aimux_ops.envelope
+import aimux_ops.boundary.dispatch
+import aimux_ops.wire.envelope
 
 _problems: list[str] = []
-_original: Callable[[BaseException], bytes] = aimux_ops.envelope.project
+_original: Callable[[BaseException], bytes] = aimux_ops.wire.envelope.project
 
 
 def _validating_project(exc: BaseException, *, remember: bool = False) -> bytes:
@@ -25,8 +25,8 @@ def _validating_project(exc: BaseException, *, remember: bool = False) -> bytes:
     return data
 
 
-aimux_ops.envelope.project = _validating_project
-aimux_ops.dispatch.project = _validating_project  # type: ignore[attr-defined]
+aimux_ops.wire.envelope.project = _validating_project
+aimux_ops.boundary.dispatch.project = _validating_project  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     where = os.environ.get("AIMUX_EXPECT_EXTENSIONS_FROM")
     if not where:
         return
-    from aimux_ops import _cext
+    from aimux_ops import _speedups as _cext
 
     for name in ("_cchunks",):
         module = _cext.load(name)

@@ -28,8 +28,8 @@ import httpx
 import orjson
 
 from aimux_ops import errors as E
-from aimux_ops.envelope import chain_links, decode_error, project
-from aimux_ops.redact import remember_secret
+from aimux_ops.wire.envelope import chain_links, decode_error, project
+from aimux_ops.wire.redact import remember_secret
 
 GOLDEN = Path(__file__).parent / "golden" / "envelopes.jsonl"
 

@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 from helpers import assert_no_canary, validator
 
-from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
-from aimux_ops.envelope import native_chain
+from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.streams import cqueue
 from aimux_ops.streams import registry as stream_registry
+from aimux_ops.wire.envelope import native_chain
 
 
 def run_op(op: str, p: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

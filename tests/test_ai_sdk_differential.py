@@ -30,7 +30,7 @@ import pytest
 from helpers import CANARY, ROOT, run_node_json_lines
 from scenario_server import Reply, ScenarioServer, encoded, json_reply, serve_scenarios, sse_reply
 
-from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
+from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
 
 PEERS = ROOT / "bench" / "peers" / "node_modules"
 NODE = shutil.which("node")

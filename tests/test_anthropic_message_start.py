@@ -16,8 +16,8 @@ from helpers import CANARY, assert_no_canary
 from op_calls import chain_names as names
 from scenario_server import Reply, ScenarioServer, encoded, serve_scenarios
 
-from aimux_ops import _cext
-from aimux_ops.dispatch import stream_free, stream_json, stream_next_json
+from aimux_ops import _speedups as _cext
+from aimux_ops.boundary.dispatch import stream_free, stream_json, stream_next_json
 from aimux_ops.providers import anthropic
 
 
@@ -38,7 +38,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     if reader == "python":
         monkeypatch.setattr(anthropic, "_cchunks", None)
     elif anthropic._cchunks_module() is None:
-        pytest.fail("aimux_ops._cchunks is not loaded (run make native)")
+        pytest.fail("aimux_ops._speedups._cchunks is not loaded (run make native)")
     return str(encoding)
 
 

@@ -17,7 +17,7 @@ from op_calls import wait_blocked_reader
 from pydantic import BaseModel, ConfigDict
 
 from aimux_ops import errors as E
-from aimux_ops.dispatch import (
+from aimux_ops.boundary.dispatch import (
     ready_handles,
     stream_cancel,
     stream_free,

@@ -25,7 +25,7 @@ from helpers import provider_params as params
 from pydantic import BaseModel, ConfigDict
 from test_c_stream_queue import CError, Queue
 
-from aimux_ops import transport
+from aimux_ops.http import transport
 from aimux_ops.ops import registry
 from aimux_ops.streams import registry as stream_registry
 

@@ -27,7 +27,7 @@ from helpers import provider_params as params
 from op_calls import wait_blocked_reader
 from pydantic import BaseModel, ConfigDict
 
-from aimux_ops import dispatch
+from aimux_ops.boundary import dispatch
 from aimux_ops.ops import registry
 from aimux_ops.streams import cqueue, ready
 from aimux_ops.streams import registry as stream_registry

@@ -24,7 +24,8 @@ from helpers import ROOT
 from helpers import provider_params as params
 from test_c_stream_queue import CError, Queue, wait_until
 
-from aimux_ops import dispatch, guest
+from aimux_ops import guest
+from aimux_ops.boundary import dispatch
 from aimux_ops.streams import cqueue
 from aimux_ops.streams import registry as stream_registry
 
@@ -70,7 +71,7 @@ def run_host(server: FaultServer, spec: str, body: str, env: dict[str, str]) -> 
         import os, select, sys, threading, orjson
         sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
         from test_c_stream_queue import Queue
-        from aimux_ops import dispatch
+        from aimux_ops.boundary import dispatch
         from aimux_ops.streams import cqueue
         from aimux_ops.streams import registry as stream_registry
         from cabi import CError

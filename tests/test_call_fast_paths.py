@@ -26,8 +26,9 @@ import pytest
 from helpers import CANARY
 from scenario_server import Reply, ScenarioServer, json_reply, serve_scenarios
 
-from aimux_ops import redact, transport
-from aimux_ops.dispatch import call_json
+from aimux_ops.boundary.dispatch import call_json
+from aimux_ops.http import transport
+from aimux_ops.wire.models import redact
 
 # -- guard_url -------------------------------------------------------------------------------------
 

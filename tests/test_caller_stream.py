@@ -21,7 +21,8 @@ from helpers import provider_params as params
 from op_calls import wait_blocked_reader
 
 import aimux_ops
-from aimux_ops import dispatch, transport
+from aimux_ops.boundary import dispatch
+from aimux_ops.http import transport
 from aimux_ops.streams import registry as stream_registry
 
 

@@ -10,7 +10,6 @@ import pytest
 
 import aimux_ops.errors as errors_pkg
 from aimux_ops.codegen import docs
-from aimux_ops.envelope import decode_error, project
 from aimux_ops.errors import (
     KIND_RANGES,
     AIError,
@@ -23,6 +22,7 @@ from aimux_ops.errors import (
     constant_of,
     kind_of_code,
 )
+from aimux_ops.wire.envelope import decode_error, project
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The OpenAI stream chunks read in C (``aimux_ops._cchunks``, DESIGN.md "Stream chunks in C")
+"""The OpenAI stream chunks read in C (``aimux_ops._speedups._cchunks``, DESIGN.md "Stream chunks in C")
 against the Python loop (``providers/openai.py:_read_events``), the reference.
 
 Every case is one event stream served byte for byte over real HTTP by the scenario server and
@@ -22,8 +22,8 @@ import pytest
 from helpers import CANARY
 from scenario_server import ScenarioServer, serve_scenarios, sse_reply
 
-from aimux_ops._cext import PACE_MAX, new_pace, pace_after
-from aimux_ops.dispatch import stream_free, stream_json, stream_next_json
+from aimux_ops._speedups import PACE_MAX, new_pace, pace_after
+from aimux_ops.boundary.dispatch import stream_free, stream_json, stream_next_json
 from aimux_ops.providers import anthropic, openai
 
 _CCHUNKS = openai._cchunks_module()
@@ -39,7 +39,9 @@ def srv() -> Iterator[ScenarioServer]:
 @pytest.fixture(autouse=True)
 def _require_c() -> None:
     if _CCHUNKS is None and os.environ.get("AIMUX_PURE_PYTHON", "") in ("", "0"):
-        pytest.fail("aimux_ops._cchunks is not loaded (not built or stale: run make native)")
+        pytest.fail(
+            "aimux_ops._speedups._cchunks is not loaded (not built or stale: run make native)"
+        )
 
 
 #: the server's Date header (an envelope's responseHeaders): it may change between two reads
@@ -450,7 +452,7 @@ def test_pure_python_is_read_once_for_every_extension(before: str, after: str, o
     readers, whatever it says by the first stream: they never disagree."""
     code = (
         "import os, aimux_ops\n"
-        "from aimux_ops import _cext\n"
+        "from aimux_ops import _speedups as _cext\n"
         "from aimux_ops.providers import anthropic, openai\n"
         f"os.environ['AIMUX_PURE_PYTHON'] = {after!r}\n"
         "o = openai._cchunks_module() is not None\n"

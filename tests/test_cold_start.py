@@ -51,14 +51,14 @@ def test_a_replayed_generate_text_loads_no_network_stream_loop_or_other_provider
     params = _replay_params("demo.jsonl", "openai", "gpt-4o-mini")
     code = _LOADED + (
         "import orjson\n"
-        "from aimux_ops import dispatch\n"
+        "from aimux_ops.boundary import dispatch\n"
         f"result, err = dispatch.call_json(b'generate_text', {params!r})\n"
         "assert err is None, err\n"
         "from aimux_ops.ops import models\n"
         "print(orjson.dumps({'result': orjson.loads(result), 'loaded': loaded('httpx', "
-        "'httpcore', 'asyncio', 'greenlet', 'jsonschema', 'aimux_ops.aio', "
+        "'httpcore', 'asyncio', 'greenlet', 'jsonschema', "
         "'aimux_ops.providers.anthropic', 'aimux_ops.providers.anthropic_models', "
-        "'aimux_ops.envelope'), 'built': sorted(n for n in models.__all__ if getattr("
+        "'aimux_ops.wire.envelope'), 'built': sorted(n for n in models.__all__ if getattr("
         "getattr(models, n), '__pydantic_complete__', False))}).decode())\n"
     )
     out = json.loads(_fresh(code))
@@ -76,7 +76,7 @@ def test_a_provider_module_loads_on_its_first_call() -> None:
     the recorded exchange's."""
     params = _replay_params("anthropic.jsonl", "anthropic", "claude-sonnet-4-5")
     code = _LOADED + (
-        "from aimux_ops import dispatch\n"
+        "from aimux_ops.boundary import dispatch\n"
         f"result, err = dispatch.call_json(b'generate_text', {params!r})\n"
         "assert err is None, err\n"
         "print(loaded('aimux_ops.providers.openai', 'aimux_ops.providers.anthropic'))\n"
@@ -118,9 +118,9 @@ def test_a_live_call_still_loads_httpx_and_scrubs_its_loggers() -> None:
     )
     code = _LOADED + (
         "import logging, orjson\n"
-        "from aimux_ops import dispatch\n"
+        "from aimux_ops.boundary import dispatch\n"
         f"result, err = dispatch.call_json(b'generate_text', {params!r})\n"
-        "from aimux_ops import transport\n"
+        "from aimux_ops.http import transport\n"
         "print(orjson.loads(err)['code'], 'httpx' in sys.modules, "
         "all(transport._LOG_FILTER in logging.getLogger(n).filters "
         "for n in transport.HTTP_LOGGERS))\n"
@@ -154,7 +154,7 @@ def test_install_byte_compiles_the_payload_without_naming_the_build(tmp_path: Pa
     pyver = "{}.{}".format(*sys.version_info[:2])
     payload = destdir / prefix.lstrip("/") / "lib" / "aimux" / f"python{pyver}"
     tag = sys.implementation.cache_tag
-    for module in ("somedep/__init__", "aimux_ops/__init__", "aimux_ops/dispatch"):
+    for module in ("somedep/__init__", "aimux_ops/__init__", "aimux_ops/boundary/dispatch"):
         parent, name = module.rsplit("/", 1)
         pyc = payload / parent / "__pycache__" / f"{name}.{tag}.pyc"
         assert pyc.is_file(), pyc

@@ -1,4 +1,4 @@
-"""Deadlines of reads on a caller's thread (``aimux_ops.deadlines``): one watchdog thread per
+"""Deadlines of reads on a caller's thread (``aimux_ops.http.deadlines``): one watchdog thread per
 process fires them in deadline order, never a cancelled one, an earlier one first even while it
 waits for a later one, and goes on after a callback that raises. Against a real server that drips
 a byte at a time (so only the watchdog can end a read: every socket read succeeds before its own
@@ -24,7 +24,8 @@ import orjson
 import pytest
 
 import aimux_ops
-from aimux_ops import deadlines, dispatch, transport
+from aimux_ops.boundary import dispatch
+from aimux_ops.http import deadlines, transport
 
 pytestmark = pytest.mark.timeout(120)
 

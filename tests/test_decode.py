@@ -13,8 +13,8 @@ from helpers import ROOT, assert_valid_envelope, load_vectors, validator
 
 import aimux_ops
 from aimux_ops import errors as E
-from aimux_ops.decode_chain import walk
-from aimux_ops.envelope import decode_error, native_chain, project
+from aimux_ops.wire.decode_chain import walk
+from aimux_ops.wire.envelope import decode_error, native_chain, project
 
 ALL_VECTORS = load_vectors()
 VECTORS = [(n, d) for n, d in ALL_VECTORS if "rejected" not in d]
@@ -81,7 +81,7 @@ def test_root_fields_are_reported_as_given_not_recomputed() -> None:
 
 def test_root_code_beyond_int32_is_refused() -> None:
     """Issue 13: a root code beyond 32 bits reached the C accessor as code 0."""
-    from aimux_ops.envelope import chain_links
+    from aimux_ops.wire.envelope import chain_links
 
     for code in (2**32 + 11, 2**31, 2**63):
         env = {
@@ -171,7 +171,7 @@ def test_decode_rejects_non_envelopes() -> None:
 
 
 def test_call_raises_exactly_what_decode_error_gives() -> None:
-    from aimux_ops.dispatch import call_json
+    from aimux_ops.boundary.dispatch import call_json
 
     _, envelope = call_json("aimux.version", b'{"bogus": true}')
     assert envelope is not None
@@ -235,7 +235,7 @@ def test_vector_runner_failure_lists(tmp_path: Path) -> None:
     # the Python testee, except that it answers retryable wrong for one vector
     testee.write_text(
         "#!/bin/sh\n"
-        f'"{sys.executable}" -m aimux_ops.decode_chain "$@" | '
+        f'"{sys.executable}" -m aimux_ops.wire.decode_chain "$@" | '
         f'"{sys.executable}" -c "import sys\n'
         "for l in sys.stdin:\n"
         "    if '\\\"Not Found\\\"' in l: l = l.replace('\\\"retryable\\\":false', '\\\"retryable\\\":true')\n"

@@ -14,7 +14,13 @@ from pydantic import BaseModel, ConfigDict
 
 import aimux_ops
 from aimux_ops import errors as E
-from aimux_ops.dispatch import call_json, stream_cancel, stream_free, stream_json, stream_next_json
+from aimux_ops.boundary.dispatch import (
+    call_json,
+    stream_cancel,
+    stream_free,
+    stream_json,
+    stream_next_json,
+)
 from aimux_ops.ops import registry
 
 
@@ -286,7 +292,7 @@ def test_python_stream_events_equal_the_wire_events() -> None:
 
 def test_precomputed_version_is_what_the_op_answers() -> None:
     """dispatch answers aimux.version {} without loading the op: the bytes must be the op's."""
-    from aimux_ops import dispatch
+    from aimux_ops.boundary import dispatch
     from aimux_ops.ops import meta
 
     spec = registry.get_op("aimux.version")
@@ -303,7 +309,7 @@ def test_ops_load_lazily_in_the_declared_order() -> None:
 
     code = (
         "import sys\n"
-        "from aimux_ops import dispatch\n"
+        "from aimux_ops.boundary import dispatch\n"
         "assert dispatch.call_json(b'aimux.version', b'{}')[1] is None\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in ('pydantic', 'httpx', 'jsonschema')"
         " or m.startswith(('aimux_ops.ops.generate', 'aimux_ops.ops.meta', 'aimux_ops.errors'))]\n"

@@ -10,8 +10,8 @@ import pytest
 from helpers import assert_valid_envelope, load_vectors
 
 from aimux_ops import errors as E
-from aimux_ops.envelope import chain_links, decode_error, project
-from aimux_ops.redact import remember_secret
+from aimux_ops.wire.envelope import chain_links, decode_error, project
+from aimux_ops.wire.redact import remember_secret
 
 
 def raised(exc: BaseException, cause: BaseException | None = None) -> BaseException:
@@ -256,7 +256,7 @@ def test_cut_typed_fields_keep_their_type() -> None:
 
 
 def test_invalid_params_with_thousands_of_violations_stays_an_array() -> None:
-    from aimux_ops.dispatch import call_json
+    from aimux_ops.boundary.dispatch import call_json
 
     bad = {"model": {"provider": "openai", "modelId": "m"}, "messages": [{"role": 7}] * 3000}
     _, envelope = call_json("generate_text", orjson.dumps(bad))
@@ -276,7 +276,7 @@ def test_messages_never_carry_nul() -> None:
 def test_a_remembered_projection_is_not_projected_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """project(remember=True) (the recorder's) keeps the bytes: the dispatch boundary's project
     of the same exception answers them without projecting; a changed cause projects again."""
-    from aimux_ops import envelope
+    from aimux_ops.wire.models import envelope
 
     exc = E.APICallError("Cannot connect to API", is_retryable=True)
     exc.__cause__ = ConnectionRefusedError(111, "Connection refused")

@@ -50,7 +50,7 @@ def test_envelope_is_byte_identical_to_the_golden(name: str) -> None:
 
 def test_projecting_twice_gives_the_same_bytes() -> None:
     remember()
-    from aimux_ops.envelope import project
+    from aimux_ops.wire.envelope import project
 
     for name, build in _CASES.items():
         if name in _OFF_SCHEMA:  # the parametrized test covers these

@@ -13,11 +13,11 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from aimux_ops import dispatch
-from aimux_ops.envelope import project
+from aimux_ops.boundary import dispatch
 from aimux_ops.errors import UnknownOpError, WrongModeError
 from aimux_ops.ops import registry
-from aimux_ops.redact import remember_secret
+from aimux_ops.wire.envelope import project
+from aimux_ops.wire.redact import remember_secret
 
 
 def _names() -> list[str]:

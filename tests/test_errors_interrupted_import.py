@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent(
         return line
 
     sys.settrace(interrupt)
-    from aimux_ops import dispatch
+    from aimux_ops.boundary import dispatch
 
     try:
         dispatch.call_json("no.such.op", b"{}")

@@ -21,8 +21,8 @@ import pytest
 from fault_server import FaultServer
 from helpers import provider_params as params
 
-from aimux_ops import dispatch
-from aimux_ops.dispatch import (
+from aimux_ops.boundary import dispatch
+from aimux_ops.boundary.dispatch import (
     events_fd,
     poll_ready_json,
     ready_handles,

@@ -20,7 +20,7 @@ def _host(script: str, server: FaultServer, env: dict[str, str] | None = None) -
     prelude = textwrap.dedent(f"""
         import os, sys, orjson
         sys.path.insert(0, {str(ROOT)!r})
-        from aimux_ops import dispatch
+        from aimux_ops.boundary import dispatch
         BASE = {server.base_url!r}
         def server_wait(event, scenario, n=1):  # until the fault server saw n such events
             import urllib.parse, urllib.request
@@ -160,7 +160,7 @@ def test_after_os_fork_each_process_gets_its_own_answers_and_no_parent_stream(
             return orjson.loads(res)["text"] if res else orjson.loads(env)["code"]
         assert text("warm") == "warm"
         h, _ = dispatch.stream_json(b"stream_text", params("mode=ok;text=abcdef;parts=3"))
-        from aimux_ops import transport
+        from aimux_ops.http import transport
         streams = [s for b in transport.default_transport().backends for s in b.streams]
         fds = [s.get_extra_info("socket").fileno() for s in streams]
         assert fds and all(fd >= 0 for fd in fds)

@@ -22,7 +22,7 @@ from fault_server import FaultServer, serve
 from helpers import assert_valid_envelope
 from op_calls import wait_blocked_reader
 
-from aimux_ops import dispatch
+from aimux_ops.boundary import dispatch
 from aimux_ops.streams import registry as stream_registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

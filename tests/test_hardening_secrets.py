@@ -25,7 +25,7 @@ from fault_server import FaultServer, serve
 from helpers import CANARY, assert_no_canary, assert_valid_envelope
 
 import aimux_ops
-from aimux_ops import dispatch
+from aimux_ops.boundary import dispatch
 from aimux_ops.errors import AimuxError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

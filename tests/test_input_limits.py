@@ -17,7 +17,7 @@ import orjson
 import pytest
 from helpers import assert_valid_envelope, closed_port
 
-from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
+from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.errors import APICallError
 from aimux_ops.errors.aimux import KEPT_ATTEMPTS
 from aimux_ops.ops.limits import MAX_JSON_DEPTH, MAX_RETRIES, MAX_TIMER_MS, TRANSPORT_HEADERS
@@ -360,9 +360,9 @@ def test_error_calls_leave_no_attempt_behind() -> None:
 
 
 def test_a_timeout_after_a_long_loop_keeps_the_first_and_latest_attempts() -> None:
-    from aimux_ops.envelope import project
     from aimux_ops.errors import TimeoutError as AITimeoutError
-    from aimux_ops.retry import retry_with_exponential_backoff
+    from aimux_ops.http.retry import retry_with_exponential_backoff
+    from aimux_ops.wire.envelope import project
 
     made: list[APICallError] = []
 

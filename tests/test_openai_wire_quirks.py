@@ -15,10 +15,10 @@ import pytest
 from helpers import CANARY, assert_no_canary
 from scenario_server import Reply, ScenarioServer, json_reply, serve_scenarios, sse_reply
 
-from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
-from aimux_ops.envelope import decode_error, native_chain
+from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
 from aimux_ops.errors import APICallError
 from aimux_ops.errors import TimeoutError as AITimeoutError
+from aimux_ops.wire.envelope import decode_error, native_chain
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The packed error chain (``aimux_ops.packed``, its one definition): ``pack`` writes the layout
+"""The packed error chain (``aimux_ops.wire.packed``, its one definition): ``pack`` writes the layout
 its fields describe, the generated header the shim reads is those fields, and the real library
 (``aimux_error_from_json``: ``chain_links`` packed by ``pack``, read by ``_aimux_err_unpack``)
 gives back in every accessor what ``chain_links`` decided, over random chains."""
@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
-from aimux_ops import packed
 from aimux_ops.codegen import c
-from aimux_ops.envelope import chain_links
+from aimux_ops.wire.envelope import chain_links
+from aimux_ops.wire.models import packed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from cabi import Lib

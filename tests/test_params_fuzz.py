@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schema_strategy import from_schema
 
-from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
+from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schema" / "ops"
 OPS = {"generate_text": "call", "generate_object": "call", "stream_text": "stream"}

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aimux_ops import errors as E
-from aimux_ops.envelope import decode_error, project
+from aimux_ops.wire.envelope import decode_error, project
 
 texts = st.one_of(
     st.text(max_size=50),

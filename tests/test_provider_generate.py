@@ -22,8 +22,8 @@ from op_calls import chain_names as links
 from op_calls import fail_op as fail
 from op_calls import run_op as run
 
-from aimux_ops.dispatch import call_json
-from aimux_ops.envelope import native_chain
+from aimux_ops.boundary.dispatch import call_json
+from aimux_ops.wire.envelope import native_chain
 
 
 def all_messages(env: Any) -> list[str]:

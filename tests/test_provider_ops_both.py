@@ -28,12 +28,8 @@ from op_calls import drain, open_stream, wait_blocked_reader
 from op_calls import fail_op as fail
 from op_calls import run_op as run
 
-from aimux_ops.dispatch import (
-    stream_cancel,
-    stream_free,
-    stream_next_json,
-)
-from aimux_ops.envelope import native_chain
+from aimux_ops.boundary.dispatch import stream_cancel, stream_free, stream_next_json
+from aimux_ops.wire.envelope import native_chain
 
 #: what each provider's wire format makes differ
 WIRE: dict[str, dict[str, Any]] = {

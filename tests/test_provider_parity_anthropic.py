@@ -22,8 +22,8 @@ import pytest
 from fault_server import ANTHROPIC_REQUEST_ID, FaultServer, serve
 from helpers import AI_SDK_JS_HELPERS, CANARY, ROOT, closed_port, run_node_json_lines
 
-from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
-from aimux_ops.envelope import native_chain
+from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
+from aimux_ops.wire.envelope import native_chain
 
 PEERS = ROOT / "bench" / "peers" / "node_modules"
 NODE = shutil.which("node")

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from op_calls import chain_names as names
 from op_calls import drain, open_stream, wait_blocked_reader
 
-from aimux_ops.dispatch import stream_cancel, stream_free, stream_next_json
+from aimux_ops.boundary.dispatch import stream_cancel, stream_free, stream_next_json
 
 
 def run(p: dict[str, Any]) -> list[dict[str, Any]]:
@@ -244,7 +244,7 @@ SSE_EVENTS = [
 
 
 def test_sse_parser_whole() -> None:
-    from aimux_ops.transport import iter_sse
+    from aimux_ops.http.transport import iter_sse
 
     assert list(iter_sse(iter([SSE_STREAM]))) == SSE_EVENTS
     assert list(iter_sse(iter([b"data: tail-without-blank-line"]))) == [
@@ -255,7 +255,7 @@ def test_sse_parser_whole() -> None:
 @given(st.lists(st.integers(min_value=1, max_value=len(SSE_STREAM) - 1), max_size=12))
 @settings(max_examples=300, deadline=None)
 def test_sse_parser_any_chunking(cuts: list[int]) -> None:
-    from aimux_ops.transport import iter_sse
+    from aimux_ops.http.transport import iter_sse
 
     bounds = [0, *sorted(set(cuts)), len(SSE_STREAM)]
     chunks = [SSE_STREAM[a:b] for a, b in itertools.pairwise(bounds)]

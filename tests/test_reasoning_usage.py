@@ -240,7 +240,7 @@ def params(provider: str, url: str, **extra: Any) -> dict[str, Any]:
 @pytest.fixture(params=["c-reader", "pure-python"])
 def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The optional C chunk reader on (it must be built: ``make native``) and off."""
-    from aimux_ops import _cext
+    from aimux_ops import _speedups as _cext
     from aimux_ops.providers import anthropic, openai
 
     for module in (openai, anthropic):
@@ -249,7 +249,7 @@ def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
         elif module._cchunks_module() is None:
             if _cext.PURE_PYTHON:
                 pytest.skip("AIMUX_PURE_PYTHON: the C reader is off in this run")
-            pytest.fail("aimux_ops._cchunks is not loaded (run make native)")
+            pytest.fail("aimux_ops._speedups._cchunks is not loaded (run make native)")
     return str(request.param)
 
 

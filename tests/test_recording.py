@@ -19,7 +19,7 @@ from op_calls import chain_names as names
 from op_calls import wait_blocked_reader
 
 import aimux_ops
-from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
+from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
 
 
 @pytest.fixture(scope="module")
@@ -369,7 +369,7 @@ def test_generate_object_round_trip(server: FaultServer, tmp_path: Path) -> None
 
 
 def test_cancelled_stream_is_recorded_as_cancelled(server: FaultServer, tmp_path: Path) -> None:
-    from aimux_ops.dispatch import stream_cancel
+    from aimux_ops.boundary.dispatch import stream_cancel
 
     path = tmp_path / "rec.jsonl"
     p = params(server.base_url, path, "record", "mode=stall;stall_ms=60000")

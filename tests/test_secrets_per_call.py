@@ -33,9 +33,10 @@ from fault_server import FaultServer, echo_forms, json_escaped, url_encoded
 from helpers import assert_valid_envelope
 
 import aimux_ops
-from aimux_ops import dispatch, redact
+from aimux_ops.boundary import dispatch
 from aimux_ops.errors import AimuxError
-from aimux_ops.redact import REDACTED
+from aimux_ops.wire.models import redact
+from aimux_ops.wire.redact import REDACTED
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from cabi import CError, Lib
@@ -275,7 +276,7 @@ def test_a_call_in_flight_while_300_other_keys_are_used(
     assert REDACTED in doc["message"]
     assert_no_hits(env, recording.read_bytes(), "\n".join(logs.lines))
     with pytest.raises(AimuxError) as raised:  # the decoded exceptions
-        raise aimux_ops.envelope.decode_error(env)
+        raise aimux_ops.wire.envelope.decode_error(env)
     assert_no_hits(*exception_texts(raised.value))
 
 
@@ -382,7 +383,7 @@ def _load_call(
             seen += list(aimux_ops.stream(op, p))
         except AimuxError as exc:
             seen += exception_texts(exc)
-            seen.append(aimux_ops.envelope.project(exc))
+            seen.append(aimux_ops.wire.envelope.project(exc))
     else:
         result, env = dispatch.call_json(op, raw)
         seen += [result or b"", env or b""]
@@ -525,7 +526,7 @@ def test_a_wrapped_exception_keeps_the_secrets_of_its_call(server: FaultServer) 
         )
     wrapper = RuntimeError("the host's own wrapper")
     wrapper.__cause__ = raised.value
-    env = aimux_ops.envelope.project(wrapper)
+    env = aimux_ops.wire.envelope.project(wrapper)
     assert REDACTED in env.decode()
     assert_no_hits(env)
 

@@ -17,10 +17,10 @@ from fault_server import FaultServer
 from helpers import provider_params as params
 
 import aimux_ops
-from aimux_ops import dispatch
+from aimux_ops.boundary import dispatch
+from aimux_ops.http.transport import iter_sse, iter_sse_batches
 from aimux_ops.ops.registry import EventBatch, StreamContext, get_op
 from aimux_ops.streams import registry as stream_registry
-from aimux_ops.transport import iter_sse, iter_sse_batches
 
 
 def _open(server: FaultServer, n: int = 5000) -> tuple[Iterator[dict[str, Any]], Any]:
@@ -135,7 +135,7 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
     reuse one connection of the stream client."""
     import httpcore
 
-    from aimux_ops import transport
+    from aimux_ops.http import transport
 
     for _ in range(32):
         handle, env = dispatch.stream_json(

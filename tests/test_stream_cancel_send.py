@@ -25,7 +25,8 @@ from helpers import provider_params as params
 from test_c_stream_queue import CError, Queue, wait_until
 from test_c_stream_threads import poll_until
 
-from aimux_ops import dispatch, transport
+from aimux_ops.boundary import dispatch
+from aimux_ops.http import transport
 from aimux_ops.streams import registry as stream_registry
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,4 +1,4 @@
-"""Compressed bodies (``aimux_ops/stream_decoding.py``) against the real fault server: event
+"""Compressed bodies (``aimux_ops/http/decoding.py``) against the real fault server: event
 streams of both providers sent ``gzip`` / ``deflate`` (zlib-wrapped or raw) as real servers send
 them, chunked and flushed per event, read on the stream loop and on the caller's thread, with the
 C chunk reader and without it; the first event delivered while the server still holds the rest;
@@ -20,8 +20,9 @@ from helpers import provider_params as params
 from op_calls import chain_names as names
 from op_calls import drain
 
-from aimux_ops import _cext, stream_decoding
-from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
+from aimux_ops import _speedups as _cext
+from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
+from aimux_ops.http import decoding as stream_decoding
 from aimux_ops.providers import anthropic, openai
 
 PROVIDERS = {"openai": openai, "anthropic": anthropic}
@@ -96,7 +97,9 @@ def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
             continue
         cchunks = module._cchunks_module()
         if cchunks is None:
-            pytest.fail("aimux_ops._cchunks is not loaded (AIMUX_PURE_PYTHON, or run make native)")
+            pytest.fail(
+                "aimux_ops._speedups._cchunks is not loaded (AIMUX_PURE_PYTHON, or run make native)"
+            )
         spy = _Spy(cchunks)
         spies.append(spy)
         monkeypatch.setattr(module, "_cchunks", spy)

@@ -476,7 +476,7 @@ def test_closing_the_stream_while_a_tool_runs_cancels_it_without_a_next_step(
 def test_a_call_op_with_host_tools_through_the_boundary_is_unsupported(
     scenarios: ScenarioServer,
 ) -> None:
-    from aimux_ops.dispatch import call_json
+    from aimux_ops.boundary.dispatch import call_json
 
     url = scenarios.add("callop", openai_text("x"))
     p = params("openai", url)
@@ -489,15 +489,19 @@ def test_a_call_op_with_host_tools_through_the_boundary_is_unsupported(
 
 
 def test_answers_the_stream_does_not_wait_for_are_clear_errors(scenarios: ScenarioServer) -> None:
-    from aimux_ops.caller_stream import stream_here_json
-    from aimux_ops.dispatch import stream_free, stream_next_objects, stream_tool_result_json
+    from aimux_ops.boundary.dispatch import (
+        stream_free,
+        stream_json,
+        stream_next_objects,
+        stream_tool_result_json,
+    )
 
     url = scenarios.add(
         "answers", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("ok")
     )
     p = params("openai", url)
     p["tools"]["weather"] = {**WEATHER, "execute": True}
-    handle, envelope = stream_here_json("stream_text", orjson.dumps(p))
+    handle, envelope = stream_json("stream_text", orjson.dumps(p))
     assert envelope is None and handle is not None
 
     def code(call_id: Any, answer: Any) -> int | None:
@@ -528,13 +532,12 @@ def test_answers_the_stream_does_not_wait_for_are_clear_errors(scenarios: Scenar
 
 
 def test_a_timeout_bounds_the_wait_for_an_answer(scenarios: ScenarioServer) -> None:
-    from aimux_ops.caller_stream import stream_here_json
-    from aimux_ops.dispatch import stream_free, stream_next_objects
+    from aimux_ops.boundary.dispatch import stream_free, stream_json, stream_next_objects
 
     url = scenarios.add("timeout", openai_tool_calls(("t1", "weather", {"city": "Paris"})))
     p = params("openai", url, timeoutMs=300)
     p["tools"]["weather"] = {**WEATHER, "execute": True}
-    handle, _ = stream_here_json("stream_text", orjson.dumps(p))
+    handle, _ = stream_json("stream_text", orjson.dumps(p))
     assert handle is not None
     events: list[Any] = []
     while True:

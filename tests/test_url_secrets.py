@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 from fault_server import FaultServer
 
-from aimux_ops.dispatch import call_json, stream_free, stream_json, stream_next_json
+from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
 
 QUERY_SECRET = "CANARYQUERY0123456789"
 TOKEN_SECRET = "CANARYTOKEN0123456789"

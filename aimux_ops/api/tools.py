@@ -90,14 +90,14 @@ class _Host:
         self.pool.submit(self._run, event["toolCallId"], fn, event.get("input"))
 
     def _run(self, call_id: str, fn: Callable[[Any], Any], value: Any) -> None:
-        from ..dispatch import stream_tool_result_json
+        from ..boundary.dispatch import stream_tool_result_json
 
         try:
             got = fn(value)
             answer = got.answer() if isinstance(got, ToolResult) else {"output": got}
             text = orjson.dumps(answer)
         except BaseException as exc:  # noqa: BLE001 - the framework layer: the caller gets it
-            from ..causes import capture
+            from ..wire.causes import capture
 
             self.raised[call_id] = exc
             text = orjson.dumps({"failure": capture(exc)})
@@ -110,7 +110,7 @@ class _Host:
 
     def native(self, envelope: dict[str, Any]) -> BaseException:
         """The decoded error of an ``error`` event; a tool's failure keeps its own exception."""
-        from ..envelope import decode_error
+        from ..wire.envelope import decode_error
 
         err = decode_error(envelope)
         call_id = (envelope.get("error") or {}).get("toolCallId")
@@ -141,10 +141,9 @@ def run_to_result(op: str, params: Any, execute: Execute) -> dict[str, Any]:
     """A generate op with host tools: the loop streamed (``stream_text``), its result put
     together as the AI SDK's ``generateText`` gives it (``text``, ``toolCalls``,
     ``toolResults`` of the last step, every step, ``usage`` summed)."""
-    from .. import _params_json
-    from ..dispatch import stream_json
-    from ..dispatch import stream_free, stream_next_objects
-    from ..envelope import decode_error
+    from ..boundary.dispatch import stream_free, stream_json, stream_next_objects
+    from ..wire.envelope import decode_error
+    from ._io import events, params_json
 
     if op != "generate_text":
         from ..errors import UnsupportedFunctionalityError
@@ -153,18 +152,14 @@ def run_to_result(op: str, params: Any, execute: Execute) -> dict[str, Any]:
             f"host tools (execute) run with generate_text or stream_text, not {op}",
             functionality=f"execute with {op}",
         )
-    handle, envelope = stream_json("stream_text", _params_json(with_tools(params, execute)))
+    handle, envelope = stream_json("stream_text", params_json(with_tools(params, execute)))
     if envelope is not None:
         raise decode_error(envelope)
     assert handle is not None
-    from .. import _events
-
     host = _Host(handle, execute)
     steps: list[dict[str, Any]] = []
     step = _new_step()
-    for event in answering(
-        handle, _events(handle, stream_next_objects, stream_free), execute, host
-    ):
+    for event in answering(handle, events(handle, stream_next_objects, stream_free), execute, host):
         kind = event.get("type")
         if kind == "text-delta":
             step["text"] += event.get("text", "")

@@ -5,7 +5,7 @@ error catalogue in ``aimux_ops/errors/`` and the op registry):
 
 - ``schema/`` (JSON Schema of the envelope, every payload, every op; the manifest);
 - C / C++: ``native/aimux_codes.h``, the shim's ``native/src/aimux_early.h`` and, from
-  ``aimux_ops/packed.py``, its ``native/src/aimux_packed.h`` (``c.py``);
+  ``aimux_ops/wire/packed.py``, its ``native/src/aimux_packed.h`` (``c.py``);
 - Go: ``bindings/go/aimux/zz_generated.go`` (``go.py``), and the module's copies of
   ``native/aimux.h`` and ``native/aimux_codes.h`` (cgo includes them from the package directory,
   so the module builds
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import orjson
 
-from .. import schema_gen
 from ..errors import KIND_RANGES
 from ..ops.meta import build_manifest
 from . import c, docs, go, java, node
+from . import schemas as schema_gen
 from ._model import Manifest
 
 __all__ = ["INPUTS", "OWNED_DIRS", "generate"]

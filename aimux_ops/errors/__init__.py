@@ -50,7 +50,7 @@ The hierarchy::
 
 Code 4 is retired. Payload fields are attributes (``err.status_code``; ``err.payload`` is the same
 data as a model). This tree is checked against ``catalogue()`` by ``tests/test_catalogue.py``. Causes are ordinary Python exception chaining: ``raise APICallError(...) from
-exc``. The projection (``aimux_ops.envelope``) turns the chain into cause nodes; the decoder
+exc``. The projection (``aimux_ops.wire.envelope``) turns the chain into cause nodes; the decoder
 (``aimux_ops.decode_error``) rebuilds it as ``__cause__`` links.
 """
 

@@ -18,6 +18,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ..errors import AimuxError
+from ..http.recording import Recorder, open_transport
+from ..http.retry import retry_with_exponential_backoff
+from ..http.transport import Deadline, Response, SendGuard, Transport, default_transport
 from ..providers import Provider, get_provider
 from ..providers.base import (
     GenerateResult,
@@ -27,8 +30,7 @@ from ..providers.base import (
     StreamState,
     ToolDef,
 )
-from ..recording import Recorder, open_transport
-from ..redact import (
+from ..wire.redact import (
     DeltaScrub,
     attach,
     call_secrets,
@@ -36,8 +38,6 @@ from ..redact import (
     remember_header_secrets,
     scrub_values,
 )
-from ..retry import retry_with_exponential_backoff
-from ..transport import Deadline, Response, SendGuard, Transport, default_transport
 from .limits import check_api_key, check_base_url, check_headers
 from .models import CallParams, ToolChoiceTool
 from .prompt import neutral_messages

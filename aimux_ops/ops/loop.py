@@ -271,7 +271,7 @@ def _answered(
     if params.tool_failures == "to-model":
         step.outputs[call_id] = ("error-text", node["message"])
         return _event("tool-error", call, error={"message": node["message"]})
-    from ..envelope import decode_cause  # the decoder: loaded by the first failure
+    from ..wire.envelope import decode_cause  # the decoder: loaded by the first failure
 
     err = ToolExecutionError(
         f"Error executing tool {call['toolName']}: {node['message']}",

@@ -128,7 +128,7 @@ def tool_call(
             error.__cause__ = cause
     out: dict[str, Any] = {"toolCallId": call_id, "toolName": name, "input": value}
     if error is not None:
-        from ..envelope import to_envelope  # the projection: loaded by the first invalid call
+        from ..wire.envelope import to_envelope  # the projection: loaded by the first invalid call
 
         out["invalid"] = True
         out["error"] = to_envelope(error)

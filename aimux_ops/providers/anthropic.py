@@ -35,14 +35,14 @@ from typing import Any
 
 import orjson
 
-from .._cext import CChunks, ReadAnthropic, chunk_reader, new_pace, read_paced
+from .._speedups import CChunks, ReadAnthropic, chunk_reader, new_pace, read_paced
 from ..errors import (
     APICallError,
     InvalidPromptError,
     InvalidResponseDataError,
     UnsupportedFunctionalityError,
 )
-from ..transport import HTTPRequest, Response, event_batches
+from ..http.transport import HTTPRequest, Response, event_batches
 from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
 from .base import (
     FilePart,
@@ -641,7 +641,7 @@ def stream_batches(
     )
 
 
-#: ``aimux_ops._cchunks`` (DESIGN.md "Stream chunks in C"): ``_cext.chunk_reader``.
+#: ``aimux_ops._speedups._cchunks`` (DESIGN.md "Stream chunks in C"): ``_cext.chunk_reader``.
 _cchunks: Any = ...
 
 

@@ -24,8 +24,8 @@ import orjson
 
 from .._version import __version__
 from ..errors import APICallError, JSONParseError, LoadAPIKeyError, TypeValidationError
-from ..redact import redact_headers, remember_secret
-from ..transport import HTTPRequest, Response, SSEBatch
+from ..http.transport import HTTPRequest, Response, SSEBatch
+from ..wire.redact import redact_headers, remember_secret
 
 __all__ = [
     "FilePart",

@@ -32,9 +32,9 @@ from typing import Any, Literal
 
 import orjson
 
-from .._cext import CChunks, ReadOpenAI, chunk_reader, new_pace, read_paced
+from .._speedups import CChunks, ReadOpenAI, chunk_reader, new_pace, read_paced
 from ..errors import APICallError, InvalidResponseDataError, UnsupportedFunctionalityError
-from ..transport import HTTPRequest, Response, SSEBatch, event_batches, iter_sse_batches
+from ..http.transport import HTTPRequest, Response, SSEBatch, event_batches, iter_sse_batches
 from .base import (
     FilePart,
     GenerateResult,
@@ -587,7 +587,7 @@ def stream_batches(resp: Response, state: StreamState) -> Iterator[list[dict[str
     )
 
 
-#: ``aimux_ops._cchunks`` (DESIGN.md "Stream chunks in C"): ``_cext.chunk_reader``.
+#: ``aimux_ops._speedups._cchunks`` (DESIGN.md "Stream chunks in C"): ``_cext.chunk_reader``.
 _cchunks: Any = ...
 
 

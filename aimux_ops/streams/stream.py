@@ -51,7 +51,7 @@ LOW_WATER = 256
 
 def _project(exc: BaseException) -> bytes:
     """``envelope.project``, imported on the first failure."""
-    from ..envelope import project
+    from ..wire.envelope import project
 
     return project(exc)
 

@@ -14,8 +14,8 @@ import statistics
 import sys
 import timeit
 
-from aimux_ops import dispatch
-from aimux_ops.envelope import chain_links, project
+from aimux_ops.boundary import dispatch
+from aimux_ops.wire.envelope import chain_links, project
 
 
 def ns(stmt, n: int = 5000, **names) -> float:

@@ -21,7 +21,7 @@ for ext in _cchunks; do
 done
 # the payload alone (-S: not the venv's site-packages, whose aimux_ops is the checkout's)
 loaded="$(cd / && env -i PYTHONPATH="$payload" "$AIMUX_DIST_PYTHON" -S -c '
-import aimux_ops, aimux_ops._cext as c
+import aimux_ops, aimux_ops._speedups as c
 print(aimux_ops.__file__)
 print(c.load("_cchunks") is not None)')"
 [ "$(echo "$loaded" | head -1)" = "$payload/aimux_ops/__init__.py" ] || { echo "aimux_ops not from the payload: $loaded"; exit 1; }

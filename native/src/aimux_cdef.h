@@ -3,7 +3,7 @@
 typedef struct aimux_error aimux_error_t;
 
 char *_aimux_strndup(const char *s, size_t n);
-aimux_error_t *_aimux_err_unpack(const char *buf, size_t len); /* aimux_ops/packed.py */
+aimux_error_t *_aimux_err_unpack(const char *buf, size_t len); /* aimux_ops/wire/packed.py */
 #define _AIMUX_PACKED_ROOT_SIZE ...
 aimux_error_t *_aimux_err_early(int which, const char *message, const char *argument);
 #define _AIMUX_EARLY_RUNTIME_INIT ...

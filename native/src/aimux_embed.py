@@ -1,12 +1,11 @@
 """The Python side of libaimux, run once by cffi_start_python() (cffi's embedding init code).
 
-Loads the core (``aimux_ops.dispatch``) and defines the ``extern "Python"`` callbacks of
+Loads the core (``aimux_ops.boundary.dispatch``) and defines the ``extern "Python"`` callbacks of
 aimux_cdef.h. It never raises: a failure to load the core is recorded, and every call answers
 207 with it. Not imported as a module: native/build_libaimux.py embeds this file's text.
 """
 
 # ruff: noqa: BLE001, UP031  (the callbacks must catch everything; %-format keeps bytes-safe text)
-
 
 from _aimux_cffi import ffi, lib
 
@@ -54,7 +53,7 @@ try:
     if lib._aimux_owns_runtime():  # not in a Python host's interpreter: its OpenSSL, its rules
         # before anything loads OpenSSL: its exit handler would free it under the core's threads
         _guest.keep_openssl_at_exit(lib._aimux_openssl_keep)
-    from aimux_ops import dispatch as _dispatch
+    from aimux_ops.boundary import dispatch as _dispatch
 
     _call_json = _dispatch.call_json
     _stream_json = _dispatch.stream_json
@@ -81,14 +80,14 @@ except BaseException as _e:  # recorded, reported by every call as a 207
 # Each replaces itself with the core's function on its first call.
 def _project(exc):
     global _project
-    from aimux_ops.envelope import project as _project
+    from aimux_ops.wire.envelope import project as _project
 
     return _project(exc)
 
 
 def _chain_links(env):
     global _chain_links
-    from aimux_ops.envelope import chain_links as _chain_links
+    from aimux_ops.wire.envelope import chain_links as _chain_links
 
     return _chain_links(env)
 
@@ -133,11 +132,11 @@ def _internal(where, exc):
 
 
 def _packed(walk):
-    # The format _aimux_err_unpack reads (aimux_ops/packed.py, its one definition): the root's
+    # The format _aimux_err_unpack reads (aimux_ops/wire/packed.py, its one definition): the root's
     # own retryable and retryAfterMs, then per link its code, kind, name, message and JSON,
     # decided once by chain_links (the C accessors never read JSON).
     global _packed
-    from aimux_ops.packed import pack as _packed
+    from aimux_ops.wire.packed import pack as _packed
 
     return _packed(walk)
 

@@ -36,7 +36,7 @@ static int _aimux_py_poll_one(uint64_t, size_t, char **);
 static int _aimux_py_stream_tool_result(uint64_t, const char *, const char *, aimux_error_t **);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
-   retryable / retry_after_ms are decided once, by the core (aimux_ops.packed.pack of
+   retryable / retry_after_ms are decided once, by the core (aimux_ops.wire.packed.pack of
    envelope.chain_links) or by _aimux_err_early: the accessors never read JSON. */
 struct aimux_error {
     int32_t code;
@@ -122,7 +122,7 @@ static void _aimux_chain_free(aimux_error_t *e)
     }
 }
 
-/* A chain packed by the core (aimux_ops/packed.py, the layout's one definition; its types and
+/* A chain packed by the core (aimux_ops/wire/packed.py, the layout's one definition; its types and
    offsets are generated into aimux_packed.h): the root's header, then per node, root first, a
    link header and its kind, name, message and JSON bytes. One allocation per node. NULL when
    out of memory or malformed. */

@@ -54,7 +54,10 @@ check(j and ctypes.string_at(j).startswith(b'{"kind":"protocol","code":301,'), "
 lib.aimux_string_free(j)
 lib.aimux_error_free(err)
 # the host's interpreter is the one used: the core module is now in this process's sys.modules
-check("aimux_ops.dispatch" in sys.modules, "the host interpreter runs the core (no second runtime)")
+check(
+    "aimux_ops.boundary.dispatch" in sys.modules,
+    "the host interpreter runs the core (no second runtime)",
+)
 
 bad = []
 

@@ -237,7 +237,7 @@ func ParseEnvelope(envelope []byte) (decoded error, rejected *Error) {
 // codeMax is the largest code a node may carry: aimux_error_code returns an int32_t.
 const codeMax = 0x7fffffff
 
-// retryAfterMaxMs is the largest retryAfterMs a root reports (aimux_ops.envelope.RETRY_AFTER_MAX_MS):
+// retryAfterMaxMs is the largest retryAfterMs a root reports (aimux_ops.wire.envelope.RETRY_AFTER_MAX_MS):
 // the longest time.Duration in whole milliseconds, exact in a double.
 const retryAfterMaxMs = int64(time.Duration(1<<63-1) / time.Millisecond)
 
@@ -316,7 +316,7 @@ func isJSONString(raw json.RawMessage) bool {
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
-// decodeNode mirrors aimux_ops.envelope.native_chain: a node is an aimux node when its "kind"
+// decodeNode mirrors aimux_ops.wire.envelope.native_chain: a node is an aimux node when its "kind"
 // is a string, else a source node; the next link is "cause" when it is an object, or for an
 // AI_RetryError whose cause is absent or null, the last element of error.errors.
 func decodeNode(raw json.RawMessage, f map[string]json.RawMessage, root bool, budget *int) error {

@@ -25,7 +25,7 @@ export function hasMarker(value, marker) {
 export const CODE_MAX = 0x7fffffff;
 
 /**
- * The largest `retryAfterMs` a root reports (aimux_ops.envelope.RETRY_AFTER_MAX_MS):
+ * The largest `retryAfterMs` a root reports (aimux_ops.wire.envelope.RETRY_AFTER_MAX_MS):
  * the longest Go time.Duration in whole milliseconds, exact in a double.
  */
 export const RETRY_AFTER_MAX_MS = 9223372036854;

@@ -97,7 +97,7 @@ export function decodeEnvelope(envelope) {
 
 /**
  * A root's code must be an integer from 1 to 2^31-1, or absent / not a positive integer
- * with an `error.name` this catalogue knows (aimux_ops.envelope.check_root): never a
+ * with an `error.name` this catalogue knows (aimux_ops.wire.envelope.check_root): never a
  * root with code 0.
  */
 function checkRootCode(root) {

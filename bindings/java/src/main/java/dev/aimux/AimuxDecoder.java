@@ -69,7 +69,7 @@ public final class AimuxDecoder {
     /**
      * A root's code must be an integer from 1 to 2147483647 (aimux_error_code is an int32_t), or
      * absent / not a positive integer with an {@code error.name} this build knows, which then
-     * supplies it (aimux_ops.envelope.check_root): never a root with code 0.
+     * supplies it (aimux_ops.wire.envelope.check_root): never a root with code 0.
      */
     private static void checkRootCode(JsonNode root, AimuxErrorType variant) {
         BigInteger whole = ErrorNode.wholeNumber(root.get("code"));

@@ -46,7 +46,7 @@ public final class ErrorNode implements java.io.Serializable {
     static final long CODE_MAX = 0x7fffffffL;
 
     /**
-     * The largest {@code retryAfterMs} a root reports (aimux_ops.envelope.RETRY_AFTER_MAX_MS): the
+     * The largest {@code retryAfterMs} a root reports (aimux_ops.wire.envelope.RETRY_AFTER_MAX_MS): the
      * longest Go time.Duration in whole milliseconds, exact in a double.
      */
     static final long RETRY_AFTER_MAX_MS = 9_223_372_036_854L;

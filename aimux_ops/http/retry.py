@@ -29,9 +29,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
-from .errors import AbortedError, APICallError, RetryError
-from .errors import TimeoutError as AITimeoutError
-from .errors.aimux import KEPT_ATTEMPTS, _parse_retry_after_ms
+from ..errors import AbortedError, APICallError, RetryError
+from ..errors import TimeoutError as AITimeoutError
+from ..errors.aimux import KEPT_ATTEMPTS, _parse_retry_after_ms
 
 __all__ = ["KEPT_ATTEMPTS", "MAX_WAIT_MS", "retry_delay_ms", "retry_with_exponential_backoff"]
 

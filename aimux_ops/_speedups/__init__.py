@@ -1,8 +1,9 @@
-"""Loading the optional C extension of aimux_ops (``aimux_ops._cchunks``, the providers' stream
-chunk reader): None when ``AIMUX_PURE_PYTHON`` is set (not "" or "0"; read once, when this
-module is first imported, so that every provider of a process agrees), when it
-is not built, or when its source lies next to it and differs from the one it was built from
-(``SOURCE_SHA``: a stale build never shadows an edited source; the Python path runs)."""
+"""Loading the optional C extension of aimux_ops (``aimux_ops._speedups._cchunks``, the
+providers' stream chunk reader, whose Python reference is each provider's ``_read_events``):
+None when ``AIMUX_PURE_PYTHON`` is set (not "" or "0"; read once, when this module is first
+imported, so that every provider of a process agrees), when it is not built, or when its source
+lies next to it and differs from the one it was built from (``SOURCE_SHA``: a stale build never
+shadows an edited source; the Python path runs)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ ReadAnthropic = Callable[
 
 
 class CChunks(Protocol):
-    """What the providers use of ``aimux_ops._cchunks`` (its stub, ``_cchunks.pyi``, is checked
-    against it below): the module ``load("_cchunks")`` answers, typed."""
+    """What the providers use of ``aimux_ops._speedups._cchunks`` (its stub, ``_cchunks.pyi``, is
+    checked against it below): the module ``load("_cchunks")`` answers, typed."""
 
     @property
     def UNPARSED(self) -> object: ...
@@ -47,11 +48,12 @@ PURE_PYTHON: bool = os.environ.get("AIMUX_PURE_PYTHON", "") not in ("", "0")
 
 
 def load(name: str) -> Any:
-    """The module ``aimux_ops.<name>`` built from ``aimux_ops/<name>.c``, or None."""
+    """The module ``aimux_ops._speedups.<name>`` built from its ``<name>.c`` beside this file, or
+    None."""
     if PURE_PYTHON:
         return None
     try:
-        module = importlib.import_module(f"aimux_ops.{name}")
+        module = importlib.import_module(f"{__name__}.{name}")
     except ImportError:
         return None
     try:
@@ -90,9 +92,9 @@ def pace_after(pace: list[int], took: bool) -> None:
 
 
 def chunk_reader(provider: dict[str, Any]) -> CChunks | None:
-    """``aimux_ops._cchunks`` for a provider module (its globals): its ``_cchunks`` is ``...``
-    until its first stream loads the module here (None when it is off, not built or stale; tests
-    set it, None to run the Python loop alone)."""
+    """``aimux_ops._speedups._cchunks`` for a provider module (its globals): its ``_cchunks`` is
+    ``...`` until its first stream loads the module here (None when it is off, not built or
+    stale; tests set it, None to run the Python loop alone)."""
     if provider["_cchunks"] is ...:
         provider["_cchunks"] = load("_cchunks")
     module: CChunks | None = provider["_cchunks"]

@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 
-from .guest import on_fork_child
+from ..guest import on_fork_child
 
 __all__ = [
     "NO_SECRETS",

@@ -45,26 +45,26 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from ._lazy import LazyModule
+from .._lazy import LazyModule
 
 if TYPE_CHECKING:
     import http.cookiejar
 
     import httpx
 
-    from . import stream_decoding
+    from . import decoding as stream_decoding
 else:
     # Cold start: a replayed call never touches the network, so httpx loads on the first live
     # request, not with this module.
     httpx = LazyModule("httpx", globals(), "httpx")
-    stream_decoding = LazyModule("aimux_ops.stream_decoding", globals(), "stream_decoding")
+    stream_decoding = LazyModule("aimux_ops.http.decoding", globals(), "stream_decoding")
 
+from ..errors import AbortedError, AimuxError, APICallError, InvalidArgumentError
+from ..errors import TimeoutError as AITimeoutError
+from ..guest import Limits, on_fork_child
+from ..guest import limits as guest_limits
+from ..wire.redact import redact_headers, redact_url, scrub_message, scrub_text
 from . import deadlines
-from .errors import AbortedError, AimuxError, APICallError, InvalidArgumentError
-from .errors import TimeoutError as AITimeoutError
-from .guest import Limits, on_fork_child
-from .guest import limits as guest_limits
-from .redact import redact_headers, redact_url, scrub_message, scrub_text
 
 __all__ = [
     "Deadline",

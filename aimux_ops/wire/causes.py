@@ -22,9 +22,9 @@ from typing import Any
 
 import orjson
 
-from .errors import AimuxError, OtherError, RetryError, SourceError
-from .errors._base import _plain, dump_models
-from .errors.aimux import KEPT_ATTEMPTS
+from ..errors import AimuxError, OtherError, RetryError, SourceError
+from ..errors._base import _plain, dump_models
+from ..errors.aimux import KEPT_ATTEMPTS
 from .redact import REDACTED, has_anchor, is_secret_header, scrub_message, scrub_text
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "capture", "clip_text", "exception_type_name", "next_link"]

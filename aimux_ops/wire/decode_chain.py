@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
+from ..errors import AimuxError, SourceError
 from .envelope import decode_error
-from .errors import AimuxError, SourceError
 
 
 def walk(exc: BaseException | None) -> list[dict[str, Any]]:

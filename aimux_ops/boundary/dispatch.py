@@ -23,29 +23,27 @@ httpx; the errors, the projection and each op's module load the first time they 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
-from ._version import ABI_VERSION, __version__
-from .guest import on_fork_child
-from .ops import registry
-from .ops.registry import OpSpec, StreamContext, all_ops, get_op
-from .streams import cqueue
-from .streams import registry as _registry
-from .streams.ready import adopt_native, ready_list
-from .streams.stream import OpenFailed
-from .streams.stream import dump as _dump
+from .. import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
+from .._version import ABI_VERSION, __version__
+from ..guest import on_fork_child
+from ..ops import registry
+from ..ops.registry import OpSpec, StreamContext, all_ops, get_op
+from ..streams import cqueue
+from ..streams import registry as _registry
+from ..streams.ready import adopt_native, ready_list
+from ..streams.stream import OpenFailed
+from ..streams.stream import dump as _dump
 
 if TYPE_CHECKING:
     from types import ModuleType
 
     from pydantic import BaseModel
 
-    from .errors import AimuxError
 
 __all__ = [
     "call_json",
@@ -74,7 +72,7 @@ Reply = tuple[bytes | None, bytes | None]
 def project(exc: BaseException) -> bytes:
     """``envelope.project``, imported on the first failure; it then takes this function's place
     (every later failure calls it directly: no import statement, no extra frame)."""
-    from .envelope import project as loaded
+    from ..wire.envelope import project as loaded
 
     globals()["project"] = loaded
     return loaded(exc)
@@ -85,10 +83,10 @@ def _op_name(op: str | bytes | None) -> str:
         try:
             return op.decode("utf-8")
         except UnicodeDecodeError as exc:
-            from .errors import InvalidUTF8Error
+            from ..errors import InvalidUTF8Error
 
             raise InvalidUTF8Error("op is not valid UTF-8", argument="op") from exc
-    from .errors import NullArgumentError, UnknownOpError
+    from ..errors import NullArgumentError, UnknownOpError
 
     if op is None:
         raise NullArgumentError("op is NULL", argument="op")
@@ -109,13 +107,13 @@ def _violation_path(loc: tuple[int | str, ...]) -> str:
 
 def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
     if params_json is None:
-        from .errors import NullArgumentError
+        from ..errors import NullArgumentError
 
         raise NullArgumentError("params_json is NULL", argument="params_json")
     try:
         data = orjson.loads(params_json)
     except orjson.JSONDecodeError as exc:
-        from .errors import InvalidUTF8Error, InvalidWireJSONError
+        from ..errors import InvalidUTF8Error, InvalidWireJSONError
 
         if isinstance(params_json, bytes):
             try:
@@ -163,7 +161,7 @@ _errors: ModuleType | None = None
 def _load_errors() -> ModuleType:
     """``aimux_ops.errors``, imported on the first failure (then kept)."""
     global _errors
-    from . import errors
+    from .. import errors
 
     _errors = errors
     return errors
@@ -433,10 +431,10 @@ def stream_tool_result_json(
     ended, 301 for a call the stream does not wait for or an answer that is not one (the call
     still waits for its answer), 201 / 202 / 204 for text that cannot be read. Never raises."""
     try:
-        from .ops.answers import parse_answer
+        from ..ops.answers import parse_answer
 
         if tool_call_id is None or answer_json is None:
-            from .errors import NullArgumentError
+            from ..errors import NullArgumentError
 
             which = "tool_call_id" if tool_call_id is None else "answer_json"
             raise NullArgumentError(f"{which} is NULL", argument=which)
@@ -445,7 +443,7 @@ def stream_tool_result_json(
             try:
                 tool_call_id = tool_call_id.decode("utf-8")
             except UnicodeDecodeError as exc:
-                from .errors import InvalidUTF8Error
+                from ..errors import InvalidUTF8Error
 
                 raise InvalidUTF8Error(
                     "tool_call_id is not valid UTF-8", argument="tool_call_id"
@@ -453,7 +451,7 @@ def stream_tool_result_json(
         answer = parse_answer(answer_json)
         answers = stream.ctx.answers
         if answers is None:  # a stream without host tools: nothing to answer
-            from .ops.answers import refused
+            from ..ops.answers import refused
 
             raise refused("tool_call_id", f"no such pending call: {tool_call_id[:200]!r}")
         answers.put(tool_call_id, answer)

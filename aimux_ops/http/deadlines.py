@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .guest import on_fork_child
+from ..guest import on_fork_child
 
 __all__ = ["THREAD_NAME", "Entry", "after"]
 

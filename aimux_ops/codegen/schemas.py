@@ -1,8 +1,8 @@
 """Generates ``schema/`` (JSON Schema 2020-12) from the pydantic models: the envelope, every error
 payload, every op's params / result / event, and the manifest. ``--check`` fails on drift.
 
-    python -m aimux_ops.schema_gen --write schema
-    python -m aimux_ops.schema_gen --check schema
+    python -m aimux_ops.codegen.schemas --write schema
+    python -m aimux_ops.codegen.schemas --check schema
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from .errors import catalogue
-from .ops import all_ops
-from .ops.meta import ManifestResult, build_manifest
-from .wire import Envelope
+from ..errors import catalogue
+from ..ops import all_ops
+from ..ops.meta import ManifestResult, build_manifest
+from ..wire.models import Envelope
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _OPTS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE

@@ -1,4 +1,4 @@
-/* aimux_ops._cchunks: the common stream chunk (a text delta) of the providers, read in C.
+/* aimux_ops._speedups._cchunks: the common stream chunk (a text delta) of the providers, read in C.
  *
  * An optional accelerator of aimux_ops/providers/openai.py:_read_events (docs/DESIGN.md "Stream
  * chunks in C"). The Python loop stays the reference: read_openai walks one read's SSE events from
@@ -340,7 +340,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "aimux_ops._cchunks",
+    .m_name = "aimux_ops._speedups._cchunks",
     .m_doc = "The common stream chunk of the providers, read in C (optional; the providers' "
              "_read_events are the reference).",
     .m_size = -1,

@@ -20,9 +20,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from . import redact
-from .causes import DEFAULT_LIMITS, Limits, capture
-from .errors import (
+from ..errors import (
     AimuxError,
     InternalError,
     InvalidWireJSONError,
@@ -31,7 +29,9 @@ from .errors import (
     UnknownError,
     lookup,
 )
-from .errors import TimeoutError as AITimeoutError
+from ..errors import TimeoutError as AITimeoutError
+from . import redact
+from .causes import DEFAULT_LIMITS, Limits, capture
 
 __all__ = [
     "CODE_MAX",
@@ -317,7 +317,7 @@ def _decoded_root_code(root: dict[str, Any]) -> int:
 
 
 class Link(NamedTuple):
-    """One link of the native chain as the C shim gets it (``aimux_ops.packed.pack``)."""
+    """One link of the native chain as the C shim gets it (``aimux_ops.wire.packed.pack``)."""
 
     code: int
     kind: bytes  #: the node's kind, b"source" for a source node

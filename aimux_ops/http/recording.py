@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .errors import (
+from ..errors import (
     AimuxError,
     RecordingCorruptError,
     RecordingNoMatchError,
@@ -49,8 +49,8 @@ from .errors import (
     RecordingUnsupportedSchemaError,
     RecordingWriteError,
 )
-from .guest import on_fork_child
-from .redact import redact_headers, redact_url, scrub_json, scrub_text
+from ..guest import on_fork_child
+from ..wire.redact import redact_headers, redact_url, scrub_json, scrub_text
 from .transport import Deadline, HTTPRequest, Response, Transport
 
 __all__ = [
@@ -68,7 +68,7 @@ _write_lock = threading.Lock()
 
 
 def _envelope(exc: BaseException) -> dict[str, Any]:
-    from .envelope import to_envelope
+    from ..wire.envelope import to_envelope
 
     # remembered on the exception: the dispatch boundary answers the same bytes without a
     # second projection
@@ -76,7 +76,7 @@ def _envelope(exc: BaseException) -> dict[str, Any]:
 
 
 def _decode(envelope: dict[str, Any]) -> AimuxError:
-    from .envelope import decode_error
+    from ..wire.envelope import decode_error
 
     return decode_error(envelope)
 

@@ -1,4 +1,4 @@
-"""The common stream chunk of the providers, read in C (aimux_ops/_cchunks.c)."""
+"""The common stream chunk of the providers, read in C (aimux_ops/_speedups/_cchunks.c)."""
 
 from typing import Any
 

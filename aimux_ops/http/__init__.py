@@ -1,0 +1,1 @@
+"""HTTP to the providers: the transport, deadlines, the AI SDK's retry, record / replay."""

@@ -1,0 +1,1 @@
+"""What crosses the boundary as JSON: the envelope, cause nodes, redaction, decoding."""
