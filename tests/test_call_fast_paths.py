@@ -28,7 +28,7 @@ from scenario_server import Reply, ScenarioServer, json_reply, serve_scenarios
 
 from aimux_ops.boundary.dispatch import call_json
 from aimux_ops.http import transport
-from aimux_ops.wire.models import redact
+from aimux_ops.wire import redact
 
 # -- guard_url -------------------------------------------------------------------------------------
 

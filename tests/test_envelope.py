@@ -276,7 +276,7 @@ def test_messages_never_carry_nul() -> None:
 def test_a_remembered_projection_is_not_projected_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """project(remember=True) (the recorder's) keeps the bytes: the dispatch boundary's project
     of the same exception answers them without projecting; a changed cause projects again."""
-    from aimux_ops.wire.models import envelope
+    from aimux_ops.wire import envelope
 
     exc = E.APICallError("Cannot connect to API", is_retryable=True)
     exc.__cause__ = ConnectionRefusedError(111, "Connection refused")

@@ -17,7 +17,7 @@ import pytest
 
 from aimux_ops.codegen import c
 from aimux_ops.wire.envelope import chain_links
-from aimux_ops.wire.models import packed
+from aimux_ops.wire import packed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from cabi import Lib

@@ -35,7 +35,7 @@ from helpers import assert_valid_envelope
 import aimux_ops
 from aimux_ops.boundary import dispatch
 from aimux_ops.errors import AimuxError
-from aimux_ops.wire.models import redact
+from aimux_ops.wire import redact
 from aimux_ops.wire.redact import REDACTED
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

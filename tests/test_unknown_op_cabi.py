@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from aimux_ops.boundary import dispatch
 from aimux_ops.ops import registry
-from aimux_ops.wire.models import redact
+from aimux_ops.wire import redact
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from cabi import Lib
