@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 from aimux_ops.codegen import c
-from aimux_ops.wire.envelope import chain_links
 from aimux_ops.wire import packed
+from aimux_ops.wire.envelope import chain_links
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from cabi import Lib
