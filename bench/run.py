@@ -961,7 +961,7 @@ Read with the profiles below (cProfile own time by layer; pyinstrument trees in
 `bench/profile-*.txt`), `python -X importtime`, and the native table's own breakdown.
 
 **(0) Cold start.** The floor is the bare runtime started as libaimux starts it (isolated, no
-site import, `env -i`: DESIGN.md "Cold start of the embedded runtime"), 4–10 ms. A C host's
+site import, `env -i`: DESIGN.md "Cold start of a call"), 4–10 ms. A C host's
 first `aimux.version` costs that plus `import aimux_ops.boundary.dispatch` and a precomputed answer; most
 of the difference is orjson's own import (dataclasses with inspect, json, enum, uuid with
 platform, datetime) and `typing`, then the core's modules. Next lever: a version path that
@@ -983,12 +983,12 @@ every module in every process (~560 ms vs ~250 ms for the replay, measured as `n
 envelope"): every error, wherever it is raised (the dispatch boundary's unknown op and wrong
 mode included), is built by its constructor, raised, and walked once; the shim then packs the
 links `chain_links` decides (the nodes just projected are reused, not parsed again). No
-pydantic model is built or validated per error (DESIGN.md "The error path without pydantic").
+pydantic model is built or validated per error.
 The error-path rows (section 1's error round trips, section 2) are plain figures with no aim:
 an error follows a failed network call, whose cost they do not approach. The invalid-params row
 is mostly pydantic's params validation and the violations built from its `ValidationError`.
 
-**(3) Streams.** Since branch `pystreams` (DESIGN.md "Streams: one hand-off per network read")
+**(3) Streams.** (DESIGN.md "Streams")
 every layer hands over one batch per network read: the SSE split, the provider's parse, the op,
 the producer's queue, and the Python API, which takes every queued event in one step (~36 takes
 for a 5,000-event stream, not 5,000 pulls). The producer alone now runs at about the floor (the
@@ -1012,7 +1012,7 @@ the stream loop (async read, parse, one `orjson.dumps` per read) plus, for Node,
 on the same cores. Those C rows move the most from run to run (0.6–0.9× for the same code on a
 machine no other job was using): the consumer mostly waits on the queue's condition variable, so
 its rate is the producer's, a thread of another process sharing the 2 cores with the floor's and
-the server's. Since DESIGN.md "Streams read on the caller's thread: the C ABI" a stream opened
+the server's. Since DESIGN.md "Streams read on the caller's thread" a stream opened
 with `aimux_stream` (the "C caller" and "C caller, next_batch" rows; the C++, Go and Java
 bindings) runs on the thread that reads it, with the sync read the Python API uses, into the same
 C queue: no loop thread and no hand-off, so those rows run at about the Python API's rate. Since
