@@ -17,7 +17,7 @@ pyver="$("$AIMUX_DIST_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:
 [ -f "$P/lib/aimux/python$pyver/aimux_ops/__init__.py" ] || { echo "no payload lib/aimux/python$pyver"; exit 1; }
 payload="$P/lib/aimux/python$pyver"
 for ext in _cchunks; do
-  compgen -G "$payload/aimux_ops/$ext*.so" >/dev/null || { echo "no $ext*.so in the payload"; exit 1; }
+  compgen -G "$payload/aimux_ops/_speedups/$ext*.so" >/dev/null || { echo "no $ext*.so in the payload"; exit 1; }
 done
 # the payload alone (-S: not the venv's site-packages, whose aimux_ops is the checkout's)
 loaded="$(cd / && env -i PYTHONPATH="$payload" "$AIMUX_DIST_PYTHON" -S -c '
