@@ -1247,7 +1247,7 @@ def render_stream(d: dict[str, Any], L: list[str], aims: list[tuple[str, str, bo
              f"{d['rawStream']:,.0f} chunks/s, {d['rawStream'] / sfloor:.0f}× the floor: the "
              "server is not the bottleneck.")
     L.append("")
-    for k, aim in (("aimux Python API", 0.9), ("aimux C ABI (C caller)", 0.8),
+    for k, aim in (("aimux Python API", 0.8), ("aimux C ABI (C caller)", 0.8),
                    ("aimux C ABI (C caller, batch poll)", 0.8),
                    ("aimux C ABI (C caller, next_batch)", 0.8), ("aimux Node binding", 0.5)):
         if k in st and k in paired:

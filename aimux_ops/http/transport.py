@@ -828,7 +828,7 @@ def _proxies_in_env() -> bool:
 
 
 def _pooled_client(
-    limits: httpx.Limits, timeout: httpx.Timeout
+    limits: httpx.Limits, timeout: httpx.Timeout, tls: bool = True
 ) -> tuple[httpx.Client, _GuardedBackend | None]:
     """A client over a pool of ours with the guarded network backend (``_GuardedBackend``),
     and that backend. With a proxy in the environment: httpx's own client, which honours it
@@ -844,7 +844,9 @@ def _pooled_client(
 
         backend = _GuardedBackend(httpcore.SyncBackend())
         pool = httpcore.ConnectionPool(
-            ssl_context=_tls_context(),
+            # a plain-http origin's pool never touches OpenSSL: a child forked while another
+            # thread loaded the CA bundle (OpenSSL's locks held, the GIL released) still calls
+            ssl_context=_tls_context() if tls else None,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
@@ -1107,13 +1109,15 @@ class HttpTransport:
         #: the network backends of our pools (a forked child closes their sockets)
         self.backends: list[_GuardedBackend] = []
 
-    def _pooled(self, limits: httpx.Limits, timeout: httpx.Timeout) -> httpx.Client:
-        client, backend = _pooled_client(limits, timeout)
+    def _pooled(
+        self, limits: httpx.Limits, timeout: httpx.Timeout, tls: bool = True
+    ) -> httpx.Client:
+        client, backend = _pooled_client(limits, timeout, tls)
         if backend is not None:
             self.backends.append(backend)
         return client
 
-    def _new_client(self) -> httpx.Client:
+    def _new_client(self, tls: bool = True) -> httpx.Client:
         lim = self.limits
         return self._pooled(
             httpx.Limits(
@@ -1121,6 +1125,7 @@ class HttpTransport:
                 max_keepalive_connections=min(lim.pool_max_idle_per_host, lim.pool_max_per_host),
             ),
             httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
+            tls,
         )
 
     def stream_client(self) -> httpx.Client:
@@ -1148,7 +1153,7 @@ class HttpTransport:
             with self._lock:
                 client = self._clients.get(key)
                 if client is None:
-                    client = self._clients[key] = self._new_client()
+                    client = self._clients[key] = self._new_client(tls=key[0] != "http")
         return client
 
     def send(self, request: HTTPRequest, deadline: Deadline) -> HttpResponse:
