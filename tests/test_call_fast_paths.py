@@ -143,8 +143,8 @@ def test_parsed_url_gives_the_url_texts_request_and_pool_key() -> None:
 class _StockTransport(transport.HttpTransport):
     """The live transport with httpx's own cookie extraction left in place."""
 
-    def _new_client(self) -> httpx.Client:
-        client = super()._new_client()
+    def _new_client(self, tls: bool = True) -> httpx.Client:
+        client = super()._new_client(tls)
         del client.cookies.extract_cookies  # the class's method again
         return client
 
