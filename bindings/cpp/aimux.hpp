@@ -104,6 +104,40 @@ inline std::size_t event_end(const char *b, std::size_t pos, std::size_t len) no
     return len; /* malformed: the rest (never for the library's arrays) */
 }
 
+/// The input iterator of a stream of events (Stream, ToolStream): each step takes `next()`, the
+/// end when it answers nothing (range-for over the events).
+template <class S> class EventIterator
+{
+  public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = std::string;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const std::string *;
+    using reference = const std::string &;
+
+    EventIterator() = default;
+    explicit EventIterator(S *s) : stream_(s) { advance(); }
+    reference operator*() const { return *current_; }
+    pointer operator->() const { return &*current_; }
+    EventIterator &operator++()
+    {
+        advance();
+        return *this;
+    }
+    void operator++(int) { advance(); }
+    bool operator==(const EventIterator &o) const { return stream_ == o.stream_; }
+    bool operator!=(const EventIterator &o) const { return stream_ != o.stream_; }
+
+  private:
+    void advance()
+    {
+        current_ = stream_->next();
+        if (!current_) stream_ = nullptr;
+    }
+    S *stream_ = nullptr;
+    std::optional<std::string> current_;
+};
+
 struct StreamTestAccess;  // the binding's tests look at what a Stream holds
 }  // namespace detail
 
@@ -348,37 +382,7 @@ class Stream
 
     std::uint64_t handle() const noexcept { return handle_; }
 
-    class iterator
-    {
-      public:
-        using iterator_category = std::input_iterator_tag;
-        using value_type = std::string;
-        using difference_type = std::ptrdiff_t;
-        using pointer = const std::string *;
-        using reference = const std::string &;
-
-        iterator() = default;
-        explicit iterator(Stream *s) : stream_(s) { advance(); }
-        reference operator*() const { return *current_; }
-        pointer operator->() const { return &*current_; }
-        iterator &operator++()
-        {
-            advance();
-            return *this;
-        }
-        void operator++(int) { advance(); }
-        bool operator==(const iterator &o) const { return stream_ == o.stream_; }
-        bool operator!=(const iterator &o) const { return stream_ != o.stream_; }
-
-      private:
-        void advance()
-        {
-            current_ = stream_->next();
-            if (!current_) stream_ = nullptr;
-        }
-        Stream *stream_ = nullptr;
-        std::optional<std::string> current_;
-    };
+    using iterator = detail::EventIterator<Stream>;
 
     iterator begin() { return iterator(this); }
     iterator end() { return iterator(); }
@@ -829,37 +833,7 @@ class ToolStream
     std::uint64_t handle() const noexcept { return stream_.handle(); }
 
     /// Range-for over the events, as over a Stream.
-    class iterator
-    {
-      public:
-        using iterator_category = std::input_iterator_tag;
-        using value_type = std::string;
-        using difference_type = std::ptrdiff_t;
-        using pointer = const std::string *;
-        using reference = const std::string &;
-
-        iterator() = default;
-        explicit iterator(ToolStream *s) : stream_(s) { advance(); }
-        reference operator*() const { return *current_; }
-        pointer operator->() const { return &*current_; }
-        iterator &operator++()
-        {
-            advance();
-            return *this;
-        }
-        void operator++(int) { advance(); }
-        bool operator==(const iterator &o) const { return stream_ == o.stream_; }
-        bool operator!=(const iterator &o) const { return stream_ != o.stream_; }
-
-      private:
-        void advance()
-        {
-            current_ = stream_->next();
-            if (!current_) stream_ = nullptr;
-        }
-        ToolStream *stream_ = nullptr;
-        std::optional<std::string> current_;
-    };
+    using iterator = detail::EventIterator<ToolStream>;
 
     iterator begin() { return iterator(this); }
     iterator end() { return iterator(); }
