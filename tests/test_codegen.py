@@ -288,3 +288,39 @@ def test_no_binding_writes_a_catalogue_code_kind_or_name_by_hand() -> None:
         "Code*/KindOfCode in Go, AimuxErrorType in Java, aimux::codes / aimux_code_kind / "
         f"aimux::error_names in C++) instead of literals: {offenders}"
     )
+
+
+def test_a_new_op_field_reaches_the_go_types_by_make_schema(tmp_path: Path) -> None:
+    """CONTRACT §4.1: the Go params / results / content parts are generated from the op models
+    (``aimux_ops/ops``): a field added there is in ``zz_types.go`` after ``--write``, optional
+    (an ``Opt``), and ``--check`` reports the drift before."""
+    generated = generate(REPO)
+    root = tmp_path / "repo"
+    shutil.copytree(
+        REPO / "aimux_ops", root / "aimux_ops", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for rel in [*generated, *INPUTS]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, root / rel)
+    models = root / "aimux_ops" / "ops" / "models.py"
+    text = models.read_text(encoding="utf-8")
+    text = text.replace(
+        "class CallParams(_Model):\n    model: ModelSpec\n",
+        "class CallParams(_Model):\n    model: ModelSpec\n    user_tag: str | None = None\n",
+    )
+    text = text.replace(
+        'class TextContent(_Model):\n    type: Literal["text"]\n    text: str\n',
+        'class TextContent(_Model):\n    type: Literal["text"]\n    text: str\n'
+        '    lang: Literal["en", "fr"] = "en"\n',
+    )
+    models.write_text(text, encoding="utf-8")
+    check = _codegen(root, "--check")
+    assert check.returncode == 1 and "bindings/go/aimux/zz_types.go" in check.stderr
+    assert _codegen(root, "--write").returncode == 0
+    go = (root / "bindings/go/aimux/zz_types.go").read_text(encoding="utf-8")
+    for params in ("GenerateTextParams", "StreamTextParams", "GenerateObjectParams"):
+        body = go.split(f"type {params} struct {{", 1)[1].split("\n}", 1)[0]
+        assert "UserTag " in body and '`json:"userTag,omitzero"`' in body, body
+    part = go.split("type TextContent struct {", 1)[1].split("\n}", 1)[0]
+    assert "Lang " in part and "Opt[TextContentLang]" in part, part
+    assert 'TextContentLangFr TextContentLang = "fr"' in go

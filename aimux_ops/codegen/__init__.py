@@ -6,7 +6,8 @@ error catalogue in ``aimux_ops/errors/`` and the op registry):
 - ``schema/`` (JSON Schema of the envelope, every payload, every op; the manifest);
 - C / C++: ``native/aimux_codes.h``, the shim's ``native/src/aimux_early.h`` and, from
   ``aimux_ops/wire/packed.py``, its ``native/src/aimux_packed.h`` (``c.py``);
-- Go: ``bindings/go/aimux/zz_generated.go`` (``go.py``), and the module's copies of
+- Go: ``bindings/go/aimux/zz_generated.go`` (``go.py``), the typed op types
+  ``bindings/go/aimux/zz_types.go`` (``go_types.py``), and the module's copies of
   ``native/aimux.h`` and ``native/aimux_codes.h`` (cgo includes them from the package directory,
   so the module builds
   from a module cache, a vendor directory and with ``-trimpath``);
@@ -27,7 +28,7 @@ import orjson
 
 from ..errors import KIND_RANGES
 from ..ops.meta import build_manifest
-from . import c, docs, go, java, node
+from . import c, docs, go, go_types, java, node
 from . import schemas as schema_gen
 from ._model import Manifest
 
@@ -54,6 +55,7 @@ def generate(root: Path) -> dict[str, bytes]:
     for rendered in (
         c.render(m),
         go.render(m),
+        go_types.render(m),
         node.render(m),
         java.render(m),
         docs.render(m, payloads, root),

@@ -66,15 +66,34 @@ type Error struct {
 // aimuxError lets the generated views embed *Error without a field named Error.
 type aimuxError = Error
 
-// Error returns the node's display text (the envelope's "message").
+// Error names the error, then gives its display text (the envelope's "message"):
+// "AI_APICallError: Too Many Requests". Message alone is the message.
 func (e *Error) Error() string {
-	if e.Message != "" {
-		return e.Message
+	name := e.Name
+	if name == "" {
+		name = "aimux " + e.Kind + " error " + strconv.Itoa(e.Code)
 	}
-	if e.Name != "" {
-		return e.Name
+	if e.Message == "" {
+		return name
 	}
-	return "aimux " + e.Kind + " error " + strconv.Itoa(e.Code)
+	return name + ": " + e.Message
+}
+
+// StatusCode is the node's HTTP status (error.statusCode, e.g. 429) as the envelope gives it,
+// or 0 when it has none (a refused connection). An AI_RetryError's is its last attempt's, so
+// the error a caller holds answers without walking the chain.
+func (e *Error) StatusCode() int {
+	var p struct {
+		StatusCode json.Number `json:"statusCode"`
+	}
+	if len(e.Payload) == 0 || e.Payload[0] != '{' || json.Unmarshal(e.Payload, &p) != nil {
+		return 0
+	}
+	n, err := strconv.ParseFloat(string(p.StatusCode), 64)
+	if err != nil || n != math.Trunc(n) || n < 0 || n > math.MaxInt32 {
+		return 0
+	}
+	return int(n)
 }
 
 // Unwrap returns the next link of the native chain: the node's cause, or for an AI_RetryError
@@ -125,12 +144,16 @@ type SourceError struct {
 	hasType bool
 }
 
-// Error returns the exception's message.
+// Error names the exception's class, then gives its message:
+// "ConnectionRefusedError: [Errno 111] Connection refused".
 func (s *SourceError) Error() string {
-	if s.Message == "" && s.Type != "" {
+	switch {
+	case s.Type == "":
+		return s.Message
+	case s.Message == "":
 		return s.Type
 	}
-	return s.Message
+	return s.Type + ": " + s.Message
 }
 
 // Unwrap returns the next link (*SourceError, or *Error), nil at the end.
