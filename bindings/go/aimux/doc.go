@@ -6,6 +6,8 @@
 // then the loader cache. A library that cannot be loaded is a 207 RuntimeInitError from every
 // call, naming what was tried. The package needs cgo.
 //
+//	res, err := aimux.GenerateText(ctx, aimux.GenerateTextParams{…}) // typed (zz_types.go)
+//	s, err := aimux.StreamText(ctx, aimux.StreamTextParams{…})       // *aimux.TextStream
 //	res, err := aimux.Call(ctx, "generate_text", params)     // json.RawMessage result
 //	s, err := aimux.Stream(ctx, "stream_text", params)       // *aimux.EventStream
 //	for s.Next() { ev := s.Event() … }; err = s.Err(); s.Close()

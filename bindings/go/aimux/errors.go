@@ -3,9 +3,11 @@ package aimux
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"math"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -158,6 +160,29 @@ func (s *SourceError) Error() string {
 
 // Unwrap returns the next link (*SourceError, or *Error), nil at the end.
 func (s *SourceError) Unwrap() error { return s.cause }
+
+// sourceErrnos are the Go errors an operating-system exception of the core matches.
+var sourceErrnos = map[string][]error{
+	"ConnectionRefusedError": {syscall.ECONNREFUSED},
+	"ConnectionResetError":   {syscall.ECONNRESET},
+	"ConnectionAbortedError": {syscall.ECONNABORTED},
+	"BrokenPipeError":        {syscall.EPIPE},
+	"FileNotFoundError":      {fs.ErrNotExist, syscall.ENOENT},
+	"PermissionError":        {fs.ErrPermission, syscall.EACCES},
+	"FileExistsError":        {fs.ErrExist, syscall.EEXIST},
+}
+
+// Is lets errors.Is match an operating-system exception by Go's own errors:
+// errors.Is(err, syscall.ECONNREFUSED) for a ConnectionRefusedError, fs.ErrNotExist for a
+// FileNotFoundError, and so on.
+func (s *SourceError) Is(target error) bool {
+	for _, e := range sourceErrnos[s.Type] {
+		if e == target {
+			return true
+		}
+	}
+	return false
+}
 
 // HasType reports whether the node carried a type.
 func (s *SourceError) HasType() bool { return s.hasType }

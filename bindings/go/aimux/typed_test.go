@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -166,6 +167,9 @@ func TestTypedErrorsNameThemselvesAndCarryTheStatus(t *testing.T) {
 	}
 	if !strings.HasPrefix(last.Error(), "ConnectionRefusedError: ") {
 		t.Fatalf("the chain ends at %q", last.Error())
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		t.Fatal("errors.Is(err, syscall.ECONNREFUSED) must match the refused connection, and only it")
 	}
 }
 
