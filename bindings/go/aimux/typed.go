@@ -77,6 +77,7 @@ type TextStream struct {
 	event   func() json.RawMessage
 	err     func() error
 	close   func() error
+	wait    func()
 	current StreamTextEvent
 	bad     error
 }
@@ -89,13 +90,13 @@ func StreamText(ctx context.Context, params StreamTextParams, opts ...Option) (*
 		if err != nil {
 			return nil, err
 		}
-		return &TextStream{next: s.Next, event: s.Event, err: s.Err, close: s.Close}, nil
+		return &TextStream{next: s.Next, event: s.Event, err: s.Err, close: s.Close, wait: s.Wait}, nil
 	}
 	s, err := Stream(ctx, "stream_text", params)
 	if err != nil {
 		return nil, err
 	}
-	return &TextStream{next: s.Next, event: s.Event, err: s.Err, close: s.Close}, nil
+	return &TextStream{next: s.Next, event: s.Event, err: s.Err, close: s.Close, wait: func() {}}, nil
 }
 
 // Next waits for the next event; false at the end, after an error event or a cancellation
@@ -137,8 +138,12 @@ func (s *TextStream) Err() error {
 	return s.err()
 }
 
-// Close cancels the stream and frees it.
+// Close cancels the stream (and every running Tool) and frees it.
 func (s *TextStream) Close() error { return s.close() }
+
+// Wait returns once every Tool the stream started has returned (after Close, they see their
+// ctx cancelled).
+func (s *TextStream) Wait() { s.wait() }
 
 // TextMessage is a message of role with text content.
 func TextMessage(role MessageRole, text string) Message {

@@ -198,3 +198,65 @@ func TestGenerateObjectRefusesHostTools(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestTypedGenerateObject(t *testing.T) {
+	f := newFaultServer(t)
+	res, err := GenerateObject(context.Background(), GenerateObjectParams{
+		Model:  ModelSpec{Provider: ProviderOpenAI, ModelID: "fault:mode=object", BaseURL: String(f.base + "/v1"), APIKey: String("sk-test")},
+		Prompt: String("Who?"),
+		Schema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}, "age": map[string]any{"type": "integer"}}},
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, rawOf(err))
+	}
+	var who struct {
+		Name string
+		Age  int
+	}
+	if err := json.Unmarshal(res.Object, &who); err != nil || who.Name != "Ada" || who.Age != 36 {
+		t.Fatalf("object %s (%v)", res.Object, err)
+	}
+}
+
+func TestTypedStreamWithHostTools(t *testing.T) {
+	f := newFaultServer(t)
+	inputs := make(chan string, 8) // the Tool runs on a goroutine of its own
+	tools := Tools{"weather": func(ctx context.Context, input json.RawMessage) (any, error) {
+		inputs <- string(input)
+		return "sunny", nil
+	}}
+	s, err := StreamText(context.Background(), StreamTextParams{
+		Model:  ModelSpec{Provider: ProviderOpenAI, ModelID: "fault:mode=tool", BaseURL: String(f.base + "/v1"), APIKey: String("sk-test")},
+		Prompt: String("Weather in Paris?"),
+		Tools:  map[string]ToolSpec{"weather": {Description: String("The weather in a city.")}},
+	}, WithTools(tools))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var types []string
+	var result *ToolResultEvent
+	for ev := range s.All() {
+		switch e := ev.AsAny().(type) {
+		case *ToolResultEvent:
+			result = e
+		case nil:
+			t.Fatalf("an unknown event: %s", ev.RawJSON())
+		}
+		var head struct{ Type string }
+		_ = json.Unmarshal(ev.RawJSON(), &head)
+		types = append(types, head.Type)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.Wait()
+	close(inputs)
+	var got []string
+	for in := range inputs {
+		got = append(got, in)
+	}
+	if len(got) != 1 || result == nil || string(result.Output) != `"sunny"` || result.ToolName != "weather" {
+		t.Fatalf("tool inputs %v, result %+v, events %v", got, result, types)
+	}
+}
