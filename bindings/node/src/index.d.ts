@@ -150,7 +150,7 @@ export declare function libraryPath(): string;
 // -- the typed API: the AI SDK's names, one options object -------------------------------------
 
 /** A tool of the typed API: its spec, and `execute` when the host runs it. */
-export type TypedTool<Input = any> = ToolSpec & {
+export type TypedTool<Input = any> = Omit<ToolSpec, 'execute'> & {
   /** Its value goes to the model; `ToolResult.error…` is a tool-level error; a throw fails the call. */
   execute?: (input: Input, options: ToolExecuteOptions) => unknown;
 };
@@ -163,7 +163,7 @@ export type GenerateTextOptions = Omit<GenerateTextParams, 'tools'> & TypedCommo
 export type StreamTextOptions = Omit<StreamTextParams, 'tools'> & TypedCommon;
 export type GenerateObjectOptions = Omit<GenerateObjectParams, 'tools'> & {
   /** generateObject runs no host tools: the model's calls are reported on `toolCalls`. */
-  tools?: Record<string, ToolSpec & { execute?: never }> | null;
+  tools?: Record<string, Omit<ToolSpec, 'execute'> & { execute?: never }> | null;
   abortSignal?: AbortSignal;
 };
 /** A result of generateText: with host tools, `steps` and the last step's `toolResults` too. */

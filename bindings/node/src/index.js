@@ -327,7 +327,7 @@ function typedOptions(fn, options) {
  * generate_text with the AI SDK's shape: `generateText({model, prompt, tools, stopWhen,
  * abortSignal, ...})`. Tools with `execute` run the loop (the result has `steps`).
  */
-export function generateText(options) {
+export async function generateText(options) {
   const [params, callOptions] = typedOptions('generateText', options);
   return call('generate_text', params, callOptions);
 }
@@ -339,7 +339,7 @@ export function streamText(options) {
 }
 
 /** generate_object with the AI SDK's shape: `generateObject({model, prompt, schema, ...})`. */
-export function generateObject(options) {
+export async function generateObject(options) {
   const [params, callOptions] = typedOptions('generateObject', options);
   if (callOptions.tools) {
     throw decodeEnvelope({
