@@ -192,15 +192,23 @@ def c_tool_step(base: str, streams: int) -> dict[str, float]:
     return {kind: out[kind]["seconds"] / streams * 1e6 for kind in ("answered", "reported")}
 
 
-def bench_loops(rounds: int, node_ok: bool, loops: int = 40, streams: int = 30) -> dict[str, Any]:
-    """Every figure per round, interleaved round by round; the medians under ``medians``."""
+#: loops per run of each Node peer (about a second each: a short run is all scheduler noise)
+NODE_LOOPS = {"floor": 400, "aimux": 100, "aisdk": 20}
+
+
+def bench_loops(
+    rounds: int, node_ok: bool, scale: float = 1.0, streams: int = 30
+) -> dict[str, Any]:
+    """Every figure per round, interleaved round by round; the medians under ``medians``
+    (``scale``: a fraction of the runs' lengths, for a smoke run)."""
     runs: dict[str, list[float]] = {}
     with loop_server() as base:
         for _ in range(rounds):
             if node_ok:
-                for who in ("floor", "aimux", "aisdk"):
-                    runs.setdefault(f"node:{who}", []).append(node_loops(who, base, loops))
-            for kind, us in c_tool_step(base, streams).items():
+                for who, loops in NODE_LOOPS.items():
+                    runs.setdefault(f"node:{who}", []).append(
+                        node_loops(who, base, max(1, int(loops * scale))))
+            for kind, us in c_tool_step(base, max(3, int(streams * scale))).items():
                 runs.setdefault(f"c:{kind}", []).append(us)
     out: dict[str, Any] = {"rounds": runs, "medians": {k: median(v) for k, v in runs.items()}}
     per_call = [(a - r) / CALLS for a, r in zip(runs["c:answered"], runs["c:reported"],

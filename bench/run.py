@@ -938,7 +938,7 @@ def main() -> int:
         from loops import bench_loops
 
         log("(loops) the 10-step tool loop and the per-tool-call cost")
-        data["loops"] = bench_loops(rounds, node_ok)
+        data["loops"] = bench_loops(rounds, node_ok, 0.2 if args.quick else 1.0)
     wall = time.monotonic() - wall0
     busy, own = cpu_busy() - busy0, own_cpu() - own0
     data["cpu"] = {"wall": wall, "busyCores": busy / wall, "ownCores": own / wall,
