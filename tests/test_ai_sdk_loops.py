@@ -5,7 +5,8 @@ a tool runs, on both providers, run live against the scenario server by aimux-op
 API's ``execute``) and by the AI SDK's ``streamText`` with the same tool and ``stopWhen``.
 
 Compared per scenario: what the server received (the number of model calls; at step 2 each tool
-result's id, content and Anthropic's ``is_error``), and the outcome (text, finish reason, each
+result's id, content and Anthropic's ``is_error``, and the whole conversation replayed: the
+prompt, the assistant's tool calls, the results), and the outcome (text, finish reason, each
 step's finish reason, the tool results and errors, summed usage, or the error the caller got).
 A scenario is ``same`` or a listed difference whose key is in DESIGN.md's loop table ("The tool
 loop beside the AI SDK"); a listed difference must still differ (a stale entry fails) and its
@@ -153,8 +154,8 @@ JS_ERROR_PREFIX = re.compile(r"\b(?:AI_[A-Za-z]+Error|Error): ")
 def _message_alone(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
     """Everything agrees once the AI SDK's ``Error: `` / ``AI_NoSuchToolError: `` prefix is cut
     from what it sent and reports: ours sends the message alone."""
-    mine = orjson.dumps(comparable(ours, None)).decode()
-    their = orjson.dumps(comparable(theirs, None)).decode()
+    mine = orjson.dumps(comparable(ours, None), option=orjson.OPT_SORT_KEYS).decode()
+    their = orjson.dumps(comparable(theirs, None), option=orjson.OPT_SORT_KEYS).decode()
     return mine != their and mine == JS_ERROR_PREFIX.sub("", their)
 
 
@@ -210,10 +211,32 @@ def _register(srv: ScenarioServer, scenario: Scenario, peer: str) -> str:
 
 
 def _wire(srv: ScenarioServer, scenario: Scenario, peer: str) -> dict[str, Any]:
-    """What the server received: the model calls, and the tool results of the second."""
+    """What the server received: the model calls; at the second, the tool results and every
+    message."""
     requests = srv.requests[f"{peer}-{scenario.key}"]
-    sent = tool_results_sent(scenario.provider, requests[1]) if len(requests) > 1 else []
-    return {"calls": len(requests), "sent": sent}
+    if len(requests) < 2:
+        return {"calls": len(requests), "sent": [], "messages": None, "request": None}
+    return {
+        "calls": len(requests),
+        "sent": tool_results_sent(scenario.provider, requests[1]),
+        # the whole conversation replayed at step 2: the prompt, the assistant's calls, results
+        "messages": orjson.loads(requests[1]["body"])["messages"],
+        "request": _request_rest(scenario.provider, orjson.loads(requests[1]["body"])),
+    }
+
+
+def _request_rest(provider: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The step-2 request but its messages, without what the AI SDK adds to any call (DESIGN.md's
+    tools section): OpenAI ``tool_choice: "auto"`` (the default), Anthropic's
+    ``eager_input_streaming`` on each tool of a stream."""
+    rest = {k: v for k, v in body.items() if k != "messages"}
+    if provider == "openai" and rest.get("tool_choice") == "auto":
+        del rest["tool_choice"]
+    if provider == "anthropic":
+        rest["tools"] = [
+            {k: v for k, v in t.items() if k != "eager_input_streaming"} for t in rest["tools"]
+        ]
+    return rest
 
 
 @pytest.fixture(scope="module")
@@ -326,7 +349,7 @@ def _error_message(error: Any) -> str:
 
 
 def comparable(o: dict[str, Any], scenario: Scenario | None) -> dict[str, Any]:
-    out = {"calls": o["calls"], "sent": o["sent"]}
+    out = {k: o[k] for k in ("calls", "sent", "messages", "request")}
     if "result" in o:
         result = dict(o["result"])
         if scenario is not None and scenario.name == "parallel":  # answers come in any order
