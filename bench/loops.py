@@ -6,7 +6,8 @@
 - the per-tool-call cost of the host-tool protocol through the C ABI, from a C caller
   (``bench/tool_calls.c``): one step whose model answer has ``CALLS`` tool calls, answered at
   once with ``aimux_stream_tool_result``, against the same answer with the calls only reported
-  (no ``execute``); the difference per call, in µs.
+  (no ``execute``); the difference per call, in µs; and the same through the core's boundary
+  functions in this process (its own share, no crossing).
 
 The loop server (127.0.0.1, in this process, prebuilt answers): a model id ``loop-<n>`` answers
 one ``noop`` tool call while the request holds fewer than n−1 tool results, then the text
@@ -25,6 +26,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -192,6 +194,59 @@ def c_tool_step(base: str, streams: int) -> dict[str, float]:
     return {kind: out[kind]["seconds"] / streams * 1e6 for kind in ("answered", "reported")}
 
 
+def py_tool_step(base: str, streams: int) -> dict[str, float]:
+    """``c_tool_step`` in this process through the core's boundary functions (what the shim
+    calls, no C crossing, no other thread for the host): the core's own share of a call."""
+    import orjson
+
+    from aimux_ops.boundary.dispatch import (
+        stream_free,
+        stream_json,
+        stream_next_json,
+        stream_tool_result_json,
+    )
+
+    def params(host: bool) -> bytes:
+        tool: dict[str, Any] = {"description": "Does nothing.",
+                                "inputSchema": {"type": "object", "properties": {}}}
+        if host:
+            tool["execute"] = True
+        return orjson.dumps({"model": {"provider": "openai", "modelId": f"calls-{CALLS}",
+                                       "baseURL": base, "apiKey": KEY},
+                             "prompt": "Call noop.", "tools": {"noop": tool}, "maxRetries": 0})
+
+    def run(p: bytes, host: bool) -> int:
+        handle, err = stream_json("stream_text", p)
+        assert handle is not None and err is None, err
+        calls = 0
+        try:
+            while True:
+                event, err = stream_next_json(handle)
+                assert err is None, err
+                if event is None:
+                    return calls
+                e = orjson.loads(event)
+                if e["type"] == "tool-call":
+                    calls += 1
+                    if host:
+                        refused = stream_tool_result_json(handle, e["toolCallId"].encode(),
+                                                          b'{"output":"ok"}')
+                        assert refused is None, refused
+        finally:
+            stream_free(handle)
+
+    kinds = {"reported": (params(False), False), "answered": (params(True), True)}
+    for p, host in kinds.values():
+        run(p, host)
+    seconds = dict.fromkeys(kinds, 0.0)
+    for _ in range(streams):
+        for kind, (p, host) in kinds.items():
+            t0 = time.perf_counter()
+            assert run(p, host) == CALLS
+            seconds[kind] += time.perf_counter() - t0
+    return {kind: s / streams * 1e6 for kind, s in seconds.items()}
+
+
 #: loops per run of each Node peer (about a second each: a short run is all scheduler noise)
 NODE_LOOPS = {"floor": 400, "aimux": 100, "aisdk": 20}
 
@@ -210,11 +265,16 @@ def bench_loops(
                         node_loops(who, base, max(1, int(loops * scale))))
             for kind, us in c_tool_step(base, max(3, int(streams * scale))).items():
                 runs.setdefault(f"c:{kind}", []).append(us)
+            for kind, us in py_tool_step(base, max(3, int(streams * scale))).items():
+                runs.setdefault(f"core:{kind}", []).append(us)
     out: dict[str, Any] = {"rounds": runs, "medians": {k: median(v) for k, v in runs.items()}}
     per_call = [(a - r) / CALLS for a, r in zip(runs["c:answered"], runs["c:reported"],
                                                 strict=True)]
     out["perToolCallUs"] = median(per_call)
     out["perToolCallRounds"] = per_call
+    core = [(a - r) / CALLS for a, r in zip(runs["core:answered"], runs["core:reported"],
+                                            strict=True)]
+    out["corePerToolCallUs"] = median(core)
     return out
 
 
@@ -252,7 +312,12 @@ def render_loops(d: dict[str, Any], L: list[str], aims: list[tuple[str, str, boo
              f"answer holds {CALLS} tool calls, answered at once with "
              f"`aimux_stream_tool_result` ({med['c:answered']:.0f} µs per stream) against the "
              f"same answer with the calls only reported ({med['c:reported']:.0f} µs, the floor): "
-             f"**{d['perToolCallUs']:.1f} µs per tool call** (median of rounds).")
+             f"**{d['perToolCallUs']:.1f} µs per tool call** (median of rounds). The core's own "
+             f"share, the same streams through its boundary functions in the bench's process "
+             f"(no C crossing, the host on the reading thread): "
+             f"{d.get('corePerToolCallUs', float('nan')):.1f} µs per tool call; the rest comes "
+             "with the crossing (the C host's thread and the stream's reader handing over, the "
+             "GIL taken per event and per answer; not profiled here).")
     L.append("")
     aims.append(("28. per-tool-call overhead through the C ABI (reported)",
                  f"{d['perToolCallUs']:.1f} µs", True))
