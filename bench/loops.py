@@ -314,7 +314,7 @@ def render_loops(d: dict[str, Any], L: list[str], aims: list[tuple[str, str, boo
              f"same answer with the calls only reported ({med['c:reported']:.0f} µs, the floor): "
              f"**{d['perToolCallUs']:.1f} µs per tool call** (median of rounds). The core's own "
              f"share, the same streams through its boundary functions in the bench's process "
-             f"(no C crossing, the host on the reading thread): "
+             f"(no C crossing): "
              f"{d.get('corePerToolCallUs', float('nan')):.1f} µs per tool call; the rest comes "
              "with the crossing (the C host's thread and the stream's reader handing over, the "
              "GIL taken per event and per answer; not profiled here).")
