@@ -16,8 +16,10 @@ Sections (issue 8):
   0. cold start of a C host (issue 16): first call and RSS, one process each (bench/coldstart.py)
   4b. the stream parsers in memory (bench/parsers.py, moved from the tests)
   7. RSS of a C host under the longest retry loop and 20,000 error calls (bench/memory.py)
+  loops. a 10-step tool loop, Node binding vs the AI SDK, and the per-tool-call cost through
+     the C ABI (bench/loops.py)
 ``--only concurrency`` (comma-separated, from SECTIONS: native, coldstart, projection, latency,
-stream, parsers, threads, profiles, concurrency, memory) runs those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
+stream, parsers, threads, profiles, concurrency, memory, loops) runs those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
 The server is bench/server.py in its own process (prebuilt responses, TCP_NODELAY); a bare-socket
 client measures what the server and the loopback cost alone, to show it is not the bottleneck.
 """
@@ -842,7 +844,7 @@ def write_png(path: Path, data: dict[str, Any]) -> None:
 
 #: The sections ``--only`` selects from (native = bench/native-results.md, included as written).
 SECTIONS = ("native", "coldstart", "projection", "latency", "stream", "parsers", "threads",
-            "profiles", "concurrency", "memory")
+            "profiles", "concurrency", "memory", "loops")
 
 
 def main() -> int:
@@ -932,6 +934,11 @@ def main() -> int:
 
         log("(7) memory under a long retry loop and many error calls")
         data["memory"] = bench_memory()
+    if "loops" in only:
+        from loops import bench_loops
+
+        log("(loops) the 10-step tool loop and the per-tool-call cost")
+        data["loops"] = bench_loops(rounds, node_ok, 0.2 if args.quick else 1.0)
     wall = time.monotonic() - wall0
     busy, own = cpu_busy() - busy0, own_cpu() - own0
     data["cpu"] = {"wall": wall, "busyCores": busy / wall, "ownCores": own / wall,
@@ -1100,6 +1107,10 @@ def render(d: dict[str, Any]) -> str:
         render_parsers(d["parsers"], L, aims)
     if "threads" in d:
         render_threads(d["threads"], L, aims)
+    if "loops" in d:
+        from loops import render_loops
+
+        render_loops(d["loops"], L, aims)
     render_tail(d, L, aims)
     return "\n".join(L) + "\n"
 

@@ -63,6 +63,11 @@ export declare class AimuxError extends Error {
   readonly retryable: boolean;
   /** The server's retry hint, only when one was observed. */
   readonly retryAfterMs?: number;
+  /**
+   * The HTTP status of what failed (`error.statusCode`), only when one was observed: an
+   * AI_APICallError's own; an AI_RetryError's is its last attempt's.
+   */
+  readonly statusCode?: number;
   readonly truncated?: ReadonlyArray<string>;
   /** The next link of the native chain. */
   readonly cause?: AimuxChainError;

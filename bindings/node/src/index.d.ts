@@ -146,3 +146,32 @@ export declare function ownedPointers(): number;
  * when none loads.
  */
 export declare function libraryPath(): string;
+
+// -- the typed API: the AI SDK's names, one options object -------------------------------------
+
+/** A tool of the typed API: its spec, and `execute` when the host runs it. */
+export type TypedTool<Input = any> = Omit<ToolSpec, 'execute'> & {
+  /** Its value goes to the model; `ToolResult.error…` is a tool-level error; a throw fails the call. */
+  execute?: (input: Input, options: ToolExecuteOptions) => unknown;
+};
+type TypedCommon = {
+  tools?: Record<string, TypedTool> | null;
+  /** Aborting it cancels the call (and every running execute). */
+  abortSignal?: AbortSignal;
+};
+export type GenerateTextOptions = Omit<GenerateTextParams, 'tools'> & TypedCommon;
+export type StreamTextOptions = Omit<StreamTextParams, 'tools'> & TypedCommon;
+export type GenerateObjectOptions = Omit<GenerateObjectParams, 'tools'> & {
+  /** generateObject runs no host tools: the model's calls are reported on `toolCalls`. */
+  tools?: Record<string, Omit<ToolSpec, 'execute'> & { execute?: never }> | null;
+  abortSignal?: AbortSignal;
+};
+/** A result of generateText: with host tools, `steps` and the last step's `toolResults` too. */
+export type GenerateTextOutcome = GenerateTextResult & Partial<Pick<LoopResult, 'steps' | 'toolResults'>>;
+
+/** generate_text as the AI SDK spells it: `generateText({model, prompt, tools, stopWhen, abortSignal})`. */
+export declare function generateText(options: GenerateTextOptions): Promise<GenerateTextOutcome>;
+/** stream_text as the AI SDK spells it: iterate it for the loop's events. */
+export declare function streamText(options: StreamTextOptions): AsyncGenerator<LoopEvent, void, undefined>;
+/** generate_object as the AI SDK spells it: `generateObject({model, prompt, schema})`. */
+export declare function generateObject(options: GenerateObjectOptions): Promise<GenerateObjectResult>;

@@ -283,3 +283,72 @@ async function* streamBatches(op, json, signal, state, host) {
 export function abiVersion() {
   return nativeAbiVersion();
 }
+
+// -- the typed API (CONTRACT §4.1): the AI SDK's names, one options object ----------------------
+
+/**
+ * AI SDK-style options → [the op's params, call options]. A tool with an `execute` function is
+ * the host's (its spec goes to the core, its execute to the loop); `abortSignal` is the call's
+ * signal. Every other member goes to the core as given, one it does not know included (the core
+ * refuses it by name, 301), so a field a newer core takes needs no new binding.
+ */
+function typedOptions(fn, options) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`aimux: ${fn}(options) takes an object ({model, prompt, ...})`);
+  }
+  const { abortSignal, tools, ...params } = options;
+  const callOptions = {};
+  if (abortSignal !== undefined) {
+    if (!(abortSignal instanceof AbortSignal)) throw new TypeError(`aimux: ${fn}: abortSignal must be an AbortSignal`);
+    callOptions.signal = abortSignal;
+  }
+  if (tools !== undefined && tools !== null) {
+    if (typeof tools !== 'object' || Array.isArray(tools)) {
+      throw new TypeError(`aimux: ${fn}: tools must be an object of tool name -> {description, inputSchema, execute?}`);
+    }
+    const specs = {};
+    const host = {};
+    for (const [name, tool] of Object.entries(tools)) {
+      if (tool === null || typeof tool !== 'object') throw new TypeError(`aimux: ${fn}: tools.${name} must be an object`);
+      const { execute, ...spec } = tool;
+      if (execute !== undefined) {
+        if (typeof execute !== 'function') throw new TypeError(`aimux: ${fn}: tools.${name}.execute must be a function`);
+        host[name] = { execute };
+      }
+      specs[name] = spec;
+    }
+    params.tools = specs;
+    if (Object.keys(host).length > 0) callOptions.tools = host;
+  }
+  return [params, callOptions];
+}
+
+/**
+ * generate_text with the AI SDK's shape: `generateText({model, prompt, tools, stopWhen,
+ * abortSignal, ...})`. Tools with `execute` run the loop (the result has `steps`).
+ */
+export async function generateText(options) {
+  const [params, callOptions] = typedOptions('generateText', options);
+  return call('generate_text', params, callOptions);
+}
+
+/** stream_text with the AI SDK's shape; iterate it for the events (tools with `execute` run the loop). */
+export function streamText(options) {
+  const [params, callOptions] = typedOptions('streamText', options);
+  return stream('stream_text', params, callOptions);
+}
+
+/** generate_object with the AI SDK's shape: `generateObject({model, prompt, schema, ...})`. */
+export async function generateObject(options) {
+  const [params, callOptions] = typedOptions('generateObject', options);
+  if (callOptions.tools) {
+    throw decodeEnvelope({
+      kind: kindOfCode(ErrorCode.UNSUPPORTED_FUNCTIONALITY),
+      code: ErrorCode.UNSUPPORTED_FUNCTIONALITY,
+      message: 'generateObject runs no host tools (a tool with execute): use generateText or streamText',
+      error: { name: UnsupportedFunctionalityError.errorName, functionality: 'tools with execute in generateObject' },
+      retryable: false,
+    });
+  }
+  return call('generate_object', params, callOptions);
+}

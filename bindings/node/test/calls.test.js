@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { call, stream, AimuxError, ToolResult } from '../src/index.js';
+import { call, stream, generateText, streamText, generateObject, AimuxError, ToolResult } from '../src/index.js';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url)).replace(/\/$/, '');
 const { cases } = JSON.parse(readFileSync(`${REPO}/contract-tests/calls/cases.json`, 'utf8'));
@@ -26,8 +26,22 @@ function subset(want, got) {
 
 const resolve = (params) => JSON.parse(JSON.stringify(params).replaceAll('@REPO@', REPO));
 
-async function outcome(c) {
+// The typed API (generateText / streamText / generateObject) runs every case of its ops whose
+// params are an object: the same outcome as `call` / `stream` (the wrong-mode cases do not apply:
+// each typed function has its op's mode).
+const TYPED = { generate_text: generateText, stream_text: streamText, generate_object: generateObject };
+const isTyped = (c) => c.op in TYPED && (c.api === 'stream') === (c.op === 'stream_text')
+  && c.params !== null && typeof c.params === 'object' && !Array.isArray(c.params);
+
+async function outcome(c, typed = false) {
   try {
+    if (typed) {
+      const run = TYPED[c.op](resolve(c.params));
+      if (c.api === 'call') return { result: await run };
+      const events = [];
+      for await (const ev of run) events.push(ev);
+      return { events };
+    }
     if (c.api === 'call') return { result: await call(c.op, resolve(c.params)) };
     const events = [];
     for await (const ev of stream(c.op, resolve(c.params))) events.push(ev);
@@ -48,6 +62,18 @@ test('the call fixtures are there (raw-text cases do not apply to Node)', () => 
 for (const c of applicable) {
   test(`call case ${c.key}: ${c.description}`, async () => {
     const got = await outcome(c);
+    assert.ok(subset(c.expect, got), `want ${JSON.stringify(c.expect)}\n got ${JSON.stringify(got)}`);
+  });
+}
+
+test('the typed API runs the call fixtures of its ops', () => {
+  const keys = applicable.filter(isTyped).map((c) => c.key);
+  for (const k of ['invalid-params-generate', 'replay-success', 'replay-success-stream', 'replay-failure']) assert.ok(keys.includes(k), k);
+});
+
+for (const c of applicable.filter(isTyped)) {
+  test(`call case ${c.key} through ${TYPED[c.op].name}`, async () => {
+    const got = await outcome(c, true);
     assert.ok(subset(c.expect, got), `want ${JSON.stringify(c.expect)}\n got ${JSON.stringify(got)}`);
   });
 }
@@ -86,9 +112,19 @@ function loopTool(behaviour) {
   };
 }
 
-async function loopOutcome(c) {
+async function loopOutcome(c, typed = false) {
   const tools = Object.fromEntries(Object.entries(c.tools).map(([name, b]) => [name, loopTool(b)]));
   try {
+    if (typed) {
+      // the AI SDK's shape: each tool's execute beside its spec
+      const params = resolve(c.params);
+      for (const [name, { execute }] of Object.entries(tools)) params.tools[name] = { ...params.tools[name], execute };
+      const run = TYPED[c.op](params);
+      if (c.api === 'call') return { result: await run };
+      const events = [];
+      for await (const ev of run) events.push(ev);
+      return { events };
+    }
     if (c.api === 'call') return { result: await call(c.op, resolve(c.params), { tools }) };
     const events = [];
     for await (const ev of stream(c.op, resolve(c.params), { tools })) events.push(ev);
@@ -113,6 +149,10 @@ test('the loop fixtures are there', () => {
 for (const c of loops) {
   test(`loop case ${c.key}: ${c.description}`, async () => {
     const got = await loopOutcome(c);
+    assert.ok(subset(c.expect, got), `want ${JSON.stringify(c.expect)}\n got ${JSON.stringify(got)}`);
+  });
+  test(`loop case ${c.key} through ${TYPED[c.op].name}`, async () => {
+    const got = await loopOutcome(c, true);
     assert.ok(subset(c.expect, got), `want ${JSON.stringify(c.expect)}\n got ${JSON.stringify(got)}`);
   });
 }

@@ -6,6 +6,7 @@ import {
   UnknownOpError, InvalidParamsError, NoSuchToolError, ErrorCode, VARIANTS,
   type AimuxEnvelope, type StreamEvent, type GenerateTextResult,
   ToolResult, type LoopResult, type HostTools,
+  generateText, streamText, generateObject, type GenerateTextOutcome,
 } from 'aimux-ops';
 
 async function main(): Promise<void> {
@@ -133,6 +134,39 @@ async function main(): Promise<void> {
   await call('generate_text', { model: { provider: 'openai', modelId: 'm' }, prompt: 'hi' }, { tools: { weather: { execute: 1 } } });
   // @ts-expect-error ToolResult is made by ToolResult.error / errorWithData
   void new ToolResult();
+
+  // the typed API: the AI SDK's names and one options object, a tool's execute beside its spec
+  const model = { provider: 'openai', modelId: 'gpt-4o-mini' } as const;
+  const typed: GenerateTextOutcome = await generateText({
+    model, prompt: 'hi', stopWhen: { stepCount: 3 }, abortSignal: controller.signal,
+    tools: { weather: { description: 'w', inputSchema: { type: 'object' }, execute: async (input: { city: string }) => input.city } },
+  });
+  void typed.steps?.[0]?.toolResults;
+  // absent and null are told apart: both are in the type
+  const reasoning: string | null | undefined = typed.reasoningText;
+  void reasoning;
+  // open where the provider may add values: a warning's type is any string
+  const warningType: string | undefined = typed.warnings?.[0]?.type;
+  void warningType;
+  for await (const ev of streamText({ model, prompt: 'hi' })) {
+    if (ev.type === 'text-delta') void ev.text;
+    if (ev.type === 'error') { const err: AimuxError = ev.error; void err; }
+  }
+  const object = await generateObject({ model, prompt: 'hi', schema: { type: 'object' } });
+  void object.object;
+  // @ts-expect-error generateObject runs no host tools
+  await generateObject({ model, prompt: 'hi', schema: {}, tools: { f: { description: 'f', inputSchema: {}, execute: async () => 1 } } });
+  // @ts-expect-error an unknown option is refused at compile time (the core refuses it at run time)
+  await generateText({ model, prompt: 'hi', promptt: 'typo' });
+  // @ts-expect-error the model is required
+  await generateText({ prompt: 'hi' });
+  try {
+    await generateText({ model, prompt: 'hi', maxRetries: 2 });
+  } catch (e) {
+    // the HTTP status on what was caught (a RetryError's: its last attempt's)
+    if (AimuxError.isInstance(e)) { const status: number | undefined = e.statusCode; void status; }
+    if (RetryError.isInstance(e)) { const status: number | undefined = e.statusCode; void status; }
+  }
 }
 
 void main;
