@@ -7,11 +7,13 @@ Results and events keep the JSON as received: every field the model declares is 
 ``obj.raw``), and ``"field" in obj`` tells a field left out from one sent as null.
 
 The asyncio API (``aimux_ops.aio``) runs on the one stream engine: no second I/O stack and no
-thread per call. A stream's blocking steps (its open, each network read) run on one small
-process-wide pool (``AIMUX_AIO_THREADS``, default 8) and are awaited; a cancel of the awaiting
-task cancels the stream at once from the loop's thread (the engine's cancel: the blocked read
-wakes, the retry wait ends) and every ``execute`` still running (an ``async`` one is a task of
-the loop, cancelled; a sync one runs on the loop's default executor and its answer is dropped).
+thread per call. A stream's blocking steps (its open, each network read) and a call op run on
+one small process-wide pool (``AIMUX_AIO_THREADS``, default 8) and are awaited; a cancel of the
+awaiting task cancels the stream at once from the loop's thread (the engine's cancel: the
+blocked read wakes, the retry wait ends) and every ``execute`` still running (an ``async`` one
+is a task of the loop, cancelled; a sync one runs on the loop's default executor and its answer
+is dropped). A call op has no cancel: a cancelled ``await`` returns at once, the call runs to
+its end on the pool.
 """
 
 from __future__ import annotations
@@ -27,7 +29,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from .tools import Execute, ToolResult, _Host, answering, native_error, run_to_result, with_tools
+from .tools import (
+    HOST_TOOL_OPS,
+    Execute,
+    ResultBuilder,
+    ToolResult,
+    _Host,
+    answering,
+    native_error,
+    run_to_result,
+    with_tools,
+)
 
 if TYPE_CHECKING:
     from ..errors import AimuxError
@@ -265,13 +277,14 @@ async def _offload(
 async def async_run_call(
     op: str, params: dict[str, Any], execute: AsyncExecute | None = None
 ) -> dict[str, Any]:
-    """A call op on the asyncio API. ``generate_text`` runs as ``stream_text`` (so a cancel
-    reaches its network read and its tools) and its result is put together as the call's
-    (``tools.ResultBuilder``); another call op runs on the pool (a cancel returns at once, the
-    call itself runs to its end, bounded by ``timeoutMs``)."""
-    if op == "generate_text":
-        from .tools import ResultBuilder
-
+    """A call op on the asyncio API. With ``execute``, ``generate_text`` runs as
+    ``stream_text`` (the loop; a cancel reaches its network read and its tools) and its result
+    is put together as the sync API's (``tools.ResultBuilder``). Without, the call op itself
+    runs on the pool (the same request and result as the sync call): a cancel returns at once,
+    the call runs to its end there (bounded by ``timeoutMs``; a call op has no cancel)."""
+    if execute:
+        if op not in HOST_TOOL_OPS:
+            return run_to_result(op, params, execute)  # raises the clear error of a call op
         builder = ResultBuilder()
         async with AsyncTextStream("stream_text", params, execute) as stream:
             async for event in stream:
@@ -279,8 +292,6 @@ async def async_run_call(
                 if event.raw.get("type") == "error":
                     raise event._decoded()
         return builder.result()
-    if execute:
-        return run_to_result(op, params, execute)  # raises the clear error of a call op
     from .calls import call
 
     result: dict[str, Any] = await _offload(lambda: call(op, params))
