@@ -447,3 +447,23 @@ def test_a_case_without_a_required_field_is_refused_by_the_signature(case: dict[
 def test_call_fixture_through_the_typed_api(case: dict[str, Any], asynchronous: bool) -> None:
     got = _run_typed(case, asynchronous)
     assert subset(case["expect"], got), got
+
+
+def test_aio_a_stream_dropped_unfinished_is_freed() -> None:
+    import gc
+
+    from aimux_ops.streams import registry
+
+    async def main(url: str) -> tuple[bool, bool]:
+        stream = aio.stream_text(model=_model(url), prompt="hi")
+        first = await stream.__anext__()
+        handle = stream._handle
+        assert handle is not None and handle in registry._streams
+        del stream
+        gc.collect()
+        return first.type == "text-delta", handle not in registry._streams
+
+    with serve_scenarios() as server:
+        url = server.add("drop", sse_reply(_frames("a", "b")))
+        first_ok, freed = asyncio.run(main(url))
+    assert first_ok and freed

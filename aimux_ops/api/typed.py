@@ -8,12 +8,15 @@ Results and events keep the JSON as received: every field the model declares is 
 
 The asyncio API (``aimux_ops.aio``) runs on the one stream engine: no second I/O stack and no
 thread per call. A stream's blocking steps (its open, each network read) and a call op run on
-one small process-wide pool (``AIMUX_AIO_THREADS``, default 8) and are awaited; a cancel of the
+one small process-wide pool (``AIMUX_AIO_THREADS``, default 16) and are awaited; a cancel of the
 awaiting task cancels the stream at once from the loop's thread (the engine's cancel: the
 blocked read wakes, the retry wait ends) and every ``execute`` still running (an ``async`` one
 is a task of the loop, cancelled; a sync one runs on the loop's default executor and its answer
 is dropped). A call op has no cancel: a cancelled ``await`` returns at once, the call runs to
-its end on the pool.
+its end on the pool. A pool thread is held by a network read and by a loop waiting for its
+tools' answers (the core waits inside the read): more streams than threads take turns, and a
+tool that itself awaits an aio call needs a free one (raise ``AIMUX_AIO_THREADS`` for deep
+nesting).
 """
 
 from __future__ import annotations
@@ -237,7 +240,7 @@ def _the_pool() -> ThreadPoolExecutor:
     if _pool is None:
         with _pool_lock:
             if _pool is None:
-                size = int(os.environ.get("AIMUX_AIO_THREADS", "8") or 8)
+                size = int(os.environ.get("AIMUX_AIO_THREADS", "16") or 16)
                 _pool = ThreadPoolExecutor(max(1, size), thread_name_prefix="aimux-aio")
     return _pool
 
@@ -446,10 +449,18 @@ class AsyncTextStream:
             from ..boundary.dispatch import stream_free
 
             stream_free(self._handle)
+            self._handle = None
         self._done = True
 
     async def aclose(self) -> None:
         self._cancel()
+
+    def __del__(self) -> None:
+        # a stream dropped unfinished (no ``async with``): freed now, not by the idle reaper
+        if self._handle is not None:
+            from ..boundary.dispatch import stream_free
+
+            stream_free(self._handle)  # never raises
 
     async def __aenter__(self) -> AsyncTextStream:
         return self
