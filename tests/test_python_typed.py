@@ -467,3 +467,20 @@ def test_aio_a_stream_dropped_unfinished_is_freed() -> None:
         url = server.add("drop", sse_reply(_frames("a", "b")))
         first_ok, freed = asyncio.run(main(url))
     assert first_ok and freed
+
+
+def test_generate_object_is_typed_sync_and_async() -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+    async def later(url: str) -> Any:
+        return await aio.generate_object(model=_model(url), prompt="who?", schema=schema)
+
+    with serve_scenarios() as server:
+        url = server.add("obj", json_reply(_completion('{"name": "Ada"}')))
+        result = aimux_ops.generate_object(model=_model(url), prompt="who?", schema=schema)
+        again = asyncio.run(later(url))
+        sent = json.loads(server.requests["obj"][0]["body"])
+    assert isinstance(result, aimux_ops.GenerateObjectResult)
+    assert result.object == {"name": "Ada"} == again.object
+    assert result.finish_reason == "stop" and result.usage.input_tokens == 3
+    assert "schema" in json.dumps(sent["response_format"])  # the schema keyword reached the wire
