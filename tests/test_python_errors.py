@@ -100,3 +100,14 @@ def test_a_stream_op_passed_to_call_names_pythons_api() -> None:
     with pytest.raises(WrongModeError) as caught:
         list(aimux_ops.stream("generate_text", _params("http://127.0.0.1:1/v1")))
     assert "aimux_ops.call" in str(caught.value) and "aimux_call" not in str(caught.value)
+
+
+def test_a_named_source_error_pickles_and_copies_as_its_class() -> None:
+    import copy
+    import pickle
+
+    err = SourceError.named("ConnectionRefusedError")("refused", "ConnectionRefusedError")
+    err.raw = {"message": "refused", "type": "ConnectionRefusedError"}
+    for again in (pickle.loads(pickle.dumps(err)), copy.copy(err)):
+        assert type(again) is type(err) and isinstance(again, ConnectionRefusedError)
+        assert (str(again), again.type, again.raw) == ("refused", err.type, err.raw)

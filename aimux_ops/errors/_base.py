@@ -664,6 +664,10 @@ class SourceError(Exception):
     def __repr__(self) -> str:
         return f"SourceError({self.message!r}, type={self.type!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a named class is found again by its type name, not by module and name (pickle, copy)
+        return (_source_error, (self.message, self.type), self.__dict__)
+
     @staticmethod
     def named(type_name: str | None) -> type[SourceError]:
         """The class of a snapshot of ``type_name`` (the same class on every call: ``except
@@ -677,6 +681,10 @@ class SourceError(Exception):
         if len(_source_classes) >= _SOURCE_CLASSES_MAX or len(type_name) > 200:
             return SourceError
         return _source_classes.setdefault(type_name, _source_class(type_name))
+
+
+def _source_error(message: str, type_name: str | None) -> SourceError:
+    return SourceError.named(type_name)(message, type_name)
 
 
 #: the snapshot classes made so far, by type name (``SourceError.named``), and their bound
