@@ -27,11 +27,25 @@ def first_program() -> str:
     return found.group(1)
 
 
-def test_the_first_program_type_checks_with_mypy_strict(tmp_path: Path) -> None:
-    (tmp_path / "first.py").write_text(first_program(), encoding="utf-8")
+#: misuses of the typed API that mypy must report (each line's error code)
+MISUSES = """\
+import aimux_ops
+
+model: aimux_ops.ModelSpec = {"provider": "openai", "modelId": "m"}
+result = aimux_ops.generate_text(model=model, prompt="hi")
+tokens: str = result.usage.total_tokens  # [assignment]
+for event in aimux_ops.stream_text(model=model, prompt="hi"):
+    print(event.text)  # [union-attr]
+aimux_ops.generate_text(model=model, promt="hi")  # [call-arg]
+aimux_ops.generate_text(model={"provider": "openai"}, prompt="hi")  # [typeddict-item]
+"""
+
+
+def _mypy(tmp_path: Path, name: str, source: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / name).write_text(source, encoding="utf-8")
     mypy = Path(sys.executable).with_name("mypy")
-    done = subprocess.run(
-        [str(mypy), "--strict", "--no-incremental", "first.py"],
+    return subprocess.run(
+        [str(mypy), "--strict", "--no-incremental", "--no-error-summary", name],
         cwd=tmp_path,
         env={**os.environ, "MYPYPATH": str(ROOT)},  # the editable install's finder: the source
         capture_output=True,
@@ -39,7 +53,26 @@ def test_the_first_program_type_checks_with_mypy_strict(tmp_path: Path) -> None:
         timeout=600,
         check=False,
     )
+
+
+def test_the_first_program_type_checks_with_mypy_strict(tmp_path: Path) -> None:
+    done = _mypy(tmp_path, "first.py", first_program())
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_reports_each_misuse_of_the_typed_api(tmp_path: Path) -> None:
+    done = _mypy(tmp_path, "misuse.py", MISUSES)
+    reported = {
+        (int(line.split(":")[1]), line.rsplit("[", 1)[1].rstrip("]"))
+        for line in done.stdout.splitlines()
+        if ": error: " in line
+    }
+    expected = {
+        (n, line.rsplit("# [", 1)[1].rstrip("]"))
+        for n, line in enumerate(MISUSES.splitlines(), 1)
+        if "# [" in line
+    }
+    assert expected <= reported, done.stdout
 
 
 def test_the_first_program_runs_outside_the_checkout(tmp_path: Path) -> None:

@@ -981,7 +981,7 @@ def stream_text(
     tool_failures: Literal["to-caller", "to-model"] | str | NotGiven = NOT_GIVEN,
     execute: Execute | None = None,
     extra_params: Mapping[str, Any] | None = None,
-) -> TextStream:
+) -> TextStream[StreamEvent]:
     """
     Stream text deltas, tool calls and a finish event from a language model. The typed
     ``stream_text`` op: one keyword per field of its params (a field not given is not sent;
@@ -1180,7 +1180,7 @@ def async_stream_text(
     tool_failures: Literal["to-caller", "to-model"] | str | NotGiven = NOT_GIVEN,
     execute: AsyncExecute | None = None,
     extra_params: Mapping[str, Any] | None = None,
-) -> AsyncTextStream:
+) -> AsyncTextStream[StreamEvent]:
     """
     Stream text deltas, tool calls and a finish event from a language model. The typed
     ``stream_text`` op: one keyword per field of its params (a field not given is not sent;

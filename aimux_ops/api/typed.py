@@ -28,7 +28,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import orjson
 
@@ -65,6 +65,8 @@ __all__ = [
 
 T = TypeVar("T")
 ObjT = TypeVar("ObjT", bound="Obj")
+#: a stream's event type (``api._generated.StreamEvent``)
+EventT = TypeVar("EventT")
 
 #: tool name -> the function that runs it, sync or ``async`` (the asyncio API)
 AsyncExecute = Mapping[str, Callable[[Any], Any]]
@@ -164,6 +166,7 @@ EventClasses = Mapping[str, type[Obj]]
 
 
 def _event(classes: EventClasses, raw: dict[str, Any], error: BaseException | None = None) -> Any:
+    # the class of the event's type: an instance of the stream's event union
     return classes.get(str(raw.get("type")), UnknownEvent)(raw, error)
 
 
@@ -177,7 +180,7 @@ def run_call(op: str, params: dict[str, Any], execute: Execute | None = None) ->
     return result
 
 
-class TextStream:
+class TextStream(Generic[EventT]):
     """The typed events of a stream op, in order; a failure before the first event raises,
     a later one is an ``ErrorEvent`` whose ``error`` is the decoded exception (the last event).
     ``close()`` (or leaving a ``with`` block) cancels the stream."""
@@ -208,21 +211,23 @@ class TextStream:
             answering(handle, taken, execute, self._host) if execute else taken
         )
 
-    def __iter__(self) -> TextStream:
+    def __iter__(self) -> TextStream[EventT]:
         return self
 
-    def __next__(self) -> Any:
+    def __next__(self) -> EventT:
         raw = next(self._events)
-        if raw.get("type") == "error" and self._host is not None:
-            return _event(self._classes, raw, self._host.native(raw["error"]))
-        return _event(self._classes, raw)
+        error = (
+            self._host.native(raw["error"]) if raw.get("type") == "error" and self._host else None
+        )
+        event: EventT = _event(self._classes, raw, error)
+        return event
 
     def close(self) -> None:
         close = getattr(self._events, "close", None)
         if close is not None:
             close()
 
-    def __enter__(self) -> TextStream:
+    def __enter__(self) -> TextStream[EventT]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -289,9 +294,10 @@ async def async_run_call(
         if op not in HOST_TOOL_OPS:
             return run_to_result(op, params, execute)  # raises the clear error of a call op
         builder = ResultBuilder()
-        async with AsyncTextStream("stream_text", params, execute) as stream:
+        stream: AsyncTextStream[Obj] = AsyncTextStream("stream_text", params, execute)
+        async with stream:
             async for event in stream:
-                builder.add(event.raw)
+                builder.add(event.to_dict())
                 if event.raw.get("type") == "error":
                     raise event._decoded()
         return builder.result()
@@ -349,7 +355,7 @@ class _AsyncHost:
         return native_error(envelope, self.raised)
 
 
-class AsyncTextStream:
+class AsyncTextStream(Generic[EventT]):
     """The typed events of a stream op on the asyncio API (``async for``); a failure before
     the first event raises from the first ``__anext__``. Leaving ``async with``, ``aclose()``
     or a cancel of the awaiting task cancels the stream and the tools still running."""
@@ -421,10 +427,10 @@ class AsyncTextStream:
         for event in batch:
             self._batch.append(event if type(event) is dict else orjson.loads(event))
 
-    def __aiter__(self) -> AsyncTextStream:
+    def __aiter__(self) -> AsyncTextStream[EventT]:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> EventT:
         while not self._batch:
             if self._done:
                 await self.aclose()
@@ -434,12 +440,14 @@ class AsyncTextStream:
         kind = raw.get("type")
         if kind == "tool-call" and self._host is not None:
             self._host.start(raw)
+        error = None
         if kind == "error":
             self._done = True
             self._batch.clear()
             if self._host is not None:
-                return _event(self._classes, raw, self._host.native(raw["error"]))
-        return _event(self._classes, raw)
+                error = self._host.native(raw["error"])
+        event: EventT = _event(self._classes, raw, error)
+        return event
 
     def _cancel(self) -> None:
         """A cancel from the loop's thread: the stream (its read wakes) and its tools."""
@@ -462,7 +470,7 @@ class AsyncTextStream:
 
             stream_free(self._handle)  # never raises
 
-    async def __aenter__(self) -> AsyncTextStream:
+    async def __aenter__(self) -> AsyncTextStream[EventT]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

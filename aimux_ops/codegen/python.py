@@ -212,6 +212,7 @@ def _op_function(spec: Any, types_: _Types, asynchronous: bool) -> str:
     prefix = "async_" if asynchronous else ""
     if stream:
         returns = "AsyncTextStream" if asynchronous else "TextStream"
+        returns += f"[{result}]"
     else:
         returns = result
     out = f"{'async ' if asynchronous and not stream else ''}def {prefix}{spec.name}(\n    *,\n"
@@ -246,7 +247,8 @@ def _op_function(spec: Any, types_: _Types, asynchronous: bool) -> str:
     out += f"    params = given(extra_params, ({pairs}))\n"
     passed = ", execute" if tools else ""
     if stream:
-        run = f"return {returns}({spec.name!r}, params, execute, EVENT_CLASSES)"
+        stream_class = "AsyncTextStream" if asynchronous else "TextStream"
+        run = f"return {stream_class}({spec.name!r}, params, execute, EVENT_CLASSES)"
     elif asynchronous:
         run = f"return {result}(await async_run_call({spec.name!r}, params{passed}))"
     else:
