@@ -484,3 +484,21 @@ def test_generate_object_is_typed_sync_and_async() -> None:
     assert result.object == {"name": "Ada"} == again.object
     assert result.finish_reason == "stop" and result.usage.input_tokens == 3
     assert "schema" in json.dumps(sent["response_format"])  # the schema keyword reached the wire
+
+
+def test_the_typed_layer_loads_lazily_and_light() -> None:
+    """Cold start: ``import aimux_ops`` (what the shared library does) loads no typed module; the
+    sync typed API loads neither pydantic, the errors, nor asyncio (they come with their use)."""
+    import subprocess
+
+    probe = (
+        "import sys, aimux_ops\n"
+        "before = sorted(m for m in sys.modules if m.startswith('aimux_ops.api.'))\n"
+        "aimux_ops.generate_text, aimux_ops.stream_text\n"
+        "heavy = [m for m in ('pydantic', 'aimux_ops.errors', 'asyncio') if m in sys.modules]\n"
+        "print(before, heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "['aimux_ops.api._io', 'aimux_ops.api.calls'] []", done.stdout

@@ -5,9 +5,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Required, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
-from ..errors import AimuxError
 from .tools import Execute
 from .typed import (
     NOT_GIVEN,
@@ -23,6 +22,9 @@ from .typed import (
     wrap,
     wrap_list,
 )
+
+if TYPE_CHECKING:  # the errors load on the first failure (cold start)
+    from ..errors import AimuxError
 
 __all__ = [
     "CallWarning",

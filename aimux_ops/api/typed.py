@@ -21,7 +21,6 @@ nesting).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 import threading
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import orjson
 
+from .._lazy import LazyModule
 from .tools import (
     HOST_TOOL_OPS,
     Execute,
@@ -45,7 +45,11 @@ from .tools import (
 )
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ..errors import AimuxError
+else:
+    asyncio = LazyModule("asyncio", globals(), "asyncio")  # the sync API never loads it
 
 __all__ = [
     "NOT_GIVEN",

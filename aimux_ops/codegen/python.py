@@ -276,8 +276,7 @@ def render_module() -> str:
     out = HEADER + '"""The typed surface of the provider ops (``aimux_ops.codegen.python``)."""\n\n'
     out += "from __future__ import annotations\n\n"
     out += "from collections.abc import Mapping\n"
-    out += "from typing import Any, Literal, Required, TypedDict\n\n"
-    out += "from ..errors import AimuxError\n"
+    out += "from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict\n\n"
     out += "from .tools import Execute\n"
     out += "from .typed import (\n"
     for name in (
@@ -286,6 +285,8 @@ def render_module() -> str:
     ):  # fmt: skip
         out += f"    {name},\n"
     out += ")\n\n"
+    out += "if TYPE_CHECKING:  # the errors load on the first failure (cold start)\n"
+    out += "    from ..errors import AimuxError\n\n"
     exported = sorted(
         [*names_p.values(), *result_models, "StreamEvent", "EVENT_CLASSES", "UnknownEvent"]
         + [s.name for s in ops]
