@@ -272,7 +272,7 @@ class ReasoningOutput(Obj):
 
 
 class InputTokenDetails(Obj):
-    """InputTokenDetails."""
+    """``InputTokenDetails`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -290,7 +290,7 @@ class InputTokenDetails(Obj):
 
 
 class OutputTokenDetails(Obj):
-    """OutputTokenDetails."""
+    """``OutputTokenDetails`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -338,7 +338,7 @@ class Usage(Obj):
 
 
 class ToolCall(Obj):
-    """ToolCall."""
+    """``ToolCall`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -366,7 +366,7 @@ class ToolCall(Obj):
 
 
 class ResponseInfo(Obj):
-    """ResponseInfo."""
+    """``ResponseInfo`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -402,7 +402,7 @@ class ToolResultPart(Obj):
 
 
 class ToolErrorPart(Obj):
-    """ToolErrorPart."""
+    """``ToolErrorPart`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -492,7 +492,7 @@ class CallWarning(Obj):
 
 
 class GenerateTextResult(Obj):
-    """GenerateTextResult."""
+    """``GenerateTextResult`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -547,7 +547,7 @@ class GenerateTextResult(Obj):
 
 
 class GenerateObjectResult(Obj):
-    """GenerateObjectResult."""
+    """``GenerateObjectResult`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -583,7 +583,7 @@ class GenerateObjectResult(Obj):
 
 
 class TextDeltaEvent(Obj):
-    """TextDeltaEvent."""
+    """``TextDeltaEvent`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -597,7 +597,7 @@ class TextDeltaEvent(Obj):
 
 
 class ReasoningDeltaEvent(Obj):
-    """ReasoningDeltaEvent."""
+    """``ReasoningDeltaEvent`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -616,7 +616,7 @@ class ReasoningDeltaEvent(Obj):
 
 
 class ToolCallEvent(Obj):
-    """ToolCallEvent."""
+    """``ToolCallEvent`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -648,7 +648,7 @@ class ToolCallEvent(Obj):
 
 
 class ToolResultEvent(Obj):
-    """ToolResultEvent."""
+    """``ToolResultEvent`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -674,7 +674,7 @@ class ToolResultEvent(Obj):
 
 
 class ToolErrorEvent(Obj):
-    """ToolErrorEvent."""
+    """``ToolErrorEvent`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -745,7 +745,7 @@ class FinishStepEvent(Obj):
 
 
 class FinishEvent(Obj):
-    """FinishEvent."""
+    """``FinishEvent`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -776,7 +776,7 @@ class FinishEvent(Obj):
 
 
 class ErrorEvent(Obj):
-    """ErrorEvent."""
+    """``ErrorEvent`` as received (``.raw``)."""
 
     __slots__ = ()
 
@@ -786,7 +786,10 @@ class ErrorEvent(Obj):
 
     @property
     def error(self) -> AimuxError:
-        """The error envelope."""
+        """
+        The error, decoded as ``aimux_ops.decode_error`` gives it (``event["error"]``: its
+        envelope); with host tools, a tool's failure keeps the very exception it raised.
+        """
         return self._decoded()
 
 
