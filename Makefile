@@ -50,7 +50,8 @@ native: setup
 
 ## schema: regenerate everything derived from the catalogue and the op models (one generator,
 ## aimux_ops/codegen): schema/, native/aimux_codes.h, the shim's early-error table and packed-chain layout, the Go, Node
-## and Java generated code, the DESIGN.md catalogue table. All of it is committed.
+## and Java generated code, the typed Python API (aimux_ops/api/_generated.py), the DESIGN.md catalogue
+## table. All of it is committed.
 schema: setup
 	$(PY) -m aimux_ops.codegen --write
 

@@ -156,9 +156,18 @@ def test_transport_vector_python_chain() -> None:
     link: BaseException | None = err
     seen = []
     while link is not None:
-        seen.append(type(link).__name__)
+        seen.append(f"{type(link).__module__}.{type(link).__qualname__}")
         link = link.__cause__
-    assert seen == ["RetryError", "APICallError", "SourceError", "SourceError", "SourceError"]
+    # a source node's class is named as the original type (SourceError.named): a traceback
+    # prints httpx.ConnectError, not aimux_ops.errors._base.SourceError
+    assert seen == [
+        "aimux_ops.errors.aimux.RetryError",
+        "aimux_ops.errors.aimux.APICallError",
+        "httpx.ConnectError",
+        "httpcore.ConnectError",
+        "builtins.ConnectionRefusedError",
+    ]
+    assert isinstance(err.__cause__.__cause__, E.SourceError)  # type: ignore[union-attr]
 
 
 def test_decode_rejects_non_envelopes() -> None:

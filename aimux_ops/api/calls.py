@@ -15,7 +15,13 @@ from ._io import events, params_json
 if TYPE_CHECKING:
     from .tools import Execute
 
-__all__ = ["call", "stream"]
+__all__ = ["PY_API", "call", "stream"]
+
+#: How Python runs an op of each mode: what a wrong mode's message names (``dispatch.C_API``)
+PY_API = {
+    "call": "aimux_ops.call (typed: aimux_ops.generate_text, aimux_ops.generate_object)",
+    "stream": "aimux_ops.stream (typed: aimux_ops.stream_text)",
+}
 
 
 def call(op: str, params: Any = None, *, execute: Execute | None = None) -> Any:
@@ -29,7 +35,7 @@ def call(op: str, params: Any = None, *, execute: Execute | None = None) -> Any:
         return run_to_result(op, params, execute)
     from ..boundary.dispatch import call_json
 
-    result, envelope = call_json(op, params_json(params))
+    result, envelope = call_json(op, params_json(params), PY_API)
     if envelope is not None:
         from ..wire.envelope import decode_error
 
@@ -52,7 +58,7 @@ def stream(
         params = with_tools(params, execute)
     from ..boundary.dispatch import stream_free, stream_json, stream_next_objects
 
-    handle, envelope = stream_json(op, params_json(params))
+    handle, envelope = stream_json(op, params_json(params), api=PY_API)
     if envelope is not None:
         from ..wire.envelope import decode_error
 

@@ -23,10 +23,22 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Execute", "ToolResult", "answering", "run_to_result", "with_tools"]
+__all__ = [
+    "HOST_TOOL_OPS",
+    "Execute",
+    "ResultBuilder",
+    "ToolResult",
+    "answering",
+    "native_error",
+    "run_to_result",
+    "with_tools",
+]
 
 #: tool name -> the function that runs it (its argument: the tool's input, as JSON values)
 Execute = Mapping[str, Callable[[Any], Any]]
+
+#: the ops that take ``execute`` (host tools): the stream op, and the call op run over it
+HOST_TOOL_OPS = frozenset({"generate_text", "stream_text"})
 
 #: concurrent calls of one stream's tools
 _WORKERS = 8
@@ -109,14 +121,19 @@ class _Host:
             self.pool.shutdown(wait=False, cancel_futures=True)
 
     def native(self, envelope: dict[str, Any]) -> BaseException:
-        """The decoded error of an ``error`` event; a tool's failure keeps its own exception."""
-        from ..wire.envelope import decode_error
+        return native_error(envelope, self.raised)
 
-        err = decode_error(envelope)
-        call_id = (envelope.get("error") or {}).get("toolCallId")
-        if envelope.get("code") == 22 and call_id in self.raised:
-            err.__cause__ = self.raised[call_id]
-        return err
+
+def native_error(envelope: dict[str, Any], raised: Mapping[str, BaseException]) -> BaseException:
+    """The decoded error of an ``error`` event; a tool's failure keeps its own exception (the
+    one ``execute`` raised, by call id, in ``raised``)."""
+    from ..wire.envelope import decode_error
+
+    err = decode_error(envelope)
+    call_id = (envelope.get("error") or {}).get("toolCallId")
+    if envelope.get("code") == 22 and isinstance(call_id, str) and call_id in raised:
+        err.__cause__ = raised[call_id]
+    return err
 
 
 def answering(
@@ -157,14 +174,40 @@ def run_to_result(op: str, params: Any, execute: Execute) -> dict[str, Any]:
         raise decode_error(envelope)
     assert handle is not None
     host = _Host(handle, execute)
-    steps: list[dict[str, Any]] = []
-    step = _new_step()
+    builder = ResultBuilder()
     for event in answering(handle, events(handle, stream_next_objects, stream_free), execute, host):
+        builder.add(event)
+        if event.get("type") == "error":
+            raise host.native(event["error"])
+    return builder.result()
+
+
+class ResultBuilder:
+    """``generate_text``'s result put together from ``stream_text``'s events, as the AI SDK's
+    ``generateText`` gives it: ``text``, ``reasoningText`` / ``reasoning``, ``toolCalls`` and
+    ``toolResults`` of the last step, every step, ``usage`` summed (the finish event's),
+    ``warnings``."""
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, Any]] = []
+        self.step = _new_step()
+        self.reasoning: list[dict[str, Any]] = []
+        self.thinking = ""
+        self.finish: dict[str, Any] | None = None
+
+    def add(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
+        step = self.step
         if kind == "text-delta":
             step["text"] += event.get("text", "")
+        elif kind == "reasoning-delta":
+            self.thinking += event.get("text", "")
+            if event.get("providerMetadata") is not None:  # a block's end (its signature)
+                self._reasoned(event["providerMetadata"])
         elif kind == "tool-call":
-            step["toolCalls"].append(_call_of(event))
+            step["toolCalls"].append(
+                {k: v for k, v in event.items() if k != "type" and v is not None}
+            )
         elif kind == "tool-result":
             step["toolResults"].append({**_call_of(event), "output": event.get("output")})
         elif kind == "tool-error":
@@ -172,24 +215,48 @@ def run_to_result(op: str, params: Any, execute: Execute) -> dict[str, Any]:
         elif kind == "finish-step":
             for key in ("finishReason", "usage", "response"):
                 step[key] = event.get(key)
-            steps.append(step)
-            step = _new_step()
-        elif kind == "error":
-            raise host.native(event["error"])
+            self.steps.append(step)
+            self.step = _new_step()
         elif kind == "finish":
-            last = steps[-1] if steps else _new_step()
-            return {
-                "text": last["text"],
-                "finishReason": event.get("finishReason"),
-                "usage": event.get("usage"),
-                "toolCalls": last["toolCalls"],
-                "toolResults": last["toolResults"],
-                "response": event.get("response"),
-                "steps": steps,
-            }
-    from ..errors import AbortedError
+            if self.step["text"] or self.step["toolCalls"]:  # a stream without steps
+                for key in ("finishReason", "usage", "response"):
+                    self.step[key] = event.get(key)
+                self.steps.append(self.step)
+                self.step = _new_step()
+            self.finish = event
 
-    raise AbortedError("The call ended before its finish event.")
+    def _reasoned(self, metadata: Any = None) -> None:
+        if self.thinking or metadata is not None:
+            part: dict[str, Any] = {"type": "reasoning", "text": self.thinking}
+            if metadata is not None:
+                part["providerMetadata"] = metadata
+            self.reasoning.append(part)
+        self.thinking = ""
+
+    def result(self) -> dict[str, Any]:
+        """The result once the finish event came; an ``AbortedError`` when it never did."""
+        event = self.finish
+        if event is None:
+            from ..errors import AbortedError
+
+            raise AbortedError("The call ended before its finish event.")
+        self._reasoned()
+        last = self.steps[-1] if self.steps else _new_step()
+        out: dict[str, Any] = {
+            "text": last["text"],
+            "finishReason": event.get("finishReason"),
+            "usage": event.get("usage"),
+            "toolCalls": last["toolCalls"],
+            "toolResults": last["toolResults"],
+            "response": event.get("response"),
+            "steps": self.steps,
+        }
+        if self.reasoning:
+            out["reasoningText"] = "".join(p["text"] for p in self.reasoning)
+            out["reasoning"] = self.reasoning
+        if event.get("warnings") is not None:
+            out["warnings"] = event["warnings"]
+        return out
 
 
 def _new_step() -> dict[str, Any]:

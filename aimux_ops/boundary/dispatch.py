@@ -188,8 +188,14 @@ _ops_get = registry._OPS.get  # the registry's dicts: changed in place, never re
 _lazy = registry._LAZY
 
 
-def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
-    """The op ``op`` names; raises the error its call fails with (unknown op, wrong mode)."""
+#: How a caller runs an op of each mode, named in a wrong mode's message: the C ABI's names by
+#: default; a binding that calls in-process passes its own (the Python API: ``api.calls``).
+C_API = {"call": "aimux_call", "stream": "aimux_stream"}
+
+
+def _resolve(op: str | bytes | None, mode: str, api: dict[str, str] = C_API) -> OpSpec:
+    """The op ``op`` names; raises the error its call fails with (unknown op, wrong mode,
+    whose message names ``api``'s way to run it)."""
     if type(op) is str:
         name = op
     elif type(op) is bytes and op.isascii():  # a C caller's op: always decodes (no frame)
@@ -206,7 +212,9 @@ def _resolve(op: str | bytes | None, mode: str) -> OpSpec:
         shown = name[:200]
         raise errors.UnknownOpError(f"unknown op {shown!r}", op=shown, available_ops=_op_names())
     raise errors.WrongModeError(
-        f"op {name!r} is a {spec.mode} op; use aimux_{spec.mode}", op=name, expected=spec.mode
+        f"op {name!r} is a {spec.mode} op; use {api.get(spec.mode, spec.mode)}",
+        op=name,
+        expected=spec.mode,
     )
 
 
@@ -245,8 +253,11 @@ def _forget_stale_pure_results() -> None:
 _generation = registry.generation
 
 
-def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
-    """Run a call op: ``(result JSON, None)`` or ``(None, envelope JSON)``. Never raises."""
+def call_json(
+    op: str | bytes | None, params_json: bytes | str | None, api: dict[str, str] = C_API
+) -> Reply:
+    """Run a call op: ``(result JSON, None)`` or ``(None, envelope JSON)``. Never raises.
+    ``api``: the caller's names for running each mode (a wrong mode's message)."""
     try:
         if params_json is not None and len(params_json) <= _PURE_KEY_MAX:
             cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
@@ -257,7 +268,7 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
                 cached = _pure_results.get((op, params_json))  # type: ignore[arg-type]
                 if cached is not None:
                     return cached, None
-        spec = _resolve(op, "call")
+        spec = _resolve(op, "call", api)
         params = _validate(spec, params_json)
         result = _dump(spec.handler(params))
         if spec.pure and op is not None and params_json is not None:
@@ -277,11 +288,11 @@ def call_json(op: str | bytes | None, params_json: bytes | str | None) -> Reply:
 
 
 def _stream_op(
-    op: str | bytes | None, params_json: bytes | str | None
+    op: str | bytes | None, params_json: bytes | str | None, api: dict[str, str] = C_API
 ) -> tuple[StreamContext, Callable[[], Iterator[Any]]]:
     """The op's context and events (not started); raises what the op's name and params raise,
     before anything is registered."""
-    spec = _resolve(op, "stream")
+    spec = _resolve(op, "stream", api)
     params = _validate(spec, params_json)
     ctx = StreamContext(batches=True)
     return ctx, lambda: iter(spec.handler(params, ctx))
@@ -296,13 +307,21 @@ def open_stream(op: str | bytes | None, params_json: bytes | str | None) -> int:
 
 
 def stream_json(
-    op: str | bytes | None, params_json: bytes | str | None, native: bool = False
+    op: str | bytes | None,
+    params_json: bytes | str | None,
+    native: bool = False,
+    api: dict[str, str] = C_API,
+    on_open: Callable[[Callable[[], None]], None] | None = None,
 ) -> tuple[int | None, bytes | None]:
     """Open a stream op: ``(handle, None)`` or ``(None, envelope JSON)``. Never raises (but a
     host's ``KeyboardInterrupt``). ``native`` (``aimux_stream``): read through the C ABI, its
-    events in a C queue when libaimux runs this core."""
+    events in a C queue when libaimux runs this core. ``api``: as in ``call_json``.
+    ``on_open``: given the stream's cancel before the open starts (the open waits for the first
+    event, retries included: the asyncio API cancels it from its loop's thread)."""
     try:
-        ctx, events = _stream_op(op, params_json)
+        ctx, events = _stream_op(op, params_json, api)
+        if on_open is not None:
+            on_open(ctx.cancel)
         return _registry.open_here(ctx, events, queued=native), None
     except KeyboardInterrupt:
         raise

@@ -13,6 +13,7 @@ error catalogue in ``aimux_ops/errors/`` and the op registry):
   from a module cache, a vendor directory and with ``-trimpath``);
 - Node: ``bindings/node/src/generated/`` (error classes and op types, ``node.py``);
 - Java: ``bindings/java/src/generated/java/`` (``java.py``);
+- Python: the typed API, ``aimux_ops/api/_generated.py`` (``python.py``);
 - the catalogue table of ``docs/DESIGN.md`` (``docs.py``).
 
 Every output is committed; ``--check`` (``make check-schema``) fails when any differs. Output is
@@ -28,7 +29,7 @@ import orjson
 
 from ..errors import KIND_RANGES
 from ..ops.meta import build_manifest
-from . import c, docs, go, go_types, java, node
+from . import c, docs, go, go_types, java, node, python
 from . import schemas as schema_gen
 from ._model import Manifest
 
@@ -58,6 +59,7 @@ def generate(root: Path) -> dict[str, bytes]:
         go_types.render(m),
         node.render(m),
         java.render(m),
+        python.render(),
         docs.render(m, payloads, root),
     ):
         texts.update(rendered)

@@ -18,6 +18,7 @@ generated code read: one source of truth.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import math
 import re
@@ -465,6 +466,21 @@ class AimuxError(Exception):
         )
         return f"{type(self).__name__}({self.message!r}{', ' if shown else ''}{shown})"
 
+    @property
+    def status_code(self) -> int | None:
+        """The HTTP status of what failed, on whatever error was caught: a variant's own
+        ``statusCode`` field (``APICallError``, ``TimeoutError``) overrides this; any other
+        error gives the ``statusCode`` its envelope node carries, else (a ``RetryError``) its
+        last attempt's. The one place this rule is written for Python."""
+        extras = self.__dict__.get("_extra")
+        own = extras.get("statusCode") if extras else None
+        if isinstance(own, int) and not isinstance(own, bool):
+            return own
+        attempts = self._values.get("errors") if "errors" in self._field_names else None
+        last = attempts[-1] if attempts else None
+        status = getattr(last, "status_code", None)
+        return status if isinstance(status, int) else None
+
     # -- projection hooks -------------------------------------------------------------------
     @property
     def retryable(self) -> bool:
@@ -627,7 +643,14 @@ def dump_models(value: list[Any]) -> list[dict[str, Any]] | None:
 
 
 class SourceError(Exception):
-    """A decoded snapshot of an external exception (socket, decoder, file system, …)."""
+    """A decoded snapshot of an external exception (socket, decoder, file system, …).
+
+    A decoded node's class is ``SourceError.named(type)``: a subclass named as the original
+    (``ConnectionRefusedError``; ``java.io.IOException`` is ``IOException`` of module
+    ``java.io``), so a traceback prints the original type name. Where the name is a Python
+    builtin exception, the class is also that builtin's subclass: ``except
+    ConnectionRefusedError`` / ``isinstance`` match the snapshot as they would the original.
+    ``isinstance(e, SourceError)`` matches every snapshot; ``e.type`` is the name as sent."""
 
     def __init__(self, message: str, type: str | None = None) -> None:  # noqa: A002
         super().__init__(message)
@@ -640,6 +663,58 @@ class SourceError(Exception):
 
     def __repr__(self) -> str:
         return f"SourceError({self.message!r}, type={self.type!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a named class is found again by its type name, not by module and name (pickle, copy)
+        return (_source_error, (self.message, self.type), self.__dict__)
+
+    @staticmethod
+    def named(type_name: str | None) -> type[SourceError]:
+        """The class of a snapshot of ``type_name`` (the same class on every call: ``except
+        SourceError.named("java.io.IOException")`` matches); ``SourceError`` itself for no
+        name, or once ``_SOURCE_CLASSES_MAX`` names were made (the wire is untrusted)."""
+        if not type_name:
+            return SourceError
+        cls = _source_classes.get(type_name)
+        if cls is not None:
+            return cls
+        if len(_source_classes) >= _SOURCE_CLASSES_MAX or len(type_name) > 200:
+            return SourceError
+        return _source_classes.setdefault(type_name, _source_class(type_name))
+
+
+def _source_error(message: str, type_name: str | None) -> SourceError:
+    return SourceError.named(type_name)(message, type_name)
+
+
+#: the snapshot classes made so far, by type name (``SourceError.named``), and their bound
+_source_classes: dict[str, type[SourceError]] = {}
+_SOURCE_CLASSES_MAX = 512
+#: builtins a snapshot never derives from: raising or catching one means control flow
+_NOT_MIXED = frozenset({"StopIteration", "StopAsyncIteration"})
+
+
+def _source_class(type_name: str) -> type[SourceError]:
+    module, _, name = type_name.rpartition(".")
+    name = name or type_name
+    builtin = getattr(builtins, name, None)
+    bases: tuple[type, ...] = (SourceError,)
+    if (
+        not module
+        and isinstance(builtin, type)
+        and issubclass(builtin, Exception)
+        and name not in _NOT_MIXED
+    ):
+        bases = (SourceError, builtin)
+    namespace = {"__module__": module or "builtins", "__qualname__": name, "__doc__": None}
+    for candidate in (bases, (SourceError,)):
+        try:
+            cls = types.new_class(name, candidate, exec_body=lambda ns: ns.update(namespace))
+            cls("probe", type_name)  # a builtin whose constructor takes other arguments: not mixed
+            return typing.cast("type[SourceError]", cls)
+        except Exception:  # noqa: BLE001 - the plain subclass below always works
+            continue
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def catalogue() -> list[type[AimuxError]]:

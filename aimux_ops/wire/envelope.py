@@ -211,7 +211,8 @@ def _decode_node(node: dict[str, Any], depth: int) -> BaseException:
         exc.raw = node
     else:
         type_raw = node.get("type")
-        exc = SourceError(message, type_raw if isinstance(type_raw, str) else None)
+        type_name = type_raw if isinstance(type_raw, str) else None
+        exc = SourceError.named(type_name)(message, type_name)
         exc.raw = node
     cause = node.get("cause")
     if isinstance(cause, dict) and depth + 1 < _DECODE_MAX_DEPTH:
