@@ -469,17 +469,12 @@ class AimuxError(Exception):
     @property
     def status_code(self) -> int | None:
         """The HTTP status of what failed, on whatever error was caught: a variant's own
-        ``statusCode`` field (``APICallError``, ``TimeoutError``) overrides this; any other
-        error gives the ``statusCode`` its envelope node carries, else (a ``RetryError``) its
-        last attempt's. The one place this rule is written for Python."""
+        ``statusCode`` field (``APICallError``, ``TimeoutError``, ``RetryError``: its last
+        attempt's) overrides this; any other error gives the ``statusCode`` its envelope node
+        carries, else None."""
         extras = self.__dict__.get("_extra")
         own = extras.get("statusCode") if extras else None
-        if isinstance(own, int) and not isinstance(own, bool):
-            return own
-        attempts = self._values.get("errors") if "errors" in self._field_names else None
-        last = attempts[-1] if attempts else None
-        status = getattr(last, "status_code", None)
-        return status if isinstance(status, int) else None
+        return own if isinstance(own, int) and not isinstance(own, bool) else None
 
     # -- projection hooks -------------------------------------------------------------------
     @property
