@@ -1,6 +1,7 @@
 // A downstream C++ program on an installed libaimux, found with CMake find_package(aimux CONFIG)
-// (dist-tests): a replayed generate_text, then a failing call whose native cause chain must end in
-// ConnectionRefusedError. Usage: consumer <recording.jsonl>. Exit status 0 when both behave.
+// (dist-tests), the day-one program: a replayed generate_text, the same prompt streamed
+// (stream_text), then a failing call whose native cause chain must end in ConnectionRefusedError.
+// Usage: consumer <recording.jsonl>. Exit status 0 when all three behave.
 #include <aimux.hpp>
 
 #include <iostream>
@@ -24,6 +25,27 @@ int main(int argc, char **argv) {
         }
     } catch (const aimux::NativeError &e) {
         std::cout << "replay FAILED: " << e.json() << "\n";
+        ok = false;
+    }
+    try { // the same prompt streamed: text-delta events, then finish
+        std::string text, finish;
+        for (const std::string &event : aimux::Stream("stream_text", replay)) {
+            if (auto err = aimux::event_error(event)) throw *err;
+            const std::string key = R"("text":")";
+            const auto at = event.find(key);
+            if (event.find(R"("type":"text-delta")") != std::string::npos && at != std::string::npos)
+                text += event.substr(at + key.size(), event.find('"', at + key.size()) - at - key.size());
+            if (event.find(R"("type":"finish")") != std::string::npos)
+                finish = event.find(R"("stop")") != std::string::npos ? "stop" : "?";
+        }
+        if (text == "Hello!" && finish == "stop") {
+            std::cout << "stream ok: text-delta events \"" << text << "\", then finish (" << finish << ")\n";
+        } else {
+            std::cout << "stream FAILED: text \"" << text << "\", finish \"" << finish << "\"\n";
+            ok = false;
+        }
+    } catch (const aimux::NativeError &e) {
+        std::cout << "stream FAILED: " << e.json() << "\n";
         ok = false;
     }
     try {
