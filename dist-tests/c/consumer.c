@@ -13,13 +13,17 @@ int main(int argc, char **argv)
 {
     char params[4096], *result = NULL;
     int ok = 1;
-    if (argc < 2) { fprintf(stderr, "usage: consumer <recording.jsonl>\n"); return 2; }
+    if (argc < 2) {
+        fprintf(stderr, "usage: consumer <recording.jsonl>\n");
+        return 2;
+    }
     printf("libaimux ABI %u (header %d)\n", aimux_abi_version(), AIMUX_ABI_VERSION);
 
     snprintf(params, sizeof params,
              "{\"model\": {\"provider\": \"openai\", \"modelId\": \"gpt-4o-mini\","
              " \"baseURL\": \"http://127.0.0.1:1/v1\"}, \"prompt\": \"Say hello in one word.\","
-             " \"recording\": {\"mode\": \"replay\", \"path\": \"%s\"}}", argv[1]);
+             " \"recording\": {\"mode\": \"replay\", \"path\": \"%s\"}}",
+             argv[1]);
     aimux_error_t *err = aimux_call("generate_text", params, &result);
     if (err == NULL && strstr(result, "\"text\":\"Hello!\"") != NULL) {
         printf("replay ok: %s\n", result);
@@ -29,7 +33,9 @@ int main(int argc, char **argv)
         aimux_string_free(json);
         ok = 0;
     }
-    aimux_error_free(err); aimux_string_free(result); result = NULL;
+    aimux_error_free(err);
+    aimux_string_free(result);
+    result = NULL;
 
     /* the same prompt streamed (stream_text), replayed from the same recording */
     uint64_t stream = 0;
@@ -58,7 +64,8 @@ int main(int argc, char **argv)
     err = aimux_call("generate_text",
                      "{\"model\": {\"provider\": \"openai\", \"modelId\": \"gpt-4o-mini\","
                      " \"baseURL\": \"http://127.0.0.1:1/v1\", \"apiKey\": \"sk-test\"},"
-                     " \"prompt\": \"hi\", \"maxRetries\": 0}", &result);
+                     " \"prompt\": \"hi\", \"maxRetries\": 0}",
+                     &result);
     if (err == NULL) {
         printf("chain FAILED: unexpected success %s\n", result);
         ok = 0;
@@ -82,6 +89,7 @@ int main(int argc, char **argv)
         }
         aimux_string_free(last);
     }
-    aimux_error_free(err); aimux_string_free(result);
+    aimux_error_free(err);
+    aimux_string_free(result);
     return ok ? 0 : 1;
 }
