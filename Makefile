@@ -2,8 +2,8 @@
 #   make demo   sets everything up and runs the main job (native/examples/demo.c)
 #   make test   sets everything up and runs every test of every language
 #   make install PREFIX=/usr/local [DESTDIR=] [PYTHON=python3.11]   the library, headers,
-#               pkg-config and CMake files and the Python payload (README "Use it from your own
-#               project"); needs no venv
+#               pkg-config and CMake files, the Python payload and the interpreter runtime it
+#               carries (README "Use it from your own project"); needs no venv
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -139,11 +139,13 @@ test-asan: setup
 	  $(PY) -m pytest -q --capture=sys -p no:randomly -p no:cacheprovider --rootdir=$(CURDIR) \
 	  $(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
-## install: PREFIX (and DESTDIR) get include/, lib/libaimux.so.1, pkg-config, CMake and the payload
+## install: PREFIX (and DESTDIR) get include/, lib/libaimux.so.1, pkg-config, CMake, the payload
+## and the runtime (lib/aimux/runtime: libpython, its standard library and the libraries they load)
 install:
 	$(MAKE) -C native install PYTHON=$(PYTHON) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 
-## test-dist: the downstream-user test (dist-tests/run.sh: install, move, build and run outside)
+## test-dist: the downstream-user test (dist-tests/run.sh: install, move, build and run outside;
+## the C and C++ programs also in minimal Debian 12 and 13 roots, cached in ~/.cache/aimux-roots)
 test-dist: setup
 	@for tool in cmake pkg-config; do command -v $$tool >/dev/null || { echo "installing $$tool (Debian)"; \
 	  apt-get install -y $$tool || { apt-get update && apt-get install -y $$tool; }; }; done

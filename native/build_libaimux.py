@@ -11,10 +11,12 @@ cffi generate the module, which ``#include``s the shim, and compiles it with the
     python native/build_libaimux.py --noop --out native/build/libaimux_noop.so   # bench floor
     python native/build_libaimux.py --out DIR/libaimux.so.1 --soname libaimux.so.1 \
         --payload-rel aimux/python3.11          # an installable library (make install, the wheel)
+        [--runtime-rel aimux/runtime/lib]       # ... that finds the libpython it carries there
 
-The library links ``libpythonX.Y.so.1.0`` by its SONAME (with an rpath to the build interpreter's
-LIBDIR unless that is a system directory) and exports only the ``aimux_*`` symbols
-(``src/aimux.map``). Recorded at build time (so the library needs no environment variable):
+The library links ``libpythonX.Y.so.1.0`` by its SONAME, with an rpath to ``$ORIGIN/<runtime-rel>``
+when it carries its runtime (make install), else to the build interpreter's LIBDIR unless that is a
+system one, and exports only the ``aimux_*`` symbols (``src/aimux.map``). Recorded at build time
+(so the library needs no environment variable):
 - ``--payload-rel``: where its Python payload (aimux_ops and its dependencies) lies, relative to
   the library's own directory. Without it (a development build): the package paths of this
   interpreter (its site-packages, so the editable install's .pth files are processed, and the
@@ -60,6 +62,14 @@ def _system_libdir(libdir: str) -> bool:
     return os.path.normpath(libdir) in system
 
 
+def _rpath(libdir: str, runtime_rel: str | None) -> list[str]:
+    """Where the loader finds libpython: the runtime the installed tree carries (relative to the
+    library's own directory), else the build interpreter's LIBDIR unless the loader searches it."""
+    if runtime_rel:
+        return [f"-Wl,-rpath,$ORIGIN/{runtime_rel}", "-Wl,--enable-new-dtags"]
+    return [] if _system_libdir(libdir) else [f"-Wl,-rpath,{libdir}"]
+
+
 def build(
     out: Path,
     noop: bool,
@@ -69,6 +79,7 @@ def build(
     payload_rel: str | None = None,
     soname: str | None = None,
     workdir: Path | None = None,
+    runtime_rel: str | None = None,
 ) -> None:
     ffi = cffi.FFI()
     module = "_aimux_noop" if noop else "_aimux_cffi"
@@ -125,7 +136,7 @@ def build(
         str(out),
         f"-L{libdir}",
         f"-lpython{ldversion}",
-        *([] if _system_libdir(libdir) else [f"-Wl,-rpath,{libdir}"]),
+        *_rpath(libdir, runtime_rel),
         *([] if noop else [f"-Wl,--version-script={SRC / 'aimux.map'}"]),
         *([f"-Wl,-soname,{soname}"] if soname else []),
         "-ldl",
@@ -150,6 +161,10 @@ def main() -> None:
         help="the Python payload's directory relative to the library's (an installable build)",
     )
     ap.add_argument("--soname", help="the library's SONAME (libaimux.so.1 when installed)")
+    ap.add_argument(
+        "--runtime-rel",
+        help="libpython's directory relative to the library's (the runtime an install carries)",
+    )
     ap.add_argument("--workdir", type=Path, help="where the generated C goes (default: beside)")
     args = ap.parse_args()
     build(
@@ -161,6 +176,7 @@ def main() -> None:
         args.payload_rel,
         args.soname,
         args.workdir.resolve() if args.workdir else None,
+        args.runtime_rel,
     )
 
 

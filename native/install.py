@@ -11,6 +11,10 @@ can be moved after installation: pkg-config --define-prefix finds a moved aimux.
                                             (the Go binding: no DT_NEEDED, so no library is a 207)
     lib/cmake/aimux/aimuxConfig.cmake       imported target aimux::aimux (both headers)
     lib/cmake/aimux/aimuxConfigVersion.cmake
+    lib/aimux/runtime/                      the interpreter runtime (native/bundle_runtime.py):
+                                            lib/libpythonX.Y.so.1.0 (libaimux.so.1's RUNPATH
+                                            $ORIGIN/aimux/runtime/lib), lib/pythonX.Y/ (the
+                                            standard library), the shared libraries they load
     lib/aimux/pythonX.Y/                    the Python payload: aimux_ops (with its C extension,
                                             aimux_ops/_speedups/_cchunks*.so) and its dependencies,
                                             byte-compiled (__pycache__/*.cpython-XY.pyc)
@@ -143,6 +147,13 @@ def install(stage: Path, prefix: str, destdir: str) -> None:
         link.unlink()
     link.symlink_to("libaimux.so.1")
     print(f"  {link} -> libaimux.so.1")
+    runtime = lib / "aimux" / "runtime"
+    if runtime.exists():
+        shutil.rmtree(runtime)
+    shutil.copytree(
+        stage / "runtime", runtime, symlinks=True, ignore=shutil.ignore_patterns(".stamp")
+    )
+    print(f"  {runtime}/ (libpython{pyver}, its standard library and the libraries they load)")
     payload = lib / "aimux" / f"python{pyver}"
     if payload.exists():
         shutil.rmtree(payload)

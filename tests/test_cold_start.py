@@ -135,6 +135,7 @@ def test_install_byte_compiles_the_payload_without_naming_the_build(tmp_path: Pa
     (stage / "deps" / "somedep").mkdir(parents=True)
     (stage / "deps" / "somedep" / "__init__.py").write_text("VALUE = 42\n")
     (stage / "libaimux.so.1").write_bytes(b"not a real library")
+    (stage / "runtime" / "lib").mkdir(parents=True)  # the runtime it carries (bundle_runtime.py)
     destdir = tmp_path / "dest"
     prefix = "/opt/aimux-test-prefix"
     subprocess.run(

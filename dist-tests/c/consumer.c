@@ -1,7 +1,8 @@
 /* A downstream C program on an installed libaimux (dist-tests): no path of the checkout, no
- * environment variable. 1) a replayed generate_text; 2) a failing call (a closed loopback port)
- * whose native cause chain must end in ConnectionRefusedError.
- * Usage: consumer <recording.jsonl>. Exit status 0 when both behave. */
+ * environment variable (the day-one program). 1) a replayed generate_text; 2) the same prompt
+ * streamed (a replayed stream_text); 3) a failing call (a closed loopback port) whose native cause
+ * chain must end in ConnectionRefusedError.
+ * Usage: consumer <recording.jsonl>. Exit status 0 when all three behave. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,17 @@ int main(int argc, char **argv)
 {
     char params[4096], *result = NULL;
     int ok = 1;
-    if (argc < 2) { fprintf(stderr, "usage: consumer <recording.jsonl>\n"); return 2; }
+    if (argc < 2) {
+        fprintf(stderr, "usage: consumer <recording.jsonl>\n");
+        return 2;
+    }
     printf("libaimux ABI %u (header %d)\n", aimux_abi_version(), AIMUX_ABI_VERSION);
 
     snprintf(params, sizeof params,
              "{\"model\": {\"provider\": \"openai\", \"modelId\": \"gpt-4o-mini\","
              " \"baseURL\": \"http://127.0.0.1:1/v1\"}, \"prompt\": \"Say hello in one word.\","
-             " \"recording\": {\"mode\": \"replay\", \"path\": \"%s\"}}", argv[1]);
+             " \"recording\": {\"mode\": \"replay\", \"path\": \"%s\"}}",
+             argv[1]);
     aimux_error_t *err = aimux_call("generate_text", params, &result);
     if (err == NULL && strstr(result, "\"text\":\"Hello!\"") != NULL) {
         printf("replay ok: %s\n", result);
@@ -28,12 +33,39 @@ int main(int argc, char **argv)
         aimux_string_free(json);
         ok = 0;
     }
-    aimux_error_free(err); aimux_string_free(result); result = NULL;
+    aimux_error_free(err);
+    aimux_string_free(result);
+    result = NULL;
+
+    /* the same prompt streamed (stream_text), replayed from the same recording */
+    uint64_t stream = 0;
+    char text[256] = "", finish[64] = "";
+    err = aimux_stream("stream_text", params, &stream);
+    for (char *event = NULL; err == NULL; aimux_string_free(event)) {
+        err = aimux_stream_next(stream, &event);
+        if (err != NULL || event == NULL) break;
+        const char *at = strstr(event, "\"text\":\"");
+        if (strstr(event, "\"type\":\"text-delta\"") && at)
+            strncat(text, at + 8, strcspn(at + 8, "\""));
+        if (strstr(event, "\"type\":\"finish\""))
+            snprintf(finish, sizeof finish, "%s", strstr(event, "\"stop\"") ? "stop" : "?");
+    }
+    if (err == NULL && strcmp(text, "Hello!") == 0 && strcmp(finish, "stop") == 0) {
+        printf("stream ok: text-delta events \"%s\", then finish (%s)\n", text, finish);
+    } else {
+        char *json = err ? aimux_error_json(err) : NULL;
+        printf("stream FAILED: text \"%s\", finish \"%s\" %s\n", text, finish, json ? json : "");
+        aimux_string_free(json);
+        ok = 0;
+    }
+    aimux_error_free(err);
+    aimux_stream_free(stream);
 
     err = aimux_call("generate_text",
                      "{\"model\": {\"provider\": \"openai\", \"modelId\": \"gpt-4o-mini\","
                      " \"baseURL\": \"http://127.0.0.1:1/v1\", \"apiKey\": \"sk-test\"},"
-                     " \"prompt\": \"hi\", \"maxRetries\": 0}", &result);
+                     " \"prompt\": \"hi\", \"maxRetries\": 0}",
+                     &result);
     if (err == NULL) {
         printf("chain FAILED: unexpected success %s\n", result);
         ok = 0;
@@ -57,6 +89,7 @@ int main(int argc, char **argv)
         }
         aimux_string_free(last);
     }
-    aimux_error_free(err); aimux_string_free(result);
+    aimux_error_free(err);
+    aimux_string_free(result);
     return ok ? 0 : 1;
 }

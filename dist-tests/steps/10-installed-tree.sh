@@ -26,4 +26,20 @@ print(aimux_ops.__file__)
 print(c.load("_cchunks") is not None)')"
 [ "$(echo "$loaded" | head -1)" = "$payload/aimux_ops/__init__.py" ] || { echo "aimux_ops not from the payload: $loaded"; exit 1; }
 [ "$(echo "$loaded" | tail -1)" = "True" ] || { echo "the payload's C extension does not load: $loaded"; exit 1; }
+# the runtime it carries: libpython, the standard library, and every library any ELF in lib/aimux
+# needs but the C runtime's own (libc, libm, libgcc_s, ...) beside it, each found by a RUNPATH
+rt="$P/lib/aimux/runtime/lib"
+[ -f "$rt/libpython$pyver.so.1.0" ] && [ -f "$rt/python$pyver/os.py" ] && [ -d "$rt/python$pyver/lib-dynload" ] \
+  || { echo "no runtime (libpython$pyver, its standard library) under lib/aimux/runtime"; exit 1; }
+readelf -d "$P/lib/libaimux.so.1" | grep -qF '(RUNPATH)            Library runpath: [$ORIGIN/aimux/runtime/lib]' \
+  || { readelf -d "$P/lib/libaimux.so.1" | grep PATH; echo "libaimux.so.1 has no RUNPATH \$ORIGIN/aimux/runtime/lib"; exit 1; }
+missing=""
+while IFS= read -r elf; do
+  for need in $(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    [[ "$need" =~ ^(ld-linux[-_a-z0-9]*|lib(c|m|dl|pthread|rt|util|resolv|gcc_s|stdc\+\+))\.so ]] && continue
+    [ -n "$(find "$P/lib" -name "$need" -print -quit)" ] || missing+=" ${elf#$P/}:$need"
+  done
+done < <(find "$P/lib" -type f \( -name '*.so' -o -name '*.so.*' \))
+[ -z "$missing" ] || { echo "libraries the tree needs but does not carry:$missing"; exit 1; }
+echo "   runtime: $(du -sh --apparent-size "$P/lib/aimux/runtime" | cut -f1) (libpython$pyver, standard library, $(ls "$rt" | grep -c '^lib.*\.so') shared libraries); payload $(du -sh --apparent-size "$payload" | cut -f1)"
 echo "   layout ok; SONAME libaimux.so.1; $n symbols exported, all aimux_*; payload lib/aimux/python$pyver (C extension loads)"

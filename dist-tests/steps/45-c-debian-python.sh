@@ -1,4 +1,5 @@
-# make install with the system interpreter (Debian's /usr/bin/python3 and its libpython3.X), when
+# make install with the system interpreter (Debian's /usr/bin/python3 and its libpython3.X, which
+# the tree then carries), when
 # it differs from the one the other steps use and can build (shared libpython, Python.h, pip):
 # the same C consumer, from the moved prefix.
 set -euo pipefail
@@ -20,7 +21,9 @@ package)
   echo "   installed for $("$SYS" -c 'import sys; print(sys.executable, sys.version.split()[0])')" ;;
 run)
   mv installed prefix-moved
-  readelf -d prefix-moved/lib/libaimux.so.1 | grep -q RUNPATH && { echo "a system-Python build has an rpath"; exit 1; }
+  # it carries the system interpreter's runtime too (Debian's libpython3.X and standard library)
+  readelf -d prefix-moved/lib/libaimux.so.1 | grep -qF '(RUNPATH)            Library runpath: [$ORIGIN/aimux/runtime/lib]' \
+    || { readelf -d prefix-moved/lib/libaimux.so.1 | grep PATH; echo "no RUNPATH to the runtime it carries"; exit 1; }
   cp "$AIMUX_DIST_TESTS/c/consumer.c" .
   export PKG_CONFIG_PATH="$PWD/prefix-moved/lib/pkgconfig"
   cc -Wall -Werror consumer.c -o consumer $(pkg-config --define-prefix --cflags --libs aimux)
@@ -30,5 +33,7 @@ run)
   env -i LD_DEBUG=libs "$PWD/consumer" "$AIMUX_DIST_RECORDING" 2> ld.txt > /dev/null
   lp="$(grep -o 'calling init: [^ ]*libpython[^ ]*' ld.txt | head -1 | cut -d' ' -f3)"
   echo "   libpython loaded: $lp"
+  [ "$lp" = "$PWD/prefix-moved/lib/aimux/runtime/lib/libpython$("$SYS" -c 'import sys; print("%d.%d" % sys.version_info[:2])').so.1.0" ] \
+    || { echo "libpython not from the runtime the tree carries"; exit 1; }
   dist_check_consumer "C via pkg-config, built with $SYS" out.txt ;;
 esac
