@@ -40,10 +40,16 @@ final class JnaNative implements NativeBackend.Loader {
     @Override
     public NativeBackend openSystem(String soname) throws Native.LoadFailure {
         NativeLibrary process = NativeLibrary.getProcess();
-        long handle = process.getFunction("dlopen").invokeLong(new Object[] {utf8(soname), RTLD_LAZY});
+        Function dlopen = process.getFunction("dlopen");
+        // Between dlopen and reading dlerror's text nothing may link a native method (the JVM's dlsym would
+        // clear or free it): dlerror is looked up first and called as dlopen is, and the read is used once before.
+        Function dlerror = process.getFunction("dlerror");
+        Memory name = utf8(soname);
+        name.getString(0, "UTF-8");
+        long handle = dlopen.invokeLong(new Object[] {name, RTLD_LAZY});
         if (handle == 0) {
-            Pointer why = process.getFunction("dlerror").invokePointer(new Object[0]);
-            throw new IllegalArgumentException(why == null ? "dlopen failed" : why.getString(0, "UTF-8"));
+            long why = dlerror.invokeLong(new Object[0]);
+            throw new IllegalArgumentException(why == 0 ? "dlopen failed" : new Pointer(why).getString(0, "UTF-8"));
         }
         Path mapped = Native.mappedPath();
         return open(mapped.isAbsolute() ? mapped : Path.of(soname));
