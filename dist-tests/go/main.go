@@ -30,6 +30,26 @@ func main() {
 		panic(err)
 	}
 	fmt.Printf("text: %s\n", r.Text)
+	s, err := aimux.Stream(ctx, "stream_text", map[string]any{"model": model, "prompt": "Say hello in one word.",
+		"recording": map[string]any{"mode": "replay", "path": os.Args[1]}})
+	if err != nil {
+		fmt.Printf("stream error: %v\n", err)
+		os.Exit(3)
+	}
+	text, last := "", "none"
+	for s.Next() {
+		var ev struct{ Type, Text string }
+		if err := json.Unmarshal(s.Event(), &ev); err != nil {
+			panic(err)
+		}
+		text += ev.Text
+		last = ev.Type
+	}
+	if err := s.Err(); err != nil {
+		fmt.Printf("stream error: %v\n", err)
+	}
+	s.Close()
+	fmt.Printf("stream: %s (%s)\n", text, last)
 	failing := map[string]any{"model": map[string]any{"provider": "openai", "modelId": "gpt-4o-mini",
 		"baseURL": "http://127.0.0.1:1/v1", "apiKey": "sk-test"}, "prompt": "hi", "maxRetries": 1,
 		"retry": map[string]any{"initialDelayMs": 10}}

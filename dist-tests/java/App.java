@@ -4,6 +4,8 @@ import dev.aimux.Aimux;
 import dev.aimux.AimuxException;
 import dev.aimux.AimuxNode;
 import dev.aimux.AimuxSourceException;
+import dev.aimux.AimuxStream;
+import dev.aimux.StreamEvent;
 
 import java.util.Map;
 
@@ -15,6 +17,16 @@ public class App {
                     "recording", Map.of("mode", "replay", "path", args[0])));
             System.out.println("text: " + r.get("text"));
             System.out.println("library: " + Aimux.libraryPath());
+            StringBuilder text = new StringBuilder();
+            String last = "none";
+            try (AimuxStream s = Aimux.stream("stream_text", Map.of("model", model, "prompt", "Say hello in one word.",
+                    "recording", Map.of("mode", "replay", "path", args[0])))) {
+                for (StreamEvent ev : s) {
+                    ev.text().ifPresent(text::append);
+                    last = ev.type();
+                }
+            }
+            System.out.println("stream: " + text + " (" + last + ")");
         } catch (AimuxException e) {
             System.out.println("error: " + e.code() + " " + e.name() + ": " + e.getMessage());
             System.exit(3);

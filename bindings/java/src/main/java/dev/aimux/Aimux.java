@@ -19,9 +19,8 @@ import java.util.Map;
  *
  * Failures throw {@link AimuxException} (a generated subclass per variant) whose {@link
  * Throwable#getCause()} chain mirrors the envelope's native chain down to the OS error.
- * All methods are safe to call from any number of threads at once. The library is found at
- * {@code -Daimux.lib}, else {@code $AIMUX_LIB}, else {@code <repo>/native/build/libaimux.so}; the JVM
- * needs {@code --enable-native-access=ALL-UNNAMED}.
+ * All methods are safe to call from any number of threads at once. The library is found as
+ * {@code Native.locate} says (CONTRACT §3) and called through FFM on JDK 22+, JNA before; no JVM flag is needed.
  */
 public final class Aimux {
     private Aimux() {}

@@ -2,26 +2,17 @@ package dev.aimux;
 
 import dev.aimux.errors.AimuxManifest;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
-import java.lang.invoke.MethodHandle;
 import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-
 /**
- * The FFM downcalls into libaimux (native/aimux.h). Every {@code char *} and {@code aimux_error_t *}
- * the library hands over is freed here, exactly once, before the Java value leaves this class.
+ * The calls into libaimux (native/aimux.h), through the backend this JVM has ({@link NativeBackend}: FFM on
+ * JDK 22+, JNA on JDK 17-21), found the one way every binding finds it. Every {@code char *} and
+ * {@code aimux_error_t *} the library hands over is freed here, exactly once, before the Java value leaves
+ * this class.
  */
 final class Native {
     private Native() {}
@@ -42,75 +33,72 @@ final class Native {
         }
     }
 
-    /** A library that was found: where, and its symbols. */
-    record Found(Path path, SymbolLookup lookup) {}
+    /** A library that was found: where, and the backend bound to it. */
+    record Found(Path path, NativeBackend backend) {}
+
+    /** The FFM API is final from this JDK on; before it the binding calls C through JNA. */
+    static final int FFM_FEATURE = 22;
+
+    /** The backend of this JVM: FFM on JDK 22+, else JNA ({@code -Daimux.backend=jna|ffm} picks one). */
+    static NativeBackend.Loader loader() throws LoadFailure {
+        String pick = System.getProperty("aimux.backend", "");
+        boolean ffm = pick.isEmpty() ? Runtime.version().feature() >= FFM_FEATURE : pick.equals("ffm");
+        if (!pick.isEmpty() && !pick.equals("ffm") && !pick.equals("jna")) {
+            throw new LoadFailure("aimux: -Daimux.backend=" + pick + " is neither ffm nor jna. Fix: set it to one of them, "
+                    + "or unset it (FFM on JDK " + FFM_FEATURE + "+, JNA before)");
+        }
+        if (ffm) {
+            if (Runtime.version().feature() < FFM_FEATURE) {
+                throw new LoadFailure("aimux: -Daimux.backend=ffm needs JDK " + FFM_FEATURE + "+; this is JDK "
+                        + Runtime.version().feature() + ". Fix: unset it (JNA is used before JDK " + FFM_FEATURE + ")");
+            }
+            try {
+                return (NativeBackend.Loader) Class.forName("dev.aimux.FfmNative").getDeclaredConstructor().newInstance();
+            } catch (ReflectiveOperationException | LinkageError e) {
+                throw new LoadFailure("aimux: this jar has no FFM backend (dev.aimux.FfmNative): " + e
+                        + ". Fix: use a jar built by `make -C bindings/java` (JDK 22+)");
+            }
+        }
+        try {
+            return new JnaNative();
+        } catch (LinkageError e) {
+            throw new LoadFailure("aimux: on JDK " + Runtime.version().feature() + " the binding calls libaimux through "
+                    + "JNA (net.java.dev.jna:jna, a dependency of dev.aimux:aimux-ops), which cannot be used: " + e
+                    + ". Fix: put the jna jar on the class path (or module path), or run on JDK " + FFM_FEATURE + "+");
+        }
+    }
+
+    /** A library at {@code where} that lacks one of the contract's symbols. */
+    static LoadFailure missingSymbol(String where, String name) {
+        return new LoadFailure("aimux: " + where + " has no symbol " + name + ". " + FIX);
+    }
 
     /** Loaded on first use; the decoder alone never touches the library. */
     static final class Lib {
         static final Path PATH;
-        static final MethodHandle ABI_VERSION, CALL, STREAM, STREAM_NEXT, STREAM_CANCEL, STREAM_FREE,
-                ERROR_CODE, ERROR_MESSAGE, ERROR_JSON, ERROR_FREE, STRING_FREE;
-        /**
-         * Extensions (aimux.h, below the contract): {@code aimux_stream_next_batch} and {@code aimux_stream_poll},
-         * both null when the library lacks either (a stream then reads one event per {@code aimux_stream_next}).
-         */
-        static final MethodHandle STREAM_NEXT_BATCH, STREAM_POLL;
-        /** {@code aimux_stream_tool_result} (host tools), null when the library lacks it. */
-        static final MethodHandle STREAM_TOOL_RESULT;
+        /** The bound backend, or null when loading failed. */
+        static final NativeBackend C;
+        /** Which backend ({@code ffm} or {@code jna}), or null when none could be chosen. */
+        static final String BACKEND;
         /** Why loading failed (reported on every use, not only the first), or null. */
         private static final String FAILURE;
 
         static {
             Path path = null;
-            MethodHandle[] hs = new MethodHandle[11];
-            MethodHandle nextBatch = null;
-            MethodHandle poll = null;
-            MethodHandle toolResult = null;
+            NativeBackend c = null;
+            String backend = null;
             String failure = null;
             try {
-                Found found = locate();
+                NativeBackend.Loader loader = loader();
+                backend = loader.name();
+                Found found = locate(loader);
                 path = found.path();
-                Linker linker = Linker.nativeLinker();
-                SymbolLookup lib = found.lookup();
-                String[] names = {"aimux_abi_version", "aimux_call", "aimux_stream", "aimux_stream_next",
-                    "aimux_stream_cancel", "aimux_stream_free", "aimux_error_code", "aimux_error_message",
-                    "aimux_error_json", "aimux_error_free", "aimux_string_free"};
-                FunctionDescriptor[] fds = {
-                    FunctionDescriptor.of(JAVA_INT),
-                    FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, ADDRESS),
-                    FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, ADDRESS),
-                    FunctionDescriptor.of(ADDRESS, JAVA_LONG, ADDRESS),
-                    FunctionDescriptor.ofVoid(JAVA_LONG),
-                    FunctionDescriptor.ofVoid(JAVA_LONG),
-                    FunctionDescriptor.of(JAVA_INT, ADDRESS),
-                    FunctionDescriptor.of(ADDRESS, ADDRESS),
-                    FunctionDescriptor.of(ADDRESS, ADDRESS),
-                    FunctionDescriptor.ofVoid(ADDRESS),
-                    FunctionDescriptor.ofVoid(ADDRESS),
-                };
-                for (int i = 0; i < names.length; i++) {
-                    final String name = names[i];
-                    final Path p = path;
-                    MemorySegment sym = lib.find(name)
-                            .orElseThrow(() -> new LoadFailure("aimux: " + p + " has no symbol " + name + ". " + FIX));
-                    hs[i] = linker.downcallHandle(sym, fds[i]);
-                }
-                FunctionDescriptor batchFd = FunctionDescriptor.of(ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS);
-                var nb = lib.find("aimux_stream_next_batch");
-                var pl = lib.find("aimux_stream_poll");
-                if (nb.isPresent() && pl.isPresent()) {
-                    nextBatch = linker.downcallHandle(nb.get(), batchFd);
-                    poll = linker.downcallHandle(pl.get(), batchFd);
-                }
-                var tr = lib.find("aimux_stream_tool_result");
-                if (tr.isPresent()) {
-                    toolResult = linker.downcallHandle(tr.get(), FunctionDescriptor.of(ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
-                }
-                int abi = (int) hs[0].invokeExact();
+                int abi = found.backend().abiVersion();
                 if (abi != AimuxManifest.ABI_VERSION) {
                     throw new LoadFailure("aimux: " + path + " has ABI version " + abi + "; this binding was generated for "
                             + AimuxManifest.ABI_VERSION + ". Fix: install the libaimux that matches this jar, or set AIMUX_LIB to it");
                 }
+                c = found.backend();
             } catch (LoadFailure f) {
                 failure = f.getMessage();
             } catch (IllegalCallerException t) {
@@ -120,21 +108,9 @@ final class Native {
                 failure = "aimux: cannot use libaimux" + (path == null ? "" : " from " + path) + ": " + t + ". " + FIX;
             }
             PATH = path;
+            C = c;
+            BACKEND = backend;
             FAILURE = failure;
-            ABI_VERSION = hs[0];
-            CALL = hs[1];
-            STREAM = hs[2];
-            STREAM_NEXT = hs[3];
-            STREAM_CANCEL = hs[4];
-            STREAM_FREE = hs[5];
-            ERROR_CODE = hs[6];
-            ERROR_MESSAGE = hs[7];
-            ERROR_JSON = hs[8];
-            ERROR_FREE = hs[9];
-            STRING_FREE = hs[10];
-            STREAM_NEXT_BATCH = nextBatch;
-            STREAM_POLL = poll;
-            STREAM_TOOL_RESULT = toolResult;
         }
 
         /** Throws a fresh 207 RuntimeInitError (an AimuxException) if loading failed. */
@@ -153,7 +129,7 @@ final class Native {
      * {@code <repo>/native/build/libaimux.so}, found by walking up from where this class was loaded
      * (development only).
      */
-    static Found locate() throws LoadFailure {
+    static Found locate(NativeBackend.Loader loader) throws LoadFailure {
         String p = System.getProperty("aimux.lib");
         String from = "-Daimux.lib";
         if (p == null || p.isEmpty()) {
@@ -165,7 +141,7 @@ final class Native {
             String why = Files.isRegularFile(path) ? null : "no such file";
             if (why == null) {
                 try {
-                    return new Found(path, SymbolLookup.libraryLookup(path, Arena.global()));
+                    return new Found(path, loader.open(path));
                 } catch (IllegalArgumentException e) {
                     why = e.getMessage();
                 }
@@ -185,7 +161,7 @@ final class Native {
             Path cand = Path.of(dir, SONAME).toAbsolutePath();
             if (Files.isRegularFile(cand)) {
                 try {
-                    return new Found(cand, SymbolLookup.libraryLookup(cand, Arena.global()));
+                    return new Found(cand, loader.open(cand));
                 } catch (IllegalArgumentException e) {
                     jlpTried.add(cand + ": " + e.getMessage());
                 }
@@ -193,8 +169,8 @@ final class Native {
         }
         tried.add(SONAME + " in java.library.path=" + jlp + (jlpTried.isEmpty() ? " (not there)" : ": " + jlpTried));
         try {
-            SymbolLookup lookup = SymbolLookup.libraryLookup(SONAME, Arena.global());
-            return new Found(mappedPath(), lookup);
+            NativeBackend bound = loader.openSystem(SONAME);
+            return new Found(mappedPath(), bound);
         } catch (IllegalArgumentException e) {
             String ld = System.getenv("LD_LIBRARY_PATH");
             tried.add(SONAME + " through the system loader (LD_LIBRARY_PATH=" + (ld == null ? "" : ld)
@@ -206,7 +182,7 @@ final class Native {
                 tried.add("the jar's own " + Bundled.PLATFORM + " build (this jar carries none)");
             } else {
                 try {
-                    return new Found(bundled, SymbolLookup.libraryLookup(bundled, Arena.global()));
+                    return new Found(bundled, loader.open(bundled));
                 } catch (IllegalArgumentException e) {
                     tried.add("the jar's own build, extracted to " + bundled + ": " + e.getMessage());
                 }
@@ -217,7 +193,7 @@ final class Native {
         Path dev = inRepoBuild();
         if (dev != null) {
             try {
-                return new Found(dev, SymbolLookup.libraryLookup(dev, Arena.global()));
+                return new Found(dev, loader.open(dev));
             } catch (IllegalArgumentException e) {
                 tried.add("the in-repo build " + dev + ": " + e.getMessage());
             }
@@ -245,7 +221,7 @@ final class Native {
     }
 
     /** The file the system loader mapped for {@code libaimux.so.1} (from /proc/self/maps), else the SONAME. */
-    private static Path mappedPath() {
+    static Path mappedPath() {
         try (var lines = Files.lines(Path.of("/proc/self/maps"))) {
             return lines.map(l -> l.indexOf('/') >= 0 ? l.substring(l.indexOf('/')).trim() : "")
                     .filter(f -> !f.isEmpty() && Path.of(f).getFileName().toString().startsWith("libaimux.so"))
@@ -258,29 +234,22 @@ final class Native {
     // ---- strings and errors ------------------------------------------------------------------------
 
     /** Reads a library-owned C string and frees it (NULL -> null). */
-    static String takeString(MemorySegment s) {
-        if (s == null || s.equals(MemorySegment.NULL)) {
+    static String takeString(long s) {
+        if (s == 0) {
             return null;
         }
         try {
-            return s.reinterpret(Long.MAX_VALUE).getString(0, StandardCharsets.UTF_8);
+            return Lib.C.read(s);
         } finally {
-            stringFree(s);
-        }
-    }
-
-    private static void stringFree(MemorySegment s) {
-        try {
-            Lib.STRING_FREE.invokeExact(s);
-        } catch (Throwable t) {
-            throw rethrow(t);
+            Lib.C.stringFree(s);
         }
     }
 
     /** Turns a library-owned error into the decoded exception and frees it. */
-    static AimuxException takeError(MemorySegment err) {
+    static AimuxException takeError(long err) {
+        NativeBackend c = Lib.C;
         try {
-            String json = takeString((MemorySegment) Lib.ERROR_JSON.invokeExact(err));
+            String json = takeString(c.errorJson(err));
             if (json != null) {
                 try {
                     return AimuxDecoder.decode(json);
@@ -288,87 +257,61 @@ final class Native {
                     // fall through to the C accessors
                 }
             }
-            int code = (int) Lib.ERROR_CODE.invokeExact(err);
-            String msg = takeString((MemorySegment) Lib.ERROR_MESSAGE.invokeExact(err));
+            int code = c.errorCode(err);
+            String msg = takeString(c.errorMessage(err));
             return Envelopes.fromCodeAndMessage(code, msg);
-        } catch (Throwable t) {
-            throw rethrow(t);
         } finally {
-            try {
-                Lib.ERROR_FREE.invokeExact(err);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            c.errorFree(err);
         }
-    }
-
-    private static boolean isNull(MemorySegment s) {
-        return s.equals(MemorySegment.NULL);
-    }
-
-    /** A C string argument; Java null becomes NULL (the core answers 204). */
-    private static MemorySegment cstr(Arena arena, String s) {
-        return s == null ? MemorySegment.NULL : arena.allocateFrom(s, StandardCharsets.UTF_8);
     }
 
     // ---- calls ---------------------------------------------------------------------------------------
 
     static String call(String op, String params) {
         Lib.check();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
-            MemorySegment err = (MemorySegment) Lib.CALL.invokeExact(cstr(arena, op), cstr(arena, params), out);
-            if (!isNull(err)) {
-                throw takeError(err);
-            }
-            String result = takeString(out.get(ADDRESS, 0));
-            if (result == null) {
-                throw new IllegalStateException("aimux_call returned neither a result nor an error");
-            }
-            return result;
-        } catch (AimuxException | IllegalStateException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw rethrow(t);
+        long[] out = new long[1];
+        long err = Lib.C.call(op, params, out);
+        if (err != 0) {
+            takeString(out[0]); // NULL per the ABI; freed should a library ever set both
+            throw takeError(err);
         }
+        String result = takeString(out[0]);
+        if (result == null) {
+            throw new IllegalStateException("aimux_call returned neither a result nor an error");
+        }
+        return result;
     }
 
     static long stream(String op, String params) {
         Lib.check();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(JAVA_LONG);
-            MemorySegment err = (MemorySegment) Lib.STREAM.invokeExact(cstr(arena, op), cstr(arena, params), out);
-            if (!isNull(err)) {
-                throw takeError(err);
-            }
-            return out.get(JAVA_LONG, 0);
-        } catch (AimuxException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw rethrow(t);
+        long[] out = new long[1];
+        long err = Lib.C.stream(op, params, out);
+        if (err != 0) {
+            throw takeError(err);
         }
+        return out[0];
     }
 
     /** The next event's JSON, or null when the stream ended. */
     static String streamNext(long handle) {
         Lib.check();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
-            MemorySegment err = (MemorySegment) Lib.STREAM_NEXT.invokeExact(handle, out);
-            if (!isNull(err)) {
-                throw takeError(err);
-            }
-            return takeString(out.get(ADDRESS, 0));
-        } catch (AimuxException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw rethrow(t);
+        long[] out = new long[1];
+        long err = Lib.C.streamNext(handle, out);
+        if (err != 0) {
+            takeString(out[0]);
+            throw takeError(err);
         }
+        return takeString(out[0]);
     }
 
     /** Whether the loaded library has the batch reads ({@code aimux_stream_next_batch}, {@code aimux_stream_poll}). */
     static boolean batchesLoaded() {
-        return Lib.FAILURE == null && Lib.STREAM_NEXT_BATCH != null;
+        return Lib.FAILURE == null && Lib.C.hasBatches();
+    }
+
+    /** Which backend calls the library: {@code ffm} (JDK 22+) or {@code jna} (JDK 17-21); null if none could be chosen. */
+    static String backend() {
+        return Lib.BACKEND;
     }
 
     /** A batch of events: the JSON array text ({@code [e1,e2,...]}) or null, and whether no event follows it. */
@@ -380,72 +323,46 @@ final class Native {
      */
     static Batch streamBatch(long handle, long max, boolean blocking) {
         Lib.check();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
-            MemorySegment ended = arena.allocate(JAVA_INT);
-            MemorySegment err = blocking
-                    ? (MemorySegment) Lib.STREAM_NEXT_BATCH.invokeExact(handle, max, out, ended)
-                    : (MemorySegment) Lib.STREAM_POLL.invokeExact(handle, max, out, ended);
-            if (!isNull(err)) {
-                takeString(out.get(ADDRESS, 0)); // NULL per the ABI; freed should a library ever set both
-                throw takeError(err);
-            }
-            return new Batch(takeString(out.get(ADDRESS, 0)), ended.get(JAVA_INT, 0) != 0);
-        } catch (AimuxException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw rethrow(t);
+        long[] out = new long[1];
+        int[] ended = new int[1];
+        long err = Lib.C.streamBatch(handle, max, blocking, out, ended);
+        if (err != 0) {
+            takeString(out[0]); // NULL per the ABI; freed should a library ever set both
+            throw takeError(err);
         }
+        return new Batch(takeString(out[0]), ended[0] != 0);
     }
 
     /** Answers one host tool call ({@code aimux_stream_tool_result}); a refusal throws its AimuxException. */
     static void streamToolResult(long handle, String toolCallId, String answerJson) {
         Lib.check();
-        if (Lib.STREAM_TOOL_RESULT == null) {
+        if (!Lib.C.hasToolResult()) {
             throw Envelopes.local(dev.aimux.errors.AimuxErrorType.AIMUX_UNSUPPORTED_FUNCTIONALITY,
                     "the loaded libaimux has no aimux_stream_tool_result (host tools need a newer library)", null);
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment err = (MemorySegment) Lib.STREAM_TOOL_RESULT.invokeExact(handle,
-                    cstr(arena, toolCallId), cstr(arena, answerJson));
-            if (!isNull(err)) {
-                throw takeError(err);
-            }
-        } catch (AimuxException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw rethrow(t);
+        long err = Lib.C.streamToolResult(handle, toolCallId, answerJson);
+        if (err != 0) {
+            throw takeError(err);
         }
     }
 
     static void streamCancel(long handle) {
         Lib.check();
-        try {
-            Lib.STREAM_CANCEL.invokeExact(handle);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        Lib.C.streamCancel(handle);
     }
 
     static void streamFree(long handle) {
         Lib.check();
-        try {
-            Lib.STREAM_FREE.invokeExact(handle);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        Lib.C.streamFree(handle);
     }
 
     static int abiVersion() {
         Lib.check();
-        try {
-            return (int) Lib.ABI_VERSION.invokeExact();
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return Lib.C.abiVersion();
     }
 
-    private static RuntimeException rethrow(Throwable t) {
+    /** A Throwable out of a downcall, rethrown unchecked (RuntimeException and Error as they are). */
+    static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {
             throw r;
         }
@@ -454,5 +371,4 @@ final class Native {
         }
         throw new IllegalStateException(t);
     }
-
 }

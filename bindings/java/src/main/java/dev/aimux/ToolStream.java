@@ -13,7 +13,7 @@ import java.util.concurrent.Future;
 
 /**
  * A stream with host tools ({@link Aimux#stream(String, String, Map)}): an {@link AimuxStream} whose
- * {@code tool-call} events of the given tools start each call on its own virtual thread as the event is
+ * {@code tool-call} events of the given tools start each call on its own virtual thread (a platform thread before JDK 21) as the event is
  * handed out (a step's calls run concurrently); each outcome is answered to the stream through
  * {@code aimux_stream_tool_result}. {@link #cancel()} and {@link #close()} (and the end of the stream)
  * interrupt every running call. An {@code error} event of a tool's failure decodes
@@ -25,7 +25,7 @@ public final class ToolStream implements Iterator<StreamEvent>, Iterable<StreamE
 
     private final AimuxStream stream;
     private final Map<String, Tool> tools;
-    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
+    private final ExecutorService executor = newExecutor();
     private final Map<String, Future<?>> running = new ConcurrentHashMap<>();
     private final Map<String, Throwable> raised = new ConcurrentHashMap<>();
     private volatile boolean stopped;
@@ -76,6 +76,19 @@ public final class ToolStream implements Iterator<StreamEvent>, Iterable<StreamE
     public void close() {
         stopTools();
         stream.close();
+    }
+
+    /** A virtual thread per task (JDK 21+), else a daemon platform thread per task (JDK 17). */
+    private static ExecutorService newExecutor() {
+        try {
+            return (ExecutorService) Executors.class.getMethod("newVirtualThreadPerTaskExecutor").invoke(null);
+        } catch (ReflectiveOperationException noVirtualThreads) {
+            return Executors.newCachedThreadPool(task -> {
+                Thread t = new Thread(task, "aimux-tool");
+                t.setDaemon(true);
+                return t;
+            });
+        }
     }
 
     private void start(JsonNode call) {

@@ -138,7 +138,7 @@ class AimuxCallTest {
         String saved = System.getProperty("aimux.lib");
         System.setProperty("aimux.lib", "/nonexistent/libaimux.so");
         try {
-            Native.LoadFailure e = assertThrows(Native.LoadFailure.class, Native::locate);
+            Native.LoadFailure e = assertThrows(Native.LoadFailure.class, () -> Native.locate(Native.loader()));
             assertTrue(e.getMessage().contains("-Daimux.lib=/nonexistent/libaimux.so: no such file"), e.getMessage());
             assertTrue(e.getMessage().contains("Fix: "), e.getMessage());
         } finally {

@@ -81,6 +81,8 @@ class LoaderTest {
         assertTrue(out.startsWith("ERR 207 RuntimeInitError true aimux: cannot load libaimux. Tried: "), out);
         assertTrue(out.contains("libaimux.so.1 in java.library.path=" + dir.resolve("empty")), out);
         assertTrue(out.contains("libaimux.so.1 through the system loader (LD_LIBRARY_PATH="), out);
+        // the loader's own reason, which names the file (FFM's, or dlerror() under JNA)
+        assertTrue(out.matches("(?s).*the default directories\\): [^;]*libaimux\\.so\\.1[^;]*;.*"), out);
         assertTrue(!out.contains("in-repo build"), "a jar outside the checkout has no in-repo build: " + out);
         assertTrue(out.contains("Fix: install the library"), out);
     }

@@ -22,8 +22,8 @@ class StreamTest {
 
     @Test
     void cancelFromAnotherThreadWakesABlockedConsumer() throws Exception {
-        try (LocalServer server = new LocalServer(LocalServer.Mode.STREAM_THEN_HANG, 0);
-             ScheduledExecutorService other = Executors.newSingleThreadScheduledExecutor()) {
+        ScheduledExecutorService other = Executors.newSingleThreadScheduledExecutor(); // not AutoCloseable before JDK 21
+        try (LocalServer server = new LocalServer(LocalServer.Mode.STREAM_THEN_HANG, 0)) {
             AimuxStream s = Aimux.stream("stream_text", server.params(true));
             try (s) {
                 StreamEvent first = s.next();
@@ -45,6 +45,8 @@ class StreamTest {
             }
             s.close(); // idempotent
             s.cancel();
+        } finally {
+            other.shutdownNow();
         }
     }
 

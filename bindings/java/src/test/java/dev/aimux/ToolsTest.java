@@ -103,14 +103,14 @@ class ToolsTest {
         CountDownLatch started = new CountDownLatch(1);
         CountDownLatch interrupted = new CountDownLatch(1);
         try (ToolStream s = Aimux.stream("stream_text", params, Map.of("weather", blocking(started, interrupted, new AtomicBoolean())))) {
-            Thread.ofVirtual().start(() -> {
+            new Thread(() -> {
                 try {
                     started.await();
                 } catch (InterruptedException e) {
                     return;
                 }
                 s.cancel();
-            });
+            }).start();
             int after = 0;
             boolean sawCall = false;
             for (StreamEvent e : s) {
