@@ -211,3 +211,21 @@ def demo_replay_params() -> dict[str, Any]:
         "prompt": "Say hello in one word.",
         "recording": {"mode": "replay", "path": str(ROOT / "recordings" / "demo.jsonl")},
     }
+
+
+#: ``providerMetadata`` of the fault server's Anthropic "Hello!" answer (``mode=ok``): its raw
+#: usage, the cache writes and the stop sequence, as the AI SDK reports them
+ANTHROPIC_HELLO_METADATA = {
+    "anthropic": {
+        "usage": {
+            "input_tokens": 12,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": 2,
+            "service_tier": "standard",
+        },
+        "cacheCreationInputTokens": 0,
+        "stopSequence": None,
+    }
+}

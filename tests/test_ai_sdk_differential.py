@@ -240,6 +240,8 @@ class Case:
     redirect_elsewhere: str | None = None  # a 3xx whose location is on the other server
     extra: dict[str, Any] = field(default_factory=dict)
     provider: str = "openai"  # "openai" (Chat Completions) | "anthropic" (Messages API)
+    #: tools the provider runs: name → (the AI SDK's ``anthropic.tools`` factory, aimux's id)
+    provider_tools: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def _err(o: dict[str, Any]) -> dict[str, Any]:
@@ -1321,6 +1323,69 @@ def fixture_chunks(name: str, lines: slice = slice(None)) -> list[Any]:
     return [orjson.loads(line) for line in text.splitlines() if line.strip()][lines]
 
 
+#: the AI SDK's recorded answers with provider-run tools (web search, web fetch, code execution,
+#: tool search, MCP) and a compaction block, each as a stream and as a message
+PROVIDER_RUN_FIXTURES: dict[str, dict[str, Any]] = {
+    "anthropic-web-search-tool.1": {
+        "provider_tools": {"web_search": ("webSearch_20250305", "anthropic.web_search_20250305")}
+    },
+    "anthropic-web-fetch-tool.1": {
+        "provider_tools": {"web_fetch": ("webFetch_20250910", "anthropic.web_fetch_20250910")}
+    },
+    "anthropic-code-execution-20250825.1": {
+        "provider_tools": {
+            "code_execution": ("codeExecution_20250825", "anthropic.code_execution_20250825")
+        }
+    },
+    "anthropic-tool-search-regex.1": {
+        "lines": slice(0, 32),  # its first message
+        "tools": True,
+        "provider_tools": {
+            "tool_search_tool_regex": (
+                "toolSearchRegex_20251119",
+                "anthropic.tool_search_regex_20251119",
+            )
+        },
+    },
+    # the AI SDK reports an MCP call's input as the block's start gave it ({}), not as it streamed
+    "anthropic-mcp.1": {
+        "stream": {
+            "expect": "better:provider-run-input",
+            "check": lambda o: o["toolCalls"][0]["input"] == {"message": "hello world"},
+        }
+    },
+    "anthropic-compaction.1": {},
+}
+
+
+#: OpenAI's web search annotations
+URL_CITATIONS = [
+    {
+        "type": "url_citation",
+        "url_citation": {
+            "start_index": 0,
+            "end_index": 3,
+            "url": "https://example.com/docs",
+            "title": "Docs",
+        },
+    },
+    {
+        "type": "url_citation",
+        "url_citation": {
+            "start_index": 4,
+            "end_index": 8,
+            "url": "https://example.com/2",
+            "title": "Two",
+        },
+    },
+]
+
+
+def fixture_message(name: str) -> Any:
+    """A recorded non-stream answer of the AI SDK's repository (``<name>.json``)."""
+    return orjson.loads((FIXTURES / f"{name}.json").read_bytes())
+
+
 def anthropic_stream(chunks: list[Any], encoding: str | None = None) -> Reply:
     """Messages API events as the real API writes them: ``event: <type>`` then ``data: <json>``
     (compact), one write per event; ``encoding``: compressed as it sends them."""
@@ -1450,6 +1515,43 @@ REAL_STREAMS: list[Case] = [
         fixture_chunks("anthropic-programmatic-tool-calling.1", slice(167, 169)),
         tools=True,
     ),
+    # provider-run tools, sources, citations and compaction: stream (plain and gzip) and the
+    # same answer's non-stream message
+    *(
+        case
+        for fx, how in PROVIDER_RUN_FIXTURES.items()
+        for case in (
+            *A(
+                f"fx-{fx}",
+                fixture_chunks(fx, how.get("lines", slice(None))),
+                tools=how.get("tools", False),
+                provider_tools=how.get("provider_tools", {}),
+                **how.get("stream", {}),
+            ),
+            Case(
+                f"fx-{fx}-gen",
+                "gen",
+                [J(fixture_message(fx))],
+                provider="anthropic",
+                tools=how.get("tools", False),
+                provider_tools=how.get("provider_tools", {}),
+            ),
+        )
+    ),
+    G(
+        "g-openai-url-citations",
+        J(completion({"content": "See the docs.", "annotations": URL_CITATIONS})),
+    ),
+    S(
+        "s-openai-url-citations",
+        E(
+            [
+                ch({"role": "assistant", "content": "See"}),
+                ch({"content": " the docs.", "annotations": URL_CITATIONS[:1]}),
+                ch({"annotations": URL_CITATIONS[1:]}, "stop"),
+            ]
+        ),
+    ),
     Case(
         "fx-anthropic-text-deflate",
         "stream",
@@ -1570,7 +1672,7 @@ SCRIPT = r"""
 import { readFileSync } from 'node:fs';
 import { generateText, streamText, tool, jsonSchema } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
-import { createAnthropic } from '@ai-sdk/anthropic';
+import { createAnthropic, anthropic } from '@ai-sdk/anthropic';
 const cases = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const KEY = process.env.KEY;
 const tools = Object.fromEntries(JSON.parse(process.env.TOOLS).map(
@@ -1586,21 +1688,32 @@ function summary(e) {
 const u = x => x == null ? null : [x.inputTokens ?? null, x.outputTokens ?? null,
                                    x.totalTokens ?? null];
 const call = p => ({ id: p.toolCallId, name: p.toolName, input: p.input,
-                     invalid: p.invalid === true });
+                     invalid: p.invalid === true, ran: p.providerExecuted === true });
+const source = p => [p.sourceType, p.url ?? null, p.title ?? null, p.mediaType ?? null];
+const ranResult = p => [p.toolCallId, p.toolName, p.type === 'tool-error'];
 for (const c of cases) {
   const model = c.provider === 'anthropic'
     ? createAnthropic({ baseURL: c.url, apiKey: KEY })(c.modelId)
     : createOpenAI({ baseURL: c.url, apiKey: KEY }).chat(c.modelId);
+  const ran = Object.fromEntries(Object.entries(c.providerTools).map(
+    ([name, [factory]]) => [name, anthropic.tools[factory]({})]));
+  const all = { ...(c.tools ? tools : {}), ...ran };
   const common = { model, prompt: 'hi', maxRetries: c.maxRetries,
-    tools: c.tools ? tools : undefined,
+    tools: Object.keys(all).length ? all : undefined,
     abortSignal: c.timeoutMs ? AbortSignal.timeout(c.timeoutMs) : undefined };
   const out = { name: c.name, text: '', finishReason: null, usage: null, toolCalls: [],
-                response: null, error: null };
+                response: null, error: null, sources: [], ranResults: [] };
+  const take = p => {
+    if (p.type === 'source') out.sources.push(source(p));
+    else if ((p.type === 'tool-result' || p.type === 'tool-error') && p.providerExecuted)
+      out.ranResults.push(ranResult(p));
+  };
   if (c.kind === 'gen') {
     try {
       const r = await generateText(common);
       out.text = r.text; out.finishReason = r.finishReason; out.usage = u(r.usage);
       out.toolCalls = r.content.filter(p => p.type === 'tool-call').map(call);
+      r.content.forEach(take);
       out.response = { id: r.response?.id ?? null, modelId: r.response?.modelId ?? null };
     } catch (e) { out.error = summary(e); }
   } else {
@@ -1609,6 +1722,8 @@ for (const c of cases) {
       for await (const p of r.fullStream) {
         if (p.type === 'text-delta') { if (!out.error) out.text += p.text; }
         else if (p.type === 'tool-call') out.toolCalls.push(call(p));
+        else if (p.type === 'source' || p.type === 'tool-result' || p.type === 'tool-error')
+          take(p);
         else if (p.type === 'error') { if (!out.error) out.error = summary(p.error); }
         else if (p.type === 'finish') { out.finishReason = p.finishReason;
                                         out.usage = u(p.totalUsage); }
@@ -1677,6 +1792,7 @@ def theirs(
             "timeoutMs": c.timeout_ms,
             "provider": c.provider,
             "modelId": _model_id(c),
+            "providerTools": c.provider_tools,
         }
         for c in CASES
     ]
@@ -1721,7 +1837,20 @@ def _call_out(c: dict[str, Any]) -> dict[str, Any]:
         "name": c["toolName"],
         "input": c.get("input"),
         "invalid": bool(c.get("invalid")),
+        "ran": bool(c.get("providerExecuted")),
     }
+
+
+def _take(out: dict[str, Any], part: dict[str, Any]) -> None:
+    """A source or a provider-run tool's result, as the peer's script collects them."""
+    if part["type"] == "source":
+        out["sources"].append(
+            [part["sourceType"], part.get("url"), part.get("title"), part.get("mediaType")]
+        )
+    elif part["type"] in ("tool-result", "tool-error") and part.get("providerExecuted"):
+        out["ranResults"].append(
+            [part["toolCallId"], part["toolName"], part["type"] == "tool-error"]
+        )
 
 
 def _model_id(case: Case) -> str:
@@ -1744,6 +1873,8 @@ def ours(srv: Servers, case: Case) -> dict[str, Any]:
         p["timeoutMs"] = case.timeout_ms
     if case.tools:
         p["tools"] = {n: {"description": n, "inputSchema": {"type": "object"}} for n in TOOL_NAMES}
+    for name, (_factory, tool_id) in case.provider_tools.items():
+        p.setdefault("tools", {})[name] = {"type": "provider", "id": tool_id}
     out: dict[str, Any] = {
         "text": "",
         "finishReason": None,
@@ -1751,6 +1882,8 @@ def ours(srv: Servers, case: Case) -> dict[str, Any]:
         "toolCalls": [],
         "response": None,
         "error": None,
+        "sources": [],
+        "ranResults": [],
     }
     env: dict[str, Any] | None = None
     if case.kind == "gen":
@@ -1767,6 +1900,8 @@ def ours(srv: Servers, case: Case) -> dict[str, Any]:
                 toolCalls=[_call_out(c) for c in r["toolCalls"]],
                 response=r["response"],
             )
+            for part in r.get("content") or ():
+                _take(out, part)
     else:
         handle, raw_env = stream_json("stream_text", orjson.dumps(p))
         if handle is None:
@@ -1783,6 +1918,8 @@ def ours(srv: Servers, case: Case) -> dict[str, Any]:
                         out["text"] += e["text"]
                     elif e["type"] == "tool-call":
                         out["toolCalls"].append(_call_out(e))
+                    elif e["type"] in ("source", "tool-result", "tool-error"):
+                        _take(out, e)
                     elif e["type"] == "error":
                         env = e["error"]
                     elif e["type"] == "finish":
@@ -1839,9 +1976,14 @@ def comparable(o: dict[str, Any], case: Case) -> dict[str, Any]:
             "input": _norm_input(c["input"]),
             "invalid": c["invalid"],
             **({"id": c["id"]} if case.ids else {}),
+            **({"ran": True} if c.get("ran") else {}),
         }
         for c in o["toolCalls"]
     ]
+    if o.get("sources"):
+        out["sources"] = o["sources"]
+    if o.get("ranResults"):
+        out["ranResults"] = o["ranResults"]
     return out
 
 
@@ -1861,6 +2003,27 @@ def _design_keys() -> set[str]:
         for line in text.splitlines()
         if line.startswith("| `") and line.count("`") >= 2
     }
+
+
+def _difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """The keys the two outcomes disagree on, each value cut to a readable length."""
+    lines = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, list) and isinstance(y, list) and x != y:
+            at = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), None)
+            if at is None:
+                at = min(len(x), len(y))
+            x, y = (
+                [f"{len(x)} items; at [{at}]:", *x[at : at + 1]],
+                [f"{len(y)} items", *y[at : at + 1]],
+            )
+        if a.get(key) != b.get(key):
+            a, b = {**a, key: x}, {**b, key: y}
+            lines.append(
+                f"{key}:\n  ours:   {str(a.get(key))[:600]}\n  theirs: {str(b.get(key))[:600]}"
+            )
+    return "\n" + "\n".join(lines)
 
 
 TALLY: dict[str, int] = {"same": 0, "better": 0, "differs": 0}
@@ -1886,7 +2049,7 @@ def test_against_the_ai_sdk(
         a["elsewhere"], b["elsewhere"] = mine["elsewhere"], their.get("elsewhere")
     if case.expect == "same":
         assert _response_agrees(mine, their), (mine, their)
-        assert a == b, f"\nours:   {a}\ntheirs: {b}"
+        assert a == b, _difference(a, b)
         TALLY["same"] += 1
         return
     kind, _, key = case.expect.partition(":")

@@ -396,6 +396,7 @@ def test_the_c_reader_hands_back_everything_else(data: bytes, parsed: bool) -> N
         {"content": "x", "role": "assistant"},
         {"content": "x", "reasoning_content": None},
         {"content": "x", "reasoning_content": "", "reasoning": None},
+        {"content": "x", "annotations": []},
         {"content": "x", "refusal": None, "tool_calls": None},
         {"content": "x", "refusal": "", "tool_calls": []},
         {"content": "x", "refusal": False, "tool_calls": {}, "function_call": {"name": "f"}},
@@ -718,41 +719,30 @@ def test_the_c_reader_takes_anthropic_text_deltas() -> None:
 
 
 @pytest.mark.skipif(_CCHUNKS is None, reason="the C reader is off (AIMUX_PURE_PYTHON)")
-def test_the_c_reader_takes_the_deltas_the_python_loop_ignores() -> None:
-    """Citation deltas (any "type" str but text_delta, input_json_delta and the reasoning
-    deltas) append nothing in Python: they are taken in C; thinking and signature deltas (the
-    reasoning events), an input_json_delta without the stream's tool state, and a delta type of
-    another JSON type, are handed back."""
+def test_the_c_reader_hands_back_every_delta_but_text_and_tool_input() -> None:
+    """Text deltas (and, with the stream's tool state, input_json_delta) are read in C; every
+    other delta — reasoning, signature, citations (sources), compaction, an unknown type, a type
+    of another JSON type — and an input_json_delta without the tool state is handed back."""
 
     def delta(body: Any) -> bytes:
         return orjson.dumps({"type": "content_block_delta", "index": 0, "delta": body})
 
-    ignored = [
-        delta({"type": "citations_delta", "citation": {"type": "x"}}),
-        delta({"type": ""}),
-        delta({"type": "text_delta", "text": "t"}),
-    ]
-    out: list[dict[str, Any]] = []
-    assert _CCHUNKS.read_anthropic(ignored, out, orjson.loads, 0) == (3, _CCHUNKS.UNPARSED)
-    assert out == [{"type": "text-delta", "text": "t"}]
-    for reasoning in (
+    text = delta({"type": "text_delta", "text": "t"})
+    for other in (
         {"type": "thinking_delta", "thinking": "hm"},
         {"type": "signature_delta", "signature": "s"},
-    ):
-        out = []
-        got = _CCHUNKS.read_anthropic([ignored[2], delta(reasoning)], out, orjson.loads, 0)
-        assert got == (1, orjson.loads(delta(reasoning))) and out == [
-            {"type": "text-delta", "text": "t"}
-        ]
-    for odd in (
+        {"type": "citations_delta", "citation": {"type": "x"}},
+        {"type": "compaction_delta", "content": "summary"},
+        {"type": ""},
         {"type": "input_json_delta", "partial_json": "{"},
         {"type": 1},
         {"type": None},
         {"thinking": "no type"},
     ):
-        out = []
-        got = _CCHUNKS.read_anthropic([ignored[0], delta(odd)], out, orjson.loads, 0)
-        assert got == (1, orjson.loads(delta(odd))) and out == []
+        out: list[dict[str, Any]] = []
+        got = _CCHUNKS.read_anthropic([text, delta(other)], out, orjson.loads, 0)
+        assert got == (1, orjson.loads(delta(other))), other
+        assert out == [{"type": "text-delta", "text": "t"}]
 
 
 def data_of(frame: bytes) -> bytes:
@@ -1008,11 +998,12 @@ def test_random_anthropic_frames_read_the_same(srv: ScenarioServer, monkeypatch:
         {"content": "x", "reasoning_content": "why"},
         {"content": "x", "reasoning": "why"},
         {"content": "x", "role": "assistant", "reasoning_content": "why"},
+        {"content": "x", "annotations": [{"type": "url_citation", "url_citation": {"url": "u"}}]},
     ],
 )
 def test_the_c_reader_hands_back_a_text_delta_with_reasoning(delta: dict[str, Any]) -> None:
-    """A chunk whose delta holds reasoning beside its text is the Python loop's (its
-    reasoning-delta event), never read as plain text in C."""
+    """A chunk whose delta holds reasoning or annotations (sources) beside its text is the
+    Python loop's (its reasoning-delta / source event), never read as plain text in C."""
     datas = [_d(text("p")), _d(chunk(delta))]
     index, parsed, out = _fast(datas)
     assert index == 1 and parsed == orjson.loads(datas[1])

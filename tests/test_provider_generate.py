@@ -62,6 +62,7 @@ def test_generate_text_result_and_request_body(server: FaultServer) -> None:
     assert env is None
     assert result == {
         "text": "Hello!",
+        "content": [{"type": "text", "text": "Hello!"}],
         "finishReason": "stop",
         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
         "toolCalls": [],

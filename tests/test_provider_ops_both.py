@@ -18,6 +18,7 @@ import orjson
 import pytest
 from fault_server import ANTHROPIC_MSG_ID, ANTHROPIC_REQUEST_ID, FaultServer
 from helpers import (
+    ANTHROPIC_HELLO_METADATA,
     CANARY,
     assert_no_canary,
     closed_port,
@@ -118,13 +119,21 @@ def test_generate_text_result(server: FaultServer, provider: str) -> None:
         "generate_text",
         params(server, provider, system="Be brief.", maxOutputTokens=20, temperature=0.5),
     )
+    metadata = result.pop("providerMetadata", None)
     assert result == {
         "text": "Hello!",
+        "content": [{"type": "text", "text": "Hello!"}],
         "finishReason": "stop",
         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
         "toolCalls": [],
         "response": {"id": WIRE[provider]["id"], "modelId": WIRE[provider]["model"]},
     }
+    # Anthropic's raw usage and stop sequence (the AI SDK's providerMetadata); none for OpenAI
+    if provider == "anthropic":
+        assert metadata["anthropic"]["usage"]["input_tokens"] == 12
+        assert metadata["anthropic"]["stopSequence"] is None
+    else:
+        assert metadata is None
     assert server.paths[-1] == WIRE[provider]["path"]
     assert "Be brief." in orjson.dumps(server.bodies[-1]).decode()
 
@@ -350,15 +359,18 @@ def test_generate_object_failures(
 
 
 def test_happy_stream(server: FaultServer, provider: str) -> None:
+    finish: dict[str, Any] = {
+        "type": "finish",
+        "finishReason": "stop",
+        "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
+        "response": {"id": WIRE[provider]["id"], "modelId": WIRE[provider]["model"]},
+    }
+    if provider == "anthropic":
+        finish["providerMetadata"] = ANTHROPIC_HELLO_METADATA
     assert events_of(params(server, provider)) == [
         {"type": "text-delta", "text": "Hel"},
         {"type": "text-delta", "text": "lo!"},
-        {
-            "type": "finish",
-            "finishReason": "stop",
-            "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
-            "response": {"id": WIRE[provider]["id"], "modelId": WIRE[provider]["model"]},
-        },
+        finish,
     ]
     assert server.bodies[-1]["stream"] is True
 
@@ -552,13 +564,28 @@ def test_error_frame_before_the_first_event_is_retried(server: FaultServer, prov
 def test_anthropic_blocks_the_ops_do_not_report(server: FaultServer) -> None:
     """A thinking block (with its signature) and a server tool's blocks (its streamed input
     included) before the text: the thinking is the reasoning (its signature kept), the server
-    tool's blocks are skipped, in a result and in a stream."""
+    tool's call and result are reported as run by the provider, its results as sources, in a
+    result and in a stream."""
     result = ok("generate_text", params(server, "anthropic", "mode=blocks"))
-    assert (result["text"], result["toolCalls"], result["finishReason"]) == ("Hello!", [], "stop")
+    assert (result["text"], result["finishReason"]) == ("Hello!", "stop")
+    assert result["toolCalls"] == [
+        {
+            "toolCallId": "srvtoolu_01",
+            "toolName": "web_search",
+            "input": {"query": "hello"},
+            "providerExecuted": True,
+        }
+    ]
+    assert [p["type"] for p in result["content"]] == [
+        "reasoning", "tool-call", "tool-result", "source", "text"
+    ]  # fmt: skip
+    assert result["toolResults"][0]["providerExecuted"] is True
+    assert result["sources"][0]["sourceType"] == "url"
     assert result["reasoningText"] == "The user greets me."
     assert "signature" in result["reasoning"][0]["providerMetadata"]["anthropic"]
     events = events_of(params(server, "anthropic", "mode=blocks"))
     assert [e["type"] for e in events] == [
-        "reasoning-delta", "reasoning-delta", "text-delta", "text-delta", "finish"
+        "reasoning-delta", "reasoning-delta", "tool-call", "tool-result", "source",
+        "text-delta", "text-delta", "finish",
     ]  # fmt: skip
     assert events[-1]["finishReason"] == "stop"

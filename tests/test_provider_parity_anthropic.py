@@ -42,7 +42,7 @@ def _peers_installed() -> None:
 SCRIPT = (
     r"""
 import { generateText, generateObject, streamText, tool, jsonSchema } from 'ai';
-import { createAnthropic } from '@ai-sdk/anthropic';
+import { createAnthropic, anthropic } from '@ai-sdk/anthropic';
 import { z } from 'zod';
 const PORT = process.env.PORT;
 const KEY = process.env.KEY;
@@ -62,8 +62,11 @@ for (const s of scenarios) {
   const provider = createAnthropic({
     baseURL: s.url ?? `http://127.0.0.1:${PORT}/v1`, apiKey: KEY,
     headers: { 'x-fault': s.fault ?? 'mode=ok', 'x-scenario': scenario } });
+  const ran = Object.fromEntries((s.providerTools ?? []).map(
+    ([name, factory, args]) => [name, anthropic.tools[factory](args)]));
+  const all = { ...(s.tools ? tools : {}), ...ran };
   const common = { model: provider(s.model ?? MODEL), maxRetries: s.maxRetries ?? 0,
-    tools: s.tools ? tools : undefined, toolChoice: s.toolChoice ?? undefined,
+    tools: Object.keys(all).length ? all : undefined, toolChoice: s.toolChoice ?? undefined,
     system: s.system ?? undefined, maxOutputTokens: s.maxOutputTokens ?? undefined,
     temperature: s.temperature ?? undefined,
     ...(s.messages ? { messages: s.messages } : { prompt: 'hi' }) };
@@ -168,6 +171,31 @@ GEN: list[tuple[str, str | None, int, dict[str, Any]]] = [
             "tools": True,
             "toolChoice": {"type": "tool", "toolName": "weather"},
             "maxOutputTokens": 100,
+        },
+    ),
+    # tools the provider runs (web search, web fetch, code execution) beside a function tool:
+    # the wire tools, their snake-case args and the beta headers they need
+    (
+        "request-provider-tools",
+        "mode=ok",
+        0,
+        {
+            "tools": True,
+            "providerTools": [
+                [
+                    "web_search",
+                    "webSearch_20250305",
+                    {"maxUses": 3, "allowedDomains": ["example.com"]},
+                    "anthropic.web_search_20250305",
+                ],
+                ["web_fetch", "webFetch_20250910", {"maxUses": 2}, "anthropic.web_fetch_20250910"],
+                [
+                    "code_execution",
+                    "codeExecution_20250825",
+                    {},
+                    "anthropic.code_execution_20250825",
+                ],
+            ],
         },
     ),
     ("request-temperature-clamped", "mode=ok", 0, {"temperature": 1.5}),
@@ -318,6 +346,7 @@ def ai_sdk(server: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> dic
                 "maxOutputTokens": x.get("maxOutputTokens"),
                 "messages": _node_messages(x),
                 "model": x.get("model"),
+                "providerTools": x.get("providerTools"),
             }
         )
     scenarios += [{"name": n, "kind": "gen", "fault": "mode=ok", "model": m} for n, m, _ in MODELS]
@@ -381,6 +410,8 @@ def _params(
         p["retry"] = {"initialDelayMs": 50}  # no retry-after to honour: keep the test short
     if extra.get("tools"):
         p["tools"] = {"weather": {"description": "w", "inputSchema": TOOL_SCHEMA}}
+    for name, _factory, args, tool_id in extra.get("providerTools") or ():
+        p.setdefault("tools", {})[name] = {"type": "provider", "id": tool_id, "args": args}
     if extra.get("model"):
         p["model"]["modelId"] = extra["model"]
     for key in ("toolChoice", "system", "temperature", "maxOutputTokens"):
@@ -460,13 +491,16 @@ def test_generate_text_matches_the_ai_sdk(
         assert mine["text"] == theirs["text"]
         assert mine["usage"] == theirs["usage"], (mine["usage"], theirs["usage"])
         if name == "other-blocks":
-            # thinking and a server tool's blocks are skipped by both; the AI SDK also reports
-            # the server tool (not declared: aimux-ops has no provider tools) as invalid
-            assert mine["toolCalls"] == []
+            # the server tool's call: run by the provider; the AI SDK reports it, not declared as
+            # a provider tool in this call, as an invalid call
+            assert [(c["toolName"], c.get("providerExecuted")) for c in mine["toolCalls"]] == [
+                ("web_search", True)
+            ]
+            assert "invalid" not in mine["toolCalls"][0]
             assert theirs["invalid"] == [{"invalid": True, "error": ["AI_NoSuchToolError"]}]
             OUTCOMES[name] = (
-                "different: a server tool call (web_search) is skipped, not "
-                "reported as an invalid call (aimux-ops has no provider-executed tools)"
+                "different: a server tool call (web_search) is reported as run by the provider "
+                "(providerExecuted), not as an invalid call of an undeclared tool"
             )
             return
         ours_invalid = [
@@ -488,6 +522,19 @@ def test_generate_text_matches_the_ai_sdk(
             ours_body, ours_headers = _ours_body(server, name)
             assert ours_body == theirs["body"], (ours_body, theirs["body"])
             assert ours_headers["anthropic-version"] == theirs["headers"]["anthropic-version"]
+            if name == "request-provider-tools":  # the betas the provider tools need, as a set
+
+                def betas(h: dict[str, str]) -> set[str]:
+                    return set(h.get("anthropic-beta", "").split(","))
+
+                assert (
+                    betas(ours_headers)
+                    == betas(theirs["headers"])
+                    == {
+                        "web-fetch-2025-09-10",
+                        "code-execution-2025-08-25",
+                    }
+                )
             assert ours_headers["x-api-key"] == theirs["headers"]["x-api-key"] == KEY
     OUTCOMES[name] = outcome
 
@@ -575,13 +622,14 @@ def test_stream_text_matches_the_ai_sdk(
             p["text"] for p in their_parts if p["type"] == "text-delta"
         )
         if name == "st-other-blocks":
-            assert "tool-call" not in kinds and their_parts[0] == {
-                "type": "tool-call",
-                "invalid": True,
-            }
+            ran = [e for e in events if e["type"] == "tool-call"]
+            assert [(e["toolName"], e.get("providerExecuted")) for e in ran] == [
+                ("web_search", True)
+            ]
+            assert their_parts[0] == {"type": "tool-call", "invalid": True}
             OUTCOMES[name] = (
-                "different: a server tool call (web_search) is skipped, not "
-                "reported as an invalid call (aimux-ops has no provider-executed tools)"
+                "different: a server tool call (web_search) is reported as run by the provider "
+                "(providerExecuted), not as an invalid call of an undeclared tool"
             )
             return
         assert [e.get("invalid", False) for e in events if e["type"] == "tool-call"] == [

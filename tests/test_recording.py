@@ -14,7 +14,14 @@ from typing import Any
 import orjson
 import pytest
 from fault_server import FaultServer, serve
-from helpers import CANARY, ROOT, assert_no_canary, closed_port, demo_replay_params
+from helpers import (
+    ANTHROPIC_HELLO_METADATA,
+    CANARY,
+    ROOT,
+    assert_no_canary,
+    closed_port,
+    demo_replay_params,
+)
 from op_calls import chain_names as names
 from op_calls import wait_blocked_reader
 
@@ -200,6 +207,7 @@ def test_shipped_demo_recording_replays_as_promised() -> None:
     base = demo_replay_params()
     assert aimux_ops.call("generate_text", base) == {
         "text": "Hello!",
+        "content": [{"type": "text", "text": "Hello!"}],
         "finishReason": "stop",
         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
         "toolCalls": [],
@@ -410,10 +418,12 @@ def test_shipped_anthropic_recording_replays_through_python_and_the_c_abi() -> N
     }
     expected = {
         "text": "Hello!",
+        "content": [{"type": "text", "text": "Hello!"}],
         "finishReason": "stop",
         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
         "toolCalls": [],
         "response": {"id": "msg_01QC4g3HwBThD4BaNtBckFDJ", "modelId": "claude-sonnet-4-5"},
+        "providerMetadata": ANTHROPIC_HELLO_METADATA,
     }
     (rec_call, rec_stream) = records(path)
     assert rec_call["exchanges"][0]["request"]["path"] == "/v1/messages"

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 from fault_server import FaultServer
-from helpers import assert_no_canary, closed_port
+from helpers import ANTHROPIC_HELLO_METADATA, assert_no_canary, closed_port
 from helpers import provider_params as params
 from op_calls import chain_names as names
 from op_calls import drain
@@ -54,16 +54,15 @@ def _run(p: dict[str, Any], here: bool) -> list[dict[str, Any]]:
 
 
 def _hello(provider: str) -> list[dict[str, Any]]:
-    return [
-        {"type": "text-delta", "text": "Hel"},
-        {"type": "text-delta", "text": "lo!"},
-        {
-            "type": "finish",
-            "finishReason": "stop",
-            "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
-            "response": RESPONSE[provider],
-        },
-    ]
+    finish: dict[str, Any] = {
+        "type": "finish",
+        "finishReason": "stop",
+        "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
+        "response": RESPONSE[provider],
+    }
+    if provider == "anthropic":
+        finish["providerMetadata"] = ANTHROPIC_HELLO_METADATA
+    return [{"type": "text-delta", "text": "Hel"}, {"type": "text-delta", "text": "lo!"}, finish]
 
 
 class _Spy:

@@ -670,3 +670,65 @@ def test_the_c_agent_demo_runs_from_outside_the_checkout(tmp_path: Any) -> None:
     assert proc.stdout.strip().endswith(
         "done after 3 steps: Your todo list: buy milk, and call Ada."
     )
+
+
+def test_a_tool_the_provider_ran_is_reported_never_awaited_nor_answered(
+    scenarios: ScenarioServer,
+) -> None:
+    """A step in which the provider ran a tool itself (Anthropic's web search: its call, its
+    result and the sources) beside a host tool's call: the provider's call is reported with
+    ``providerExecuted``, the loop waits only for the host's answer, and the next step sends the
+    host tool's call and result alone."""
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    found = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [{"type": "web_search_result", "url": "https://example.com/p", "title": "P"}],
+    }
+    step1 = anthropic_tool_calls(("t1", "weather", {"city": "Paris"}))
+    assert isinstance(step1.body, list)
+    frames = [f + b"\n\n" for f in b"".join(step1.body).split(b"\n\n") if f]
+    head, rest = frames[:1], frames[1:]
+    server_blocks = [
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 7, "content_block": search},
+        ),  # fmt: skip
+        _event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 7,
+                "delta": {"type": "input_json_delta", "partial_json": '{"query": "paris"}'},
+            },
+        ),  # fmt: skip
+        _event("content_block_stop", {"type": "content_block_stop", "index": 7}),
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 8, "content_block": found},
+        ),  # fmt: skip
+        _event("content_block_stop", {"type": "content_block_stop", "index": 8}),
+    ]
+    step1 = Reply(
+        step1.status, [b"".join([*head, *server_blocks, *rest])], step1.headers, step1.content_type
+    )
+    url = scenarios.add("provider-ran", step1, anthropic_text("Sunny."))
+    p = params("anthropic", url)
+    p["tools"]["web_search"] = {"type": "provider", "id": "anthropic.web_search_20250305"}
+    events = list(
+        aimux_ops.stream("stream_text", p, execute={"weather": lambda a: {"forecast": "sunny"}})
+    )
+    ran = [e for e in events if e.get("providerExecuted")]
+    assert [(e["type"], e["toolName"]) for e in ran] == [
+        ("tool-call", "web_search"),
+        ("tool-result", "web_search"),
+    ]
+    assert ran[0]["input"] == {"query": "paris"}
+    assert [e["url"] for e in events if e["type"] == "source"] == ["https://example.com/p"]
+    assert [e["type"] for e in events].count("finish-step") == 2
+    requests = scenarios.requests["provider-ran"]
+    assert len(requests) == 2
+    assert assistant_calls_sent("anthropic", requests[1]) == ["t1"]
+    assert [r["id"] for r in tool_results_sent("anthropic", requests[1])] == ["t1"]
+    sent_tools = orjson.loads(requests[0]["body"])["tools"]
+    assert {"type": "web_search_20250305", "name": "web_search"} in sent_tools

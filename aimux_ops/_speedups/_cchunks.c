@@ -12,9 +12,9 @@
  * - no "error" key, or "error": null; when the stream's metadata is not seen yet, no truthy "id",
  *   "model" or "created" (the Python loop records those);
  * - "choices" an exact non-empty list whose [0] is an exact dict, its "delta" an exact dict whose
- *   "content" is a non-empty exact str and whose "refusal", "tool_calls", "reasoning_content" and
- *   "reasoning" are absent, null or falsy (the Python loop skips them then); the choice's
- *   "finish_reason" absent or null;
+ *   "content" is a non-empty exact str and whose "refusal", "tool_calls", "reasoning_content",
+ *   "reasoning" and "annotations" are absent, null or falsy (the Python loop skips them then);
+ *   the choice's "finish_reason" absent or null;
  * - the chunk's "usage" absent or null.
  *
  * Other keys of the chunk, the choice and the delta ("object", "system_fingerprint",
@@ -26,9 +26,8 @@
  * "content_block_delta" and whose "delta" is an exact dict with a "type" exact str that is
  * - "text_delta", with "text" an exact str: its text-delta event (an empty one appends nothing,
  *   as in Python);
- * - "thinking_delta" or "signature_delta" (reasoning): handed back to the Python loop;
- * - anything else but "input_json_delta" (citations_delta, ...): nothing, as the Python loop
- *   does nothing for it.
+ * - anything else but "input_json_delta" (thinking, signature, citations, compaction, ...):
+ *   handed back to the Python loop;
  * - "input_json_delta", with "partial_json" an exact str and the frame's "index" an exact int,
  *   given the stream's tool state (json_blocks, tool_calls): the JSON tool's text, or the piece
  *   added to the tool call's input (input_json); without the tool state it is handed back.
@@ -52,7 +51,7 @@
 static PyObject *s_error, *s_id, *s_model, *s_created, *s_choices, *s_delta, *s_content,
     *s_finish_reason, *s_usage, *s_type, *s_text, *s_text_delta, *s_content_block_delta,
     *s_text_delta_type, *s_refusal, *s_tool_calls, *s_input_json_delta, *s_partial_json, *s_index,
-    *s_reasoning_content, *s_reasoning, *s_thinking_delta, *s_signature_delta;
+    *s_reasoning_content, *s_reasoning, *s_annotations;
 
 /* The marker of a handed-back event that was not parsed (JSON never parses to it). */
 static PyObject *g_unparsed;
@@ -133,7 +132,8 @@ static int plain_text(PyObject *data, PyObject *loads, int seen, PyObject **pars
         return PyErr_Occurred() ? -1 : 0;
     if (PyDict_GET_SIZE(delta) != 1) {
         /* other keys ("role", ...): the Python loop reads only "refusal", "tool_calls",
-         * "reasoning_content" and "reasoning" of them, and does nothing when all are falsy */
+         * "reasoning_content", "reasoning" and "annotations" of them, and does nothing when all
+         * are falsy */
         int falsy = falsy_at(delta, s_refusal);
         if (falsy <= 0) return falsy;
         falsy = falsy_at(delta, s_tool_calls);
@@ -141,6 +141,8 @@ static int plain_text(PyObject *data, PyObject *loads, int seen, PyObject **pars
         falsy = falsy_at(delta, s_reasoning_content);
         if (falsy <= 0) return falsy;
         falsy = falsy_at(delta, s_reasoning);
+        if (falsy <= 0) return falsy;
+        falsy = falsy_at(delta, s_annotations);
         if (falsy <= 0) return falsy;
     }
     value = PyDict_GetItemWithError(choice, s_finish_reason);
@@ -239,10 +241,8 @@ static int input_json(PyObject *frame, PyObject *piece, PyObject *json_blocks, P
     return 1;
 }
 
-/* 1: the frame is a text delta, *text its text (borrowed from *parsed); a content block delta
- * the Python loop ignores (a "type" str other than "text_delta" and "input_json_delta":
- * thinking, signature, citations, ...), *text NULL; or (json_blocks not NULL) an input_json_delta
- * read as input_json does; 0: hand it back, *parsed the parsed frame (a new reference) or NULL
+/* 1: the frame is a text delta, *text its text (borrowed from *parsed); or (json_blocks not
+ * NULL) an input_json_delta read as input_json does, *text its JSON tool text or NULL; 0: hand it back, *parsed the parsed frame (a new reference) or NULL
  * when it was not parsed; -1: an error is set. */
 static int text_delta(PyObject *data, PyObject *loads, PyObject *json_blocks, PyObject *tool_calls,
                       PyObject **parsed, PyObject **text)
@@ -262,13 +262,8 @@ static int text_delta(PyObject *data, PyObject *loads, PyObject *json_blocks, Py
     if (dtype == NULL || !PyUnicode_CheckExact(dtype)) return PyErr_Occurred() ? -1 : 0;
     PyObject *value;
     if (PyUnicode_Compare(dtype, s_text_delta_type) != 0) {
-        if (PyUnicode_Compare(dtype, s_thinking_delta) == 0 ||
-            PyUnicode_Compare(dtype, s_signature_delta) == 0)
-            return 0; /* reasoning: the Python loop's */
-        if (PyUnicode_Compare(dtype, s_input_json_delta) != 0) {
-            *text = NULL; /* the Python loop does nothing for it */
-            return 1;
-        }
+        /* reasoning, citations, compaction, ...: the Python loop's */
+        if (PyUnicode_Compare(dtype, s_input_json_delta) != 0) return 0;
         if (json_blocks == NULL) return 0;
         value = PyDict_GetItemWithError(delta, s_partial_json);
         if (value == NULL || !PyUnicode_CheckExact(value)) return PyErr_Occurred() ? -1 : 0;
@@ -284,8 +279,7 @@ PyDoc_STRVAR(read_anthropic_doc,
              "read_anthropic(datas, out, loads, start, json_blocks=None, tool_calls=None, /)\n"
              "    -> (index, parsed)\n\n"
              "read_openai for Anthropic's content block deltas: a text_delta appends its text\n"
-             "(an empty one nothing), the delta types the Python loop ignores (thinking,\n"
-             "signature, ...) append nothing; with the stream's json_blocks (a set) and\n"
+             "(an empty one nothing); with the stream's json_blocks (a set) and\n"
              "tool_calls (a dict), an input_json_delta appends its piece (a JSON tool's block)\n"
              "or adds it to the tool call's input, else it is handed back. The event names are\n"
              "not read.");
@@ -374,8 +368,7 @@ static int intern_all(void)
         {&s_index, "index"},
         {&s_reasoning_content, "reasoning_content"},
         {&s_reasoning, "reasoning"},
-        {&s_thinking_delta, "thinking_delta"},
-        {&s_signature_delta, "signature_delta"},
+        {&s_annotations, "annotations"},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (*names[i].slot == NULL) {

@@ -45,22 +45,28 @@ __all__ = [
     "RecordingSpec",
     "ResponseInfo",
     "RetrySpec",
+    "Source",
+    "SourceEvent",
     "StartStepEvent",
     "StepResult",
     "StopCondition",
     "StreamEvent",
     "TextContent",
     "TextDeltaEvent",
+    "TextOutput",
     "ToolCall",
     "ToolCallContent",
     "ToolCallEvent",
+    "ToolCallOutput",
     "ToolCallPart",
     "ToolChoiceTool",
     "ToolErrorEvent",
+    "ToolErrorOutput",
     "ToolErrorPart",
     "ToolOutput",
     "ToolResultContent",
     "ToolResultEvent",
+    "ToolResultOutput",
     "ToolResultPart",
     "ToolSpec",
     "UnknownEvent",
@@ -222,8 +228,21 @@ class RecordingSpec(TypedDict, total=False):
 
 
 class ToolSpec(TypedDict, total=False):
-    """ToolSpec (wire keys)."""
+    """
+    A tool: a function the model calls (``inputSchema``; the host runs it with ``execute``),
+    or (``type: "provider"``) a tool the provider runs itself, named by its ``id`` (e.g.
+    ``anthropic.web_search_20250305``) with its ``args``; its calls and results come back
+    marked ``providerExecuted``.
+    """
 
+    type: Literal["function", "provider"] | str
+    id: str | None
+    """
+    type "provider": the provider tool's id, "<provider>.<tool type>" (e.g.
+    "anthropic.web_search_20250305").
+    """
+    args: dict[str, Any] | None
+    """type "provider": the tool's settings (e.g. {"maxUses": 3})."""
     description: str | None
     inputSchema: dict[str, Any]
     """JSON Schema of the tool's input."""
@@ -253,6 +272,31 @@ class StopCondition(TypedDict, total=False):
 # -- results and events: what the ops give --------------------------------------------------------
 
 
+class TextOutput(Obj):
+    """
+    A text part of the answer (``providerMetadata.anthropic.type`` is ``compaction`` for a
+    compaction block's summary).
+    """
+
+    __slots__ = ()
+
+    @property
+    def type(self) -> Literal["text"]:
+        return self._raw["type"]  # type: ignore[no-any-return]
+
+    @property
+    def text(self) -> str:
+        return self._raw["text"]  # type: ignore[no-any-return]
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        What the provider reported beyond the neutral fields, by provider id (e.g.
+        {"anthropic": {"usage": {...}, "stopSequence": null}}).
+        """
+        return self._raw.get("providerMetadata")
+
+
 class ReasoningOutput(Obj):
     """A piece of the model's reasoning (``providerMetadata.anthropic.signature`` replays it)."""
 
@@ -269,6 +313,185 @@ class ReasoningOutput(Obj):
     @property
     def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
         return self._raw.get("providerMetadata")
+
+
+class Source(Obj):
+    """
+    A source the model cited or a provider-run tool found (the AI SDK's source part):
+    ``sourceType`` ``url`` (``url``, ``title``) or ``document`` (``mediaType``, ``title``,
+    ``filename``); the list of source types may grow.
+    """
+
+    __slots__ = ()
+
+    @property
+    def type(self) -> Literal["source"]:
+        return self._raw["type"]  # type: ignore[no-any-return]
+
+    @property
+    def source_type(self) -> str:
+        return self._raw["sourceType"]  # type: ignore[no-any-return]
+
+    @property
+    def id(self) -> str:
+        return self._raw["id"]  # type: ignore[no-any-return]
+
+    @property
+    def url(self) -> str | None:
+        return self._raw.get("url")
+
+    @property
+    def title(self) -> str | None:
+        return self._raw.get("title")
+
+    @property
+    def media_type(self) -> str | None:
+        return self._raw.get("mediaType")
+
+    @property
+    def filename(self) -> str | None:
+        return self._raw.get("filename")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        What the provider reported beyond the neutral fields, by provider id (e.g.
+        {"anthropic": {"usage": {...}, "stopSequence": null}}).
+        """
+        return self._raw.get("providerMetadata")
+
+
+class ToolCallOutput(Obj):
+    """``ToolCallOutput`` as received (``.raw``)."""
+
+    __slots__ = ()
+
+    @property
+    def tool_call_id(self) -> str:
+        return self._raw["toolCallId"]  # type: ignore[no-any-return]
+
+    @property
+    def tool_name(self) -> str:
+        return self._raw["toolName"]  # type: ignore[no-any-return]
+
+    @property
+    def input(self) -> Any:
+        return self._raw.get("input")
+
+    @property
+    def invalid(self) -> bool | None:
+        """The call is not usable: unknown tool or invalid input."""
+        return self._raw.get("invalid")
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """Its error envelope."""
+        return self._raw.get("error")
+
+    @property
+    def provider_executed(self) -> bool | None:
+        """
+        true: the provider ran this tool itself (web search, code execution, MCP, ...); the
+        host never answers it.
+        """
+        return self._raw.get("providerExecuted")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        What the provider reported beyond the neutral fields, by provider id (e.g.
+        {"anthropic": {"usage": {...}, "stopSequence": null}}).
+        """
+        return self._raw.get("providerMetadata")
+
+    @property
+    def type(self) -> Literal["tool-call"]:
+        return self._raw["type"]  # type: ignore[no-any-return]
+
+
+class ToolResultOutput(Obj):
+    """``ToolResultOutput`` as received (``.raw``)."""
+
+    __slots__ = ()
+
+    @property
+    def tool_call_id(self) -> str:
+        return self._raw["toolCallId"]  # type: ignore[no-any-return]
+
+    @property
+    def tool_name(self) -> str:
+        return self._raw["toolName"]  # type: ignore[no-any-return]
+
+    @property
+    def input(self) -> Any:
+        return self._raw.get("input")
+
+    @property
+    def output(self) -> Any:
+        return self._raw.get("output")
+
+    @property
+    def provider_executed(self) -> bool | None:
+        """
+        true: the provider ran this tool itself (web search, code execution, MCP, ...); the
+        host never answers it.
+        """
+        return self._raw.get("providerExecuted")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        A provider-run tool's: the wire block it came in ({"anthropic": {"type":
+        "web_search_tool_result"}}).
+        """
+        return self._raw.get("providerMetadata")
+
+    @property
+    def type(self) -> Literal["tool-result"]:
+        return self._raw["type"]  # type: ignore[no-any-return]
+
+
+class ToolErrorOutput(Obj):
+    """``ToolErrorOutput`` as received (``.raw``)."""
+
+    __slots__ = ()
+
+    @property
+    def tool_call_id(self) -> str:
+        return self._raw["toolCallId"]  # type: ignore[no-any-return]
+
+    @property
+    def tool_name(self) -> str:
+        return self._raw["toolName"]  # type: ignore[no-any-return]
+
+    @property
+    def input(self) -> Any:
+        return self._raw.get("input")
+
+    @property
+    def error(self) -> dict[str, Any]:
+        """
+        {message, data?} from the host, or the envelope of a call the model got wrong
+        (NoSuchToolError, InvalidToolInputError); a provider-run tool's failure as the
+        provider gave it.
+        """
+        return self._raw["error"]  # type: ignore[no-any-return]
+
+    @property
+    def provider_executed(self) -> bool | None:
+        """
+        true: the provider ran this tool itself (web search, code execution, MCP, ...); the
+        host never answers it.
+        """
+        return self._raw.get("providerExecuted")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        return self._raw.get("providerMetadata")
+
+    @property
+    def type(self) -> Literal["tool-error"]:
+        return self._raw["type"]  # type: ignore[no-any-return]
 
 
 class InputTokenDetails(Obj):
@@ -364,6 +587,22 @@ class ToolCall(Obj):
         """Its error envelope."""
         return self._raw.get("error")
 
+    @property
+    def provider_executed(self) -> bool | None:
+        """
+        true: the provider ran this tool itself (web search, code execution, MCP, ...); the
+        host never answers it.
+        """
+        return self._raw.get("providerExecuted")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        What the provider reported beyond the neutral fields, by provider id (e.g.
+        {"anthropic": {"usage": {...}, "stopSequence": null}}).
+        """
+        return self._raw.get("providerMetadata")
+
 
 class ResponseInfo(Obj):
     """``ResponseInfo`` as received (``.raw``)."""
@@ -380,7 +619,10 @@ class ResponseInfo(Obj):
 
 
 class ToolResultPart(Obj):
-    """A host tool's answer the model read: its output, or (``tool-error``) its error."""
+    """
+    A tool's result: a host tool's answer the model read, or (``providerExecuted``) the result
+    of a tool the provider ran, as the provider gave it.
+    """
 
     __slots__ = ()
 
@@ -399,6 +641,22 @@ class ToolResultPart(Obj):
     @property
     def output(self) -> Any:
         return self._raw.get("output")
+
+    @property
+    def provider_executed(self) -> bool | None:
+        """
+        true: the provider ran this tool itself (web search, code execution, MCP, ...); the
+        host never answers it.
+        """
+        return self._raw.get("providerExecuted")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        A provider-run tool's: the wire block it came in ({"anthropic": {"type":
+        "web_search_tool_result"}}).
+        """
+        return self._raw.get("providerMetadata")
 
 
 class ToolErrorPart(Obj):
@@ -422,9 +680,22 @@ class ToolErrorPart(Obj):
     def error(self) -> dict[str, Any]:
         """
         {message, data?} from the host, or the envelope of a call the model got wrong
-        (NoSuchToolError, InvalidToolInputError).
+        (NoSuchToolError, InvalidToolInputError); a provider-run tool's failure as the
+        provider gave it.
         """
         return self._raw["error"]  # type: ignore[no-any-return]
+
+    @property
+    def provider_executed(self) -> bool | None:
+        """
+        true: the provider ran this tool itself (web search, code execution, MCP, ...); the
+        host never answers it.
+        """
+        return self._raw.get("providerExecuted")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        return self._raw.get("providerMetadata")
 
 
 class StepResult(Obj):
@@ -501,6 +772,39 @@ class GenerateTextResult(Obj):
         return self._raw["text"]  # type: ignore[no-any-return]
 
     @property
+    def content(
+        self,
+    ) -> (
+        list[
+            TextOutput
+            | ReasoningOutput
+            | Source
+            | ToolCallOutput
+            | ToolResultOutput
+            | ToolErrorOutput
+        ]
+        | None
+    ):
+        """
+        The answer's parts in order: text, reasoning, sources, tool calls and the results of
+        tools the provider ran.
+        """
+        return self._raw.get("content")
+
+    @property
+    def sources(self) -> list[Source] | None:
+        """The sources the model cited or a provider-run tool found."""
+        return wrap_list(Source, self._raw.get("sources"))
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        What the provider reported beyond the neutral fields, by provider id (e.g.
+        {"anthropic": {"usage": {...}, "stopSequence": null}}).
+        """
+        return self._raw.get("providerMetadata")
+
+    @property
     def reasoning_text(self) -> str | None:
         """The model's reasoning, joined."""
         return self._raw.get("reasoningText")
@@ -532,7 +836,10 @@ class GenerateTextResult(Obj):
 
     @property
     def tool_results(self) -> list[ToolResultPart] | None:
-        """With host tools (the bindings' loop over stream_text): the last step's."""
+        """
+        With host tools (the bindings' loop over stream_text): the last step's; else the
+        results of the tools the provider ran.
+        """
         return wrap_list(ToolResultPart, self._raw.get("toolResults"))
 
     @property
@@ -595,6 +902,11 @@ class TextDeltaEvent(Obj):
     def text(self) -> str:
         return self._raw["text"]  # type: ignore[no-any-return]
 
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """Anthropic: {"anthropic": {"type": "compaction"}} for a compaction block's summary."""
+        return self._raw.get("providerMetadata")
+
 
 class ReasoningDeltaEvent(Obj):
     """``ReasoningDeltaEvent`` as received (``.raw``)."""
@@ -612,6 +924,48 @@ class ReasoningDeltaEvent(Obj):
     @property
     def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
         """Anthropic: the block's signature (with an empty text)."""
+        return self._raw.get("providerMetadata")
+
+
+class SourceEvent(Obj):
+    """A source, as the stream reports it when it arrives."""
+
+    __slots__ = ()
+
+    @property
+    def type(self) -> Literal["source"]:
+        return self._raw["type"]  # type: ignore[no-any-return]
+
+    @property
+    def source_type(self) -> str:
+        return self._raw["sourceType"]  # type: ignore[no-any-return]
+
+    @property
+    def id(self) -> str:
+        return self._raw["id"]  # type: ignore[no-any-return]
+
+    @property
+    def url(self) -> str | None:
+        return self._raw.get("url")
+
+    @property
+    def title(self) -> str | None:
+        return self._raw.get("title")
+
+    @property
+    def media_type(self) -> str | None:
+        return self._raw.get("mediaType")
+
+    @property
+    def filename(self) -> str | None:
+        return self._raw.get("filename")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        What the provider reported beyond the neutral fields, by provider id (e.g.
+        {"anthropic": {"usage": {...}, "stopSequence": null}}).
+        """
         return self._raw.get("providerMetadata")
 
 
@@ -643,6 +997,22 @@ class ToolCallEvent(Obj):
         return self._raw.get("error")
 
     @property
+    def provider_executed(self) -> bool | None:
+        """
+        true: the provider ran this tool itself (web search, code execution, MCP, ...); the
+        host never answers it.
+        """
+        return self._raw.get("providerExecuted")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        What the provider reported beyond the neutral fields, by provider id (e.g.
+        {"anthropic": {"usage": {...}, "stopSequence": null}}).
+        """
+        return self._raw.get("providerMetadata")
+
+    @property
     def type(self) -> Literal["tool-call"]:
         return self._raw["type"]  # type: ignore[no-any-return]
 
@@ -667,6 +1037,22 @@ class ToolResultEvent(Obj):
     @property
     def output(self) -> Any:
         return self._raw.get("output")
+
+    @property
+    def provider_executed(self) -> bool | None:
+        """
+        true: the provider ran this tool itself (web search, code execution, MCP, ...); the
+        host never answers it.
+        """
+        return self._raw.get("providerExecuted")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        A provider-run tool's: the wire block it came in ({"anthropic": {"type":
+        "web_search_tool_result"}}).
+        """
+        return self._raw.get("providerMetadata")
 
     @property
     def type(self) -> Literal["tool-result"]:
@@ -694,9 +1080,22 @@ class ToolErrorEvent(Obj):
     def error(self) -> dict[str, Any]:
         """
         {message, data?} from the host, or the envelope of a call the model got wrong
-        (NoSuchToolError, InvalidToolInputError).
+        (NoSuchToolError, InvalidToolInputError); a provider-run tool's failure as the
+        provider gave it.
         """
         return self._raw["error"]  # type: ignore[no-any-return]
+
+    @property
+    def provider_executed(self) -> bool | None:
+        """
+        true: the provider ran this tool itself (web search, code execution, MCP, ...); the
+        host never answers it.
+        """
+        return self._raw.get("providerExecuted")
+
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        return self._raw.get("providerMetadata")
 
     @property
     def type(self) -> Literal["tool-error"]:
@@ -743,6 +1142,14 @@ class FinishStepEvent(Obj):
         """Observations: what the provider adapted or dropped."""
         return wrap_list(CallWarning, self._raw.get("warnings"))
 
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        What the provider reported beyond the neutral fields, by provider id (e.g.
+        {"anthropic": {"usage": {...}, "stopSequence": null}}).
+        """
+        return self._raw.get("providerMetadata")
+
 
 class FinishEvent(Obj):
     """``FinishEvent`` as received (``.raw``)."""
@@ -774,6 +1181,14 @@ class FinishEvent(Obj):
         """Observations: what the provider adapted or dropped."""
         return wrap_list(CallWarning, self._raw.get("warnings"))
 
+    @property
+    def provider_metadata(self) -> dict[str, dict[str, Any]] | None:
+        """
+        What the provider reported beyond the neutral fields, by provider id (e.g.
+        {"anthropic": {"usage": {...}, "stopSequence": null}}).
+        """
+        return self._raw.get("providerMetadata")
+
 
 class ErrorEvent(Obj):
     """``ErrorEvent`` as received (``.raw``)."""
@@ -797,6 +1212,7 @@ class ErrorEvent(Obj):
 StreamEvent = (
     TextDeltaEvent
     | ReasoningDeltaEvent
+    | SourceEvent
     | ToolCallEvent
     | ToolResultEvent
     | ToolErrorEvent
@@ -810,6 +1226,7 @@ StreamEvent = (
 EVENT_CLASSES: dict[str, type[Obj]] = {
     "text-delta": TextDeltaEvent,
     "reasoning-delta": ReasoningDeltaEvent,
+    "source": SourceEvent,
     "tool-call": ToolCallEvent,
     "tool-result": ToolResultEvent,
     "tool-error": ToolErrorEvent,

@@ -56,6 +56,9 @@ def neutral_call(
     before any network."""
     tools: list[ToolDef] = []
     for name, spec in (params.tools or {}).items():
+        if spec.type == "provider":
+            tools.append(ToolDef(name, spec.description, {}, spec.id, spec.args))
+            continue
         check_schema(spec.input_schema, f"tools.{name}.inputSchema")
         tools.append(ToolDef(name, spec.description, spec.input_schema))
     choice = params.tool_choice
@@ -307,6 +310,9 @@ def _stream_call(
         }
         if neutral.warnings:  # observations, never errors (seed 003)
             finish["warnings"] = list(neutral.warnings)
+        metadata = getattr(state, "provider_metadata", None)
+        if metadata:
+            finish["providerMetadata"] = metadata
         finish = scrub_values(finish)
         call.finish_ok(finish)
         finished = True

@@ -79,16 +79,26 @@ def generate_text(params: GenerateTextParams) -> dict[str, Any]:
     _no_host_tools(params, "generate_text")
 
     def build(r: GenerateResult) -> dict[str, Any]:
-        out = {
+        content = answer_content(r, params.tools)
+        out: dict[str, Any] = {
             "text": r.text,
+            "content": content,
             "finishReason": r.finish_reason,
             "usage": r.usage,
-            "toolCalls": [tool_call(i, n, a, params.tools) for i, n, a in r.tool_calls],
+            "toolCalls": [_without_type(p) for p in content if p["type"] == "tool-call"],
             "response": r.response,
         }
         if r.reasoning:  # present when the model reasoned (the AI SDK: reasoningText)
             out["reasoningText"] = "".join(p["text"] for p in r.reasoning)
             out["reasoning"] = [{"type": "reasoning", **p} for p in r.reasoning]
+        sources = [p for p in content if p["type"] == "source"]
+        if sources:
+            out["sources"] = sources
+        ran = [_without_type(p) for p in content if p["type"] == "tool-result"]
+        if ran:  # the results of the tools the provider ran
+            out["toolResults"] = ran
+        if r.provider_metadata:
+            out["providerMetadata"] = r.provider_metadata
         return out
 
     return run_call("generate_text", params, lambda: neutral_call(params, stream=False), build)
@@ -150,6 +160,28 @@ def stream_text(params: StreamTextParams, ctx: StreamContext) -> Iterator[Any]:
     if has_host_tools(params):
         return run_loop("stream_text", params, ctx)
     return run_stream("stream_text", params, lambda: neutral_call(params, stream=True), ctx)
+
+
+def answer_content(r: GenerateResult, tools: dict[str, ToolSpec] | None) -> list[dict[str, Any]]:
+    """The answer's parts in order (``content``), its host tool calls validated; made of the
+    text, reasoning, sources and tool calls for a provider that reports no order."""
+    if r.content is None:
+        parts: list[dict[str, Any]] = [{"type": "reasoning", **p} for p in r.reasoning]
+        if r.text:
+            parts.append({"type": "text", "text": r.text})
+        parts.extend(r.sources)
+        parts.extend({"type": "tool-call", **tool_call(i, n, a, tools)} for i, n, a in r.tool_calls)
+        return parts
+    return [
+        {"type": "tool-call", **tool_call(p["toolCallId"], p["toolName"], p["input"], tools)}
+        if p["type"] == "tool-call" and not p.get("providerExecuted")
+        else p
+        for p in r.content
+    ]
+
+
+def _without_type(part: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in part.items() if k != "type"}
 
 
 def _no_host_tools(params: CallParams, op: str) -> None:

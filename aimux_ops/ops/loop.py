@@ -155,7 +155,7 @@ def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventB
                 if kind == "finish":
                     step.finish = batch[0]
                     continue
-                if kind == "tool-call":
+                if kind == "tool-call" and not batch[0].get("providerExecuted"):
                     _announce(batch[0], tools, step, answers)
             for e in batch:
                 step.take(e)
@@ -186,6 +186,8 @@ def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventB
         "usage": total,
         "response": last.get("response"),
     }
+    if last.get("providerMetadata"):
+        finish["providerMetadata"] = last["providerMetadata"]
     if warnings:
         finish["warnings"] = warnings
     yield EventBatch((finish,))

@@ -11,7 +11,7 @@ through this module like the params (cold start: a call never creates their clas
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
 from ..providers import available_providers
 from ._model import Model as _Model
@@ -178,6 +178,21 @@ class Message(_Model):
 
 
 class ToolSpec(_Model):
+    """A tool: a function the model calls (``inputSchema``; the host runs it with ``execute``),
+    or (``type: "provider"``) a tool the provider runs itself, named by its ``id`` (e.g.
+    ``anthropic.web_search_20250305``) with its ``args``; its calls and results come back marked
+    ``providerExecuted``."""
+
+    type: Literal["function", "provider"] = "function"
+    id: str | None = Field(
+        default=None,
+        min_length=1,
+        description='type "provider": the provider tool\'s id, "<provider>.<tool type>" (e.g. '
+        '"anthropic.web_search_20250305").',
+    )
+    args: Annotated[dict[str, Any] | None, _Bounded] = Field(
+        default=None, description='type "provider": the tool\'s settings (e.g. {"maxUses": 3}).'
+    )
     description: str | None = None
     input_schema: Annotated[dict[str, Any], _Bounded] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
@@ -188,6 +203,17 @@ class ToolSpec(_Model):
         description="true: the host runs this tool. Its calls arrive as tool-call events and "
         "are answered with aimux_stream_tool_result (stream ops only).",
     )
+
+    @model_validator(mode="after")
+    def _provider_tool_has_an_id(self) -> "ToolSpec":
+        if self.type == "provider":
+            if self.id is None:
+                raise ValueError('a tool of type "provider" needs its "id"')
+            if self.execute:
+                raise ValueError('a tool of type "provider" runs at the provider: no "execute"')
+        elif self.id is not None or self.args is not None:
+            raise ValueError('"id" and "args" belong to a tool of type "provider"')
+        return self
 
 
 class StopCondition(_Model):
@@ -311,6 +337,13 @@ _OUTPUTS = frozenset(
         "ReasoningDeltaEvent",
         "OutputTokenDetails",
         "InputTokenDetails",
+        "ContentOutput",
+        "Source",
+        "SourceEvent",
+        "TextOutput",
+        "ToolCallOutput",
+        "ToolResultOutput",
+        "ToolErrorOutput",
     )
 )
 

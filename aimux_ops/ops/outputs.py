@@ -12,7 +12,14 @@ from pydantic import ConfigDict, Field
 from ._model import Model as _Model
 
 __all__ = [
+    "ContentOutput",
     "ReasoningOutput",
+    "Source",
+    "SourceEvent",
+    "TextOutput",
+    "ToolCallOutput",
+    "ToolErrorOutput",
+    "ToolResultOutput",
     "ReasoningDeltaEvent",
     "OutputTokenDetails",
     "InputTokenDetails",
@@ -72,6 +79,48 @@ class ReasoningOutput(_Model):
     provider_metadata: dict[str, dict[str, Any]] | None = None
 
 
+#: ``providerMetadata``: per provider id, what that provider reported beyond the neutral fields
+_PROVIDER_METADATA = Field(
+    default=None,
+    description="What the provider reported beyond the neutral fields, by provider id (e.g. "
+    '{"anthropic": {"usage": {...}, "stopSequence": null}}).',
+)
+_PROVIDER_EXECUTED = Field(
+    default=None,
+    description="true: the provider ran this tool itself (web search, code execution, MCP, "
+    "...); the host never answers it.",
+)
+
+
+class TextOutput(_Model):
+    """A text part of the answer (``providerMetadata.anthropic.type`` is ``compaction`` for a
+    compaction block's summary)."""
+
+    type: Literal["text"]
+    text: str
+    provider_metadata: dict[str, dict[str, Any]] | None = _PROVIDER_METADATA
+
+
+class Source(_Model):
+    """A source the model cited or a provider-run tool found (the AI SDK's source part):
+    ``sourceType`` ``url`` (``url``, ``title``) or ``document`` (``mediaType``, ``title``,
+    ``filename``); the list of source types may grow."""
+
+    model_config = ConfigDict(extra="allow")
+    type: Literal["source"]
+    source_type: str
+    id: str
+    url: str | None = None
+    title: str | None = None
+    media_type: str | None = None
+    filename: str | None = None
+    provider_metadata: dict[str, dict[str, Any]] | None = _PROVIDER_METADATA
+
+
+class SourceEvent(Source):
+    """A source, as the stream reports it when it arrives."""
+
+
 class ResponseInfo(_Model):
     id: str | None = None
     model_id: str | None = None
@@ -85,6 +134,8 @@ class ToolCall(_Model):
         default=None, description="The call is not usable: unknown tool or invalid input."
     )
     error: dict[str, Any] | None = Field(default=None, description="Its error envelope.")
+    provider_executed: bool | None = _PROVIDER_EXECUTED
+    provider_metadata: dict[str, dict[str, Any]] | None = _PROVIDER_METADATA
 
 
 FinishReason = Literal[
@@ -93,12 +144,19 @@ FinishReason = Literal[
 
 
 class ToolResultPart(_Model):
-    """A host tool's answer the model read: its output, or (``tool-error``) its error."""
+    """A tool's result: a host tool's answer the model read, or (``providerExecuted``) the
+    result of a tool the provider ran, as the provider gave it."""
 
     tool_call_id: str
     tool_name: str
     input: Any = None
     output: Any = None
+    provider_executed: bool | None = _PROVIDER_EXECUTED
+    provider_metadata: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        description="A provider-run tool's: the wire block it came in "
+        '({"anthropic": {"type": "web_search_tool_result"}}).',
+    )
 
 
 class ToolErrorPart(_Model):
@@ -107,8 +165,29 @@ class ToolErrorPart(_Model):
     input: Any = None
     error: dict[str, Any] = Field(
         description="{message, data?} from the host, or the envelope of a call the model got "
-        "wrong (NoSuchToolError, InvalidToolInputError)."
+        "wrong (NoSuchToolError, InvalidToolInputError); a provider-run tool's failure as "
+        "the provider gave it."
     )
+    provider_executed: bool | None = _PROVIDER_EXECUTED
+    provider_metadata: dict[str, dict[str, Any]] | None = None
+
+
+class ToolCallOutput(ToolCall):
+    type: Literal["tool-call"]
+
+
+class ToolResultOutput(ToolResultPart):
+    type: Literal["tool-result"]
+
+
+class ToolErrorOutput(ToolErrorPart):
+    type: Literal["tool-error"]
+
+
+ContentOutput = Annotated[
+    TextOutput | ReasoningOutput | Source | ToolCallOutput | ToolResultOutput | ToolErrorOutput,
+    Field(discriminator="type"),
+]
 
 
 class StepResult(_Model):
@@ -140,6 +219,15 @@ _WARNINGS = Field(default=None, description="Observations: what the provider ada
 
 class GenerateTextResult(_Model):
     text: str
+    content: list[ContentOutput] | None = Field(
+        default=None,
+        description="The answer's parts in order: text, reasoning, sources, tool calls and the "
+        "results of tools the provider ran.",
+    )
+    sources: list[Source] | None = Field(
+        default=None, description="The sources the model cited or a provider-run tool found."
+    )
+    provider_metadata: dict[str, dict[str, Any]] | None = _PROVIDER_METADATA
     reasoning_text: str | None = Field(default=None, description="The model's reasoning, joined.")
     reasoning: list[ReasoningOutput] | None = None
     finish_reason: FinishReason
@@ -148,7 +236,8 @@ class GenerateTextResult(_Model):
     response: ResponseInfo
     tool_results: list[ToolResultPart] | None = Field(
         default=None,
-        description="With host tools (the bindings' loop over stream_text): the last step's.",
+        description="With host tools (the bindings' loop over stream_text): the last step's; "
+        "else the results of the tools the provider ran.",
     )
     steps: list[StepResult] | None = Field(
         default=None, description="With host tools: every step, in order."
@@ -170,6 +259,11 @@ class GenerateObjectResult(_Model):
 class TextDeltaEvent(_Model):
     type: Literal["text-delta"]
     text: str
+    provider_metadata: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        description='Anthropic: {"anthropic": {"type": "compaction"}} for a compaction '
+        "block's summary.",
+    )
 
 
 class ReasoningDeltaEvent(_Model):
@@ -190,6 +284,7 @@ class FinishEvent(_Model):
     usage: Usage
     response: ResponseInfo | None = None
     warnings: list[CallWarning] | None = _WARNINGS
+    provider_metadata: dict[str, dict[str, Any]] | None = _PROVIDER_METADATA
 
 
 class ErrorEvent(_Model):
@@ -211,6 +306,7 @@ class FinishStepEvent(_Model):
     usage: Usage
     response: ResponseInfo | None = None
     warnings: list[CallWarning] | None = _WARNINGS
+    provider_metadata: dict[str, dict[str, Any]] | None = _PROVIDER_METADATA
 
 
 class ToolResultEvent(ToolResultPart):
@@ -224,6 +320,7 @@ class ToolErrorEvent(ToolErrorPart):
 StreamEvent = Annotated[
     TextDeltaEvent
     | ReasoningDeltaEvent
+    | SourceEvent
     | ToolCallEvent
     | ToolResultEvent
     | ToolErrorEvent

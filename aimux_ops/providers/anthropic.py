@@ -44,6 +44,8 @@ from ..errors import (
 )
 from ..http.transport import HTTPRequest, Response, event_batches
 from .anthropic_models import capabilities, native_schema_ok, sanitize_schema
+from .anthropic_server import SERVER_CALLS, SERVER_RESULTS, ServerBlocks, server_blocks
+from .anthropic_tools import provider_tool
 from .base import (
     FilePart,
     GenerateResult,
@@ -331,6 +333,17 @@ def build_body(call: LanguageModelCall, betas: set[str] | None = None) -> dict[s
     choice: dict[str, Any] | None = None
     wanted = call.tool_choice
     for tool in call.tools:
+        if tool.provider_id is not None:
+            sent = provider_tool(tool)
+            if sent is None:
+                call.warnings.append(
+                    {"type": "unsupported", "feature": f"provider-defined tool {tool.provider_id}"}
+                )
+            else:
+                tools.append(sent[0])
+                if sent[1] is not None and betas is not None:
+                    betas.add(sent[1])
+            continue
         if json_tool and (
             wanted == "none" or (wanted == "tool" and tool.name != call.tool_choice_name)
         ):
@@ -440,24 +453,51 @@ def usage_of(raw: Any) -> dict[str, Any]:
     cache reads and writes when reported (``base.with_details``)."""
     if not isinstance(raw, dict):
         return {"inputTokens": None, "outputTokens": None, "totalTokens": None}
-    inp = _int(raw.get("input_tokens"))
+    inp, out = _executor_tokens(raw)
     write, read = (
         _int(raw.get("cache_creation_input_tokens")),
         _int(raw.get("cache_read_input_tokens")),
     )
     if inp is not None:
         inp += (write or 0) + (read or 0)
-    out = _int(raw.get("output_tokens"))
     total = inp + out if inp is not None and out is not None else None
     usage: dict[str, Any] = {"inputTokens": inp, "outputTokens": out, "totalTokens": total}
+    details = raw.get("output_tokens_details")
+    thinking = _int(details.get("thinking_tokens")) if isinstance(details, dict) else None
     # the Messages API sends both cache counts on every answer, 0 when no cache was used: only
     # a cache that was used is a detail worth reporting
-    return with_details(usage, cache_read=read or None, cache_write=write or None)
+    return with_details(
+        usage, cache_read=read or None, cache_write=write or None, reasoning=thinking
+    )
 
 
-def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
+def _executor_tokens(raw: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(input, output) tokens: with ``iterations`` (a compaction ran first), the sums of the
+    compaction and message iterations the top level leaves out, as the AI SDK counts them
+    (advisor iterations bill apart; a fallback's top level is the served answer's)."""
+    inp, out = _int(raw.get("input_tokens")), _int(raw.get("output_tokens"))
+    iterations = raw.get("iterations")
+    if not isinstance(iterations, list) or not iterations:
+        return inp, out
+    kinds = [i.get("type") for i in iterations if isinstance(i, dict)]
+    if "fallback_message" in kinds:
+        return inp, out
+    executor = [
+        i for i in iterations if isinstance(i, dict) and i.get("type") in ("compaction", "message")
+    ]
+    if not executor:
+        return inp, out
+    return (
+        sum(_int(i.get("input_tokens")) or 0 for i in executor),
+        sum(_int(i.get("output_tokens")) or 0 for i in executor),
+    )
+
+
+def parse_message(
+    resp: Response, *, json_tool: bool, server: ServerBlocks | None = None
+) -> GenerateResult:
     """Read and check a 2xx message; its neutral result (the ``json`` tool's input is the text
-    when ``json_tool``)."""
+    when ``json_tool``; ``server``: the reader of its provider-run blocks and citations)."""
     raw = resp.read()
     try:
         body = orjson.loads(raw)
@@ -471,13 +511,33 @@ def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
     texts: list[str] = []
     calls: list[tuple[str, str, str]] = []
     reasoning: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] = []
+    server = server if server is not None else server_blocks(None)
+    server.scan(body["content"])
     json_text: str | None = None
     for block in body["content"]:
         kind = block["type"]
         if kind == "text":
             texts.append(block["text"])
+            content.append(_text_part(block["text"], block.get("citations")))
+            for citation in block.get("citations") or ():
+                source = server.citation(citation)
+                if source is not None:
+                    content.append(source)
+        elif kind == "compaction":
+            summary = block.get("content") or ""
+            texts.append(summary)
+            content.append(
+                {
+                    "type": "text",
+                    "text": summary,
+                    "providerMetadata": {"anthropic": {"type": "compaction"}},
+                }
+            )
         elif kind in ("thinking", "redacted_thinking"):
-            reasoning.append(_reasoning_part(block))
+            part = _reasoning_part(block)
+            reasoning.append(part)
+            content.append({"type": "reasoning", **part})
         elif kind == "tool_use":
             value = block.get("input")
             raw_input = orjson.dumps({} if value is None else value).decode()
@@ -485,6 +545,24 @@ def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
                 json_text = raw_input if json_text is None else json_text
             else:
                 calls.append((block["id"], block["name"], raw_input))
+                content.append(
+                    {
+                        "type": "tool-call",
+                        "toolCallId": block["id"],
+                        "toolName": block["name"],
+                        "input": raw_input,
+                    }
+                )
+        elif kind in SERVER_CALLS:
+            call_id, name, input_type = server.start_call(block)
+            value = block.get("input")
+            raw_input = orjson.dumps({} if value is None else value).decode()
+            content.append(server.call_part(block, call_id, name, input_type, raw_input))
+        elif kind in SERVER_RESULTS:
+            content.extend(server.result_parts(block))
+    if json_text is not None:
+        content = [p for p in content if p["type"] != "text"]
+        content.insert(0, {"type": "text", "text": json_text})
     return GenerateResult(
         json_text if json_text is not None else "".join(texts),
         calls,
@@ -492,7 +570,47 @@ def parse_message(resp: Response, *, json_tool: bool) -> GenerateResult:
         usage_of(body.get("usage")),
         {"id": body.get("id"), "modelId": body.get("model")},
         reasoning,
+        content=content,
+        provider_metadata=provider_metadata(body.get("usage"), body.get("stop_sequence"), body),
     )
+
+
+def _text_part(text: str, citations: Any) -> dict[str, Any]:
+    """A text block's part; its web search citations in ``providerMetadata`` (the AI SDK's)."""
+    part: dict[str, Any] = {"type": "text", "text": text}
+    if isinstance(citations, list):
+        web = [c for c in citations if isinstance(c, dict) and c.get("type") == WEB_CITATION]
+        if web:
+            part["providerMetadata"] = {"anthropic": {"citations": web}}
+    return part
+
+
+#: the citation kind of a web search result
+WEB_CITATION = "web_search_result_location"
+
+
+def provider_metadata(usage: Any, stop_sequence: Any, message: Any) -> dict[str, Any]:
+    """``providerMetadata.anthropic``: the raw usage, the cache writes and the stop sequence (and
+    the code execution container, when one was used), as the AI SDK reports them."""
+    raw = usage if isinstance(usage, dict) else {}
+    meta: dict[str, Any] = {
+        "usage": raw,
+        "cacheCreationInputTokens": _int(raw.get("cache_creation_input_tokens")),
+        "stopSequence": stop_sequence if isinstance(stop_sequence, str) else None,
+    }
+    container = message.get("container") if isinstance(message, dict) else None
+    if isinstance(container, dict):
+        meta["container"] = {"id": container.get("id"), "expiresAt": container.get("expires_at")}
+    return {"anthropic": meta}
+
+
+def _compaction_delta(summary: str) -> dict[str, Any]:
+    """A compaction block's summary, streamed as text marked as such (the AI SDK's)."""
+    return {
+        "type": "text-delta",
+        "text": summary,
+        "providerMetadata": {"anthropic": {"type": "compaction"}},
+    }
 
 
 def _reasoning_part(block: dict[str, Any]) -> dict[str, Any]:
@@ -514,18 +632,29 @@ class AnthropicStreamState:
 
     __slots__ = (
         "_raw_usage",
+        "compaction",
+        "container",
         "done",
         "finish_reason",
         "json_blocks",
         "model_id",
         "open",
         "response_id",
+        "server",
+        "stop_sequence",
         "tool_calls",
         "usage",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, server: ServerBlocks | None = None) -> None:
         self.done = False
+        #: the provider-run calls, their results and the sources (``anthropic_server``)
+        self.server = server if server is not None else server_blocks(None)
+        self.server.hold_web_citations()
+        #: indexes of compaction blocks (their summary streams as text)
+        self.compaction: set[int] = set()
+        self.stop_sequence: Any = None
+        self.container: Any = None
         self.finish_reason = "unknown"
         self.usage: dict[str, int | None] = usage_of(None)
         self._raw_usage: dict[str, Any] = {}
@@ -534,7 +663,8 @@ class AnthropicStreamState:
         #: a ``message_start`` arrived (its ``message_stop`` ends the stream)
         self.open = False
         #: content block index → [id, name, partial JSON so far]
-        self.tool_calls: dict[int, list[str]] = {}
+        #: (a provider-run call's: [id, name, partial JSON, input type, its block])
+        self.tool_calls: dict[int, list[Any]] = {}
         #: indexes of ``json``-tool blocks whose input streams as text (generate_object)
         self.json_blocks: set[int] = set()
 
@@ -542,6 +672,17 @@ class AnthropicStreamState:
         if isinstance(raw, dict):
             self._raw_usage.update({k: v for k, v in raw.items() if v is not None})
             self.usage = usage_of(self._raw_usage)
+
+    @property
+    def provider_metadata(self) -> dict[str, Any]:
+        return provider_metadata(self._raw_usage, self.stop_sequence, {"container": self.container})
+
+    def end_server_call(self, index: int, out: list[dict[str, Any]]) -> None:
+        """A provider-run call's block ended: its ``tool-call`` event (its input complete)."""
+        slot = self.tool_calls.get(index)
+        if slot is not None and len(slot) > 3:
+            del self.tool_calls[index]
+            out.append(self.server.call_part(slot[4], slot[0], slot[1], slot[3], slot[2]))
 
 
 def _invalid_tool_block(resp: Response, block: Any) -> APICallError:
@@ -576,6 +717,7 @@ def _start_message(
     state.response_id = message.get("id")
     state.model_id = message.get("model")
     state.add_usage(message.get("usage"))
+    state.container = message.get("container")
     content = message.get("content")
     if content:
         if not isinstance(content, list):
@@ -599,7 +741,15 @@ def _start_message(
                     append({"type": "text-delta", "text": raw_input})
                 else:
                     state.tool_calls[key] = [block.get("id") or f"toolu_{key}", name, raw_input]
-            # other blocks (thinking, a server tool's) carry nothing the ops report
+            elif btype in SERVER_CALLS:
+                call_id, name, kind = state.server.start_call(block)
+                value = block.get("input")
+                raw_input = orjson.dumps({} if value is None else value).decode()
+                append(state.server.call_part(block, call_id, name, kind, raw_input))
+            elif btype in SERVER_RESULTS:
+                for part in state.server.result_parts(block):
+                    append(part)
+            # other blocks (thinking) carry nothing the ops report
     reason = message.get("stop_reason")
     if reason is not None:
         state.finish_reason = map_stop_reason(
@@ -739,7 +889,16 @@ def _read_events(
                             "providerMetadata": {"anthropic": {"signature": signature}},
                         }
                     )
-                # citation deltas carry nothing the ops report yet
+                elif dtype == "citations_delta":
+                    source = state.server.citation(delta.get("citation"))
+                    if source is not None:
+                        append(source)
+                elif dtype == "compaction_delta":
+                    summary = delta.get("content")
+                    if summary is not None:
+                        if type(summary) is not str:
+                            raise TypeError("delta.content: expected a string")
+                        append(_compaction_delta(summary))
             elif kind == "message_start":
                 message = frame["message"]
                 if state.open:
@@ -754,6 +913,20 @@ def _read_events(
                 if btype == "text":
                     if block.get("text"):
                         append({"type": "text-delta", "text": block["text"]})
+                elif btype == "compaction":
+                    state.compaction.add(index)
+                    if block.get("content"):
+                        append(_compaction_delta(block["content"]))
+                elif btype in SERVER_CALLS:
+                    call_id, name, kind = state.server.start_call(block)
+                    start = block.get("input")
+                    initial = orjson.dumps(start).decode() if start else ""
+                    # a list of five: the C reader adds the input's pieces to [2] as a host
+                    # call's; its block's end (below) makes it a provider-run tool-call event
+                    state.tool_calls[index] = [call_id, name, initial, kind, block]
+                elif btype in SERVER_RESULTS:
+                    for part in state.server.result_parts(block):
+                        append(part)
                 elif btype == "redacted_thinking":
                     part = _reasoning_part(block)
                     append({"type": "reasoning-delta", **part})
@@ -769,7 +942,13 @@ def _read_events(
                             append({"type": "text-delta", "text": initial})
                     else:
                         tool_calls[index] = [block.get("id") or f"toolu_{index}", name, initial]
+            elif kind == "content_block_stop":
+                state.end_server_call(frame["index"], out)
             elif kind == "message_delta":
+                if "stop_sequence" in frame["delta"]:
+                    state.stop_sequence = frame["delta"]["stop_sequence"]
+                if frame["delta"].get("container") is not None:
+                    state.container = frame["delta"]["container"]
                 reason = frame["delta"].get("stop_reason")
                 if reason is not None:
                     state.finish_reason = map_stop_reason(
@@ -777,12 +956,15 @@ def _read_events(
                     )
                 state.add_usage(frame.get("usage"))
             elif kind == "message_stop":
+                for index in [i for i, slot in tool_calls.items() if len(slot) > 3]:
+                    state.end_server_call(index, out)  # a provider-run call left open
+                out.extend(state.server.held_sources())
                 state.done = True
                 state.open = False
                 return True
             elif kind == "error" or event == "error":
                 raise _error_event(resp, frame)
-            # ping, content_block_stop and event types added later carry nothing to report
+            # ping and event types added later carry nothing to report
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             text = data.decode("utf-8", "replace")
             reason = f"stream chunk of an unexpected shape ({type(exc).__name__}: {exc})"
@@ -827,12 +1009,12 @@ class AnthropicMessagesProvider(Provider):
         return failed_response_error(resp)
 
     def parse_result(self, resp: Response, call: LanguageModelCall) -> GenerateResult:
-        return parse_message(resp, json_tool=uses_json_tool(call))
+        return parse_message(resp, json_tool=uses_json_tool(call), server=server_blocks(call))
 
     def open_stream(
         self, resp: Response, call: LanguageModelCall
     ) -> tuple[AnthropicStreamState, Iterator[list[dict[str, Any]]]]:
-        state = AnthropicStreamState()
+        state = AnthropicStreamState(server_blocks(call))
         return state, stream_batches(resp, state, json_tool=uses_json_tool(call))
 
 

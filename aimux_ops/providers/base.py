@@ -144,9 +144,14 @@ class Settings:
 
 @dataclass(frozen=True, slots=True)
 class ToolDef:
+    """A tool the model may call: a function (its input schema) or, with ``provider_id``, one the
+    provider runs itself (``anthropic.web_search_20250305``: its ``args``)."""
+
     name: str
     description: str | None
     input_schema: dict[str, Any]
+    provider_id: str | None = None
+    args: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +194,14 @@ class GenerateResult:
     response: dict[str, Any] = field(default_factory=dict)
     #: the model's reasoning, in order: {"text", "providerMetadata"?} (Anthropic's signature)
     reasoning: list[dict[str, Any]] = field(default_factory=list)
+    #: the answer's parts in order (text, reasoning, source, tool-call, tool-result,
+    #: tool-error), when the provider reports them so; a host tool's ``tool-call`` holds its raw
+    #: JSON input text (validated by the ops). None: the ops make them of the fields above.
+    content: list[dict[str, Any]] | None = None
+    #: the sources the answer cited (``source`` parts), when ``content`` is None
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    #: what the provider reported beyond the neutral fields, by provider id
+    provider_metadata: dict[str, Any] | None = None
 
 
 class StreamState(Protocol):

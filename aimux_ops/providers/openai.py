@@ -282,6 +282,29 @@ def completion_parts(
     return text, calls, finish, usage_of(body.get("usage")), response, reasoning
 
 
+def url_sources(annotations: Any, counter: list[int]) -> list[dict[str, Any]]:
+    """The ``url_citation`` annotations of a message or delta as ``source`` parts (the AI
+    SDK's), numbered ``src-<n>`` on from ``counter[0]``; other annotation kinds are skipped."""
+    out: list[dict[str, Any]] = []
+    if not isinstance(annotations, list):
+        return out
+    for a in annotations:
+        cite = a.get("url_citation") if isinstance(a, dict) else None
+        if not isinstance(cite, dict) or not isinstance(cite.get("url"), str):
+            continue
+        counter[0] += 1
+        source: dict[str, Any] = {
+            "type": "source",
+            "sourceType": "url",
+            "id": f"src-{counter[0]}",
+            "url": cite["url"],
+        }
+        if isinstance(cite.get("title"), str):
+            source["title"] = cite["title"]
+        out.append(source)
+    return out
+
+
 def _reasoning_of(message: Any) -> str | None:
     """The reasoning an OpenAI-compatible server sends beside the answer (``reasoning_content``:
     DeepSeek, vLLM, …; ``reasoning``: OpenRouter, Groq, Ollama), or None."""
@@ -308,12 +331,15 @@ class StreamState:
         "metadata_seen",
         "model_id",
         "response_id",
+        "sources",
         "tool_calls",
         "usage",
     )
 
     def __init__(self) -> None:
         self.done = False
+        #: the number of sources reported so far (their ids: ``src-<n>``)
+        self.sources = [0]
         self.finish_reason = "unknown"
         self.usage: dict[str, int | None] = usage_of(None)
         self.response_id: str | None = None
@@ -679,6 +705,9 @@ def _read_events(
                         thought = _reasoning_of(delta)
                         if thought:
                             append({"type": "reasoning-delta", "text": thought})
+                        cited = delta.get("annotations")
+                        if cited:
+                            out.extend(url_sources(cited, state.sources))
                 reason = choice.get("finish_reason")
                 if reason is not None:
                     state.finish_reason = map_finish_reason(reason)
@@ -820,10 +849,17 @@ def chat_tools(call: LanguageModelCall) -> tuple[list[dict[str, Any]] | None, An
         return None, None
     tools = []
     for tool in call.tools:
+        if tool.provider_id is not None:  # Chat Completions runs no tool itself
+            call.warnings.append(
+                {"type": "unsupported", "feature": f"provider-defined tool {tool.provider_id}"}
+            )
+            continue
         fn: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
         if tool.description is not None:
             fn["description"] = tool.description
         tools.append({"type": "function", "function": fn})
+    if not tools:
+        return None, None
     choice: Any = call.tool_choice
     if choice == "tool":
         choice = {"type": "function", "function": {"name": call.tool_choice_name}}
@@ -894,8 +930,12 @@ class OpenAIChatProvider(Provider):
         return failed_response_error(resp)
 
     def parse_result(self, resp: Response, call: LanguageModelCall) -> GenerateResult:
-        text, calls, finish, usage, response, reasoning = completion_parts(parse_completion(resp))
-        return GenerateResult(text, calls, finish, usage, response, reasoning)
+        body = parse_completion(resp)
+        text, calls, finish, usage, response, reasoning = completion_parts(body)
+        result = GenerateResult(text, calls, finish, usage, response, reasoning)
+        message = body["choices"][0]["message"]
+        result.sources = url_sources(message.get("annotations"), [0])
+        return result
 
     def open_stream(
         self, resp: Response, call: LanguageModelCall

@@ -34,6 +34,57 @@ func (v *CallWarning) UnmarshalJSON(b []byte) error {
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v CallWarning) RawJSON() json.RawMessage { return v.raw }
 
+// Content is one of its Of… members: the one set is sent; one this version does not
+// know decodes into none of them, kept in RawJSON.
+type Content struct {
+	OfTextOutput       *TextOutput
+	OfReasoningOutput  *ReasoningOutput
+	OfSource           *Source
+	OfToolCallOutput   *ToolCallOutput
+	OfToolResultOutput *ToolResultOutput
+	OfToolErrorOutput  *ToolErrorOutput
+	raw                json.RawMessage
+}
+
+// MarshalJSON sends the member that is set (else the JSON it was decoded from).
+func (u Content) MarshalJSON() ([]byte, error) {
+	return marshalUnion(u.raw, u.OfTextOutput, u.OfReasoningOutput, u.OfSource, u.OfToolCallOutput, u.OfToolResultOutput, u.OfToolErrorOutput)
+}
+
+// UnmarshalJSON sets the member its "type" names.
+func (u *Content) UnmarshalJSON(b []byte) error {
+	*u = Content{}
+	return unmarshalUnion(b, &u.raw, "type",
+		"text", &u.OfTextOutput,
+		"reasoning", &u.OfReasoningOutput,
+		"source", &u.OfSource,
+		"tool-call", &u.OfToolCallOutput,
+		"tool-result", &u.OfToolResultOutput,
+		"tool-error", &u.OfToolErrorOutput)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (u Content) RawJSON() json.RawMessage { return u.raw }
+
+// AsAny returns the member that is set, or nil (see RawJSON).
+func (u Content) AsAny() any {
+	switch {
+	case u.OfTextOutput != nil:
+		return u.OfTextOutput
+	case u.OfReasoningOutput != nil:
+		return u.OfReasoningOutput
+	case u.OfSource != nil:
+		return u.OfSource
+	case u.OfToolCallOutput != nil:
+		return u.OfToolCallOutput
+	case u.OfToolResultOutput != nil:
+		return u.OfToolResultOutput
+	case u.OfToolErrorOutput != nil:
+		return u.OfToolErrorOutput
+	}
+	return nil
+}
+
 // ContentPart is one of its Of… members: the one set is sent; one this version does not
 // know decodes into none of them, kept in RawJSON.
 type ContentPart struct {
@@ -156,6 +207,9 @@ type FinishEvent struct {
 	Response     Opt[ResponseInfo] `json:"response,omitzero"`
 	// Observations: what the provider adapted or dropped.
 	Warnings []CallWarning `json:"warnings,omitempty"`
+	// What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic":
+	// {"usage": {...}, "stopSequence": null}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`
@@ -203,6 +257,9 @@ type FinishStepEvent struct {
 	Response     Opt[ResponseInfo] `json:"response,omitzero"`
 	// Observations: what the provider adapted or dropped.
 	Warnings []CallWarning `json:"warnings,omitempty"`
+	// What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic":
+	// {"usage": {...}, "stopSequence": null}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`
@@ -371,6 +428,14 @@ func (v GenerateTextParams) RawJSON() json.RawMessage { return v.raw }
 // GenerateTextResult is the result of generate_text (schema/ops/generate_text.result.schema.json).
 type GenerateTextResult struct {
 	Text string `json:"text"`
+	// The answer's parts in order: text, reasoning, sources, tool calls and the results of tools the
+	// provider ran.
+	Content []Content `json:"content,omitempty"`
+	// The sources the model cited or a provider-run tool found.
+	Sources []Source `json:"sources,omitempty"`
+	// What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic":
+	// {"usage": {...}, "stopSequence": null}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
 	// The model's reasoning, joined.
 	ReasoningText Opt[string]       `json:"reasoningText,omitzero"`
 	Reasoning     []ReasoningOutput `json:"reasoning,omitempty"`
@@ -379,7 +444,8 @@ type GenerateTextResult struct {
 	Usage     Usage        `json:"usage,omitzero"`
 	ToolCalls []ToolCall   `json:"toolCalls"`
 	Response  ResponseInfo `json:"response,omitzero"`
-	// With host tools (the bindings' loop over stream_text): the last step's.
+	// With host tools (the bindings' loop over stream_text): the last step's; else the results of the
+	// tools the provider ran.
 	ToolResults []ToolResultPart `json:"toolResults,omitempty"`
 	// With host tools: every step, in order.
 	Steps []StepResult `json:"steps,omitempty"`
@@ -767,6 +833,82 @@ func (v *RetrySpec) UnmarshalJSON(b []byte) error {
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v RetrySpec) RawJSON() json.RawMessage { return v.raw }
 
+// Source: A source the model cited or a provider-run tool found (the AI SDK's source part):
+// `sourceType` `url` (`url`, `title`) or `document` (`mediaType`, `title`, `filename`); the list
+// of source types may grow.
+type Source struct {
+	Type       string      `json:"type"`
+	SourceType string      `json:"sourceType"`
+	ID         string      `json:"id"`
+	URL        Opt[string] `json:"url,omitzero"`
+	Title      Opt[string] `json:"title,omitzero"`
+	MediaType  Opt[string] `json:"mediaType,omitzero"`
+	Filename   Opt[string] `json:"filename,omitzero"`
+	// What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic":
+	// {"usage": {...}, "stopSequence": null}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v Source) MarshalJSON() ([]byte, error) {
+	type plain Source
+	if v.Type == "" {
+		v.Type = "source"
+	}
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *Source) UnmarshalJSON(b []byte) error {
+	type plain Source
+	*v = Source{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v Source) RawJSON() json.RawMessage { return v.raw }
+
+// SourceEvent: A source, as the stream reports it when it arrives.
+type SourceEvent struct {
+	Type       string      `json:"type"`
+	SourceType string      `json:"sourceType"`
+	ID         string      `json:"id"`
+	URL        Opt[string] `json:"url,omitzero"`
+	Title      Opt[string] `json:"title,omitzero"`
+	MediaType  Opt[string] `json:"mediaType,omitzero"`
+	Filename   Opt[string] `json:"filename,omitzero"`
+	// What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic":
+	// {"usage": {...}, "stopSequence": null}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v SourceEvent) MarshalJSON() ([]byte, error) {
+	type plain SourceEvent
+	if v.Type == "" {
+		v.Type = "source"
+	}
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *SourceEvent) UnmarshalJSON(b []byte) error {
+	type plain SourceEvent
+	*v = SourceEvent{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v SourceEvent) RawJSON() json.RawMessage { return v.raw }
+
 // StartStepEvent: The tool loop: a step (model call) begins.
 type StartStepEvent struct {
 	Type string `json:"type"`
@@ -893,6 +1035,7 @@ func (u StopWhen) AsAny() any {
 type StreamTextEvent struct {
 	OfTextDeltaEvent      *TextDeltaEvent
 	OfReasoningDeltaEvent *ReasoningDeltaEvent
+	OfSourceEvent         *SourceEvent
 	OfToolCallEvent       *ToolCallEvent
 	OfToolResultEvent     *ToolResultEvent
 	OfToolErrorEvent      *ToolErrorEvent
@@ -905,7 +1048,7 @@ type StreamTextEvent struct {
 
 // MarshalJSON sends the member that is set (else the JSON it was decoded from).
 func (u StreamTextEvent) MarshalJSON() ([]byte, error) {
-	return marshalUnion(u.raw, u.OfTextDeltaEvent, u.OfReasoningDeltaEvent, u.OfToolCallEvent, u.OfToolResultEvent, u.OfToolErrorEvent, u.OfStartStepEvent, u.OfFinishStepEvent, u.OfFinishEvent, u.OfErrorEvent)
+	return marshalUnion(u.raw, u.OfTextDeltaEvent, u.OfReasoningDeltaEvent, u.OfSourceEvent, u.OfToolCallEvent, u.OfToolResultEvent, u.OfToolErrorEvent, u.OfStartStepEvent, u.OfFinishStepEvent, u.OfFinishEvent, u.OfErrorEvent)
 }
 
 // UnmarshalJSON sets the member its "type" names.
@@ -914,6 +1057,7 @@ func (u *StreamTextEvent) UnmarshalJSON(b []byte) error {
 	return unmarshalUnion(b, &u.raw, "type",
 		"text-delta", &u.OfTextDeltaEvent,
 		"reasoning-delta", &u.OfReasoningDeltaEvent,
+		"source", &u.OfSourceEvent,
 		"tool-call", &u.OfToolCallEvent,
 		"tool-result", &u.OfToolResultEvent,
 		"tool-error", &u.OfToolErrorEvent,
@@ -933,6 +1077,8 @@ func (u StreamTextEvent) AsAny() any {
 		return u.OfTextDeltaEvent
 	case u.OfReasoningDeltaEvent != nil:
 		return u.OfReasoningDeltaEvent
+	case u.OfSourceEvent != nil:
+		return u.OfSourceEvent
 	case u.OfToolCallEvent != nil:
 		return u.OfToolCallEvent
 	case u.OfToolResultEvent != nil:
@@ -1038,6 +1184,8 @@ func (v TextContent) RawJSON() json.RawMessage { return v.raw }
 type TextDeltaEvent struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+	// Anthropic: {"anthropic": {"type": "compaction"}} for a compaction block's summary.
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`
@@ -1063,6 +1211,39 @@ func (v *TextDeltaEvent) UnmarshalJSON(b []byte) error {
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v TextDeltaEvent) RawJSON() json.RawMessage { return v.raw }
 
+// TextOutput: A text part of the answer (`providerMetadata.anthropic.type` is `compaction` for a
+// compaction block's summary).
+type TextOutput struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+	// What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic":
+	// {"usage": {...}, "stopSequence": null}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v TextOutput) MarshalJSON() ([]byte, error) {
+	type plain TextOutput
+	if v.Type == "" {
+		v.Type = "text"
+	}
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *TextOutput) UnmarshalJSON(b []byte) error {
+	type plain TextOutput
+	*v = TextOutput{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v TextOutput) RawJSON() json.RawMessage { return v.raw }
+
 // ToolCall is a generated type (schema/ops).
 type ToolCall struct {
 	ToolCallID string          `json:"toolCallId"`
@@ -1072,6 +1253,12 @@ type ToolCall struct {
 	Invalid Opt[bool] `json:"invalid,omitzero"`
 	// Its error envelope.
 	Error json.RawMessage `json:"error,omitempty"`
+	// true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never
+	// answers it.
+	ProviderExecuted Opt[bool] `json:"providerExecuted,omitzero"`
+	// What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic":
+	// {"usage": {...}, "stopSequence": null}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`
@@ -1137,7 +1324,13 @@ type ToolCallEvent struct {
 	Invalid Opt[bool] `json:"invalid,omitzero"`
 	// Its error envelope.
 	Error json.RawMessage `json:"error,omitempty"`
-	Type  string          `json:"type"`
+	// true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never
+	// answers it.
+	ProviderExecuted Opt[bool] `json:"providerExecuted,omitzero"`
+	// What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic":
+	// {"usage": {...}, "stopSequence": null}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
+	Type             string                     `json:"type"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`
@@ -1162,6 +1355,47 @@ func (v *ToolCallEvent) UnmarshalJSON(b []byte) error {
 
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v ToolCallEvent) RawJSON() json.RawMessage { return v.raw }
+
+// ToolCallOutput is a generated type (schema/ops).
+type ToolCallOutput struct {
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	// The call is not usable: unknown tool or invalid input.
+	Invalid Opt[bool] `json:"invalid,omitzero"`
+	// Its error envelope.
+	Error json.RawMessage `json:"error,omitempty"`
+	// true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never
+	// answers it.
+	ProviderExecuted Opt[bool] `json:"providerExecuted,omitzero"`
+	// What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic":
+	// {"usage": {...}, "stopSequence": null}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
+	Type             string                     `json:"type"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v ToolCallOutput) MarshalJSON() ([]byte, error) {
+	type plain ToolCallOutput
+	if v.Type == "" {
+		v.Type = "tool-call"
+	}
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *ToolCallOutput) UnmarshalJSON(b []byte) error {
+	type plain ToolCallOutput
+	*v = ToolCallOutput{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v ToolCallOutput) RawJSON() json.RawMessage { return v.raw }
 
 // ToolCallPart: A tool call made by the assistant in an earlier turn (`toolCalls`, the short
 // form).
@@ -1261,9 +1495,13 @@ type ToolErrorEvent struct {
 	ToolName   string          `json:"toolName"`
 	Input      json.RawMessage `json:"input,omitempty"`
 	// {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError,
-	// InvalidToolInputError).
+	// InvalidToolInputError); a provider-run tool's failure as the provider gave it.
 	Error json.RawMessage `json:"error"`
-	Type  string          `json:"type"`
+	// true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never
+	// answers it.
+	ProviderExecuted Opt[bool]                  `json:"providerExecuted,omitzero"`
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
+	Type             string                     `json:"type"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`
@@ -1289,14 +1527,56 @@ func (v *ToolErrorEvent) UnmarshalJSON(b []byte) error {
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v ToolErrorEvent) RawJSON() json.RawMessage { return v.raw }
 
+// ToolErrorOutput is a generated type (schema/ops).
+type ToolErrorOutput struct {
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	// {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError,
+	// InvalidToolInputError); a provider-run tool's failure as the provider gave it.
+	Error json.RawMessage `json:"error"`
+	// true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never
+	// answers it.
+	ProviderExecuted Opt[bool]                  `json:"providerExecuted,omitzero"`
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
+	Type             string                     `json:"type"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v ToolErrorOutput) MarshalJSON() ([]byte, error) {
+	type plain ToolErrorOutput
+	if v.Type == "" {
+		v.Type = "tool-error"
+	}
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *ToolErrorOutput) UnmarshalJSON(b []byte) error {
+	type plain ToolErrorOutput
+	*v = ToolErrorOutput{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v ToolErrorOutput) RawJSON() json.RawMessage { return v.raw }
+
 // ToolErrorPart is a generated type (schema/ops).
 type ToolErrorPart struct {
 	ToolCallID string          `json:"toolCallId"`
 	ToolName   string          `json:"toolName"`
 	Input      json.RawMessage `json:"input,omitempty"`
 	// {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError,
-	// InvalidToolInputError).
+	// InvalidToolInputError); a provider-run tool's failure as the provider gave it.
 	Error json.RawMessage `json:"error"`
+	// true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never
+	// answers it.
+	ProviderExecuted Opt[bool]                  `json:"providerExecuted,omitzero"`
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`
@@ -1407,7 +1687,13 @@ type ToolResultEvent struct {
 	ToolName   string          `json:"toolName"`
 	Input      json.RawMessage `json:"input,omitempty"`
 	Output     json.RawMessage `json:"output,omitempty"`
-	Type       string          `json:"type"`
+	// true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never
+	// answers it.
+	ProviderExecuted Opt[bool] `json:"providerExecuted,omitzero"`
+	// A provider-run tool's: the wire block it came in ({"anthropic": {"type":
+	// "web_search_tool_result"}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
+	Type             string                     `json:"type"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`
@@ -1433,12 +1719,57 @@ func (v *ToolResultEvent) UnmarshalJSON(b []byte) error {
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v ToolResultEvent) RawJSON() json.RawMessage { return v.raw }
 
-// ToolResultPart: A host tool's answer the model read: its output, or (`tool-error`) its error.
+// ToolResultOutput is a generated type (schema/ops).
+type ToolResultOutput struct {
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	// true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never
+	// answers it.
+	ProviderExecuted Opt[bool] `json:"providerExecuted,omitzero"`
+	// A provider-run tool's: the wire block it came in ({"anthropic": {"type":
+	// "web_search_tool_result"}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
+	Type             string                     `json:"type"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v ToolResultOutput) MarshalJSON() ([]byte, error) {
+	type plain ToolResultOutput
+	if v.Type == "" {
+		v.Type = "tool-result"
+	}
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *ToolResultOutput) UnmarshalJSON(b []byte) error {
+	type plain ToolResultOutput
+	*v = ToolResultOutput{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v ToolResultOutput) RawJSON() json.RawMessage { return v.raw }
+
+// ToolResultPart: A tool's result: a host tool's answer the model read, or (`providerExecuted`)
+// the result of a tool the provider ran, as the provider gave it.
 type ToolResultPart struct {
 	ToolCallID string          `json:"toolCallId"`
 	ToolName   string          `json:"toolName"`
 	Input      json.RawMessage `json:"input,omitempty"`
 	Output     json.RawMessage `json:"output,omitempty"`
+	// true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never
+	// answers it.
+	ProviderExecuted Opt[bool] `json:"providerExecuted,omitzero"`
+	// A provider-run tool's: the wire block it came in ({"anthropic": {"type":
+	// "web_search_tool_result"}}).
+	ProviderMetadata map[string]json.RawMessage `json:"providerMetadata,omitempty"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`
@@ -1461,9 +1792,18 @@ func (v *ToolResultPart) UnmarshalJSON(b []byte) error {
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v ToolResultPart) RawJSON() json.RawMessage { return v.raw }
 
-// ToolSpec is a generated type (schema/ops).
+// ToolSpec: A tool: a function the model calls (`inputSchema`; the host runs it with `execute`),
+// or (`type: "provider"`) a tool the provider runs itself, named by its `id` (e.g.
+// `anthropic.web_search_20250305`) with its `args`; its calls and results come back marked
+// `providerExecuted`.
 type ToolSpec struct {
-	Description Opt[string] `json:"description,omitzero"`
+	Type Opt[ToolSpecType] `json:"type,omitzero"`
+	// type "provider": the provider tool's id, "<provider>.<tool type>" (e.g.
+	// "anthropic.web_search_20250305").
+	ID Opt[string] `json:"id,omitzero"`
+	// type "provider": the tool's settings (e.g. {"maxUses": 3}).
+	Args        map[string]any `json:"args,omitempty"`
+	Description Opt[string]    `json:"description,omitzero"`
 	// JSON Schema of the tool's input.
 	InputSchema map[string]any `json:"inputSchema,omitempty"`
 	// true: the host runs this tool. Its calls arrive as tool-call events and are answered with
@@ -1490,6 +1830,15 @@ func (v *ToolSpec) UnmarshalJSON(b []byte) error {
 
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v ToolSpec) RawJSON() json.RawMessage { return v.raw }
+
+// ToolSpecType is a string; these are the values this version knows (others decode as they are).
+type ToolSpecType string
+
+// The ToolSpecType values this version knows.
+const (
+	ToolSpecTypeFunction ToolSpecType = "function"
+	ToolSpecTypeProvider ToolSpecType = "provider"
+)
 
 // Usage: Token counts; the details only when the provider reported them (never fabricated).
 type Usage struct {

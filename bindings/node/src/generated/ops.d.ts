@@ -75,6 +75,10 @@ export interface FinishEvent {
    * Observations: what the provider adapted or dropped.
    */
   warnings?: Array<CallWarning> | null;
+  /**
+   * What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic": {"usage": {...}, "stopSequence": null}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
 }
 
 /**
@@ -89,6 +93,10 @@ export interface FinishStepEvent {
    * Observations: what the provider adapted or dropped.
    */
   warnings?: Array<CallWarning> | null;
+  /**
+   * What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic": {"usage": {...}, "stopSequence": null}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
 }
 
 export interface GenerateObjectParams {
@@ -181,6 +189,18 @@ export interface GenerateTextParams {
 export interface GenerateTextResult {
   text: string;
   /**
+   * The answer's parts in order: text, reasoning, sources, tool calls and the results of tools the provider ran.
+   */
+  content?: Array<TextOutput | ReasoningOutput | Source | ToolCallOutput | ToolResultOutput | ToolErrorOutput> | null;
+  /**
+   * The sources the model cited or a provider-run tool found.
+   */
+  sources?: Array<Source> | null;
+  /**
+   * What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic": {"usage": {...}, "stopSequence": null}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
+  /**
    * The model's reasoning, joined.
    */
   reasoningText?: string | null;
@@ -193,7 +213,7 @@ export interface GenerateTextResult {
   toolCalls: Array<ToolCall>;
   response: ResponseInfo;
   /**
-   * With host tools (the bindings' loop over stream_text): the last step's.
+   * With host tools (the bindings' loop over stream_text): the last step's; else the results of the tools the provider ran.
    */
   toolResults?: Array<ToolResultPart> | null;
   /**
@@ -329,6 +349,42 @@ export interface RetrySpec {
 }
 
 /**
+ * A source the model cited or a provider-run tool found (the AI SDK's source part):
+ * ``sourceType`` ``url`` (``url``, ``title``) or ``document`` (``mediaType``, ``title``,
+ * ``filename``); the list of source types may grow.
+ */
+export interface Source {
+  type: "source";
+  sourceType: string;
+  id: string;
+  url?: string | null;
+  title?: string | null;
+  mediaType?: string | null;
+  filename?: string | null;
+  /**
+   * What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic": {"usage": {...}, "stopSequence": null}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
+}
+
+/**
+ * A source, as the stream reports it when it arrives.
+ */
+export interface SourceEvent {
+  type: "source";
+  sourceType: string;
+  id: string;
+  url?: string | null;
+  title?: string | null;
+  mediaType?: string | null;
+  filename?: string | null;
+  /**
+   * What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic": {"usage": {...}, "stopSequence": null}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
+}
+
+/**
  * The tool loop: a step (model call) begins.
  */
 export interface StartStepEvent {
@@ -362,7 +418,7 @@ export interface StopCondition {
   hasToolCall?: Array<string> | null;
 }
 
-export type StreamTextEvent = TextDeltaEvent | ReasoningDeltaEvent | ToolCallEvent | ToolResultEvent | ToolErrorEvent | StartStepEvent | FinishStepEvent | FinishEvent | ErrorEvent;
+export type StreamTextEvent = TextDeltaEvent | ReasoningDeltaEvent | SourceEvent | ToolCallEvent | ToolResultEvent | ToolErrorEvent | StartStepEvent | FinishStepEvent | FinishEvent | ErrorEvent;
 
 export interface StreamTextParams {
   model: ModelSpec;
@@ -409,6 +465,23 @@ export interface TextContent {
 export interface TextDeltaEvent {
   type: "text-delta";
   text: string;
+  /**
+   * Anthropic: {"anthropic": {"type": "compaction"}} for a compaction block's summary.
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
+}
+
+/**
+ * A text part of the answer (``providerMetadata.anthropic.type`` is ``compaction`` for a
+ * compaction block's summary).
+ */
+export interface TextOutput {
+  type: "text";
+  text: string;
+  /**
+   * What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic": {"usage": {...}, "stopSequence": null}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
 }
 
 export interface ToolCall {
@@ -423,6 +496,14 @@ export interface ToolCall {
    * Its error envelope.
    */
   error?: Record<string, unknown> | null;
+  /**
+   * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+   */
+  providerExecuted?: boolean | null;
+  /**
+   * What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic": {"usage": {...}, "stopSequence": null}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
 }
 
 export interface ToolCallContent {
@@ -448,6 +529,37 @@ export interface ToolCallEvent {
    * Its error envelope.
    */
   error?: Record<string, unknown> | null;
+  /**
+   * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+   */
+  providerExecuted?: boolean | null;
+  /**
+   * What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic": {"usage": {...}, "stopSequence": null}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
+  type: "tool-call";
+}
+
+export interface ToolCallOutput {
+  toolCallId: string;
+  toolName: string;
+  input?: unknown;
+  /**
+   * The call is not usable: unknown tool or invalid input.
+   */
+  invalid?: boolean | null;
+  /**
+   * Its error envelope.
+   */
+  error?: Record<string, unknown> | null;
+  /**
+   * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+   */
+  providerExecuted?: boolean | null;
+  /**
+   * What the provider reported beyond the neutral fields, by provider id (e.g. {"anthropic": {"usage": {...}, "stopSequence": null}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
   type: "tool-call";
 }
 
@@ -470,9 +582,30 @@ export interface ToolErrorEvent {
   toolName: string;
   input?: unknown;
   /**
-   * {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError, InvalidToolInputError).
+   * {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError, InvalidToolInputError); a provider-run tool's failure as the provider gave it.
    */
   error: Record<string, unknown>;
+  /**
+   * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+   */
+  providerExecuted?: boolean | null;
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
+  type: "tool-error";
+}
+
+export interface ToolErrorOutput {
+  toolCallId: string;
+  toolName: string;
+  input?: unknown;
+  /**
+   * {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError, InvalidToolInputError); a provider-run tool's failure as the provider gave it.
+   */
+  error: Record<string, unknown>;
+  /**
+   * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+   */
+  providerExecuted?: boolean | null;
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
   type: "tool-error";
 }
 
@@ -481,9 +614,14 @@ export interface ToolErrorPart {
   toolName: string;
   input?: unknown;
   /**
-   * {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError, InvalidToolInputError).
+   * {message, data?} from the host, or the envelope of a call the model got wrong (NoSuchToolError, InvalidToolInputError); a provider-run tool's failure as the provider gave it.
    */
   error: Record<string, unknown>;
+  /**
+   * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+   */
+  providerExecuted?: boolean | null;
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
 }
 
 /**
@@ -510,20 +648,68 @@ export interface ToolResultEvent {
   toolName: string;
   input?: unknown;
   output?: unknown;
+  /**
+   * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+   */
+  providerExecuted?: boolean | null;
+  /**
+   * A provider-run tool's: the wire block it came in ({"anthropic": {"type": "web_search_tool_result"}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
+  type: "tool-result";
+}
+
+export interface ToolResultOutput {
+  toolCallId: string;
+  toolName: string;
+  input?: unknown;
+  output?: unknown;
+  /**
+   * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+   */
+  providerExecuted?: boolean | null;
+  /**
+   * A provider-run tool's: the wire block it came in ({"anthropic": {"type": "web_search_tool_result"}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
   type: "tool-result";
 }
 
 /**
- * A host tool's answer the model read: its output, or (``tool-error``) its error.
+ * A tool's result: a host tool's answer the model read, or (``providerExecuted``) the
+ * result of a tool the provider ran, as the provider gave it.
  */
 export interface ToolResultPart {
   toolCallId: string;
   toolName: string;
   input?: unknown;
   output?: unknown;
+  /**
+   * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+   */
+  providerExecuted?: boolean | null;
+  /**
+   * A provider-run tool's: the wire block it came in ({"anthropic": {"type": "web_search_tool_result"}}).
+   */
+  providerMetadata?: Record<string, Record<string, unknown>> | null;
 }
 
+/**
+ * A tool: a function the model calls (``inputSchema``; the host runs it with ``execute``),
+ * or (``type: "provider"``) a tool the provider runs itself, named by its ``id`` (e.g.
+ * ``anthropic.web_search_20250305``) with its ``args``; its calls and results come back marked
+ * ``providerExecuted``.
+ */
 export interface ToolSpec {
+  type?: "function" | "provider";
+  /**
+   * type "provider": the provider tool's id, "<provider>.<tool type>" (e.g. "anthropic.web_search_20250305").
+   */
+  id?: string | null;
+  /**
+   * type "provider": the tool's settings (e.g. {"maxUses": 3}).
+   */
+  args?: Record<string, unknown> | null;
   description?: string | null;
   /**
    * JSON Schema of the tool's input.
