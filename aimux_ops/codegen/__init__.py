@@ -11,7 +11,8 @@ error catalogue in ``aimux_ops/errors/`` and the op registry):
   so the module builds
   from a module cache, a vendor directory and with ``-trimpath``);
 - Node: ``bindings/node/src/generated/`` (error classes and op types, ``node.py``);
-- Java: ``bindings/java/src/generated/java/`` (``java.py``);
+- Java: ``bindings/java/src/generated/java/`` (the error classes, ``java.py``; the typed ops'
+  params, results, events, content parts and tool types, ``java_types.py``);
 - the catalogue table of ``docs/DESIGN.md`` (``docs.py``).
 
 Every output is committed; ``--check`` (``make check-schema``) fails when any differs. Output is
@@ -27,7 +28,7 @@ import orjson
 
 from ..errors import KIND_RANGES
 from ..ops.meta import build_manifest
-from . import c, docs, go, java, node
+from . import c, docs, go, java, java_types, node
 from . import schemas as schema_gen
 from ._model import Manifest
 
@@ -38,7 +39,7 @@ __all__ = ["INPUTS", "OWNED_DIRS", "generate"]
 INPUTS = ("native/aimux.h",)
 
 #: Directories whose every file is generated (a stale file there is drift too).
-OWNED_DIRS = ("schema", node.OUT, java.OUT)
+OWNED_DIRS = ("schema", node.OUT, java.OUT, java_types.OUT)
 
 
 def generate(root: Path) -> dict[str, bytes]:
@@ -56,6 +57,7 @@ def generate(root: Path) -> dict[str, bytes]:
         go.render(m),
         node.render(m),
         java.render(m),
+        java_types.render(m),
         docs.render(m, payloads, root),
     ):
         texts.update(rendered)

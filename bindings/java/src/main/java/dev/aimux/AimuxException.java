@@ -55,6 +55,19 @@ public class AimuxException extends RuntimeException implements AimuxNode {
         return Optional.of(Duration.ofMillis(r.longValue()));
     }
 
+    /**
+     * The HTTP status of the failure: the envelope's {@code error.statusCode}; for an {@code AI_RetryError}
+     * that carries none (a core older than the rule that puts it on the root), its last attempt's (the cause).
+     * Empty when no response was received (a refused connection, a timeout before the headers).
+     */
+    public Optional<Long> statusCode() {
+        Optional<Long> own = longField("statusCode");
+        if (own.isEmpty() && is(AimuxErrorType.AIMUX_RETRY) && getCause() instanceof AimuxNode last) {
+            own = last.longField("statusCode");
+        }
+        return own;
+    }
+
     @Override
     public String toString() {
         String msg = getLocalizedMessage();
