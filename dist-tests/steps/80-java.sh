@@ -5,7 +5,8 @@
 # with -Djava.library.path, that directory's library first; the same program as a named module run
 # from the module path (no --add-modules); the jar without its library and none findable, a 207; on
 # a JDK older than 22 the build stops with the enforcer's message (mvn) and `make install` with the
-# Makefile's own, before any JVM option can fail.
+# Makefile's own, before any JVM option can fail. README's Java first program (typed API), compiled
+# with -Xlint:all -Werror, runs against the fault server: generate, stream, a 429, a refused connection.
 set -euo pipefail
 . "$AIMUX_DIST_TESTS/bindings-lib.sh"
 export JAVA_HOME="${AIMUX_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -42,13 +43,34 @@ package)
   else
     echo "   SKIPPED (not counted): no JDK older than 22 here to show the enforcer's message"
   fi
-  rm -rf binding ;;
+  rm -rf binding
+  # README's first program (the code block after <!-- first-program:java -->) and the fault server it runs against
+  awk '/<!-- first-program:java -->/ {on=1; next} on && /^```java/ {code=1; next} code && /^```/ {exit} code' \
+    "$AIMUX_DIST_SRC/README.md" > FirstProgram.java
+  grep -q '^public class FirstProgram' FirstProgram.java || { echo "README.md has no Java first program"; exit 1; }
+  cp "$AIMUX_DIST_SRC/tests/fault_server.py" . ;;
 run)
   rm -rf app && mkdir -p app/src/main/java/app
   cp "$AIMUX_DIST_TESTS/java/pom.xml" app/
-  cp "$AIMUX_DIST_TESTS/java/App.java" app/src/main/java/app/
-  (cd app && mvnq package dependency:copy-dependencies)
+  cp "$AIMUX_DIST_TESTS/java/App.java" FirstProgram.java app/src/main/java/app/
+  (cd app && mvnq package dependency:copy-dependencies)   # javac -Xlint:all -Werror (the pom)
   CP="$PWD/app/target/app.jar:$PWD/app/target/dependency/*"
+  # README's first program against the fault server: generate, stream, a 429 with retry-after, a refused connection
+  "$AIMUX_DIST_PYTHON" fault_server.py --port 0 > fault.out 2> fault.err & fault_pid=$!
+  trap 'kill $fault_pid 2>/dev/null || true' EXIT
+  for _ in $(seq 1 100); do grep -q 'fault server on' fault.out && break; sleep 0.1; done
+  base="$(grep -o 'http://127\.0\.0\.1:[0-9]*' fault.out | head -n 1)"
+  [ -n "$base" ] || { cat fault.out fault.err; echo "the fault server did not start"; exit 1; }
+  rm -rf home && mkdir home
+  out="$(dist_run / "PATH=$PATH" "HOME=$PWD/home" OPENAI_API_KEY=sk-local "$JAVA_HOME/bin/java" -cp "$CP" app.FirstProgram "$base/v1" 2>&1)"
+  printf '%s\n' "$out" | sed 's/^/   /'
+  grep -qx 'text: Hello! (stop, 14 tokens)' <<<"$out" || { echo "first program: no generated text"; exit 1; }
+  grep -qx 'Hello!' <<<"$out" || { echo "first program: no streamed text"; exit 1; }
+  grep -qx 'status 429, retryable true, retry after 2 s' <<<"$out" || { echo "first program: no 429 with its retry-after"; exit 1; }
+  grep -q '^caused by dev.aimux.errors.RetryException \[aimux 14 AI_RetryError\]' <<<"$out" || { echo "first program: no retry error"; exit 1; }
+  [[ "$(grep '^caused by ' <<<"$out" | tail -n 1)" == 'caused by dev.aimux.AimuxSourceException [ConnectionRefusedError]'* ]] \
+    || { echo "first program: the chain does not end at ConnectionRefusedError"; exit 1; }
+  echo "   README's Java first program ($(grep -c '' app/src/main/java/app/FirstProgram.java) lines): ok"
   # no JVM flag, no environment variable (a HOME of its own, for the cache it extracts into)
   rm -rf home && mkdir home
   for n in 1 2; do   # the first run extracts the jar's library, the second uses it
