@@ -31,7 +31,11 @@ class FaultServer : AutoCloseable {
             ProcessBuilder(python, Repo.path("tests/fault_server.py").toString(), "--port", "0")
                 .redirectError(ProcessBuilder.Redirect.INHERIT)
                 .start()
-        val line = process.inputStream.bufferedReader().readLine().orEmpty()
+        val line =
+            process.inputStream
+                .bufferedReader()
+                .readLine()
+                .orEmpty()
         base = Regex("fault server on (http://127\\.0\\.0\\.1:\\d+)").find(line)?.groupValues?.get(1)
             ?: run {
                 process.destroyForcibly()

@@ -38,14 +38,32 @@ import java.util.Optional
 /** The Kotlin API over the real library: suspend calls, the Flow of typed events, cancellation, suspend tools. */
 class KotlinApiTest {
     private fun replay(): StreamTextParams =
-        StreamTextParams.builder()
-            .model(ModelSpec.builder().provider("openai").modelId("gpt-4o-mini").baseUrl("http://127.0.0.1:1/v1").build())
-            .prompt("Say hello in one word.")
-            .recording(RecordingSpec.builder().mode(RecordingMode.REPLAY).path(Repo.path("recordings/demo.jsonl").toString()).build())
-            .build()
+        StreamTextParams
+            .builder()
+            .model(
+                ModelSpec
+                    .builder()
+                    .provider("openai")
+                    .modelId("gpt-4o-mini")
+                    .baseUrl("http://127.0.0.1:1/v1")
+                    .build(),
+            ).prompt("Say hello in one word.")
+            .recording(
+                RecordingSpec
+                    .builder()
+                    .mode(RecordingMode.REPLAY)
+                    .path(Repo.path("recordings/demo.jsonl").toString())
+                    .build(),
+            ).build()
 
     private fun FaultServer.model(spec: String): ModelSpec =
-        ModelSpec.builder().provider("openai").modelId("fault:$spec").baseUrl("$base/v1").apiKey("sk-test").build()
+        ModelSpec
+            .builder()
+            .provider("openai")
+            .modelId("fault:$spec")
+            .baseUrl("$base/v1")
+            .apiKey("sk-test")
+            .build()
 
     @Test
     fun generateTextSuspends() =
@@ -61,7 +79,12 @@ class KotlinApiTest {
         runBlocking {
             val events = streamText(replay()).toList()
             assertEquals(listOf("text-delta", "text-delta", "finish"), events.map { it.type() })
-            val text = streamText(replay()).filterIsInstance<TextDeltaEvent>().map { it.text() }.toList().joinToString("")
+            val text =
+                streamText(replay())
+                    .filterIsInstance<TextDeltaEvent>()
+                    .map { it.text() }
+                    .toList()
+                    .joinToString("")
             assertEquals("Hello!", text)
             assertEquals(FinishReason.STOP, (events.last() as FinishEvent).finishReason())
         }
@@ -112,15 +135,29 @@ class KotlinApiTest {
             val refused =
                 assertThrows<RetryException> {
                     generateText {
-                        model(ModelSpec.builder().provider("openai").modelId("m").baseUrl("http://127.0.0.1:1/v1").apiKey("k").build())
-                        prompt("hi").maxRetries(1).retry(dev.aimux.types.RetrySpec.builder().initialDelayMs(10.0).build())
+                        model(
+                            ModelSpec
+                                .builder()
+                                .provider("openai")
+                                .modelId("m")
+                                .baseUrl("http://127.0.0.1:1/v1")
+                                .apiKey("k")
+                                .build(),
+                        )
+                        prompt("hi").maxRetries(1).retry(
+                            dev.aimux.types.RetrySpec
+                                .builder()
+                                .initialDelayMs(10.0)
+                                .build(),
+                        )
                     }
                 }
             assertNull(refused.status)
         }
 
     private fun FaultServer.toolParams(): GenerateTextParams =
-        GenerateTextParams.builder()
+        GenerateTextParams
+            .builder()
             .model(model("mode=tool"))
             .prompt("What is the weather?")
             .tools(mapOf("weather" to ToolSpec.builder().description("The weather.").build()))
@@ -147,12 +184,33 @@ class KotlinApiTest {
                 assertEquals(listOf("Paris", "Paris"), cities)
                 val steps = r.steps().orElseThrow()
                 assertEquals(2, steps.size)
-                assertEquals(21, steps[0].toolResults()[0].output().orElseThrow().get("temperature").asInt())
+                assertEquals(
+                    21,
+                    steps[0]
+                        .toolResults()[0]
+                        .output()
+                        .orElseThrow()
+                        .get("temperature")
+                        .asInt(),
+                )
                 // a tool-level error the model reads, then a thrown one: the caller's, with that very cause
                 val answered = generateText(fault.toolParams(), mapOf("weather" to { _, _ -> ToolResult.error("no data") }))
                 assertEquals(2, answered.steps().orElseThrow().size)
                 val boom = IllegalStateException("boom")
-                val e = assertThrows<ToolExecutionException> { generateText(fault.toolParams(), mapOf("weather" to { _, _ -> throw boom })) }
+                val e =
+                    assertThrows<ToolExecutionException> {
+                        generateText(
+                            fault.toolParams(),
+                            mapOf(
+                                "weather" to {
+                                    _,
+                                    _,
+                                    ->
+                                    throw boom
+                                },
+                            ),
+                        )
+                    }
                 assertSame(boom, e.cause)
                 assertFalse(e.toJson().contains("sk-test"))
             }
