@@ -10,7 +10,7 @@ import pytest
 from helpers import assert_valid_envelope, load_vectors
 
 from aimux_ops import errors as E
-from aimux_ops.wire.envelope import chain_links, decode_error, project
+from aimux_ops.wire.envelope import chain_links, decode_error, project, to_envelope
 from aimux_ops.wire.redact import remember_secret
 
 
@@ -105,10 +105,27 @@ def test_retry_error_has_no_cause_and_lists_attempts() -> None:
     assert env["message"] == "Failed after 2 attempts. Last error: b"
     root, links = chain_links(project(E.RetryError(errors=attempts)))
     assert root == (True, 20)
-    assert [(n.code, n.kind, n.name, n.message) for n in links] == [
-        (14, b"aimux", b"AI_RetryError", env["message"].encode()),
-        (11, b"aimux", b"AI_APICallError", b"b"),
+    assert [(n.code, n.status_code, n.kind, n.name, n.message) for n in links] == [
+        (14, 503, b"aimux", b"AI_RetryError", env["message"].encode()),
+        (11, 503, b"aimux", b"AI_APICallError", b"b"),
     ]
+
+
+def test_retry_error_carries_its_last_attempts_status_code() -> None:
+    """What the user caught answers the status (CONTRACT §4.1): the last attempt's, in Python,
+    on the wire and decoded; a last attempt without one (a refused connection) gives none."""
+    attempts = [E.APICallError("a", status_code=500), E.APICallError("b", status_code=429)]
+    err = E.RetryError(errors=attempts)
+    assert err.status_code == 429
+    env = assert_valid_envelope(project(err))
+    assert env["error"]["statusCode"] == 429
+    assert decode_error(env).status_code == 429
+    refused = E.RetryError(errors=[attempts[0], E.APICallError("Cannot connect")])
+    env = assert_valid_envelope(project(refused))
+    assert refused.status_code is None and "statusCode" not in env["error"]
+    assert [n.status_code for n in chain_links(project(refused))[1]] == [0, 0]
+    given = E.RetryError(errors=attempts, status_code=418)  # given explicitly: kept as given
+    assert to_envelope(given)["error"]["statusCode"] == 418
 
 
 def test_non_aimux_exception_becomes_internal_with_its_chain() -> None:

@@ -38,7 +38,7 @@ def _header(fields: tuple[tuple[str, str], ...], buf: bytes, off: int) -> dict[s
 
 def _read(
     buf: bytes,
-) -> tuple[tuple[int, int], list[tuple[int, bytes, bytes | None, bytes, bytes]]]:
+) -> tuple[tuple[int, int], list[tuple[int, int, bytes, bytes | None, bytes, bytes]]]:
     """The layout as the module's docstring and fields describe it."""
     root = _header(packed.ROOT_FIELDS, buf, 0)
     off, links = packed.ROOT.size, []
@@ -54,22 +54,27 @@ def _read(
             off += h[key]
         kind, name, message, json = strings
         assert kind is not None and message is not None and json is not None
-        links.append((h["code"], kind, name, message, json))
+        links.append((h["code"], h["status_code"], kind, name, message, json))
     assert off == len(buf)
     return (root["retryable"], root["retry_after_ms"]), links
 
 
 def test_pack_writes_the_layout_of_its_fields() -> None:
     links = [
-        (300, b"protocol", b"UnknownOpError", "unknown op 'x' \u00e9".encode(), b"{}"),
-        (0, b"source", None, b"", b'{"message":""}'),
-        (2**31, b"aimux", b"", b"m", b"j"),  # outside int32: reads as 0
-        (-(2**31) - 1, b"k", None, b"", b""),
+        (300, 0, b"protocol", b"UnknownOpError", "unknown op 'x' \u00e9".encode(), b"{}"),
+        (0, 0, b"source", None, b"", b'{"message":""}'),
+        (14, 429, b"aimux", b"AI_RetryError", b"r", b"{}"),
+        (2**31, 2**31, b"aimux", b"", b"m", b"j"),  # outside int32: reads as 0
+        (-(2**31) - 1, -1, b"k", None, b"", b""),
     ]
     buf = packed.pack(((True, 1500), links))
     root, got = _read(buf)
     assert root == (1, 1500)
-    assert got == [links[0], links[1], (0, b"aimux", b"", b"m", b"j"), (0, b"k", None, b"", b"")]
+    assert got == [
+        *links[:3],
+        (0, 0, b"aimux", b"", b"m", b"j"),
+        (0, 0, b"k", None, b"", b""),
+    ]
     assert _read(packed.pack(((False, None), [])))[0] == (0, -1)
     assert _read(packed.pack(((False, 2**63), [])))[0] == (0, -1)  # outside int64: absent
 
@@ -101,6 +106,8 @@ class _Decoder(Lib):
         lib.aimux_error_retryable.argtypes = [P]
         lib.aimux_error_retry_after_ms.restype = ctypes.c_int64
         lib.aimux_error_retry_after_ms.argtypes = [P]
+        lib.aimux_error_status_code.restype = ctypes.c_int32
+        lib.aimux_error_status_code.argtypes = [P]
 
     def decode(self, env: bytes) -> tuple[tuple[bool, int | None], list[Any]]:
         """What the library's accessors say of the decoded chain, in ``chain_links``' shape."""
@@ -114,6 +121,7 @@ class _Decoder(Lib):
                 links.append(
                     (
                         lib.aimux_error_code(node),
+                        lib.aimux_error_status_code(node),
                         self.take_string(lib.aimux_error_kind(node)),
                         self.take_string(lib.aimux_error_name(node)),
                         self.take_string(lib.aimux_error_message(node)),
@@ -144,6 +152,8 @@ def _node(rng: random.Random, depth: int) -> dict[str, Any]:
         }
         if rng.random() < 0.8:
             node["error"] = {"name": rng.choice(["AI_APICallError", "UnknownOpError", _text(rng)])}
+            if rng.random() < 0.5:
+                node["error"]["statusCode"] = rng.choice([429, 503, 0, 2**31, -1, 4.0, "500", True])
     if depth > 0 and rng.random() < 0.7:
         node["cause"] = _node(rng, depth - 1)
     return node

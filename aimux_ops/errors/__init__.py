@@ -18,7 +18,8 @@ The hierarchy::
     │   │                                                               responseHeaders, responseBody, data
     │   ├── TimeoutError                12  AI_TimeoutError             timeoutMs, statusCode
     │   ├── AbortedError                13  AI_AbortedError
-    │   ├── RetryError                  14  AI_RetryError               reason, errors (last = cause)
+    │   ├── RetryError                  14  AI_RetryError               reason, errors (last = cause),
+    │   │                                                               statusCode (the last's)
     │   ├── NoSuchToolError             15  AI_NoSuchToolError          toolName, availableTools
     │   ├── InvalidToolInputError       16  AI_InvalidToolInputError    toolName, toolInput
     │   ├── ToolCallRepairError         17  AI_ToolCallRepairError

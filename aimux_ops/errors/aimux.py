@@ -190,6 +190,9 @@ class RetryError(AIError, code=14):
     reason: RetryReason = "maxRetriesExceeded"
     #: The attempts, oldest first (exceptions; on the wire: aimux nodes).
     errors: list[Any] | None = None
+    #: The last attempt's HTTP status, when it had one: what a user who caught the retry error
+    #: reads (``err.status_code``, ``statusCode`` on the wire, ``aimux_error_status_code``).
+    status_code: int | None = None
 
     def __init__(
         self,
@@ -205,6 +208,10 @@ class RetryError(AIError, code=14):
         #: latest ones only: ``KEPT_ATTEMPTS``); not on the wire, the message counts them
         self.attempts_dropped = attempts_dropped
         super().__init__(message, reason=reason, errors=list(errors or []), **fields)
+        if self.status_code is None:  # the one place the rule is written: the last attempt's
+            status = getattr(self.last_error, "status_code", None)
+            if type(status) is int:
+                self.status_code = status
 
     @property
     def last_error(self) -> BaseException | None:
@@ -218,7 +225,10 @@ class RetryError(AIError, code=14):
         return f"Failed after {n} attempts. Last error: {last}"
 
     def payload_fields(self) -> dict[str, Any]:
-        return {"reason": self.reason}
+        status = self.status_code
+        if status is None:
+            return {"reason": self.reason}
+        return {"reason": self.reason, "statusCode": status}
 
     def cause_children(self) -> list[BaseException]:
         return list(self.errors or [])

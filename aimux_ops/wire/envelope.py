@@ -320,6 +320,9 @@ class Link(NamedTuple):
     """One link of the native chain as the C shim gets it (``aimux_ops.wire.packed.pack``)."""
 
     code: int
+    #: ``error.statusCode`` of an aimux node when a whole number from 0 to 2**31-1, else 0 (a
+    #: RetryError's is its last attempt's: ``RetryError.status_code``)
+    status_code: int
     kind: bytes  #: the node's kind, b"source" for a source node
     name: bytes | None  #: ``error.name`` (aimux node) or ``type`` (source node), None if absent
     message: bytes
@@ -330,8 +333,8 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     """The root's own ``(retryable, retryAfterMs)`` and, root first, one ``Link`` per link of
     the native chain: what ``decode_error`` and ``decode-chain`` report, decided once here so
     the C accessors never read JSON. The root's JSON is ``envelope_json`` itself; source nodes
-    report code 0; an aimux node's code outside 0..2**31-1 reads as 0 (the root's is checked
-    by ``check_root``)."""
+    report code 0 and status 0; an aimux node's code or status outside 0..2**31-1 reads as 0
+    (the root's code is checked by ``check_root``)."""
     held = _last
     if held[0] is envelope_json:  # projected here just now: the same nodes, not parsed again
         root = held[1]
@@ -343,10 +346,15 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
     out: list[Link] = []
     for i, link in enumerate(native_chain(root)):
         kind = link.get("kind")
+        status = 0
         if isinstance(kind, str):
             code = _wire_code(link)
             error = link.get("error")
-            name = error.get("name") if isinstance(error, dict) else None
+            name = None
+            if isinstance(error, dict):
+                name = error.get("name")
+                status = whole_number(error.get("statusCode")) or 0
+                status = status if 0 <= status <= CODE_MAX else 0
         else:
             code = 0
             kind = "source"
@@ -356,6 +364,7 @@ def chain_links(envelope_json: bytes) -> tuple[tuple[bool, int | None], list[Lin
         out.append(
             Link(
                 code,
+                status,
                 kind.encode("utf-8", "replace"),
                 name.encode("utf-8", "replace") if isinstance(name, str) else None,
                 _str(link.get("message")).encode("utf-8", "replace"),

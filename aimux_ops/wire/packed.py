@@ -10,9 +10,9 @@ the header drifts from this module.
 
 The layout, in native byte order with no padding: the root's header (``ROOT``: its own
 ``retryable`` and ``retryAfterMs``, -1 when absent), then for each link of the chain, root
-first, a link header (``LINK``: its code and the lengths of its four strings, ``NO_NAME`` for a
-link without a name) followed by the strings themselves (kind, name, message, JSON), not
-NUL-terminated.
+first, a link header (``LINK``: its code, its ``statusCode`` (0: none) and the lengths of its
+four strings, ``NO_NAME`` for a link without a name) followed by the strings themselves (kind,
+name, message, JSON), not NUL-terminated.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ ROOT_FIELDS = (("retryable", "B"), ("retry_after_ms", "q"))
 #: A link's header, field by field; its four strings follow it in this order.
 LINK_FIELDS = (
     ("code", "i"),
+    ("status_code", "i"),
     ("kind_len", "I"),
     ("name_len", "I"),
     ("message_len", "I"),
@@ -76,23 +77,24 @@ def offsets(fields: tuple[tuple[str, str], ...]) -> list[tuple[str, str, int]]:
     return out
 
 
-Link = tuple[int, bytes, "bytes | None", bytes, bytes]
+Link = tuple[int, int, bytes, "bytes | None", bytes, bytes]
 
 
 def pack(walk: tuple[tuple[bool, int | None], Iterable[Link]]) -> bytes:
     """The packed chain of ``envelope.chain_links``' answer: the root's own ``(retryable,
-    retryAfterMs)`` and its links ``(code, kind, name, message, json)``, root first. A code
-    outside int32 reads as 0 and a retry hint outside int64 as absent (what the accessors'
-    types can hold)."""
+    retryAfterMs)`` and its links ``(code, status_code, kind, name, message, json)``, root first.
+    A code or status outside int32 reads as 0 and a retry hint outside int64 as absent (what
+    the accessors' types can hold)."""
     (retryable, after), links = walk
     root = {
         "retryable": 1 if retryable else 0,
         "retry_after_ms": -1 if after is None or after > _AFTER_MAX else after,
     }
     parts = [_pack_root(*_root_order(root))]
-    for code, kind, name, message, json in links:
+    for code, status, kind, name, message, json in links:
         header = {
             "code": code if _CODE_MIN <= code <= _CODE_MAX else 0,
+            "status_code": status if 0 <= status <= _CODE_MAX else 0,
             "kind_len": len(kind),
             "name_len": NO_NAME if name is None else len(name),
             "message_len": len(message),

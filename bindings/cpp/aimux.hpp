@@ -189,6 +189,15 @@ class NativeError : public std::runtime_error
         return ms;
     }
 
+    /// The node's HTTP status (`error.statusCode`, e.g. 429); an AI_RetryError's is its last
+    /// attempt's. nullopt when it has none (a refused connection, a source node).
+    std::optional<std::int32_t> status_code() const noexcept
+    {
+        std::int32_t status = aimux_error_status_code(node_);
+        if (status == 0) return std::nullopt;
+        return status;
+    }
+
     /// The display message (also what()).
     std::string message() const { return what(); }
 

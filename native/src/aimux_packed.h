@@ -17,15 +17,17 @@ typedef int64_t _aimux_packed_root_retry_after_ms_t;
 
 typedef int32_t _aimux_packed_link_code_t;
 #define _AIMUX_PACKED_LINK_CODE 0
+typedef int32_t _aimux_packed_link_status_code_t;
+#define _AIMUX_PACKED_LINK_STATUS_CODE 4
 typedef uint32_t _aimux_packed_link_kind_len_t;
-#define _AIMUX_PACKED_LINK_KIND_LEN 4
+#define _AIMUX_PACKED_LINK_KIND_LEN 8
 typedef uint32_t _aimux_packed_link_name_len_t;
-#define _AIMUX_PACKED_LINK_NAME_LEN 8
+#define _AIMUX_PACKED_LINK_NAME_LEN 12
 typedef uint32_t _aimux_packed_link_message_len_t;
-#define _AIMUX_PACKED_LINK_MESSAGE_LEN 12
+#define _AIMUX_PACKED_LINK_MESSAGE_LEN 16
 typedef uint32_t _aimux_packed_link_json_len_t;
-#define _AIMUX_PACKED_LINK_JSON_LEN 16
-#define _AIMUX_PACKED_LINK_SIZE 20
+#define _AIMUX_PACKED_LINK_JSON_LEN 20
+#define _AIMUX_PACKED_LINK_SIZE 24
 
 /* name_len of a link without a name: no name bytes follow */
 #define _AIMUX_PACKED_NO_NAME 0xFFFFFFFFu

@@ -36,10 +36,12 @@ static int _aimux_py_poll_one(uint64_t, size_t, char **);
 static int _aimux_py_stream_tool_result(uint64_t, const char *, const char *, aimux_error_t **);
 
 /* One node of the chain: one allocation holding the struct and its strings. kind / name /
-   retryable / retry_after_ms are decided once, by the core (aimux_ops.wire.packed.pack of
-   envelope.chain_links) or by _aimux_err_early: the accessors never read JSON. */
+   status_code / retryable / retry_after_ms are decided once, by the core
+   (aimux_ops.wire.packed.pack of envelope.chain_links) or by _aimux_err_early: the accessors never
+   read JSON. */
 struct aimux_error {
     int32_t code;
+    int32_t status_code;    /* error.statusCode (a RetryError's: its last attempt's); 0: none */
     int retryable;          /* root only (0 on a cause) */
     int64_t retry_after_ms; /* root only; -1: absent */
     const char *kind;       /* NUL-terminated: "aimux", …, or "source" */
@@ -51,6 +53,7 @@ struct aimux_error {
 };
 
 static struct aimux_error _aimux_oom = {_AIMUX_OOM_CODE,
+                                        0,
                                         0,
                                         -1,
                                         _AIMUX_OOM_KIND,
@@ -95,6 +98,7 @@ static aimux_error_t *_aimux_node_alloc(int32_t code, const char *kind, size_t k
     e->json_len = json_len;
     p[json_len] = 0;
     e->code = code;
+    e->status_code = 0;
     e->retryable = 0;
     e->retry_after_ms = -1;
     e->cause = NULL;
@@ -138,6 +142,7 @@ aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
     _AIMUX_PACKED_GET(after, buf, _AIMUX_PACKED_ROOT_RETRY_AFTER_MS);
     while (off < len) {
         _aimux_packed_link_code_t code;
+        _aimux_packed_link_status_code_t status;
         _aimux_packed_link_kind_len_t kl;
         _aimux_packed_link_name_len_t nl;
         _aimux_packed_link_message_len_t ml;
@@ -147,6 +152,7 @@ aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
         aimux_error_t *n;
         if (len - off < _AIMUX_PACKED_LINK_SIZE) goto bad;
         _AIMUX_PACKED_GET(code, at, _AIMUX_PACKED_LINK_CODE);
+        _AIMUX_PACKED_GET(status, at, _AIMUX_PACKED_LINK_STATUS_CODE);
         _AIMUX_PACKED_GET(kl, at, _AIMUX_PACKED_LINK_KIND_LEN);
         _AIMUX_PACKED_GET(nl, at, _AIMUX_PACKED_LINK_NAME_LEN);
         _AIMUX_PACKED_GET(ml, at, _AIMUX_PACKED_LINK_MESSAGE_LEN);
@@ -159,6 +165,7 @@ aimux_error_t *_aimux_err_unpack(const char *buf, size_t len)
                             nl == _AIMUX_PACKED_NO_NAME ? NULL : buf + off + kl, nlen,
                             buf + off + kl + nlen, ml, buf + off + kl + nlen + ml, jl);
         if (n == NULL) goto bad;
+        n->status_code = status < 0 ? 0 : status;
         off += need;
         *tail = n;
         tail = &n->cause;
@@ -1094,4 +1101,9 @@ CFFI_DLLEXPORT int aimux_error_retryable(const aimux_error_t *err)
 CFFI_DLLEXPORT int64_t aimux_error_retry_after_ms(const aimux_error_t *err)
 {
     return err ? err->retry_after_ms : -1;
+}
+
+CFFI_DLLEXPORT int32_t aimux_error_status_code(const aimux_error_t *err)
+{
+    return err ? err->status_code : 0;
 }

@@ -624,6 +624,12 @@ static void *conn_thread(void *arg)
                 }
             }
         }
+    } else if (strstr(body, "status-429")) { /* a rate limit, every time */
+        const char *resp =
+            "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+            "retry-after: 0\r\nContent-Length: 62\r\nConnection: close\r\n\r\n"
+            "{\"error\":{\"message\":\"slow down\",\"type\":\"rate_limit_exceeded\"}}";
+        send(fd, resp, strlen(resp), MSG_NOSIGNAL);
     } else {
         int together = srv_barrier();
         if (together) {
@@ -701,6 +707,49 @@ static void server_params(char *buf, size_t n, int stream_timeout)
              "127.0.0.1:%d/v1\","
              "\"apiKey\":\"sk-test\"},\"prompt\":\"hi\",\"maxRetries\":0}",
              g_srv_port);
+}
+
+/* The status of the last attempt is on the retry error the caller holds, and on each attempt;
+   a refused connection, a source node and NULL have none. */
+static void test_status_code(void)
+{
+    char params[512], *out = NULL;
+    snprintf(params, sizeof params,
+             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":"
+             "\"http://127.0.0.1:%d/v1\",\"apiKey\":\"sk-test\"},\"prompt\":\"status-429\","
+             "\"maxRetries\":1,\"retry\":{\"initialDelayMs\":1}}",
+             g_srv_port);
+    aimux_error_t *e = aimux_call("generate_text", params, &out);
+    CHECK(e && aimux_error_code(e) == AIMUX_CODE_RETRY, "429 twice: RetryError (%d)",
+          aimux_error_code(e));
+    CHECK(aimux_error_status_code(e) == 429, "root status %d", aimux_error_status_code(e));
+    const aimux_error_t *last = aimux_error_cause(e);
+    CHECK(aimux_error_code(last) == AIMUX_CODE_API_CALL && aimux_error_status_code(last) == 429,
+          "last attempt: APICallError 429 (%d)", aimux_error_status_code(last));
+    aimux_error_free(e);
+    aimux_string_free(out);
+    snprintf(params, sizeof params,
+             "{\"model\":{\"provider\":\"openai\",\"modelId\":\"gpt-4o-mini\",\"baseURL\":"
+             "\"http://127.0.0.1:1/v1\",\"apiKey\":\"sk-test\"},\"prompt\":\"hi\","
+             "\"maxRetries\":1,\"retry\":{\"initialDelayMs\":1}}");
+    e = aimux_call("generate_text", params, &out);
+    CHECK(e && aimux_error_code(e) == AIMUX_CODE_RETRY && aimux_error_status_code(e) == 0,
+          "refused: no status (%d)", aimux_error_status_code(e));
+    for (const aimux_error_t *n = e; n; n = aimux_error_cause(n))
+        CHECK(aimux_error_status_code(n) == 0, "refused chain: no status on any link");
+    aimux_error_free(e);
+    aimux_error_t *dec = NULL;
+    e = aimux_error_from_json("{\"kind\":\"aimux\",\"code\":14,\"message\":\"m\",\"error\":{"
+                              "\"name\":\"AI_RetryError\",\"statusCode\":503,\"errors\":[]},"
+                              "\"retryable\":true,\"cause\":{\"message\":\"s\","
+                              "\"statusCode\":500}}",
+                              &dec);
+    CHECK(e == NULL && aimux_error_status_code(dec) == 503 &&
+              aimux_error_status_code(aimux_error_cause(dec)) == 0,
+          "decoded: the node's own statusCode, none on a source node");
+    aimux_error_free(e);
+    aimux_error_free(dec);
+    CHECK(aimux_error_status_code(NULL) == 0, "NULL: no status");
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -1301,6 +1350,7 @@ int main(int argc, char **argv)
         {"from_json_fuzz", test_from_json_fuzz, 0},
         {"generate_replay", test_generate_replay, 0},
         {"connection_refused_chain", test_connection_refused_chain, 0},
+        {"status_code", test_status_code, 0},
         {"streams", test_streams, 0},
         {"cancel_wakes_next", test_cancel_wakes_next, 0},
         {"error_event", test_error_event, 0},

@@ -123,6 +123,7 @@ TEST(Errors, ConnectionRefusedChain)
     ASSERT_GE(names.size(), 3u);
     EXPECT_EQ(names[0], "AI_RetryError");
     EXPECT_EQ(codes[0], aimux::codes::RETRY);
+    EXPECT_FALSE(e.status_code());  // a refused connection has no HTTP status
     EXPECT_EQ(names[1], "AI_APICallError");
     EXPECT_EQ(codes[1], aimux::codes::API_CALL);
     EXPECT_EQ(names.back(), "ConnectionRefusedError");
@@ -172,10 +173,19 @@ TEST(Decode, EnvelopeText)
                            "\"message\":\"\\u00e9\",\"error\":{\"name\":"
                            "\"AI_APICallError\"}}]},\"retryable\":true}");
     EXPECT_EQ(e.code(), 14);
+    EXPECT_FALSE(e.status_code());
     auto c = e.cause();
     ASSERT_TRUE(c);
     EXPECT_EQ(c->message(), "\xc3\xa9");
     EXPECT_FALSE(c->cause());
+    auto with_status = aimux::decode(
+        "{\"kind\":\"aimux\",\"code\":14,\"message\":\"retry\",\"error\":{\"name\":"
+        "\"AI_RetryError\",\"statusCode\":429,\"errors\":[{\"kind\":\"aimux\",\"code\":11,"
+        "\"message\":\"m\",\"error\":{\"name\":\"AI_APICallError\",\"statusCode\":429}}]},"
+        "\"retryable\":true}");
+    EXPECT_EQ(with_status.status_code(), std::optional<std::int32_t>(429));
+    ASSERT_TRUE(with_status.cause());
+    EXPECT_EQ(with_status.cause()->status_code(), std::optional<std::int32_t>(429));
     auto bad = expect_throw([] { aimux::decode("[]"); });
     EXPECT_EQ(bad.code(), aimux::codes::INVALID_WIRE_JSON);
     auto unknown = aimux::decode(

@@ -267,6 +267,15 @@ int aimux_error_retryable(const aimux_error_t *err);
  */
 int64_t aimux_error_retry_after_ms(const aimux_error_t *err);
 
+/**
+ * Returns the node's HTTP status (`error.statusCode`, e.g. 429) as the
+ * envelope gives it, or 0 when it has none (a refused connection, a source
+ * node) and for NULL. An AI_RetryError's is its last attempt's, so the root a
+ * caller holds answers without walking the chain. Plain C, thread-safe; works
+ * on a root and on a node from aimux_error_cause() alike.
+ */
+int32_t aimux_error_status_code(const aimux_error_t *err);
+
 /* ---------------------------------------------------------------------------
  * Event-driven streams (extension; same conventions). Wait for many streams
  * from one thread, with the host's own event loop, instead of one thread

@@ -301,6 +301,7 @@ type RetryError struct {
 	*aimuxError `json:"-"`
 	Reason      *string         `json:"reason,omitempty"`
 	Errors      json.RawMessage `json:"errors,omitempty"`
+	StatusCode  *int64          `json:"statusCode,omitempty"`
 }
 
 // Node returns the decoded link this view was made from.

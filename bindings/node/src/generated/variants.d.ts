@@ -457,6 +457,7 @@ export declare class AbortedErrorCause extends AbortedErrorCause_base implements
 export interface RetryErrorFields {
   readonly reason?: string;
   readonly errors?: ReadonlyArray<AimuxChainError>;
+  readonly statusCode?: number;
 }
 declare const RetryError_base: AimuxErrorClass;
 /**
@@ -467,6 +468,7 @@ declare const RetryError_base: AimuxErrorClass;
 export declare class RetryError extends RetryError_base implements RetryErrorFields {
   readonly reason?: string;
   readonly errors?: ReadonlyArray<AimuxChainError>;
+  readonly statusCode?: number;
   static readonly marker: symbol;
   static readonly kind: "aimux";
   static readonly code: 14;
@@ -482,6 +484,7 @@ declare const RetryErrorCause_base: AimuxCauseErrorClass;
 export declare class RetryErrorCause extends RetryErrorCause_base implements RetryErrorFields {
   readonly reason?: string;
   readonly errors?: ReadonlyArray<AimuxChainError>;
+  readonly statusCode?: number;
   static readonly marker: symbol;
   static readonly kind: "aimux";
   static readonly code: 14;

@@ -26,4 +26,11 @@ public interface RetryError extends dev.aimux.AimuxNode {
     default java.util.Optional<java.util.List<Object>> errors() {
         return listField("errors");
     }
+
+    /**
+     * The payload field {@code statusCode} (absent when not observed).
+     */
+    default java.util.Optional<Long> statusCode() {
+        return longField("statusCode");
+    }
 }
