@@ -56,16 +56,12 @@ public class AimuxException extends RuntimeException implements AimuxNode {
     }
 
     /**
-     * The HTTP status of the failure: the envelope's {@code error.statusCode}; for an {@code AI_RetryError}
-     * that carries none (a core older than the rule that puts it on the root), its last attempt's (the cause).
-     * Empty when no response was received (a refused connection, a timeout before the headers).
+     * The HTTP status of the failure: the envelope's {@code error.statusCode} (for an {@code AI_RetryError},
+     * the core's copy of its last attempt's). Empty when no response was received (a refused connection, a
+     * timeout before the headers) or the variant has none.
      */
     public Optional<Long> statusCode() {
-        Optional<Long> own = longField("statusCode");
-        if (own.isEmpty() && is(AimuxErrorType.AIMUX_RETRY) && getCause() instanceof AimuxNode last) {
-            own = last.longField("statusCode");
-        }
-        return own;
+        return longField("statusCode");
     }
 
     @Override
