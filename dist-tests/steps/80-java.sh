@@ -62,8 +62,9 @@ run)
   base="$(grep -o 'http://127\.0\.0\.1:[0-9]*' fault.out | head -n 1)"
   [ -n "$base" ] || { cat fault.out fault.err; echo "the fault server did not start"; exit 1; }
   rm -rf home && mkdir home
-  out="$(dist_run / "PATH=$PATH" "HOME=$PWD/home" OPENAI_API_KEY=sk-local "$JAVA_HOME/bin/java" -cp "$CP" app.FirstProgram "$base/v1" 2>&1)"
+  rc=0; out="$(dist_run / "PATH=$PATH" "HOME=$PWD/home" OPENAI_API_KEY=sk-local "$JAVA_HOME/bin/java" -cp "$CP" app.FirstProgram "$base/v1" 2>&1)" || rc=$?
   printf '%s\n' "$out" | sed 's/^/   /'
+  [ "$rc" = 0 ] || { echo "first program: exit $rc"; exit 1; }
   grep -qx 'text: Hello! (stop, 14 tokens)' <<<"$out" || { echo "first program: no generated text"; exit 1; }
   grep -qx 'Hello!' <<<"$out" || { echo "first program: no streamed text"; exit 1; }
   grep -qx 'status 429, retryable true, retry after 2 s' <<<"$out" || { echo "first program: no 429 with its retry-after"; exit 1; }
