@@ -24,6 +24,7 @@ import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.runInterruptible
 import kotlinx.coroutines.suspendCancellableCoroutine
+import kotlin.coroutines.resumeWithException
 
 /** The events of [streamText]: the generated sealed interface (TextDeltaEvent, FinishEvent, ErrorEvent, ...). */
 typealias StreamEvent = StreamTextEvent
@@ -73,10 +74,7 @@ fun streamText(
     tools: Map<String, SuspendTool> = emptyMap(),
 ): Flow<StreamEvent> =
     flow {
-        val stream =
-            runInterruptible(Dispatchers.IO) {
-                if (tools.isEmpty()) Aimux.streamText(params) else Aimux.streamText(params, javaTools(tools))
-            }
+        val stream = open { if (tools.isEmpty()) Aimux.streamText(params) else Aimux.streamText(params, javaTools(tools)) }
         stream.use {
             while (stream.awaitNext()) {
                 emit(stream.next())
@@ -93,6 +91,20 @@ fun streamText(
 /** The HTTP status of the failure (a retry error: its last attempt's); null when no response came. */
 val AimuxException.status: Long?
     get() = statusCode().orElse(null)
+
+/**
+ * Starts a stream off the caller's thread (the core answers once the first event is there); a
+ * coroutine cancelled meanwhile goes on at once, and the stream is closed when it arrives.
+ */
+private suspend fun open(start: () -> TextStream): TextStream =
+    suspendCancellableCoroutine { cont ->
+        Dispatchers.IO.asExecutor().execute {
+            runCatching(start).fold(
+                onSuccess = { stream -> cont.resume(stream) { _, opened, _ -> opened.close() } },
+                onFailure = { cont.resumeWithException(it) },
+            )
+        }
+    }
 
 /**
  * Waits for the next event off the caller's thread; a cancelled coroutine cancels the stream,
