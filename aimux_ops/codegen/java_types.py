@@ -447,7 +447,9 @@ class Gen:
                 f"        public Builder {m}(JsonNode envelope) {{\n"
                 f"            return put({key}, envelope);\n        }}\n"
             )
-        out += f"        public Builder {m}({jt.java} value) {{\n            return put({key}, value);\n        }}\n"
+        # free-form JSON (a schema, an input, provider options): any value Jackson can write
+        param = "Object" if "JsonNode" in jt.java else jt.java
+        out += f"        public Builder {m}({param} value) {{\n            return put({key}, value);\n        }}\n"
         prim = PRIMITIVE.get(jt.java)
         if prim:
             out += f"\n        /** {first} */\n        public Builder {m}({prim} value) {{\n            return put({key}, value);\n        }}\n"

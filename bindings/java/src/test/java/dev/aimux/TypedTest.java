@@ -9,6 +9,8 @@ import dev.aimux.errors.RetryException;
 import dev.aimux.types.ErrorEvent;
 import dev.aimux.types.FinishEvent;
 import dev.aimux.types.FinishReason;
+import dev.aimux.types.GenerateObjectParams;
+import dev.aimux.types.GenerateObjectResult;
 import dev.aimux.types.GenerateTextParams;
 import dev.aimux.types.GenerateTextResult;
 import dev.aimux.types.InvalidDataException;
@@ -136,6 +138,23 @@ class TypedTest {
                     .model(once.model().toBuilder().modelId("fault:mode=status;status=429;retry_after=0").build()).build();
             RetryException r = assertThrows(RetryException.class, () -> Aimux.generateText(retried));
             assertEquals(Optional.of(429L), r.statusCode());
+        }
+    }
+
+    @Test
+    void generateObjectGivesTheObject() throws Exception {
+        try (FaultServer fault = new FaultServer()) {
+            GenerateTextParams base = GenerateTextParams.fromJson(fault.params("mode=object"));
+            GenerateObjectResult r = Aimux.generateObject(GenerateObjectParams.builder()
+                    .model(base.model())
+                    .prompt("Who?")
+                    .schema(Map.of("type", "object", "properties", Map.of("name", Map.of("type", "string"), "age", Map.of("type", "integer"))))
+                    .schemaName("person")
+                    .maxRetries(0)
+                    .build());
+            assertEquals("Ada", r.object().get("name").textValue());
+            assertEquals(36, r.object().get("age").intValue());
+            assertEquals(FinishReason.STOP, r.finishReason());
         }
     }
 

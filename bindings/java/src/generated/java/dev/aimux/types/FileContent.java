@@ -135,7 +135,7 @@ public final class FileContent extends JsonObject implements ContentPart {
         }
 
         /** Options for one provider, by provider id (e.g. (null: JSON null). */
-        public Builder providerOptions(Map<String, Map<String, JsonNode>> value) {
+        public Builder providerOptions(Object value) {
             return put("providerOptions", value);
         }
 

@@ -576,7 +576,7 @@ public final class GenerateObjectParams extends JsonObject {
         }
 
         /** JSON Schema of the object. (null: JSON null). */
-        public Builder schema(Map<String, JsonNode> value) {
+        public Builder schema(Object value) {
             return put("schema", value);
         }
 

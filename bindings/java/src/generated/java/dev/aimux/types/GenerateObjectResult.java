@@ -138,7 +138,7 @@ public final class GenerateObjectResult extends JsonObject {
         }
 
         /** The field {@code object}. (null: JSON null). */
-        public Builder object(JsonNode value) {
+        public Builder object(Object value) {
             return put("object", value);
         }
 

@@ -165,7 +165,7 @@ public final class Message extends JsonObject {
         }
 
         /** Options for one provider, by provider id (e.g. (null: JSON null). */
-        public Builder providerOptions(Map<String, Map<String, JsonNode>> value) {
+        public Builder providerOptions(Object value) {
             return put("providerOptions", value);
         }
 

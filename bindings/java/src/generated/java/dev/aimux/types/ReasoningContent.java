@@ -97,7 +97,7 @@ public final class ReasoningContent extends JsonObject implements ContentPart {
         }
 
         /** Options for one provider, by provider id (e.g. (null: JSON null). */
-        public Builder providerOptions(Map<String, Map<String, JsonNode>> value) {
+        public Builder providerOptions(Object value) {
             return put("providerOptions", value);
         }
 

@@ -93,7 +93,7 @@ public final class ReasoningDeltaEvent extends JsonObject implements StreamTextE
         }
 
         /** Anthropic: the block's signature (with an empty text). (null: JSON null). */
-        public Builder providerMetadata(Map<String, Map<String, JsonNode>> value) {
+        public Builder providerMetadata(Object value) {
             return put("providerMetadata", value);
         }
 

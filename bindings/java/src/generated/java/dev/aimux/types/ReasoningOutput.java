@@ -95,7 +95,7 @@ public final class ReasoningOutput extends JsonObject {
         }
 
         /** The field {@code providerMetadata}. (null: JSON null). */
-        public Builder providerMetadata(Map<String, Map<String, JsonNode>> value) {
+        public Builder providerMetadata(Object value) {
             return put("providerMetadata", value);
         }
 

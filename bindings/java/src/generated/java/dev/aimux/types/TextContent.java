@@ -94,7 +94,7 @@ public final class TextContent extends JsonObject implements ContentPart {
         }
 
         /** Options for one provider, by provider id (e.g. (null: JSON null). */
-        public Builder providerOptions(Map<String, Map<String, JsonNode>> value) {
+        public Builder providerOptions(Object value) {
             return put("providerOptions", value);
         }
 

@@ -127,12 +127,12 @@ public final class ToolCallContent extends JsonObject implements ContentPart {
         }
 
         /** The field {@code input}. (null: JSON null). */
-        public Builder input(JsonNode value) {
+        public Builder input(Object value) {
             return put("input", value);
         }
 
         /** Options for one provider, by provider id (e.g. (null: JSON null). */
-        public Builder providerOptions(Map<String, Map<String, JsonNode>> value) {
+        public Builder providerOptions(Object value) {
             return put("providerOptions", value);
         }
 

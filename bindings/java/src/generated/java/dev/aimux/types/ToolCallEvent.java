@@ -139,7 +139,7 @@ public final class ToolCallEvent extends JsonObject implements StreamTextEvent {
         }
 
         /** The field {@code input}. (null: JSON null). */
-        public Builder input(JsonNode value) {
+        public Builder input(Object value) {
             return put("input", value);
         }
 

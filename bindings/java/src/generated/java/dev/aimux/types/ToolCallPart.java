@@ -107,7 +107,7 @@ public final class ToolCallPart extends JsonObject {
         }
 
         /** The field {@code input}. (null: JSON null). */
-        public Builder input(JsonNode value) {
+        public Builder input(Object value) {
             return put("input", value);
         }
 

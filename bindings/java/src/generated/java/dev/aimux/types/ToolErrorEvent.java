@@ -127,12 +127,12 @@ public final class ToolErrorEvent extends JsonObject implements StreamTextEvent 
         }
 
         /** The field {@code input}. (null: JSON null). */
-        public Builder input(JsonNode value) {
+        public Builder input(Object value) {
             return put("input", value);
         }
 
         /** The field {@code error}. (null: JSON null). */
-        public Builder error(Map<String, JsonNode> value) {
+        public Builder error(Object value) {
             return put("error", value);
         }
 

@@ -93,7 +93,7 @@ public final class ToolOutput extends JsonObject {
         }
 
         /** The field {@code value}. (null: JSON null). */
-        public Builder value(JsonNode value) {
+        public Builder value(Object value) {
             return put("value", value);
         }
 

@@ -125,12 +125,12 @@ public final class ToolResultEvent extends JsonObject implements StreamTextEvent
         }
 
         /** The field {@code input}. (null: JSON null). */
-        public Builder input(JsonNode value) {
+        public Builder input(Object value) {
             return put("input", value);
         }
 
         /** The field {@code output}. (null: JSON null). */
-        public Builder output(JsonNode value) {
+        public Builder output(Object value) {
             return put("output", value);
         }
 

@@ -102,7 +102,7 @@ public final class ToolSpec extends JsonObject {
         }
 
         /** JSON Schema of the tool's input. (null: JSON null). */
-        public Builder inputSchema(Map<String, JsonNode> value) {
+        public Builder inputSchema(Object value) {
             return put("inputSchema", value);
         }
 
