@@ -24,7 +24,7 @@ DESTDIR   ?=
 
 .PHONY: help setup native schema check-schema lint lint-tools format test test-python test-asan test-native test-vectors test-fuzz fuzz peers \
         install test-dist \
-        $(addprefix test-,$(BINDINGS)) $(addprefix setup-,$(BINDINGS)) demo bench recordings clean
+        $(addprefix test-,$(BINDINGS)) $(addprefix setup-,$(BINDINGS)) test-kotlin demo bench recordings clean
 
 help:
 	@echo "make demo | test | setup | native | install | schema | check-schema | lint | format | bench | fuzz | recordings | clean"
@@ -62,7 +62,8 @@ check-schema: setup
 ## lint: every language's linters. Python: ruff check + ruff format + mypy --strict, and the
 ## import layers (lint/layers.py: folders import only downward, no circle); C/C++:
 ## clang-format, a strict -Werror compile of the shim on its own, cppcheck; Node: eslint; Go:
-## gofmt, go vet, staticcheck; Java: checkstyle. Tool versions are pinned (lock files, Makefiles).
+## gofmt, go vet, staticcheck; Java: checkstyle; Kotlin: kotlinc -Werror, ktlint. Tool versions are
+## pinned (lock files, Makefiles, poms).
 PY_LINTED := aimux_ops tests contract-tests bindings/python native lint setup.py
 C_GENERATED := native/aimux_codes.h native/src/aimux_early.h native/src/aimux_packed.h
 C_SOURCES := $(filter-out $(C_GENERATED),$(wildcard native/*.h native/src/*.c native/src/aimux_buf.h \
@@ -94,6 +95,7 @@ lint: setup lint-tools
 	$(MAKE) -C bindings/node lint $(SUB_ENV)
 	$(MAKE) -C bindings/go lint $(SUB_ENV)
 	$(MAKE) -C bindings/java lint $(SUB_ENV)
+	$(MAKE) -C bindings/kotlin lint $(SUB_ENV)
 
 ## format: rewrite what `make lint` checks the layout of (Python, C/C++)
 format: setup lint-tools
@@ -116,6 +118,10 @@ test-native: native
 
 $(addprefix test-,$(BINDINGS)): test-%: native
 	$(MAKE) -C bindings/$* test $(SUB_ENV)
+
+## test-kotlin: the Kotlin module over the Java binding (installs the Java jar first, ~/.m2)
+test-kotlin: native
+	$(MAKE) -C bindings/kotlin test $(SUB_ENV)
 
 ## test-fuzz: a short, bounded fuzzing slice (the long run is `make fuzz`)
 test-fuzz: native
@@ -151,7 +157,7 @@ test-dist: setup
 	  apt-get install -y $$tool || { apt-get update && apt-get install -y $$tool; }; }; done
 	PYTHON=$(PY) dist-tests/run.sh
 
-test: lint check-schema test-python test-asan test-native $(addprefix test-,$(BINDINGS)) test-vectors test-fuzz test-dist
+test: lint check-schema test-python test-asan test-native $(addprefix test-,$(BINDINGS)) test-kotlin test-vectors test-fuzz test-dist
 	@echo "make test: every suite passed"
 
 demo: native
@@ -169,4 +175,4 @@ recordings: setup
 	$(PY) tests/make_recordings.py
 
 clean:
-	rm -rf native/build build aimux_ops.egg-info aimux_ops/_speedups/_cchunks*.so bindings/*/build bindings/java/target bindings/node/node_modules $(VENV)
+	rm -rf native/build build aimux_ops.egg-info aimux_ops/_speedups/_cchunks*.so bindings/*/build bindings/java/target bindings/kotlin/target bindings/node/node_modules $(VENV)

@@ -175,7 +175,7 @@ def test_go_names(name: str, want: str) -> None:
 # --- No hand-written binding restates the catalogue (issue 14) ---------------------------------
 
 #: Hand-written binding sources: every generated file, test and node_modules is left out.
-_SOURCE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".go", ".java", ".hpp", ".h", ".cpp", ".c")
+_SOURCE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".go", ".java", ".kt", ".hpp", ".h", ".cpp", ".c")
 _NOT_SOURCES = ("node_modules", "test", "tests", "target", "build")
 
 
@@ -275,6 +275,8 @@ def test_no_binding_writes_a_catalogue_code_kind_or_name_by_hand() -> None:
         "bindings/node/src/native.js",
         "bindings/go/aimux/native.go",
         "bindings/java/src/main/java/dev/aimux/Envelopes.java",
+        "bindings/java/src/main/java/dev/aimux/types/JsonObject.java",
+        "bindings/kotlin/src/main/kotlin/dev/aimux/kotlin/Aimux.kt",
         "bindings/cpp/aimux.hpp",
     ):
         assert REPO / must in sources, must

@@ -12,7 +12,8 @@ error catalogue in ``aimux_ops/errors/`` and the op registry):
   so the module builds
   from a module cache, a vendor directory and with ``-trimpath``);
 - Node: ``bindings/node/src/generated/`` (error classes and op types, ``node.py``);
-- Java: ``bindings/java/src/generated/java/`` (``java.py``);
+- Java: ``bindings/java/src/generated/java/`` (the error classes, ``java.py``; the typed ops'
+  params, results, events, content parts and tool types, ``java_types.py``);
 - Python: the typed API, ``aimux_ops/api/_generated.py`` (``python.py``);
 - the catalogue table of ``docs/DESIGN.md`` (``docs.py``).
 
@@ -29,7 +30,7 @@ import orjson
 
 from ..errors import KIND_RANGES
 from ..ops.meta import build_manifest
-from . import c, docs, go, go_types, java, node, python
+from . import c, docs, go, go_types, java, java_types, node, python
 from . import schemas as schema_gen
 from ._model import Manifest
 
@@ -40,7 +41,7 @@ __all__ = ["INPUTS", "OWNED_DIRS", "generate"]
 INPUTS = ("native/aimux.h",)
 
 #: Directories whose every file is generated (a stale file there is drift too).
-OWNED_DIRS = ("schema", node.OUT, java.OUT)
+OWNED_DIRS = ("schema", node.OUT, java.OUT, java_types.OUT)
 
 
 def generate(root: Path) -> dict[str, bytes]:
@@ -59,6 +60,7 @@ def generate(root: Path) -> dict[str, bytes]:
         go_types.render(m),
         node.render(m),
         java.render(m),
+        java_types.render(m),
         python.render(),
         docs.render(m, payloads, root),
     ):

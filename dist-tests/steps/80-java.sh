@@ -6,7 +6,9 @@
 # -Djava.library.path, that directory's library first; the same program as a named module run
 # from the module path (no --add-modules, no flag on JDK 17); the jar without its library and none
 # findable, a 207. Building the binding on a JDK older than 22 stops with the enforcer's message
-# (mvn) and `make install` with the Makefile's own, before any JVM option can fail.
+# (mvn) and `make install` with the Makefile's own, before any JVM option can fail. README's Java
+# first program (typed API), compiled with -Xlint:all -Werror, runs on both JDKs against the fault
+# server: generate, stream, a 429, a refused connection.
 set -euo pipefail
 . "$AIMUX_DIST_TESTS/bindings-lib.sh"
 export JAVA_HOME="${AIMUX_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -45,7 +47,12 @@ package)
   else
     echo "   SKIPPED (not counted): no JDK older than 22 here to show the enforcer's message"
   fi
-  rm -rf binding ;;
+  rm -rf binding
+  # README's first program (the code block after <!-- first-program:java -->) and the fault server it runs against
+  awk '/<!-- first-program:java -->/ {on=1; next} on && /^```java/ {code=1; next} code && /^```/ {exit} code' \
+    "$AIMUX_DIST_SRC/README.md" > FirstProgram.java
+  grep -q '^public class FirstProgram' FirstProgram.java || { echo "README.md has no Java first program"; exit 1; }
+  cp "$AIMUX_DIST_SRC/tests/fault_server.py" . ;;
 run)
   if [ -z "$OLD_JDK" ]; then echo "   no JDK 17-21 here (AIMUX_OLD_JAVA_HOME=): the JDK 17 runs cannot be shown"; exit 1; fi
   # The jar without its library (for the 207 runs), from the installed one.
@@ -57,15 +64,32 @@ with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w", zipf
         if not item.filename.startswith("dev/aimux/native/"):
             out.writestr(item, src.read(item))
 PY
+  "$AIMUX_DIST_PYTHON" fault_server.py --port 0 > fault.out 2> fault.err & fault_pid=$!
+  trap 'kill $fault_pid 2>/dev/null || true' EXIT
+  for _ in $(seq 1 100); do grep -q 'fault server on' fault.out && break; sleep 0.1; done
+  base="$(grep -o 'http://127\.0\.0\.1:[0-9]*' fault.out | head -n 1)"
+  [ -n "$base" ] || { cat fault.out fault.err; echo "the fault server did not start"; exit 1; }
   for jdk in "$JAVA_HOME" "$OLD_JDK"; do
     v="$("$jdk/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.specification\.version = //p')"
     label="Java $v"
     opts=; [ "$v" -ge 23 ] && opts=--sun-misc-unsafe-memory-access=allow
     d="jdk$v" && rm -rf "$d" && mkdir -p "$d/app/src/main/java/app"
     cp "$AIMUX_DIST_TESTS/java/pom.xml" "$d/app/"
-    cp "$AIMUX_DIST_TESTS/java/App.java" "$d/app/src/main/java/app/"
-    (cd "$d/app" && JAVA_HOME="$jdk" MAVEN_OPTS="$opts" mvnq package dependency:copy-dependencies)
+    cp "$AIMUX_DIST_TESTS/java/App.java" FirstProgram.java "$d/app/src/main/java/app/"
+    (cd "$d/app" && JAVA_HOME="$jdk" MAVEN_OPTS="$opts" mvnq package dependency:copy-dependencies)   # javac -Xlint:all -Werror (the pom)
     CP="$PWD/$d/app/target/app.jar:$PWD/$d/app/target/dependency/*"
+    # README's first program against the fault server: generate, stream, a 429 with retry-after, a refused connection
+    fhome="$PWD/$d/fhome" && mkdir "$fhome"
+    rc=0; out="$(dist_run / "PATH=$PATH" "HOME=$fhome" OPENAI_API_KEY=sk-local "$jdk/bin/java" -cp "$CP" app.FirstProgram "$base/v1" 2>&1)" || rc=$?
+    printf '%s\n' "$out" | sed 's/^/   /'
+    [ "$rc" = 0 ] || { echo "$label first program: exit $rc"; exit 1; }
+    grep -qx 'text: Hello! (stop, 14 tokens)' <<<"$out" || { echo "first program: no generated text"; exit 1; }
+    grep -qx 'Hello!' <<<"$out" || { echo "first program: no streamed text"; exit 1; }
+    grep -qx 'status 429, retryable true, retry after 2 s' <<<"$out" || { echo "first program: no 429 with its retry-after"; exit 1; }
+    grep -q '^caused by dev.aimux.errors.RetryException \[aimux 14 AI_RetryError\]' <<<"$out" || { echo "first program: no retry error"; exit 1; }
+    [[ "$(grep '^caused by ' <<<"$out" | tail -n 1)" == 'caused by dev.aimux.AimuxSourceException [ConnectionRefusedError]'* ]] \
+      || { echo "first program: the chain does not end at ConnectionRefusedError"; exit 1; }
+    echo "   $label: README's Java first program ($(grep -c '' FirstProgram.java) lines): ok"
     # no JVM flag, no environment variable (a HOME of its own, for the cache it extracts into)
     home="$PWD/$d/home" && mkdir "$home"
     for n in 1 2; do   # the first run extracts the jar's library, the second uses it

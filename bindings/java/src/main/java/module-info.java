@@ -11,4 +11,5 @@ module dev.aimux {
 
     exports dev.aimux;
     exports dev.aimux.errors;
+    exports dev.aimux.types;
 }

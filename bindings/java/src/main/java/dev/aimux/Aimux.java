@@ -3,6 +3,12 @@ package dev.aimux;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.type.TypeReference;
 
+import dev.aimux.types.GenerateObjectParams;
+import dev.aimux.types.GenerateObjectResult;
+import dev.aimux.types.GenerateTextParams;
+import dev.aimux.types.GenerateTextResult;
+import dev.aimux.types.StreamTextParams;
+
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -11,7 +17,14 @@ import java.util.Map;
  * Entry points of the Java binding: every op of the core through libaimux.
  *
  * <pre>{@code
- * String result = Aimux.call("generate_text", paramsJson);
+ * GenerateTextResult r = Aimux.generateText(GenerateTextParams.builder()
+ *         .model(ModelSpec.builder().provider(Provider.OPENAI).modelId("gpt-4o-mini").build())
+ *         .prompt("Hello")
+ *         .build());
+ * try (TextStream s = Aimux.streamText(params)) {
+ *     for (StreamTextEvent e : s) { if (e instanceof TextDeltaEvent d) { ... d.text() ... } }
+ * }
+ * String result = Aimux.call("generate_text", paramsJson);     // any op, JSON text
  * try (AimuxStream s = Aimux.stream("stream_text", paramsJson)) {
  *     for (StreamEvent e : s) { ... }            // cancel() from any thread ends it
  * }
@@ -120,6 +133,43 @@ public final class Aimux {
             marked.put("execute", true);
         }
         return obj.toString();
+    }
+
+    // -- the typed ops (dev.aimux.types, generated from the core's models) -------------------------
+
+    /**
+     * {@code generate_text}: one call (or the tool loop of {@code stopWhen}); failures throw the
+     * decoded {@link AimuxException} (e.g. {@code RetryException} whose cause is the last attempt).
+     */
+    public static GenerateTextResult generateText(GenerateTextParams params) {
+        return GenerateTextResult.fromJson(Native.call("generate_text", typedJson(params)));
+    }
+
+    /** {@code generate_text} with host tools, run as {@link #call(String, String, Map)} runs them. */
+    public static GenerateTextResult generateText(GenerateTextParams params, Map<String, Tool> tools) {
+        return GenerateTextResult.fromJson(call("generate_text", typedJson(params), tools));
+    }
+
+    /** {@code generate_object}: a JSON object of {@code schema} ({@link GenerateObjectResult#object()}). */
+    public static GenerateObjectResult generateObject(GenerateObjectParams params) {
+        return GenerateObjectResult.fromJson(Native.call("generate_object", typedJson(params)));
+    }
+
+    /** {@code stream_text}: its typed events. Close the stream (try-with-resources). */
+    public static TextStream streamText(StreamTextParams params) {
+        return new TextStream(new AimuxStream(Native.stream("stream_text", typedJson(params))));
+    }
+
+    /** {@code stream_text} with host tools (each call of one runs on its own virtual thread). */
+    public static TextStream streamText(StreamTextParams params, Map<String, Tool> tools) {
+        return new TextStream(stream("stream_text", typedJson(params), tools));
+    }
+
+    private static String typedJson(dev.aimux.types.JsonObject params) {
+        java.util.Objects.requireNonNull(params, "params");
+        String json = params.toJson();
+        check("", json);
+        return json;
     }
 
     /** {@code aimux_abi_version()} of the loaded library. */

@@ -55,6 +55,15 @@ public class AimuxException extends RuntimeException implements AimuxNode {
         return Optional.of(Duration.ofMillis(r.longValue()));
     }
 
+    /**
+     * The HTTP status of the failure: the envelope's {@code error.statusCode} (for an {@code AI_RetryError},
+     * the core's copy of its last attempt's). Empty when no response was received (a refused connection, a
+     * timeout before the headers) or the variant has none.
+     */
+    public Optional<Long> statusCode() {
+        return longField("statusCode");
+    }
+
     @Override
     public String toString() {
         String msg = getLocalizedMessage();
