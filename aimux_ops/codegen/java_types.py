@@ -30,7 +30,10 @@ HEADER = _ERRORS_HEADER.replace("the error catalogue", "the op models")
 
 #: names the schemas do not give: an inline discriminated union, an enum named better than by
 #: its owner (a new unnamed one fails the generator, so that it is named here)
-UNION_NAMES = {("Message", "content"): "ContentPart"}
+UNION_NAMES = {
+    ("Message", "content"): "ContentPart",
+    ("GenerateTextResult", "content"): "ContentOutput",
+}
 VALUE_NAMES = {
     ("ModelSpec", "provider"): "Provider",
     ("Message", "role"): "Role",

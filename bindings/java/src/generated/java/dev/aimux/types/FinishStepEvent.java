@@ -4,6 +4,7 @@ package dev.aimux.types;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -14,7 +15,7 @@ import java.util.Set;
  */
 public final class FinishStepEvent extends JsonObject implements StreamTextEvent {
     private static final Set<String> KNOWN = Set.of(
-            "type", "finishReason", "usage", "response", "warnings");
+            "type", "finishReason", "usage", "response", "warnings", "providerMetadata");
 
     /** Reads a JSON object (fields of any value; the accessors check their types). */
     public static final Codec<FinishStepEvent> CODEC = (node, what) -> new FinishStepEvent(node);
@@ -106,6 +107,21 @@ public final class FinishStepEvent extends JsonObject implements StreamTextEvent
         return field("warnings", Codec.list(CallWarning.CODEC));
     }
 
+    /**
+     * What the provider reported beyond the neutral fields, by provider id (e.g. &#123;"anthropic":
+     * &#123;"usage": &#123;...&#125;, "stopSequence": null&#125;&#125;).
+     *
+     * Empty when absent or null ({@link #_providerMetadata()} tells which).
+     */
+    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
+        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
+    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
+        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
     /** Builds a {@link FinishStepEvent}. */
     public static final class Builder extends JsonObject.Builder<Builder> {
         private Builder(JsonNode from) {
@@ -140,6 +156,11 @@ public final class FinishStepEvent extends JsonObject implements StreamTextEvent
         /** Observations: what the provider adapted or dropped. (null: JSON null). */
         public Builder warnings(List<CallWarning> value) {
             return put("warnings", value);
+        }
+
+        /** What the provider reported beyond the neutral fields, by provider id (e.g. (null: JSON null). */
+        public Builder providerMetadata(Object value) {
+            return put("providerMetadata", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */

@@ -4,6 +4,7 @@ package dev.aimux.types;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -12,8 +13,8 @@ import java.util.Set;
  */
 public final class GenerateTextResult extends JsonObject {
     private static final Set<String> KNOWN = Set.of(
-            "text", "reasoningText", "reasoning", "finishReason", "usage", "toolCalls", "response",
-            "toolResults", "steps", "warnings");
+            "text", "content", "sources", "providerMetadata", "reasoningText", "reasoning", "finishReason",
+            "usage", "toolCalls", "response", "toolResults", "steps", "warnings");
 
     /** Reads a JSON object (fields of any value; the accessors check their types). */
     public static final Codec<GenerateTextResult> CODEC = (node, what) -> new GenerateTextResult(node);
@@ -55,6 +56,50 @@ public final class GenerateTextResult extends JsonObject {
     /** {@code text} as the JSON has it: absent, null, of its type or not. */
     public JsonField<String> _text() {
         return field("text", Codec.STRING);
+    }
+
+    /**
+     * The answer's parts in order: text, reasoning, sources, tool calls and the results of tools the provider
+     * ran.
+     *
+     * Empty when absent or null ({@link #_content()} tells which).
+     */
+    public Optional<List<ContentOutput>> content() {
+        return optional("content", Codec.list(ContentOutput.CODEC));
+    }
+
+    /** {@code content} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<List<ContentOutput>> _content() {
+        return field("content", Codec.list(ContentOutput.CODEC));
+    }
+
+    /**
+     * The sources the model cited or a provider-run tool found.
+     *
+     * Empty when absent or null ({@link #_sources()} tells which).
+     */
+    public Optional<List<Source>> sources() {
+        return optional("sources", Codec.list(Source.CODEC));
+    }
+
+    /** {@code sources} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<List<Source>> _sources() {
+        return field("sources", Codec.list(Source.CODEC));
+    }
+
+    /**
+     * What the provider reported beyond the neutral fields, by provider id (e.g. &#123;"anthropic":
+     * &#123;"usage": &#123;...&#125;, "stopSequence": null&#125;&#125;).
+     *
+     * Empty when absent or null ({@link #_providerMetadata()} tells which).
+     */
+    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
+        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
+    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
+        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
     }
 
     /**
@@ -142,7 +187,8 @@ public final class GenerateTextResult extends JsonObject {
     }
 
     /**
-     * With host tools (the bindings' loop over stream_text): the last step's.
+     * With host tools (the bindings' loop over stream_text): the last step's; else the results of the tools the
+     * provider ran.
      *
      * Empty when absent or null ({@link #_toolResults()} tells which).
      */
@@ -199,6 +245,21 @@ public final class GenerateTextResult extends JsonObject {
             return put("text", value);
         }
 
+        /** The field {@code content}. (null: JSON null). */
+        public Builder content(List<ContentOutput> value) {
+            return put("content", value);
+        }
+
+        /** The sources the model cited or a provider-run tool found. (null: JSON null). */
+        public Builder sources(List<Source> value) {
+            return put("sources", value);
+        }
+
+        /** What the provider reported beyond the neutral fields, by provider id (e.g. (null: JSON null). */
+        public Builder providerMetadata(Object value) {
+            return put("providerMetadata", value);
+        }
+
         /** The model's reasoning, joined. (null: JSON null). */
         public Builder reasoningText(String value) {
             return put("reasoningText", value);
@@ -234,7 +295,7 @@ public final class GenerateTextResult extends JsonObject {
             return put("response", value);
         }
 
-        /** With host tools (the bindings' loop over stream_text): the last step's. (null: JSON null). */
+        /** The field {@code toolResults}. (null: JSON null). */
         public Builder toolResults(List<ToolResultPart> value) {
             return put("toolResults", value);
         }

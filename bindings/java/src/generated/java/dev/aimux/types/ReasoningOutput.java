@@ -12,7 +12,7 @@ import java.util.Set;
  *
  * Immutable; {@link #builder()} makes one, {@link #toBuilder()} a changed copy.
  */
-public final class ReasoningOutput extends JsonObject {
+public final class ReasoningOutput extends JsonObject implements ContentOutput {
     private static final Set<String> KNOWN = Set.of(
             "type", "text", "providerMetadata");
 

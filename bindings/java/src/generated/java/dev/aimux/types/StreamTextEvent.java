@@ -7,14 +7,14 @@ import java.util.Set;
 
 /**
  * One of {@link ErrorEvent}, {@link FinishEvent}, {@link FinishStepEvent}, {@link ReasoningDeltaEvent}, {@link
- * StartStepEvent}, {@link TextDeltaEvent}, {@link ToolCallEvent}, {@link ToolErrorEvent}, {@link
- * ToolResultEvent}, by {@code type}; a {@code type} this build does not know is an {@link Unknown}, kept whole.
- * A {@code switch} over the members needs a {@code default} (or an {@code Unknown} case): a newer core may add
- * one.
+ * SourceEvent}, {@link StartStepEvent}, {@link TextDeltaEvent}, {@link ToolCallEvent}, {@link ToolErrorEvent},
+ * {@link ToolResultEvent}, by {@code type}; a {@code type} this build does not know is an {@link Unknown}, kept
+ * whole. A {@code switch} over the members needs a {@code default} (or an {@code Unknown} case): a newer core
+ * may add one.
  */
 public sealed interface StreamTextEvent
-        permits ErrorEvent, FinishEvent, FinishStepEvent, ReasoningDeltaEvent, StartStepEvent, TextDeltaEvent,
-        ToolCallEvent, ToolErrorEvent, ToolResultEvent, StreamTextEvent.Unknown {
+        permits ErrorEvent, FinishEvent, FinishStepEvent, ReasoningDeltaEvent, SourceEvent, StartStepEvent,
+        TextDeltaEvent, ToolCallEvent, ToolErrorEvent, ToolResultEvent, StreamTextEvent.Unknown {
     /** Reads the JSON object by its {@code type}. */
     Codec<StreamTextEvent> CODEC = (node, what) -> fromJson(node);
 
@@ -36,6 +36,7 @@ public sealed interface StreamTextEvent
             case "finish" -> FinishEvent.fromJson(node);
             case "finish-step" -> FinishStepEvent.fromJson(node);
             case "reasoning-delta" -> ReasoningDeltaEvent.fromJson(node);
+            case "source" -> SourceEvent.fromJson(node);
             case "start-step" -> StartStepEvent.fromJson(node);
             case "text-delta" -> TextDeltaEvent.fromJson(node);
             case "tool-call" -> ToolCallEvent.fromJson(node);

@@ -3,6 +3,8 @@ package dev.aimux.types;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -10,7 +12,7 @@ import java.util.Set;
  */
 public final class TextDeltaEvent extends JsonObject implements StreamTextEvent {
     private static final Set<String> KNOWN = Set.of(
-            "type", "text");
+            "type", "text", "providerMetadata");
 
     /** Reads a JSON object (fields of any value; the accessors check their types). */
     public static final Codec<TextDeltaEvent> CODEC = (node, what) -> new TextDeltaEvent(node);
@@ -60,6 +62,20 @@ public final class TextDeltaEvent extends JsonObject implements StreamTextEvent 
         return field("text", Codec.STRING);
     }
 
+    /**
+     * Anthropic: &#123;"anthropic": &#123;"type": "compaction"&#125;&#125; for a compaction block's summary.
+     *
+     * Empty when absent or null ({@link #_providerMetadata()} tells which).
+     */
+    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
+        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
+    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
+        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
     /** Builds a {@link TextDeltaEvent}. */
     public static final class Builder extends JsonObject.Builder<Builder> {
         private Builder(JsonNode from) {
@@ -74,6 +90,11 @@ public final class TextDeltaEvent extends JsonObject implements StreamTextEvent 
         /** The field {@code text}. (null: JSON null). */
         public Builder text(String value) {
             return put("text", value);
+        }
+
+        /** The field {@code providerMetadata}. (null: JSON null). */
+        public Builder providerMetadata(Object value) {
+            return put("providerMetadata", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */

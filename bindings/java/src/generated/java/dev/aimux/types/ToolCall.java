@@ -3,6 +3,7 @@ package dev.aimux.types;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -11,7 +12,7 @@ import java.util.Set;
  */
 public final class ToolCall extends JsonObject {
     private static final Set<String> KNOWN = Set.of(
-            "toolCallId", "toolName", "input", "invalid", "error");
+            "toolCallId", "toolName", "input", "invalid", "error", "providerExecuted", "providerMetadata");
 
     /** Reads a JSON object (fields of any value; the accessors check their types). */
     public static final Codec<ToolCall> CODEC = (node, what) -> new ToolCall(node);
@@ -111,6 +112,35 @@ public final class ToolCall extends JsonObject {
         return field("error", (node, what) -> dev.aimux.AimuxDecoder.decode(node.toString()));
     }
 
+    /**
+     * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+     *
+     * Empty when absent or null ({@link #_providerExecuted()} tells which).
+     */
+    public Optional<Boolean> providerExecuted() {
+        return optional("providerExecuted", Codec.BOOLEAN);
+    }
+
+    /** {@code providerExecuted} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Boolean> _providerExecuted() {
+        return field("providerExecuted", Codec.BOOLEAN);
+    }
+
+    /**
+     * What the provider reported beyond the neutral fields, by provider id (e.g. &#123;"anthropic":
+     * &#123;"usage": &#123;...&#125;, "stopSequence": null&#125;&#125;).
+     *
+     * Empty when absent or null ({@link #_providerMetadata()} tells which).
+     */
+    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
+        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
+    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
+        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
     /** Builds a {@link ToolCall}. */
     public static final class Builder extends JsonObject.Builder<Builder> {
         private Builder(JsonNode from) {
@@ -150,6 +180,21 @@ public final class ToolCall extends JsonObject {
         /** Its error envelope. (null: JSON null). */
         public Builder error(JsonNode envelope) {
             return put("error", envelope);
+        }
+
+        /** The field {@code providerExecuted}. (null: JSON null). */
+        public Builder providerExecuted(Boolean value) {
+            return put("providerExecuted", value);
+        }
+
+        /** The field {@code providerExecuted}. */
+        public Builder providerExecuted(boolean value) {
+            return put("providerExecuted", value);
+        }
+
+        /** What the provider reported beyond the neutral fields, by provider id (e.g. (null: JSON null). */
+        public Builder providerMetadata(Object value) {
+            return put("providerMetadata", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */

@@ -12,7 +12,7 @@ import java.util.Set;
  */
 public final class ToolErrorPart extends JsonObject {
     private static final Set<String> KNOWN = Set.of(
-            "toolCallId", "toolName", "input", "error");
+            "toolCallId", "toolName", "input", "error", "providerExecuted", "providerMetadata");
 
     /** Reads a JSON object (fields of any value; the accessors check their types). */
     public static final Codec<ToolErrorPart> CODEC = (node, what) -> new ToolErrorPart(node);
@@ -86,7 +86,7 @@ public final class ToolErrorPart extends JsonObject {
 
     /**
      * &#123;message, data?&#125; from the host, or the envelope of a call the model got wrong (NoSuchToolError,
-     * InvalidToolInputError).
+     * InvalidToolInputError); a provider-run tool's failure as the provider gave it.
      *
      * @throws InvalidDataException when absent or not of its type
      */
@@ -97,6 +97,34 @@ public final class ToolErrorPart extends JsonObject {
     /** {@code error} as the JSON has it: absent, null, of its type or not. */
     public JsonField<Map<String, JsonNode>> _error() {
         return field("error", Codec.map(Codec.JSON));
+    }
+
+    /**
+     * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+     *
+     * Empty when absent or null ({@link #_providerExecuted()} tells which).
+     */
+    public Optional<Boolean> providerExecuted() {
+        return optional("providerExecuted", Codec.BOOLEAN);
+    }
+
+    /** {@code providerExecuted} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Boolean> _providerExecuted() {
+        return field("providerExecuted", Codec.BOOLEAN);
+    }
+
+    /**
+     * The field {@code providerMetadata}.
+     *
+     * Empty when absent or null ({@link #_providerMetadata()} tells which).
+     */
+    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
+        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
+    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
+        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
     }
 
     /** Builds a {@link ToolErrorPart}. */
@@ -128,6 +156,21 @@ public final class ToolErrorPart extends JsonObject {
         /** The field {@code error}. (null: JSON null). */
         public Builder error(Object value) {
             return put("error", value);
+        }
+
+        /** The field {@code providerExecuted}. (null: JSON null). */
+        public Builder providerExecuted(Boolean value) {
+            return put("providerExecuted", value);
+        }
+
+        /** The field {@code providerExecuted}. */
+        public Builder providerExecuted(boolean value) {
+            return put("providerExecuted", value);
+        }
+
+        /** The field {@code providerMetadata}. (null: JSON null). */
+        public Builder providerMetadata(Object value) {
+            return put("providerMetadata", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */

@@ -3,6 +3,7 @@ package dev.aimux.types;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -11,7 +12,7 @@ import java.util.Set;
  */
 public final class ToolResultEvent extends JsonObject implements StreamTextEvent {
     private static final Set<String> KNOWN = Set.of(
-            "toolCallId", "toolName", "input", "output", "type");
+            "toolCallId", "toolName", "input", "output", "providerExecuted", "providerMetadata", "type");
 
     /** Reads a JSON object (fields of any value; the accessors check their types). */
     public static final Codec<ToolResultEvent> CODEC = (node, what) -> new ToolResultEvent(node);
@@ -98,6 +99,35 @@ public final class ToolResultEvent extends JsonObject implements StreamTextEvent
         return field("output", Codec.JSON);
     }
 
+    /**
+     * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+     *
+     * Empty when absent or null ({@link #_providerExecuted()} tells which).
+     */
+    public Optional<Boolean> providerExecuted() {
+        return optional("providerExecuted", Codec.BOOLEAN);
+    }
+
+    /** {@code providerExecuted} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Boolean> _providerExecuted() {
+        return field("providerExecuted", Codec.BOOLEAN);
+    }
+
+    /**
+     * A provider-run tool's: the wire block it came in (&#123;"anthropic": &#123;"type":
+     * "web_search_tool_result"&#125;&#125;).
+     *
+     * Empty when absent or null ({@link #_providerMetadata()} tells which).
+     */
+    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
+        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
+    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
+        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
     /** Always {@code tool-result}. */
     public String type() {
         return "tool-result";
@@ -132,6 +162,21 @@ public final class ToolResultEvent extends JsonObject implements StreamTextEvent
         /** The field {@code output}. (null: JSON null). */
         public Builder output(Object value) {
             return put("output", value);
+        }
+
+        /** The field {@code providerExecuted}. (null: JSON null). */
+        public Builder providerExecuted(Boolean value) {
+            return put("providerExecuted", value);
+        }
+
+        /** The field {@code providerExecuted}. */
+        public Builder providerExecuted(boolean value) {
+            return put("providerExecuted", value);
+        }
+
+        /** The field {@code providerMetadata}. (null: JSON null). */
+        public Builder providerMetadata(Object value) {
+            return put("providerMetadata", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */

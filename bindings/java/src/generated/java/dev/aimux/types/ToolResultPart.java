@@ -3,17 +3,19 @@ package dev.aimux.types;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
 /**
- * A host tool's answer the model read: its output, or (``tool-error``) its error.
+ * A tool's result: a host tool's answer the model read, or (``providerExecuted``) the result of a tool the
+ * provider ran, as the provider gave it.
  *
  * Immutable; {@link #builder()} makes one, {@link #toBuilder()} a changed copy.
  */
 public final class ToolResultPart extends JsonObject {
     private static final Set<String> KNOWN = Set.of(
-            "toolCallId", "toolName", "input", "output");
+            "toolCallId", "toolName", "input", "output", "providerExecuted", "providerMetadata");
 
     /** Reads a JSON object (fields of any value; the accessors check their types). */
     public static final Codec<ToolResultPart> CODEC = (node, what) -> new ToolResultPart(node);
@@ -99,6 +101,35 @@ public final class ToolResultPart extends JsonObject {
         return field("output", Codec.JSON);
     }
 
+    /**
+     * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
+     *
+     * Empty when absent or null ({@link #_providerExecuted()} tells which).
+     */
+    public Optional<Boolean> providerExecuted() {
+        return optional("providerExecuted", Codec.BOOLEAN);
+    }
+
+    /** {@code providerExecuted} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Boolean> _providerExecuted() {
+        return field("providerExecuted", Codec.BOOLEAN);
+    }
+
+    /**
+     * A provider-run tool's: the wire block it came in (&#123;"anthropic": &#123;"type":
+     * "web_search_tool_result"&#125;&#125;).
+     *
+     * Empty when absent or null ({@link #_providerMetadata()} tells which).
+     */
+    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
+        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
+    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
+        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
+    }
+
     /** Builds a {@link ToolResultPart}. */
     public static final class Builder extends JsonObject.Builder<Builder> {
         private Builder(JsonNode from) {
@@ -128,6 +159,21 @@ public final class ToolResultPart extends JsonObject {
         /** The field {@code output}. (null: JSON null). */
         public Builder output(Object value) {
             return put("output", value);
+        }
+
+        /** The field {@code providerExecuted}. (null: JSON null). */
+        public Builder providerExecuted(Boolean value) {
+            return put("providerExecuted", value);
+        }
+
+        /** The field {@code providerExecuted}. */
+        public Builder providerExecuted(boolean value) {
+            return put("providerExecuted", value);
+        }
+
+        /** The field {@code providerMetadata}. (null: JSON null). */
+        public Builder providerMetadata(Object value) {
+            return put("providerMetadata", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */

@@ -8,11 +8,15 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
+ * A tool: a function the model calls (``inputSchema``; the host runs it with ``execute``), or (``type:
+ * "provider"``) a tool the provider runs itself, named by its ``id`` (e.g. ``anthropic.web_search_20250305``)
+ * with its ``args``; its calls and results come back marked ``providerExecuted``.
+ *
  * Immutable; {@link #builder()} makes one, {@link #toBuilder()} a changed copy.
  */
 public final class ToolSpec extends JsonObject {
     private static final Set<String> KNOWN = Set.of(
-            "description", "inputSchema", "execute");
+            "type", "id", "args", "description", "inputSchema", "execute");
 
     /** Reads a JSON object (fields of any value; the accessors check their types). */
     public static final Codec<ToolSpec> CODEC = (node, what) -> new ToolSpec(node);
@@ -40,6 +44,49 @@ public final class ToolSpec extends JsonObject {
     /** A builder holding this object's fields (the unknown ones too). */
     public Builder toBuilder() {
         return new Builder(node());
+    }
+
+    /**
+     * The field {@code type}.
+     *
+     * Empty when absent or null ({@link #_type()} tells which).
+     */
+    public Optional<ToolSpecType> type() {
+        return optional("type", ToolSpecType.CODEC);
+    }
+
+    /** {@code type} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<ToolSpecType> _type() {
+        return field("type", ToolSpecType.CODEC);
+    }
+
+    /**
+     * type "provider": the provider tool's id, "&lt;provider&gt;.&lt;tool type&gt;" (e.g.
+     * "anthropic.web_search_20250305").
+     *
+     * Empty when absent or null ({@link #_id()} tells which).
+     */
+    public Optional<String> id() {
+        return optional("id", Codec.STRING);
+    }
+
+    /** {@code id} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<String> _id() {
+        return field("id", Codec.STRING);
+    }
+
+    /**
+     * type "provider": the tool's settings (e.g. &#123;"maxUses": 3&#125;).
+     *
+     * Empty when absent or null ({@link #_args()} tells which).
+     */
+    public Optional<Map<String, JsonNode>> args() {
+        return optional("args", Codec.map(Codec.JSON));
+    }
+
+    /** {@code args} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Map<String, JsonNode>> _args() {
+        return field("args", Codec.map(Codec.JSON));
     }
 
     /**
@@ -94,6 +141,26 @@ public final class ToolSpec extends JsonObject {
         @Override
         protected Builder self() {
             return this;
+        }
+
+        /** The field {@code type}. (null: JSON null). */
+        public Builder type(ToolSpecType value) {
+            return put("type", value);
+        }
+
+        /** The field {@code type}. (any wire value) */
+        public Builder type(String value) {
+            return put("type", value);
+        }
+
+        /** type "provider": the provider tool's id, "&lt;provider&gt;.&lt;tool type&gt;" (e.g. (null: JSON null). */
+        public Builder id(String value) {
+            return put("id", value);
+        }
+
+        /** type "provider": the tool's settings (e.g. (null: JSON null). */
+        public Builder args(Object value) {
+            return put("args", value);
         }
 
         /** The field {@code description}. (null: JSON null). */
