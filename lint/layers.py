@@ -28,7 +28,8 @@ from pathlib import Path
 #: ``""`` is the package's own ``__init__`` (the Python API) and its private top-level modules are
 #: placed by name.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("", "api", "codegen", "native", "gateway"),
+    ("gateway",),
+    ("", "api", "codegen", "native"),
     ("boundary",),
     ("streams",),
     ("ops",),

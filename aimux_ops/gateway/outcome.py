@@ -1,0 +1,71 @@
+"""What both ingress protocols share: a translated request, and the ops' events of one call
+gathered into the result a non-stream response renders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .failures import GatewayError
+
+__all__ = ["Outcome", "Request", "parse_tool_input"]
+
+
+@dataclass
+class Request:
+    """One client request in neutral terms: the public model name, the op's params (all but
+    ``model``), whether the client streams, and what the translation dropped or adapted."""
+
+    model: str
+    params: dict[str, Any]
+    stream: bool
+    observations: list[str]
+    include_usage: bool = False
+
+
+@dataclass
+class Outcome:
+    """A call's events gathered (``add``): the non-stream response's content."""
+
+    text: str = ""
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str = "stop"
+    usage: dict[str, Any] = field(default_factory=dict)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    finished: bool = False
+    _texts: list[str] = field(default_factory=list)
+
+    def add(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("type")
+        if kind == "text-delta":
+            self._texts.append(ev["text"])
+        elif kind == "reasoning-delta":
+            meta = ev.get("providerMetadata")
+            if self.reasoning and not meta:
+                self.reasoning[-1]["text"] += ev["text"]
+            else:
+                self.reasoning.append({"text": ev["text"], "providerMetadata": meta})
+        elif kind == "tool-call":
+            self.tool_calls.append(ev)
+        elif kind == "finish":
+            self.text = "".join(self._texts)
+            self.finish_reason = ev.get("finishReason") or "stop"
+            self.usage = ev.get("usage") or {}
+            self.warnings = list(ev.get("warnings") or ())
+            self.finished = True
+
+
+def parse_tool_input(arguments: Any, param: str) -> Any:
+    """A tool call's arguments as JSON text (Chat Completions) → its value; bad JSON is the
+    client's 400, never sent upstream."""
+    if arguments is None or arguments == "":
+        return {}
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        raise GatewayError("invalid_request", f"{param}: not valid JSON", param=param) from None
