@@ -28,8 +28,7 @@ from pathlib import Path
 #: ``""`` is the package's own ``__init__`` (the Python API) and its private top-level modules are
 #: placed by name.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("gateway",),
-    ("", "api", "codegen", "native"),
+    ("", "api", "codegen", "native", "gateway"),
     ("boundary",),
     ("streams",),
     ("ops",),
