@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import sys
 from typing import Any
@@ -109,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         server_header=False,
     )
     print(f"aimux-gateway listening on http://{shown}:{port}", flush=True)
+    # uvicorn re-raises the signal that stopped it once the shutdown is over: a shutdown asked
+    # for is a clean exit (status 0), not a death by signal
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
     if args.workers > 1:
         Multiprocess(config, sockets=[sock]).run()
     else:
