@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[_CONFIG_ENV] = path
     # every request in flight has a reader thread of the core: the engine's bound is the config's
     os.environ.setdefault("AIMUX_STREAM_READER_THREADS", str(cfg.limits.max_in_flight + 64))
+    # the gateway frees every stream itself (its end, its client's disconnect): an upstream
+    # silent for minutes (a long reasoning) is not an abandoned stream
+    os.environ.setdefault("AIMUX_STREAM_IDLE_TIMEOUT_MS", "0")
 
     import uvicorn
     from uvicorn.supervisors import Multiprocess
