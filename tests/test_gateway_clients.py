@@ -382,3 +382,98 @@ def test_graceful_shutdown_finishes_the_stream_in_flight(
     )
     assert text == "abcdefgh"
     assert [ln for ln in lines if ln][-1] == "data: [DONE]"
+
+
+# -- translation details ---------------------------------------------------------------------------
+
+
+def test_tool_turns_translated_both_ways(
+    oa: openai.OpenAI, an: anthropic.Anthropic, server: FaultServer
+) -> None:
+    oa.chat.completions.create(
+        model="an-ok",
+        messages=[  # type: ignore[list-item]
+            {"role": "user", "content": "weather?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "weather", "arguments": '{"city":"Paris"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+        ],
+    )
+    sent = server.bodies[-1]["messages"]  # the Messages API's blocks, upstream
+    assert sent[1]["content"][0] == {
+        "type": "tool_use",
+        "id": "call_1",
+        "name": "weather",
+        "input": {"city": "Paris"},
+    }
+    assert sent[2]["role"] == "user" and sent[2]["content"][0]["type"] == "tool_result"
+    assert sent[2]["content"][0]["tool_use_id"] == "call_1"
+    an.messages.create(
+        model="oa-ok",
+        max_tokens=64,
+        messages=[  # type: ignore[list-item]
+            {"role": "user", "content": "weather?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "weather",
+                        "input": {"city": "Rome"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "rainy"}],
+            },
+        ],
+    )
+    sent = server.bodies[-1]["messages"]  # Chat Completions' messages, upstream
+    call = sent[1]["tool_calls"][0]
+    assert call["id"] == "toolu_1" and call["function"]["name"] == "weather"
+    assert orjson.loads(call["function"]["arguments"]) == {"city": "Rome"}
+    assert sent[2] == {"role": "tool", "tool_call_id": "toolu_1", "content": "rainy"}
+
+
+def test_a_setting_the_upstream_cannot_take_is_an_observation(an: anthropic.Anthropic) -> None:
+    raw = an.messages.with_raw_response.create(
+        model="oa-ok",
+        max_tokens=64,
+        messages=HI,  # type: ignore[arg-type]
+        extra_body={"top_k": 5, "metadata": {"user_id": "u1"}},
+    )
+    assert raw.status_code == 200
+    assert raw.headers["x-aimux-observations"] == "dropped:metadata,unsupported:topK"
+    assert raw.parse().content[0].text == "Hello!"  # type: ignore[union-attr]
+
+
+def test_bad_tool_arguments_are_400_and_never_sent(oa: openai.OpenAI, server: FaultServer) -> None:
+    before = server.count(COUNTED[6:])
+    bad_call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{nope"}}
+    with pytest.raises(openai.BadRequestError) as info:
+        oa.chat.completions.create(
+            model="oa-counted",
+            messages=[{"role": "assistant", "tool_calls": [bad_call]}],  # type: ignore[list-item]
+        )
+    assert info.value.param == "messages[0].tool_calls[0].function.arguments"
+    assert server.count(COUNTED[6:]) == before
+
+
+def test_workers_share_the_port_and_shut_down_cleanly(server: FaultServer, tmp_path: Path) -> None:
+    with GatewayProc(tmp_path, {"oa-ok": model("openai", "ok", server.base_url)}, workers=2) as gw:
+        client = openai.OpenAI(base_url=gw.url + "/v1", api_key=CLIENT_KEY, max_retries=0)
+        for _ in range(8):
+            r = client.chat.completions.create(model="oa-ok", messages=HI)  # type: ignore[arg-type]
+            assert r.choices[0].message.content == "Hello!"
+        assert gw.terminate() == 0
