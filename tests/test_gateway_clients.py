@@ -477,3 +477,13 @@ def test_workers_share_the_port_and_shut_down_cleanly(server: FaultServer, tmp_p
             r = client.chat.completions.create(model="oa-ok", messages=HI)  # type: ignore[arg-type]
             assert r.choices[0].message.content == "Hello!"
         assert gw.terminate() == 0
+
+
+def test_wrong_method_and_unknown_path_in_the_clients_format(gw: GatewayProc) -> None:
+    auth = {"authorization": f"Bearer {CLIENT_KEY}"}
+    r = httpx.get(gw.url + "/v1/chat/completions", headers=auth)
+    assert r.status_code == 405 and r.json()["error"]["type"] == "invalid_request_error"
+    r = httpx.get(gw.url + "/v1/messages", headers=auth)
+    assert r.status_code == 405 and r.json()["type"] == "error"
+    r = httpx.post(gw.url + "/v1/nothing", headers={**auth, "anthropic-version": "2023-06-01"})
+    assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"

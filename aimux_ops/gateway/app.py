@@ -178,13 +178,13 @@ class Gateway:
         if path == "/v1/models":
             self._authenticate(ex.scope)
             if method != "GET":
-                raise GatewayError("invalid_request", f"{method} is not allowed on {path}")
+                raise GatewayError("method_not_allowed", f"{method} is not allowed on {path}")
             await self._models(ex)
             return
         if path not in _ROUTES:
             raise GatewayError("not_found", f"no such endpoint: {method} {path[:200]}")
         if method != "POST":
-            raise GatewayError("invalid_request", f"{method} is not allowed on {path}")
+            raise GatewayError("method_not_allowed", f"{method} is not allowed on {path}")
         self._authenticate(ex.scope)
         if self.in_flight >= self.cfg.limits.max_in_flight:
             raise GatewayError(

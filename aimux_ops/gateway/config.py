@@ -15,7 +15,8 @@
 ```
 
 Each entry of ``models`` is a ``model`` object exactly as in the ops' params (``ModelSpec``);
-``clientKeysEnv`` names the variable holding the accepted client keys, comma separated. A bad
+``clientKeysEnv`` names the variable holding the accepted client keys, comma separated.
+``limits`` hold per worker process (``maxInFlight``: requests in flight, a 503 past it). A bad
 file, an empty key list or an upstream key variable that is unset is refused at startup, with
 the field named and no value shown.
 """
