@@ -307,6 +307,11 @@ def test_upstream_key_in_no_response_and_no_log(
     oa: openai.OpenAI, an: anthropic.Anthropic, gw: GatewayProc
 ) -> None:
     seen: list[str] = []
+    body_canary = "private-prompt-text-91b7c3"
+    oa.chat.completions.create(
+        model="oa-ok",
+        messages=[{"role": "user", "content": body_canary}],
+    )
     with pytest.raises(openai.AuthenticationError) as info:
         oa.chat.completions.with_raw_response.create(model="oa-echo", messages=HI)  # type: ignore[arg-type]
     seen += [info.value.response.text, str(dict(info.value.response.headers))]
@@ -318,6 +323,7 @@ def test_upstream_key_in_no_response_and_no_log(
     for blob in [*seen, gw.log()]:
         assert UPSTREAM_KEY not in blob
         assert CLIENT_KEY not in blob
+    assert body_canary not in gw.log()  # no request body in the log
 
 
 def test_disconnect_cancels_the_upstream_request(gw: GatewayProc, server: FaultServer) -> None:

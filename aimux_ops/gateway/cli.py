@@ -87,8 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     # silent for minutes (a long reasoning) is not an abandoned stream
     os.environ.setdefault("AIMUX_STREAM_IDLE_TIMEOUT_MS", "0")
 
-    import uvicorn
-    from uvicorn.supervisors import Multiprocess
+    try:
+        import uvicorn
+        from uvicorn.supervisors import Multiprocess
+    except ImportError:
+        print(
+            "aimux-gateway: its server stack is not installed: pip install 'aimux-ops[gateway]'",
+            file=sys.stderr,
+        )
+        return 2
 
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
