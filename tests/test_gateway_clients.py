@@ -40,6 +40,7 @@ def _models(base: str) -> dict[str, dict[str, Any]]:
         "oa-counted": model("openai", COUNTED, base),
         "oa-echo": model("openai", "fault:mode=echoall;status=401", base),
         "an-echo": model("anthropic", "fault:mode=echoall;status=200", base),
+        "an-blocks": model("anthropic", "fault:mode=blocks", base),
         "oa-code": model(
             "openai", "fault:mode=status;status=400;code=context_length_exceeded", base
         ),
@@ -493,3 +494,22 @@ def test_wrong_method_and_unknown_path_in_the_clients_format(gw: GatewayProc) ->
     assert r.status_code == 405 and r.json()["type"] == "error"
     r = httpx.post(gw.url + "/v1/nothing", headers={**auth, "anthropic-version": "2023-06-01"})
     assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
+
+
+def test_reasoning_translated_both_ways(oa: openai.OpenAI, an: anthropic.Anthropic) -> None:
+    m = an.messages.create(model="an-blocks", max_tokens=64, messages=HI)  # type: ignore[arg-type]
+    thinking = next(b for b in m.content if b.type == "thinking")
+    assert thinking.thinking == "The user greets me."  # type: ignore[union-attr]
+    assert thinking.signature.startswith("EqQB")  # type: ignore[union-attr]
+    with an.messages.stream(model="an-blocks", max_tokens=64, messages=HI) as s:  # type: ignore[arg-type]
+        final = s.get_final_message()
+    assert [b.type for b in final.content] == ["thinking", "text"]
+    r = oa.chat.completions.create(model="an-blocks", messages=HI)  # type: ignore[arg-type]
+    assert r.choices[0].message.content == "Hello!"
+    assert r.choices[0].message.reasoning_content == "The user greets me."  # type: ignore[attr-defined]
+    chunks = oa.chat.completions.create(model="an-blocks", messages=HI, stream=True)  # type: ignore[arg-type]
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    assert (
+        "".join(getattr(d, "reasoning_content", None) or "" for d in deltas)
+        == "The user greets me."
+    )

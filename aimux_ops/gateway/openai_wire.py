@@ -234,6 +234,8 @@ def _tool_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def completion(out: Outcome, model: str, rid: str) -> bytes:
     message: dict[str, Any] = {"role": "assistant", "content": out.text or None}
+    if out.reasoning:  # the field OpenAI-compatible servers (and their clients) use
+        message["reasoning_content"] = "".join(r["text"] for r in out.reasoning)
     if out.tool_calls:
         message["tool_calls"] = _tool_calls(out.tool_calls)
     return orjson.dumps(
@@ -277,6 +279,8 @@ class ChunkWriter:
         kind = ev.get("type")
         if kind == "text-delta":
             return self._chunk({"content": ev["text"]})
+        if kind == "reasoning-delta":
+            return self._chunk({"reasoning_content": ev["text"]}) if ev.get("text") else b""
         if kind == "tool-call":
             index, self._tools = self._tools, self._tools + 1
             call = _tool_calls([ev])[0]
@@ -287,4 +291,4 @@ class ChunkWriter:
                 usage = {**self._head, "choices": [], "usage": _usage(ev.get("usage") or {})}
                 out += b"data: " + orjson.dumps(usage) + b"\n\n"
             return out + b"data: [DONE]\n\n"
-        return b""  # reasoning and the loop's step events have no Chat Completions frame
+        return b""  # the loop's step events have no Chat Completions frame

@@ -37,17 +37,20 @@ class Outcome:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     finished: bool = False
     _texts: list[str] = field(default_factory=list)
+    _thinking: bool = False  # the last event was a reasoning delta
 
     def add(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
+        thinking, self._thinking = self._thinking, kind == "reasoning-delta"
         if kind == "text-delta":
             self._texts.append(ev["text"])
         elif kind == "reasoning-delta":
-            meta = ev.get("providerMetadata")
-            if self.reasoning and not meta:
-                self.reasoning[-1]["text"] += ev["text"]
-            else:
-                self.reasoning.append({"text": ev["text"], "providerMetadata": meta})
+            if not thinking:  # a new reasoning part (its signature arrives with its last delta)
+                self.reasoning.append({"text": "", "providerMetadata": None})
+            part = self.reasoning[-1]
+            part["text"] += ev.get("text") or ""
+            if ev.get("providerMetadata"):
+                part["providerMetadata"] = ev["providerMetadata"]
         elif kind == "tool-call":
             self.tool_calls.append(ev)
         elif kind == "finish":
