@@ -35,9 +35,14 @@ class GatewayProc:
         limits: dict[str, int] | None = None,
         workers: int = 1,
         extra_env: dict[str, str] | None = None,
+        extra_config: dict[str, Any] | None = None,
     ) -> None:
         self.work = work
-        cfg: dict[str, Any] = {"clientKeysEnv": "GW_CLIENT_KEYS", "models": models}
+        cfg: dict[str, Any] = {
+            "clientKeysEnv": "GW_CLIENT_KEYS",
+            "models": models,
+            **(extra_config or {}),
+        }
         if limits:
             cfg["limits"] = limits
         self.config = work / "gateway.json"

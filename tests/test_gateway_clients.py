@@ -513,3 +513,30 @@ def test_reasoning_translated_both_ways(oa: openai.OpenAI, an: anthropic.Anthrop
         "".join(getattr(d, "reasoning_content", None) or "" for d in deltas)
         == "The user greets me."
     )
+
+
+def test_the_gateways_retries_and_timeout(server: FaultServer, tmp_path: Path) -> None:
+    base = server.base_url
+    once = "mode=status;status=429;times=1;retry_after_ms=1;x=retry"
+    always = "mode=status;statuses=429,503;retry_after=1;x=retry"
+    stall = "mode=stall;stall_ms=20000;x=retry"
+    models = {
+        "once": model("anthropic", "fault:" + once, base),
+        "always": model("openai", "fault:" + always, base),
+        "stall": model("openai", "fault:" + stall, base),
+    }
+    config = {"maxRetries": 1, "timeoutMs": 3000, "retry": {"initialDelayMs": 1}}
+    with GatewayProc(tmp_path, models, extra_config=config) as gw:
+        client = openai.OpenAI(base_url=gw.url + "/v1", api_key=CLIENT_KEY, max_retries=0)
+        r = client.chat.completions.create(model="once", messages=HI)  # type: ignore[arg-type]
+        assert r.choices[0].message.content == "Hello!"  # the gateway's own retry
+        assert server.count(once) == 2
+        # every attempt failed: the client sees the last one (503 here), its headers kept
+        with pytest.raises(openai.InternalServerError) as info:
+            client.chat.completions.create(model="always", messages=HI)  # type: ignore[arg-type]
+        assert info.value.status_code == 503 and info.value.response.headers["retry-after"] == "1"
+        assert server.count(always) == 2
+        with pytest.raises(openai.APIStatusError) as late:
+            client.chat.completions.create(model="stall", messages=HI)  # type: ignore[arg-type]
+        assert late.value.status_code == 504
+        assert late.value.type == "timeout_error"  # type: ignore[attr-defined]

@@ -300,6 +300,8 @@ class Gateway:
         }
         if self.cfg.timeout_ms is not None:
             params["timeoutMs"] = self.cfg.timeout_ms
+        if self.cfg.retry is not None:
+            params["retry"] = self.cfg.retry.model_dump(by_alias=True)
         return req, orjson.dumps(params)
 
     async def _generate(self, ex: _Exchange) -> None:

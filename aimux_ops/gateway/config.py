@@ -9,6 +9,7 @@
                "apiKeyEnv": "ANTHROPIC_API_KEY"}
   },
   "maxRetries": 0,
+  "retry": {"initialDelayMs": 2000, "backoffFactor": 2},
   "timeoutMs": 600000,
   "limits": {"maxBodyBytes": 8388608, "maxHeaderBytes": 32768, "maxInFlight": 1024}
 }
@@ -18,7 +19,8 @@ Each entry of ``models`` is a ``model`` object exactly as in the ops' params (``
 ``clientKeysEnv`` names the variable holding the accepted client keys, comma separated.
 ``limits`` hold per worker process (``maxInFlight``: requests in flight, a 503 past it). A bad
 file, an empty key list or an upstream key variable that is unset is refused at startup, with
-the field named and no value shown.
+the field named and no value shown. ``maxRetries``, ``retry`` and ``timeoutMs`` are the ops' own
+params, for every request (``maxRetries`` 0 by default: clients retry themselves).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import orjson
 from pydantic import Field, ValidationError
 
 from ..ops._model import Model
-from ..ops.models import ModelSpec
+from ..ops.models import ModelSpec, RetrySpec
 from ..wire.redact import remember_secret
 
 __all__ = ["ConfigError", "GatewayConfig", "Limits", "load_config"]
@@ -50,6 +52,7 @@ class GatewayConfig(Model):
     client_keys_env: str = Field(min_length=1)
     models: dict[str, ModelSpec] = Field(min_length=1)
     max_retries: int = Field(default=0, ge=0, le=10)
+    retry: RetrySpec | None = None
     timeout_ms: int | None = Field(default=None, ge=1)
     limits: Limits = Field(default_factory=Limits)
 
