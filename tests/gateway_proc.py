@@ -128,6 +128,19 @@ class GatewayProc:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
 
+    def wait_log(self, until: Any, tries: int = 400) -> list[dict[str, Any]]:
+        """The log lines once ``until(lines)`` holds (a request's line is written just after
+        its response is sent); bounded, the caller asserts."""
+        import time
+
+        lines = self.log_lines()
+        for _ in range(tries):
+            if until(lines):
+                break
+            time.sleep(0.025)
+            lines = self.log_lines()
+        return lines
+
     def log_lines(self) -> list[dict[str, Any]]:
         out = []
         for line in self.log().splitlines():

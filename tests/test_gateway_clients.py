@@ -174,8 +174,10 @@ def test_openai_observation_is_a_header_and_a_log_line_not_an_error(
     assert raw.status_code == 200
     assert raw.headers["x-aimux-observations"] == "dropped:logprobs,dropped:user"
     assert raw.parse().choices[0].message.content == "Hello!"
-    lines = [ln for ln in gw.log_lines() if ln.get("observations")]
-    assert any(ln["observations"] == ["dropped:logprobs", "dropped:user"] for ln in lines)
+    want = ["dropped:logprobs", "dropped:user"]
+    lines = gw.wait_log(lambda ls: any(ln.get("observations") == want for ln in ls))
+    lines = [ln for ln in lines if ln.get("observations")]
+    assert any(ln["observations"] == want for ln in lines)
     assert all("errorType" not in ln for ln in lines if ln["status"] == 200)
 
 
