@@ -41,6 +41,7 @@ def _models(base: str) -> dict[str, dict[str, Any]]:
         "oa-echo": model("openai", "fault:mode=echoall;status=401", base),
         "an-echo": model("anthropic", "fault:mode=echoall;status=200", base),
         "an-blocks": model("anthropic", "fault:mode=blocks", base),
+        "an-errframe": model("anthropic", "fault:mode=errframe;after=1", base),
         "oa-code": model(
             "openai", "fault:mode=status;status=400;code=context_length_exceeded", base
         ),
@@ -542,3 +543,17 @@ def test_the_gateways_retries_and_timeout(server: FaultServer, tmp_path: Path) -
             client.chat.completions.create(model="stall", messages=HI)  # type: ignore[arg-type]
         assert late.value.status_code == 504
         assert late.value.type == "timeout_error"  # type: ignore[attr-defined]
+
+
+def test_an_upstream_error_event_keeps_its_meaning_mid_stream(
+    oa: openai.OpenAI, an: anthropic.Anthropic
+) -> None:
+    with pytest.raises(anthropic.APIStatusError) as info:
+        for _ev in an.messages.create(model="an-errframe", max_tokens=64, messages=HI, stream=True):  # type: ignore[arg-type]
+            pass
+    assert info.value.body["error"]["type"] == "overloaded_error"  # type: ignore[index]
+    assert info.value.body["error"]["status"] == 529  # type: ignore[index]
+    with pytest.raises(openai.APIError) as oinfo:
+        for _chunk in oa.chat.completions.create(model="an-errframe", messages=HI, stream=True):  # type: ignore[arg-type]
+            pass
+    assert oinfo.value.body["status"] == 503 and oinfo.value.type == "server_error"  # type: ignore[index]
