@@ -557,3 +557,32 @@ def test_an_upstream_error_event_keeps_its_meaning_mid_stream(
         for _chunk in oa.chat.completions.create(model="an-errframe", messages=HI, stream=True):  # type: ignore[arg-type]
             pass
     assert oinfo.value.body["status"] == 503 and oinfo.value.type == "server_error"  # type: ignore[index]
+
+
+def test_a_flood_of_header_bytes_is_refused_without_reading_it(gw: GatewayProc) -> None:
+    """httptools keeps a header whole before the app sees it: the protocol's bound
+    (``gateway/server.py``) answers 431 and stops reading; without it this 32 MB head would be
+    read to its end (and held) before the app's own 431."""
+    import socket
+
+    host, port = gw.url.removeprefix("http://").rsplit(":", 1)
+    conn = socket.create_connection((host, int(port)))
+    conn.settimeout(30)  # only keeps a broken bound from hanging the test: the asserts decide
+    sent = 0
+    piece = b"a" * 65536
+    try:
+        conn.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-flood: ")
+        for _ in range(512):
+            conn.sendall(piece)
+            sent += len(piece)
+    except OSError:
+        pass  # the gateway closed the connection: it stopped reading
+    answer = b""
+    try:
+        while chunk := conn.recv(65536):
+            answer += chunk
+    except OSError:
+        pass
+    conn.close()
+    assert sent < 512 * len(piece)
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]

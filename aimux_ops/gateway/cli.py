@@ -1,5 +1,5 @@
 """``aimux-gateway --config FILE [--host H] [--port P] [--workers N]``: the gateway on uvicorn
-(uvloop, httptools).
+(uvloop, httptools with a bound on a request's head: ``server``).
 
 The command binds the listening socket itself (``--port 0``: an ephemeral port) and prints one
 line, ``aimux-gateway listening on http://HOST:PORT``, once it is bound; N workers are N
@@ -45,8 +45,10 @@ LOG_CONFIG: dict[str, Any] = {
 def worker_app() -> Any:
     """The app of one worker (uvicorn's factory): the config named by ``AIMUX_GATEWAY_CONFIG``."""
     from .app import Gateway
+    from .server import BoundedHttpToolsProtocol
 
     cfg, keys = load_config(os.environ[_CONFIG_ENV])
+    BoundedHttpToolsProtocol.max_header_bytes = cfg.limits.max_header_bytes
     return Gateway(cfg, keys)
 
 
@@ -90,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import uvicorn
         from uvicorn.supervisors import Multiprocess
+
+        from .server import BoundedHttpToolsProtocol
     except ImportError:
         print(
             "aimux-gateway: its server stack is not installed: pip install 'aimux-ops[gateway]'",
@@ -111,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "aimux_ops.gateway.cli:worker_app",
         factory=True,
         loop="uvloop",
-        http="httptools",
+        http=BoundedHttpToolsProtocol,
         lifespan="on",
         workers=args.workers,
         access_log=False,
