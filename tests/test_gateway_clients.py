@@ -53,7 +53,7 @@ def gw(server: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with GatewayProc(
         tmp_path_factory.mktemp("gw"),
         _models(server.base_url),
-        limits={"maxBodyBytes": 64 * 1024, "maxHeaderBytes": 8 * 1024},
+        limits={"maxBodyBytes": 64 * 1024, "maxHeaderBytes": 8 * 1024, "bodyTimeoutMs": 2000},
     ) as proc:
         yield proc
 
@@ -586,3 +586,24 @@ def test_a_flood_of_header_bytes_is_refused_without_reading_it(gw: GatewayProc) 
     conn.close()
     assert sent < 512 * len(piece)
     assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+
+
+def test_a_trickled_body_is_408_and_never_sent(gw: GatewayProc, server: FaultServer) -> None:
+    import socket
+
+    before = len(server.paths)
+    host, port = gw.url.removeprefix("http://").rsplit(":", 1)
+    conn = socket.create_connection((host, int(port)))
+    conn.settimeout(30)  # only keeps a broken bound from hanging the test
+    head = (
+        "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        f"x-api-key: {CLIENT_KEY}\r\ncontent-length: 100\r\n\r\n"
+    )
+    conn.sendall(head.encode() + b'{"model": "an-ok", ')  # and the rest never comes
+    answer = b""
+    while b"}}" not in answer and (chunk := conn.recv(65536)):
+        answer += chunk
+    conn.close()
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:300]
+    assert b'"type":"error"' in answer
+    assert len(server.paths) == before

@@ -305,7 +305,14 @@ class Gateway:
         return req, orjson.dumps(params)
 
     async def _generate(self, ex: _Exchange) -> None:
-        raw = await self._read_body(ex)
+        timeout_s = self.cfg.limits.body_timeout_ms / 1000
+        try:
+            async with asyncio.timeout(timeout_s):  # a client that trickles its body
+                raw = await self._read_body(ex)
+        except TimeoutError:
+            raise GatewayError(
+                "request_timeout", f"the request body did not arrive within {timeout_s:g} s"
+            ) from None
         req, params_json = self._translate(ex, raw)
         engine = self._engine_of_loop()
         try:

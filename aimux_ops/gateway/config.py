@@ -11,7 +11,8 @@
   "maxRetries": 0,
   "retry": {"initialDelayMs": 2000, "backoffFactor": 2},
   "timeoutMs": 600000,
-  "limits": {"maxBodyBytes": 8388608, "maxHeaderBytes": 32768, "maxInFlight": 1024}
+  "limits": {"maxBodyBytes": 8388608, "maxHeaderBytes": 32768, "maxInFlight": 1024,
+             "bodyTimeoutMs": 30000}
 }
 ```
 
@@ -46,6 +47,7 @@ class Limits(Model):
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     max_header_bytes: int = Field(default=32 * 1024, ge=1024)
     max_in_flight: int = Field(default=1024, ge=1)
+    body_timeout_ms: int = Field(default=30_000, ge=1)
 
 
 class GatewayConfig(Model):

@@ -30,6 +30,7 @@ _OPENAI_TYPE = {
     "request_too_large": "invalid_request_error",
     "headers_too_large": "invalid_request_error",
     "method_not_allowed": "invalid_request_error",
+    "request_timeout": "invalid_request_error",
     "rate_limit": "rate_limit_error",
     "overloaded": "server_error",
     "timeout": "timeout_error",
@@ -44,6 +45,7 @@ _ANTHROPIC_TYPE = {
     "request_too_large": "request_too_large",
     "headers_too_large": "invalid_request_error",
     "method_not_allowed": "invalid_request_error",
+    "request_timeout": "invalid_request_error",
     "rate_limit": "rate_limit_error",
     "overloaded": "overloaded_error",
     "timeout": "timeout_error",
@@ -72,6 +74,7 @@ _STATUS_OF_KIND = {
     "request_too_large": 413,
     "headers_too_large": 431,
     "method_not_allowed": 405,
+    "request_timeout": 408,
     "rate_limit": 429,
     "overloaded": 529,
     "timeout": 504,
@@ -130,7 +133,7 @@ class Failure:
 
 
 _KIND_OF_STATUS = {s: k for k, s in _STATUS_OF_KIND.items() if k != "upstream"}
-_KIND_OF_STATUS.update({503: "overloaded", 408: "timeout", 422: "invalid_request"})
+_KIND_OF_STATUS.update({503: "overloaded", 408: "timeout", 422: "invalid_request"})  # upstream
 
 
 def _kind_of_status(status: int) -> str:
