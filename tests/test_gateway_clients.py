@@ -171,11 +171,15 @@ def test_openai_observation_is_a_header_and_a_log_line_not_an_error(
         messages=HI,  # type: ignore[arg-type]
         logprobs=True,
         user="someone",
+        extra_body={"frobnicate\r\nx-injected: 1": True},
     )
     assert raw.status_code == 200
-    assert raw.headers["x-aimux-observations"] == "dropped:logprobs,dropped:user"
+    assert raw.headers["x-aimux-observations"] == (
+        "dropped:frobnicatex-injected1,dropped:logprobs,dropped:user"
+    )
+    assert "x-injected" not in raw.headers
     assert raw.parse().choices[0].message.content == "Hello!"
-    want = ["dropped:logprobs", "dropped:user"]
+    want = ["dropped:frobnicatex-injected1", "dropped:logprobs", "dropped:user"]
     lines = gw.wait_log(lambda ls: any(ln.get("observations") == want for ln in ls))
     lines = [ln for ln in lines if ln.get("observations")]
     assert any(ln["observations"] == want for ln in lines)

@@ -12,12 +12,25 @@ from typing import Any
 import orjson
 
 from .failures import GatewayError
-from .outcome import Outcome, Request
+from .outcome import Outcome, Request, dropped
 
 __all__ = ["EventWriter", "message", "parse_request"]
 
-_IGNORED = frozenset(
-    {"metadata", "thinking", "service_tier", "container", "mcp_servers", "context_management"}
+#: the fields the translation carries; any other is dropped, as an observation
+_CARRIED = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "system",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "tools",
+        "tool_choice",
+        "stream",
+    }
 )
 _STOP = {
     "stop": "end_turn",
@@ -165,7 +178,7 @@ def parse_request(body: dict[str, Any]) -> Request:
     tokens = body.get("max_tokens")
     if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
         raise _bad("max_tokens: a positive integer is required", "max_tokens")
-    observations = [f"dropped:{k}" for k in sorted(body.keys() & _IGNORED)]
+    observations = dropped(body, _CARRIED)
     params: dict[str, Any] = {
         "messages": _messages(body, observations),
         "maxOutputTokens": tokens,

@@ -13,30 +13,28 @@ from typing import Any
 import orjson
 
 from .failures import GatewayError
-from .outcome import Outcome, Request, parse_tool_input
+from .outcome import Outcome, Request, dropped, parse_tool_input
 
 __all__ = ["ChunkWriter", "completion", "parse_request"]
 
-#: fields the translation carries; the rest of the known ones are dropped as observations
-_IGNORED = frozenset(
+#: the fields the translation carries; any other is dropped, as an observation
+_CARRIED = frozenset(
     {
-        "logprobs",
-        "top_logprobs",
-        "logit_bias",
-        "user",
-        "metadata",
-        "store",
-        "service_tier",
-        "parallel_tool_calls",
-        "response_format",
-        "reasoning_effort",
-        "modalities",
-        "prediction",
-        "audio",
-        "web_search_options",
-        "safety_identifier",
-        "prompt_cache_key",
-        "verbosity",
+        "model",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "presence_penalty",
+        "frequency_penalty",
+        "seed",
+        "stop",
+        "tools",
+        "tool_choice",
+        "stream",
+        "stream_options",
+        "n",
     }
 )
 _FINISH = {
@@ -182,7 +180,7 @@ def parse_request(body: dict[str, Any]) -> Request:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise _bad("model: required", "model")
-    observations = [f"dropped:{k}" for k in sorted(body.keys() & _IGNORED)]
+    observations = dropped(body, _CARRIED)
     n = body.get("n")
     if n not in (None, 1):
         raise _bad("n: only 1 choice is supported", "n")

@@ -10,7 +10,7 @@ import orjson
 
 from .failures import GatewayError
 
-__all__ = ["Outcome", "Request", "parse_tool_input"]
+__all__ = ["Outcome", "Request", "dropped", "parse_tool_input"]
 
 
 @dataclass
@@ -72,3 +72,13 @@ def parse_tool_input(arguments: Any, param: str) -> Any:
         return orjson.loads(arguments)
     except orjson.JSONDecodeError:
         raise GatewayError("invalid_request", f"{param}: not valid JSON", param=param) from None
+
+
+def dropped(body: dict[str, Any], carried: frozenset[str]) -> list[str]:
+    """An observation for each top-level field the translation does not carry (its name made
+    safe for a header: at most 64 word characters)."""
+    out = []
+    for key in sorted(body.keys() - carried):
+        name = "".join(c for c in str(key)[:64] if c.isascii() and (c.isalnum() or c in "_-"))
+        out.append(f"dropped:{name or '?'}")
+    return out
