@@ -148,9 +148,9 @@ class Gateway:
         except _Gone:
             ex.status = 499
         except Exception as exc:  # noqa: BLE001 - a bug of the gateway's: the client still gets its format
-            ex.error_type = f"internal:{type(exc).__name__}"
             if not ex.response_started:
                 await ex.fail(Failure(500, "server", "internal gateway error"))
+            ex.error_type = f"internal:{type(exc).__name__}"  # the type only: no request data
         finally:
             self._log(ex, path)
 
