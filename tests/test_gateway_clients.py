@@ -611,3 +611,14 @@ def test_a_trickled_body_is_408_and_never_sent(gw: GatewayProc, server: FaultSer
     assert answer.startswith(b"HTTP/1.1 408"), answer[:300]
     assert b'"type":"error"' in answer
     assert len(server.paths) == before
+
+
+def test_anthropic_bearer_token_and_any_version_are_accepted(gw: GatewayProc) -> None:
+    client = anthropic.Anthropic(
+        base_url=gw.url,
+        auth_token=CLIENT_KEY,  # Authorization: Bearer
+        max_retries=0,
+        default_headers={"anthropic-version": "2099-12-31"},
+    )
+    m = client.messages.create(model="an-ok", max_tokens=64, messages=HI)  # type: ignore[arg-type]
+    assert m.content[0].text == "Hello!"  # type: ignore[union-attr]
