@@ -1,0 +1,108 @@
+"""``stream_text`` on the core's stream engine, driven from an asyncio event loop.
+
+Each request's op runs as an event-driven stream of the engine (``dispatch.stream_start_json``,
+the C API's ``aimux_stream_start``): the core's reader thread does the blocking network reads
+(bounded by ``AIMUX_STREAM_READER_THREADS``, with a high-water mark against a slow client), and
+the engine's ready list tells the loop which stream has events: its pipe
+(``dispatch.events_fd``) is one ``add_reader`` of the loop, whose callback wakes the coroutine
+of each listed stream. The loop never blocks on a read, a poll never waits, and a cancel
+(``close``) shuts the upstream socket down at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+
+from ..boundary import dispatch
+
+__all__ = ["Engine", "OpenFailure", "Stream"]
+
+#: events taken per poll
+_BATCH = 256
+
+
+class OpenFailure(Exception):
+    """The stream failed before its first event (or was refused): its envelope."""
+
+    def __init__(self, envelope: dict[str, Any]) -> None:
+        super().__init__(envelope.get("message", "the stream failed"))
+        self.envelope = envelope
+
+
+class Engine:
+    """The streams of one event loop (one per worker process)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._waiters: dict[int, asyncio.Event] = {}
+        self._fd = dispatch.events_fd()
+        self._loop = loop
+        loop.add_reader(self._fd, self._on_ready)
+
+    def _on_ready(self) -> None:
+        try:
+            while os.read(self._fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        for handle in dispatch.ready_handles(1 << 20):
+            waiter = self._waiters.get(handle)
+            if waiter is not None:
+                waiter.set()
+
+    def open(self, params_json: bytes) -> Stream:
+        """Start ``stream_text``; raises ``OpenFailure`` for what is refused before any I/O."""
+        handle, env = dispatch.stream_start_json("stream_text", params_json)
+        if handle is None:
+            raise OpenFailure(orjson.loads(env or b"{}"))
+        waiter = self._waiters[handle] = asyncio.Event()
+        return Stream(self, handle, waiter)
+
+    def _forget(self, handle: int) -> None:
+        self._waiters.pop(handle, None)
+
+    def close(self) -> None:
+        self._loop.remove_reader(self._fd)
+
+    @property
+    def open_streams(self) -> int:
+        return len(self._waiters)
+
+
+class Stream:
+    """One running ``stream_text``: ``batches`` yields its events as the op made them."""
+
+    def __init__(self, engine: Engine, handle: int, waiter: asyncio.Event) -> None:
+        self._engine = engine
+        self.handle = handle
+        self._waiter = waiter
+        self.closed = False
+
+    async def batches(self) -> AsyncIterator[list[dict[str, Any]]]:
+        """Each poll's events; ``OpenFailure`` when the open failed; ends at the op's end or
+        at ``close``."""
+        while not self.closed:
+            self._waiter.clear()
+            batch, ended, env = dispatch.stream_poll_json(self.handle, _BATCH)
+            if env is not None:
+                raise OpenFailure(orjson.loads(env))
+            if batch:
+                yield orjson.loads(batch)
+            if ended:
+                return
+            if not batch:
+                await self._waiter.wait()
+
+    def close(self) -> None:
+        """Cancel (the upstream request ends at once) and free the stream; any thread of the
+        loop, any time, more than once."""
+        if self.closed:
+            return
+        self.closed = True
+        self._waiter.set()
+        self._engine._forget(self.handle)
+        dispatch.stream_free(self.handle)
