@@ -693,7 +693,7 @@ def test_a_tool_the_provider_ran_is_reported_never_awaited_nor_answered(
         _event(
             "content_block_start",
             {"type": "content_block_start", "index": 7, "content_block": search},
-        ),  # fmt: skip
+        ),
         _event(
             "content_block_delta",
             {
@@ -701,12 +701,12 @@ def test_a_tool_the_provider_ran_is_reported_never_awaited_nor_answered(
                 "index": 7,
                 "delta": {"type": "input_json_delta", "partial_json": '{"query": "paris"}'},
             },
-        ),  # fmt: skip
+        ),
         _event("content_block_stop", {"type": "content_block_stop", "index": 7}),
         _event(
             "content_block_start",
             {"type": "content_block_start", "index": 8, "content_block": found},
-        ),  # fmt: skip
+        ),
         _event("content_block_stop", {"type": "content_block_stop", "index": 8}),
     ]
     step1 = Reply(
