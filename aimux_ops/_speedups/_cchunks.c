@@ -242,8 +242,9 @@ static int input_json(PyObject *frame, PyObject *piece, PyObject *json_blocks, P
 }
 
 /* 1: the frame is a text delta, *text its text (borrowed from *parsed); or (json_blocks not
- * NULL) an input_json_delta read as input_json does, *text its JSON tool text or NULL; 0: hand it back, *parsed the parsed frame (a new reference) or NULL
- * when it was not parsed; -1: an error is set. */
+ * NULL) an input_json_delta read as input_json does, *text its JSON tool text or NULL; 0: hand it
+ * back, *parsed the parsed frame (a new reference) or NULL when it was not parsed; -1: an error is
+ * set. */
 static int text_delta(PyObject *data, PyObject *loads, PyObject *json_blocks, PyObject *tool_calls,
                       PyObject **parsed, PyObject **text)
 {
