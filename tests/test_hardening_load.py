@@ -57,6 +57,7 @@ def bench_server() -> Iterator[int]:
 
 HELLO = {
     "text": "Hello!",
+    "content": [{"type": "text", "text": "Hello!"}],
     "finishReason": "stop",
     "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
     "toolCalls": [],
