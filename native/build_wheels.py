@@ -17,7 +17,8 @@ also links that libpython with an rpath to the interpreter's LIBDIR, so a venv w
 ``pythonX.Y`` on PATH, else a pyenv version; ``--list`` only prints those interpreters.
 ``--cache``: wheels are kept under ``<cache>/<key>/``, the key hashing the files a wheel is built
 from, the interpreter's version and this script; a hit copies them instead of building (test-dist
-builds each wheel once). Prints one line per artifact: its path.
+builds each wheel once; the newest ``CACHE_KEEP`` entries are kept). Prints one line per artifact:
+its path.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 SUPPORTED = ("3.11", "3.12", "3.13")  # the CPython minors a wheel is built for
+CACHE_KEEP = 12  # --cache entries kept (about 0.4 MB each)
 LIBAIMUX = "aimux_ops/native/lib/libaimux.so.1"
 # $ORIGIN is <site-packages>/aimux_ops/native/lib: five levels up is <prefix>/lib
 LIBPYTHON_RPATH = "$ORIGIN/../../../../.."
@@ -147,7 +149,15 @@ def build_wheel(src: Path, python: str, out: Path, cache: Path | None) -> Path:
     if hit:
         hit.mkdir(parents=True, exist_ok=True)
         shutil.copy2(final, hit / final.name)
+        _prune(hit.parent)
     return final
+
+
+def _prune(cache: Path, keep: int = CACHE_KEEP) -> None:
+    """Keep the `keep` newest entries of the cache (a few source versions of each wheel)."""
+    entries = sorted((p for p in cache.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    for old in entries[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def build_sdist(src: Path, out: Path) -> Path:
