@@ -23,11 +23,11 @@ PREFIX    ?= /usr/local
 DESTDIR   ?=
 
 .PHONY: help setup native schema check-schema lint lint-tools format test test-python test-asan test-native test-vectors test-fuzz fuzz peers \
-        install test-dist \
+        install wheel test-dist \
         $(addprefix test-,$(BINDINGS)) $(addprefix setup-,$(BINDINGS)) test-kotlin demo bench recordings clean
 
 help:
-	@echo "make demo | test | setup | native | install | schema | check-schema | lint | format | bench | fuzz | recordings | clean"
+	@echo "make demo | test | setup | native | install | wheel | schema | check-schema | lint | format | bench | fuzz | recordings | clean"
 
 ## setup: .venv with the package (editable) and every dev tool, from the pinned lock file, and
 ## the optional stream chunk reader in C built in place (aimux_ops/_speedups/_cchunks*.so,
@@ -149,6 +149,13 @@ test-asan: setup
 ## and the runtime (lib/aimux/runtime: libpython, its standard library and the libraries they load)
 install:
 	$(MAKE) -C native install PYTHON=$(PYTHON) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+
+## wheel: dist/ gets a manylinux wheel per supported CPython found here (3.11-3.13: pythonX.Y or
+## pyenv; WHEEL_PYTHONS= picks others) and the sdist (native/build_wheels.py: auditwheel repair)
+WHEEL_PYTHONS ?=
+wheel: setup
+	$(PY) native/build_wheels.py --src . --out dist --sdist \
+	  $(if $(strip $(WHEEL_PYTHONS)),$(addprefix --python ,$(WHEEL_PYTHONS)),--supported)
 
 ## test-dist: the downstream-user test (dist-tests/run.sh: install, move, build and run outside;
 ## the C and C++ programs also in minimal Debian 12 and 13 roots, cached in ~/.cache/aimux-roots)

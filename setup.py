@@ -7,8 +7,8 @@ directory) and copies ``aimux.h`` (with the ``aimux_codes.h`` it includes) and `
 ``aimux_ops/native/include/``, and compiles the optional C extension
 (native/build_cproject.py) into ``aimux_ops/_speedups/_cchunks<EXT_SUFFIX>`` (the stream chunks).
 The
-wheel is then a
-platform wheel for that CPython. Editable installs skip it (development uses native/build and
+wheel is then a platform wheel for that CPython; `make wheel` (native/build_wheels.py) makes it
+manylinux with auditwheel. Editable installs skip it (development uses native/build and
 the in-place build of `make setup`). Everything else is in pyproject.toml.
 """
 

