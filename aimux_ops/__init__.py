@@ -3,18 +3,19 @@
 ``call(op, params)`` and ``stream(op, params)`` run an op in-process through the same dispatch
 boundary the shared library uses, and raise the native exception ``decode_error`` rebuilds from
 the envelope (one projection: what a Python caller catches is what every other language decodes).
-The errors and ``decode_error`` load on first use (``__getattr__``): importing the package (as the
-shared library does) costs no pydantic model.
+Every name loads on first use (``__getattr__``): importing the package (as the shared library
+does, for its first ``aimux.version``) imports no JSON library, no ``typing`` and no model.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ._version import __version__
-from .api.calls import call, stream
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing (cold start)
 if TYPE_CHECKING:
+    from typing import Any
+
+    from .api.calls import call, stream
     from .api.tools import ToolResult
     from .errors import AimuxError, SourceError
     from .wire.envelope import decode_error
@@ -31,6 +32,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("call", "stream"):
+        from .api import calls
+
+        return getattr(calls, name)
     if name in ("AimuxError", "SourceError"):
         from . import errors
 
