@@ -36,6 +36,7 @@ from ..wire.redact import (
     call_secrets,
     guard_url,
     remember_header_secrets,
+    scrub_events,
     scrub_values,
 )
 from .limits import check_api_key, check_base_url, check_headers
@@ -215,7 +216,7 @@ def _in_own_context(gen: Iterator[T]) -> Iterator[T]:
 
 def _scrubbed(batch: Any) -> EventBatch:
     """One network read's events, each scrubbed of the call's secrets (one probe for all)."""
-    return EventBatch(scrub_values(batch))
+    return EventBatch(scrub_events(batch))
 
 
 def _one_by_one(batches: Iterator[EventBatch]) -> Iterator[dict[str, Any]]:

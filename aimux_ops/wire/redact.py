@@ -57,6 +57,7 @@ __all__ = [
     "remember_header_secrets",
     "remember_secret",
     "remembered",
+    "scrub_events",
     "scrub_json",
     "scrub_message",
     "scrub_text",
@@ -504,6 +505,25 @@ def scrub_values(value: Any) -> Any:
     if text is not None and not has_anchor(text):
         return value
     return _scrub_values(value)
+
+
+def scrub_events(events: list[Any]) -> list[Any]:
+    """``scrub_values(events)`` for one read's events, without serializing them when each is a
+    plain ``text-delta`` (the stream's hot path): every string of such a batch (its keys and
+    type too) is in the join probed here, so a clear probe clears them all."""
+    if not events:
+        return events
+    parts = ["type", "text-delta", "text"]
+    for event in events:
+        if type(event) is not dict or len(event) != 2 or event.get("type") != "text-delta":
+            return scrub_values(events)  # type: ignore[no-any-return]
+        text = event.get("text")
+        if type(text) is not str:
+            return scrub_values(events)  # type: ignore[no-any-return]
+        parts.append(text)
+    if not has_anchor("\n".join(parts)):
+        return events
+    return _scrub_values(events)  # type: ignore[no-any-return]
 
 
 def _scrub_values(value: Any) -> Any:
