@@ -203,7 +203,7 @@ _CTYPES_HOST = (
 )
 
 
-def _ctypes_host(code: str) -> dict[str, object]:
+def _ctypes_host(code: str, env: dict[str, str] | None = None) -> dict[str, object]:
     """``code`` after ``_CTYPES_HOST`` in a fresh ``python -S`` (no site: nothing but the host's
     own imports before libaimux's) with libaimux loaded through ctypes; its last line is JSON."""
     lib = ROOT / "native" / "build" / "libaimux.so"
@@ -213,6 +213,7 @@ def _ctypes_host(code: str) -> dict[str, object]:
         text=True,
         check=False,
         cwd=ROOT,
+        env=env,
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.splitlines()[-1])  # type: ignore[no-any-return]
@@ -242,3 +243,28 @@ def test_libaimux_answers_a_first_aimux_version_before_the_core_loads() -> None:
         ("aimux_ops.boundary.dispatch", "aimux_ops.ops.registry", "orjson", "typing")
     )
     assert out["again"] == answer
+
+
+def test_a_core_that_cannot_load_is_the_207_of_every_call_from_the_first_that_needs_it(
+    tmp_path: Path,
+) -> None:
+    """A payload with aimux_ops and cffi but not orjson: the start-up succeeds and answers
+    ``aimux.version``; the first call that needs the core, and every call after it (version
+    included), answers 207 (RuntimeInitError)."""
+    import os
+
+    import _cffi_backend
+
+    (tmp_path / "aimux_ops").symlink_to(ROOT / "aimux_ops")
+    backend = Path(_cffi_backend.__file__)
+    (tmp_path / backend.name).symlink_to(backend)
+    out = _ctypes_host(
+        "first = call(b'aimux.version', b'{}')\n"
+        "manifest = call(b'aimux.manifest', b'{}')\n"
+        "again = [call(b'aimux.version', b'{}'), call(b'aimux.manifest', b'{}')]\n"
+        "import json\n"
+        "print(json.dumps({'first': first[1], 'manifest': manifest[1], "
+        "'again': [c[1] for c in again]}))\n",
+        env={**os.environ, "AIMUX_PYTHONPATH": str(tmp_path)},
+    )
+    assert out == {"first": None, "manifest": 207, "again": [207, 207]}

@@ -152,7 +152,7 @@ try:
         def _call_json(op, params, _answer=_VERSION_ANSWER):
             # Cold start: aimux.version is answered before the core loads, with the bytes of
             # the core's own precomputed answer (which no change of the op names replaces)
-            if op == b"aimux.version" and params == b"{}":
+            if op == b"aimux.version" and params == b"{}" and _init_error is None:
                 return _answer, None
             return _call_stub(op, params)
 
