@@ -195,6 +195,10 @@ class Limits:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Limits is immutable: cannot set {name!r}")
 
+    def replace(self, **changes: int) -> Limits:
+        """These limits with ``changes`` (``dataclasses.replace``'s use, for tests)."""
+        return Limits(**{**dict(zip(self._LIMIT_FIELDS, self._values(), strict=True)), **changes})
+
     def _values(self) -> tuple[int, ...]:
         return tuple(getattr(self, n) for n in self._LIMIT_FIELDS)
 
