@@ -5,18 +5,19 @@ boundary the shared library uses, and raise the native exception ``decode_error`
 the envelope (one projection: what a Python caller catches is what every other language decodes).
 The typed API (``generate_text``, ``stream_text``, ``generate_object``: keyword arguments, typed
 results and events, generated from the op models; ``aimux_ops.aio``: its asyncio twin), the
-errors and ``decode_error`` load on first use (``__getattr__``): importing the package (as the
-shared library does) costs no pydantic model and no typed class.
+errors and ``decode_error``: every name loads on first use (``__getattr__``): importing the
+package (as the shared library does, for its first ``aimux.version``) imports no JSON library,
+no ``typing``, no model and no typed class.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ._version import __version__
-from .api.calls import call, stream
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing (cold start)
 if TYPE_CHECKING:
+    from typing import Any
+
     from . import aio
     from .api._generated import (
         ErrorEvent,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         generate_text,
         stream_text,
     )
+    from .api.calls import call, stream
     from .api.tools import ToolResult
     from .api.typed import NOT_GIVEN, TextStream
     from .errors import AimuxError, SourceError
@@ -85,6 +87,10 @@ _TYPED = frozenset(
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("call", "stream"):
+        from .api import calls
+
+        return getattr(calls, name)
     if name in ("AimuxError", "SourceError"):
         from . import errors
 

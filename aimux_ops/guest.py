@@ -20,11 +20,15 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from posix import register_at_fork  # os's, without importing os
+
+# This module is on libaimux's first-call path, which imports neither os, typing nor dataclasses
+# (cold start): os is imported where it is used.
+TYPE_CHECKING = False  # typing's own flag
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "Limits",
@@ -83,7 +87,7 @@ def _after_fork_child() -> None:
             pass
 
 
-os.register_at_fork(after_in_child=_after_fork_child)
+register_at_fork(after_in_child=_after_fork_child)
 
 
 #: the extension modules whose first import loads OpenSSL
@@ -109,6 +113,8 @@ class _OpenSSLFirst:
 
         spec = PathFinder.find_spec(fullname, path)
         if spec is not None and spec.origin:
+            import os
+
             keep(os.fsencode(spec.origin))
         # None: the usual finders import it
 
@@ -125,6 +131,8 @@ def keep_openssl_at_exit(keep: Callable[[bytes], object]) -> None:
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:
+    import os
+
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -135,7 +143,6 @@ def _env_int(name: str, default: int, minimum: int) -> int:
     return max(value, minimum)
 
 
-@dataclass(frozen=True)
 class Limits:
     """The core's resource limits (environment variables; defaults in brackets).
 
@@ -153,11 +160,57 @@ class Limits:
       nothing was sent).
     """
 
+    __slots__ = _LIMIT_FIELDS = (
+        "pool_max_per_host",
+        "pool_max_idle_per_host",
+        "pool_timeout_ms",
+        "stream_idle_timeout_ms",
+        "stream_reader_threads",
+    )
     pool_max_per_host: int
     pool_max_idle_per_host: int
     pool_timeout_ms: int
     stream_idle_timeout_ms: int
     stream_reader_threads: int
+
+    def __init__(
+        self,
+        *,
+        pool_max_per_host: int,
+        pool_max_idle_per_host: int,
+        pool_timeout_ms: int,
+        stream_idle_timeout_ms: int,
+        stream_reader_threads: int,
+    ) -> None:
+        values = (
+            pool_max_per_host,
+            pool_max_idle_per_host,
+            pool_timeout_ms,
+            stream_idle_timeout_ms,
+            stream_reader_threads,
+        )
+        for name, value in zip(self._LIMIT_FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Limits is immutable: cannot set {name!r}")
+
+    def replace(self, **changes: int) -> Limits:
+        """These limits with ``changes`` (``dataclasses.replace``'s use, for tests)."""
+        return Limits(**{**dict(zip(self._LIMIT_FIELDS, self._values(), strict=True)), **changes})
+
+    def _values(self) -> tuple[int, ...]:
+        return tuple(getattr(self, n) for n in self._LIMIT_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Limits and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._LIMIT_FIELDS)
+        return f"Limits({shown})"
 
 
 _limits: Limits | None = None

@@ -28,6 +28,7 @@ system one, and exports only the ``aimux_*`` symbols (``src/aimux.map``). Record
 from __future__ import annotations
 
 import argparse
+import marshal
 import os
 import shlex
 import site
@@ -46,6 +47,14 @@ SRC = HERE / "src"
 
 def _read(name: str) -> str:
     return (SRC / name).read_text(encoding="utf-8")
+
+
+def _compiled(source: str, filename: str) -> str:
+    """The init code as this interpreter's bytecode, run by a three-line stub: the runtime does
+    not compile ~500 lines at every start (cold start). The library runs only on this Python's
+    minor version (the shim checks it before the init code runs), whose bytecode this is."""
+    code = marshal.dumps(compile(source, filename, "exec"))
+    return f"import marshal\nexec(marshal.loads({code!r}), globals())\ndel marshal\n"
 
 
 def _sh(cmd: list[str]) -> None:
@@ -89,7 +98,8 @@ def build(
     ffi.cdef(("" if noop else _read("aimux_queue.h")) + _read(f"{prefix}_cdef.h"))
     # The shim is included, not pasted: compiler messages point into native/src/.
     ffi.set_source(module, f'#include "{prefix}_shim.c"')
-    ffi.embedding_init_code(_read(f"{prefix}_embed.py"))
+    init = _read(f"{prefix}_embed.py")
+    ffi.embedding_init_code(init if noop else _compiled(init, f"native/src/{prefix}_embed.py"))
     out.parent.mkdir(parents=True, exist_ok=True)
     workdir = workdir or out.parent
     workdir.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,6 @@ against the Python queue, the high-water mark, a cancel and a fork: ``test_c_str
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import select
 import subprocess
@@ -37,9 +36,7 @@ _empty_ready_list = test_c_stream_queue._empty_ready_list  # (autouse there: her
 
 def limit(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
     """At most ``n`` reader threads in this test (as ``AIMUX_STREAM_READER_THREADS=n``)."""
-    monkeypatch.setattr(
-        guest, "_limits", dataclasses.replace(guest.limits(), stream_reader_threads=n)
-    )
+    monkeypatch.setattr(guest, "_limits", guest.limits().replace(stream_reader_threads=n))
 
 
 def poll_until(lib: Queue, h: int, what: Any) -> list[Any]:

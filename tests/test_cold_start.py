@@ -179,3 +179,93 @@ def test_models_lists_every_output_it_loads_lazily() -> None:
     assert models._OUTPUTS == frozenset(outputs.__all__)
     for name in outputs.__all__:
         assert getattr(models, name) is getattr(outputs, name)
+
+
+_CTYPES_HOST = (
+    "import ctypes, sys\n"
+    "lib = ctypes.CDLL(sys.argv[1])\n"
+    "lib.aimux_call.restype = ctypes.c_void_p\n"
+    "lib.aimux_call.argtypes = [ctypes.c_char_p, ctypes.c_char_p, "
+    "ctypes.POINTER(ctypes.c_void_p)]\n"
+    "lib.aimux_error_code.argtypes = [ctypes.c_void_p]\n"
+    "lib.aimux_string_free.argtypes = [ctypes.c_void_p]\n"
+    "lib.aimux_error_free.argtypes = [ctypes.c_void_p]\n"
+    "def call(op, params):\n"
+    "    out = ctypes.c_void_p()\n"
+    "    err = lib.aimux_call(op, params, ctypes.byref(out))\n"
+    "    text = ctypes.string_at(out.value).decode() if out.value else None\n"
+    "    code = lib.aimux_error_code(err) if err else None\n"
+    "    lib.aimux_string_free(out)\n"
+    "    lib.aimux_error_free(err)\n"
+    "    return [text, code]\n"
+    "CORE = ('aimux_ops.boundary.dispatch', 'aimux_ops.ops.registry', 'orjson', 'typing')\n"
+    "def core_loaded():\n"
+    "    return sorted(m for m in CORE if m in sys.modules)\n"
+)
+
+
+def _ctypes_host(code: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    """``code`` after ``_CTYPES_HOST`` in a fresh ``python -S`` (no site: nothing but the host's
+    own imports before libaimux's) with libaimux loaded through ctypes; its last line is JSON."""
+    lib = ROOT / "native" / "build" / "libaimux.so"
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", _CTYPES_HOST + code, str(lib)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_libaimux_answers_a_first_aimux_version_before_the_core_loads() -> None:
+    """libaimux's first ``aimux.version`` loads neither the dispatch boundary, the op registry,
+    orjson nor typing (the cold start of a C host); its answer is the core's precomputed one,
+    and the first call that needs the core loads it."""
+    from aimux_ops._version import VERSION_ANSWER
+    from aimux_ops.boundary import dispatch
+
+    out = _ctypes_host(
+        "first = call(b'aimux.version', b'{}'); before = core_loaded()\n"
+        "manifest = call(b'aimux.manifest', b'{}'); after = core_loaded()\n"
+        "again = call(b'aimux.version', b'{}')\n"
+        "import json\n"
+        "print(json.dumps({'first': first, 'before': before, 'manifest': manifest[1], "
+        "'after': after, 'again': again}))\n"
+    )
+    answer = [VERSION_ANSWER.decode(), None]
+    assert dispatch._VERSION is VERSION_ANSWER
+    assert out["first"] == answer
+    assert out["before"] == []
+    assert out["manifest"] is None  # answered (no error)
+    assert out["after"] == sorted(
+        ("aimux_ops.boundary.dispatch", "aimux_ops.ops.registry", "orjson", "typing")
+    )
+    assert out["again"] == answer
+
+
+def test_a_core_that_cannot_load_is_the_207_of_every_call_from_the_first_that_needs_it(
+    tmp_path: Path,
+) -> None:
+    """A payload with aimux_ops and cffi but not orjson: the start-up succeeds and answers
+    ``aimux.version``; the first call that needs the core, and every call after it (version
+    included), answers 207 (RuntimeInitError)."""
+    import os
+
+    import _cffi_backend
+
+    (tmp_path / "aimux_ops").symlink_to(ROOT / "aimux_ops")
+    backend = Path(_cffi_backend.__file__)
+    (tmp_path / backend.name).symlink_to(backend)
+    out = _ctypes_host(
+        "first = call(b'aimux.version', b'{}')\n"
+        "manifest = call(b'aimux.manifest', b'{}')\n"
+        "again = [call(b'aimux.version', b'{}'), call(b'aimux.manifest', b'{}')]\n"
+        "import json\n"
+        "print(json.dumps({'first': first[1], 'manifest': manifest[1], "
+        "'again': [c[1] for c in again]}))\n",
+        env={**os.environ, "AIMUX_PYTHONPATH": str(tmp_path)},
+    )
+    assert out == {"first": None, "manifest": 207, "again": [207, 207]}

@@ -574,6 +574,59 @@ def test_deltas_without_a_key_are_left_as_they_are() -> None:
         assert scrub.batch(events) == events
 
 
+def test_a_batch_of_events_is_scrubbed_as_scrub_values_scrubs_it() -> None:
+    """``scrub_events`` (the stream's per-read scrub) answers what ``scrub_values`` answers for
+    every batch: a call's key, a remembered secret, a shaped token or an escaped form in a
+    delta's text, in the key or the type of a delta-shaped event, and in any other event; the
+    same object when nothing in it could be scrubbed."""
+    rng = random.Random(26)
+    key = canary(26)
+    remembered = "remembered-" + canary(27)
+    redact.remember_secret(remembered)
+    forms = [key, json_escaped(key), url_encoded(key), remembered, "sk-" + "Q" * 24]
+    forms += ["Bearer abcdefgh", "text-delta", "plain", "Hel", "lo!", "", "\\u0041", "%41"]
+
+    def event() -> Any:
+        text = "".join(rng.choice(forms) for _ in range(rng.randint(0, 2)))
+        shape = rng.random()
+        if shape < 0.7:
+            return {"type": "text-delta", "text": text}
+        if shape < 0.8:
+            return {"type": text or "text-delta", "text": "x"}
+        if shape < 0.85:
+            return {"type": "text-delta", text or "text": "x"}
+        if shape < 0.9:
+            return {"type": "text-delta", "text": "x", "extra": text}
+        return {"type": "finish", "usage": {"inputTokens": 1}, "note": [text]}
+
+    # the second key is the delta's own type: its key and type are strings a scrub sees too
+    for secrets in ([key], [key, "text-delta"]):
+        # a stream's DeltaScrub given the batch's plain text answers what it finds itself
+        found, given = (
+            redact.DeltaScrub(redact.Secrets(secrets)),
+            redact.DeltaScrub(redact.Secrets(secrets)),
+        )
+        with redact.Secrets(secrets).active():
+            for _ in range(3000):
+                batch = [event() for _ in range(rng.randint(0, 6))]
+                want = redact.scrub_values(batch)
+                for got in (
+                    redact.scrub_events(batch),
+                    redact.scrub_events(batch, redact.plain_text(batch)),
+                ):
+                    assert got == want, batch
+                    assert (got is batch) == (want is batch), batch
+                    assert not hits(orjson.dumps(got).decode()), batch
+                try:
+                    rewritten = found.batch(batch)
+                except KeyError:  # a text-delta without a text (no provider makes one)
+                    with pytest.raises(KeyError):
+                        given.batch(batch, redact.plain_text(batch))
+                    continue
+                assert given.batch(batch, redact.plain_text(batch)) == rewritten
+                assert given.held == found.held
+
+
 @pytest.mark.parametrize("split", [2, 5, 7, 23])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_stream_echoing_the_key_split_in_deltas(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .. import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
-from .._version import ABI_VERSION, __version__
+from .._version import VERSION_ANSWER
 from ..guest import on_fork_child
 from ..ops import registry
 from ..ops.registry import OpSpec, StreamContext, all_ops, get_op
@@ -224,7 +224,7 @@ _pure_results: dict[tuple[str | bytes, bytes | str], bytes] = {}
 _PURE_KEY_MAX = 256
 # aimux.version with the empty object, precomputed: the answer ops/meta.py's handler gives (a
 # test checks they agree), without importing the op's models on the first call.
-_VERSION = orjson.dumps({"name": "aimux-ops", "version": __version__, "abiVersion": ABI_VERSION})
+_VERSION = VERSION_ANSWER
 for _key in (b"aimux.version", "aimux.version"):
     for _params in (b"{}", "{}"):
         _pure_results[(_key, _params)] = _VERSION

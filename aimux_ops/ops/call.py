@@ -35,7 +35,9 @@ from ..wire.redact import (
     attach,
     call_secrets,
     guard_url,
+    plain_text,
     remember_header_secrets,
+    scrub_events,
     scrub_values,
 )
 from .limits import check_api_key, check_base_url, check_headers
@@ -218,7 +220,18 @@ def _in_own_context(gen: Iterator[T]) -> Iterator[T]:
 
 def _scrubbed(batch: Any) -> EventBatch:
     """One network read's events, each scrubbed of the call's secrets (one probe for all)."""
-    return EventBatch(scrub_values(batch))
+    return EventBatch(scrub_events(batch))
+
+
+def _scrubbed_read(batch: list[Any], deltas: DeltaScrub) -> EventBatch:
+    """One network read's events through the stream's ``DeltaScrub`` (when the call has
+    secrets), then ``_scrubbed``; their text is found once for both."""
+    text = plain_text(batch)
+    if deltas:
+        rewritten = deltas.batch(batch, text)
+        if rewritten is not batch:
+            batch, text = rewritten, None
+    return EventBatch(scrub_events(batch, text))
 
 
 def _one_by_one(batches: Iterator[EventBatch]) -> Iterator[dict[str, Any]]:
@@ -279,16 +292,13 @@ def _stream_call(
             resp, state, batches, first = call.retry(attempt, ctx.cancelled)
             if first is not None:
                 deltas = DeltaScrub(call.secrets)  # a key split across deltas goes too
-                if deltas:
-                    batches = map(deltas.batch, batches)
-                    first = deltas.batch(first)
-                if first:
-                    yield _scrubbed(first)
+                if out := _scrubbed_read(first, deltas):
+                    yield out
                 # the dispatcher checks for cancellation before each pull, and a cancel shuts
                 # the socket down: no per-event check here (this is the hot path)
                 for batch in batches:
-                    if batch:
-                        yield _scrubbed(batch)
+                    if out := _scrubbed_read(batch, deltas):
+                        yield out
                 if deltas.held:
                     yield _scrubbed((deltas.flush(),))
         except AimuxError as exc:

@@ -52,11 +52,13 @@ __all__ = [
     "guard_url",
     "has_anchor",
     "is_secret_header",
+    "plain_text",
     "redact_headers",
     "redact_url",
     "remember_header_secrets",
     "remember_secret",
     "remembered",
+    "scrub_events",
     "scrub_json",
     "scrub_message",
     "scrub_text",
@@ -337,14 +339,19 @@ class DeltaScrub:
                 i = text.find(v[:_MIN_SECRET], i + 1)
         return at
 
-    def batch(self, events: list[Any]) -> list[Any]:
+    def batch(self, events: list[Any], text: str | None = None) -> list[Any]:
+        """``text``: ``plain_text(events)`` when the caller has it (None: found here)."""
         if not self._values:
             return events
-        texts = [e["text"] for e in events if type(e) is dict and e.get("type") == "text-delta"]
-        if not texts:
+        if text is None:
+            texts = [e["text"] for e in events if type(e) is dict and e.get("type") == "text-delta"]
+            if not texts:
+                return events if not self.held else [self.flush(), *events]
+            text = "".join(texts)
+        elif not events:
             return events if not self.held else [self.flush(), *events]
         base = len(self._tail)
-        whole = self._tail + self.held + "".join(texts)
+        whole = self._tail + self.held + text
         pattern = self._secrets._pattern
         cut = max(self._head_at(whole), base)  # what was sent stays sent
         spans = []
@@ -504,6 +511,40 @@ def scrub_values(value: Any) -> Any:
     if text is not None and not has_anchor(text):
         return value
     return _scrub_values(value)
+
+
+def plain_text(events: list[Any]) -> str | None:
+    """The texts of ``events`` joined when each is a plain text delta (a dict of exactly
+    ``type`` ``text-delta`` and a ``text`` string: the stream's hot path), else None."""
+    try:
+        texts = [
+            e["text"]
+            for e in events
+            if type(e) is dict and len(e) == 2 and e["type"] == "text-delta"
+        ]
+        if len(texts) == len(events):
+            return "".join(texts)  # (a TypeError when one is not a string)
+    except (KeyError, TypeError):
+        pass
+    return None
+
+
+#: the strings of a plain text delta but its text (its keys and type are strings a scrub sees)
+_DELTA_STRINGS = "type\ntext-delta\ntext\n"
+
+
+def scrub_events(events: list[Any], text: str | None = None) -> list[Any]:
+    """``scrub_values(events)`` for one read's events, without serializing them when each is a
+    plain text delta (``text``: their ``plain_text``, when the caller has it): every string of
+    such a batch is in the text probed here, so a clear probe clears them all (a value across
+    two deltas is a false alarm: each string is then scrubbed alone)."""
+    if not events:
+        return events
+    if text is None and (text := plain_text(events)) is None:
+        return scrub_values(events)  # type: ignore[no-any-return]
+    if not has_anchor(_DELTA_STRINGS + text):
+        return events
+    return _scrub_values(events)  # type: ignore[no-any-return]
 
 
 def _scrub_values(value: Any) -> Any:

@@ -39,6 +39,7 @@ size_t _aimux_rl_take(uint64_t *out, size_t cap);
 /* OpenSSL without its exit handler (aimux_shim.c "3. Exit"; aimux_ops.guest.keep_openssl_at_exit) */
 int _aimux_openssl_keep(const char *module_path);
 int _aimux_owns_runtime(void);
+void _aimux_core_lock(int lock); /* the start-up lock, around the core's first load */
 
 extern "Python" int _aimux_py_call(const char *, const char *, char **, aimux_error_t **);
 extern "Python" int _aimux_py_stream(const char *, const char *, uint64_t *, aimux_error_t **);

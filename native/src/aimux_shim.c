@@ -538,6 +538,17 @@ static void _aimux_install_atfork(void)
     pthread_atfork(_aimux_fork_prepare, _aimux_fork_parent, _aimux_fork_child);
 }
 
+/* The core loads on the first call that needs it (aimux_embed.py), under the start-up lock like
+   the start-up itself: a fork waits until it is done, so no child inherits a half-loaded core.
+   Taken without the GIL (cffi releases it around this call); never while starting. */
+void _aimux_core_lock(int lock)
+{
+    if (lock)
+        pthread_mutex_lock(&_aimux_start_mu);
+    else
+        pthread_mutex_unlock(&_aimux_start_mu);
+}
+
 /* 3. Exit: a host may end (return from main, exit()) while the core's threads still run (the
       stream loop mid-event, the reaper, a host thread inside a call): an embedded interpreter is
       never finalized, so nothing stops them, and exit() runs the C exit handlers under them.
@@ -567,11 +578,13 @@ int _aimux_openssl_keep(const char *module_path)
     return ((init_fn)sym)(_AIMUX_OPENSSL_INIT_NO_ATEXIT, NULL);
 }
 
-/* Imports `signal` now (GIL not held), so no later lazy import can install a handler. */
+/* Imports `_signal` now (GIL not held), so no later lazy import can install a handler: its first
+   import is what installs Python's SIGINT handler (`signal` only wraps it, and would import
+   `enum` on the cold start's path). */
 static void _aimux_import_signal(void)
 {
     PyGILState_STATE gil = PyGILState_Ensure();
-    PyObject *mod = PyImport_ImportModule("signal");
+    PyObject *mod = PyImport_ImportModule("_signal");
     if (mod == NULL) PyErr_Clear();
     Py_XDECREF(mod);
     PyGILState_Release(gil);
