@@ -407,6 +407,21 @@ class Gen:
         )
         unions = self.members.get(name)
         implements = f" implements {', '.join(unions)}" if unions else ""
+        # a field holding an envelope the binding has decoded already (a host tool's failure,
+        # caused by the very exception it threw): a view that reads it as that exception
+        decoded = ""
+        for prop in (p for p in props if (name, p) in ENVELOPES):
+            decoded += (
+                f"\n    /** A view of a JSON object whose {{@code {esc(prop)}}} reads as {{@code error}}"
+                " (decoded by the binding). */\n"
+                f"    public static {name} fromJson(JsonNode node, dev.aimux.AimuxException error) {{\n"
+                f"        return new {name}(node, Map.of({java_string(prop)}, error));\n    }}\n"
+            )
+        if decoded:
+            decoded = (
+                f"\n    private {name}(JsonNode node, Map<String, ?> decoded) {{\n"
+                f"        super(node, KNOWN, decoded);\n    }}\n{decoded}"
+            )
         desc = s.get("description")
         doc = javadoc(
             (esc(desc) + "\n\n" if desc else "")
@@ -421,7 +436,8 @@ class Gen:
             f"    /** A view of a JSON object, kept whole. */\n"
             f"    public static {name} fromJson(JsonNode node) {{\n        return new {name}(node);\n    }}\n\n"
             f"    /** A view of JSON object text. */\n"
-            f"    public static {name} fromJson(String json) {{\n        return new {name}(Json.parse(json));\n    }}\n\n"
+            f"    public static {name} fromJson(String json) {{\n        return new {name}(Json.parse(json));\n    }}\n"
+            f"{decoded}\n"
             f"    /** An empty builder. */\n"
             f"    public static Builder builder() {{\n        Builder b = new Builder(null);\n{init}"
             f"        return b;\n    }}\n\n"

@@ -153,6 +153,27 @@ class NativeError : public std::runtime_error
         return NativeError(root, err);
     }
 
+    /// As adopt, for an op's failure (aimux_call / aimux_stream): a wrong mode's message names
+    /// this header's API, not the C ABI's (the core cannot know its caller); code, kind, name and
+    /// json() stay the core's.
+    static NativeError adopt_op_error(aimux_error_t *err)
+    {
+        NativeError e = adopt(err);
+        if (e.code() != codes::WRONG_MODE) return e;
+        static const std::pair<std::string, std::string> own_api[] = {
+            {"; use aimux_call", "; use aimux::call (host tools: aimux::call_with_tools)"},
+            {"; use aimux_stream", "; use aimux::Stream (host tools: aimux::ToolStream)"},
+        };
+        const std::string message = e.what();
+        for (const auto &[c_name, own_name] : own_api) {
+            if (message.size() >= c_name.size() &&
+                message.compare(message.size() - c_name.size(), c_name.size(), c_name) == 0)
+                return NativeError(e.root_, e.node_,
+                                   message.substr(0, message.size() - c_name.size()) + own_name);
+        }
+        return e;
+    }
+
     /// The stable code; 0 for a source node (a snapshot of an external exception).
     std::int32_t code() const noexcept { return aimux_error_code(node_); }
 
@@ -224,6 +245,11 @@ class NativeError : public std::runtime_error
         : std::runtime_error(message_of(node)), root_(std::move(root)), node_(node)
     {
     }
+    NativeError(std::shared_ptr<aimux_error_t> root, const aimux_error_t *node,
+                const std::string &message)
+        : std::runtime_error(message), root_(std::move(root)), node_(node)
+    {
+    }
     static std::string message_of(const aimux_error_t *node)
     {
         return detail::take(aimux_error_message(node));
@@ -278,7 +304,8 @@ inline std::string call(const std::string &op, const std::string &params_json = 
 {
     detail::check_no_nul(op, params_json, "params_json");
     char *out = nullptr;
-    check(aimux_call(op.c_str(), params_json.c_str(), &out));
+    if (aimux_error_t *err = aimux_call(op.c_str(), params_json.c_str(), &out))
+        throw NativeError::adopt_op_error(err);
     return detail::take(out);
 }
 
@@ -329,7 +356,8 @@ class Stream
     Stream(const std::string &op, const std::string &params_json)
     {
         detail::check_no_nul(op, params_json, "params_json");
-        check(aimux_stream(op.c_str(), params_json.c_str(), &handle_));
+        if (aimux_error_t *err = aimux_stream(op.c_str(), params_json.c_str(), &handle_))
+            throw NativeError::adopt_op_error(err);
     }
     Stream(const Stream &) = delete;
     Stream &operator=(const Stream &) = delete;

@@ -109,6 +109,20 @@ TEST(Errors, WireErrors)
               aimux::codes::WRONG_MODE);
 }
 
+TEST(Errors, WrongModeNamesTheCppApi)
+{
+    auto e = expect_throw([] { aimux::call("stream_text", replay_params()); });
+    EXPECT_EQ(e.code(), aimux::codes::WRONG_MODE);
+    EXPECT_EQ(e.kind(), "protocol");
+    EXPECT_EQ(e.name().value_or(""), "WrongModeError");
+    EXPECT_EQ(e.message(),
+              "op 'stream_text' is a stream op; use aimux::Stream (host tools: aimux::ToolStream)");
+    EXPECT_NE(e.json().find("use aimux_stream"), std::string::npos) << e.json();  // the core's
+    auto s = expect_throw([] { aimux::Stream st("aimux.version", "{}"); });
+    EXPECT_STREQ(s.what(), "op 'aimux.version' is a call op; use aimux::call (host tools: "
+                           "aimux::call_with_tools)");
+}
+
 TEST(Errors, ConnectionRefusedChain)
 {
     auto e = expect_throw([] { aimux::call("generate_text", kRefused); });

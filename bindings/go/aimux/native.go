@@ -358,6 +358,33 @@ func checkOp(op string) error {
 	return nil
 }
 
+// ownAPI is how this package runs an op of each mode: the C ABI's name a wrong mode's message
+// ends with, and the name it shows instead (the core cannot know its caller across the C ABI).
+var ownAPI = map[string][2]string{
+	"call":   {"aimux_call", "aimux.Call (typed: aimux.GenerateText, aimux.GenerateObject)"},
+	"stream": {"aimux_stream", "aimux.Stream (typed: aimux.StreamText)"},
+}
+
+// namingOwnAPI makes a wrong mode's message name this package's functions; code, kind, name,
+// payload and Raw (the core's envelope) are kept.
+func namingOwnAPI(err error) error {
+	e, ok := err.(*Error)
+	if !ok || e.Code != CodeWrongMode {
+		return err
+	}
+	var payload struct {
+		Expected string `json:"expected"`
+	}
+	if json.Unmarshal(e.Payload, &payload) != nil {
+		return err
+	}
+	names, known := ownAPI[payload.Expected]
+	if tail := "; use " + names[0]; known && strings.HasSuffix(e.Message, tail) {
+		e.Message = strings.TrimSuffix(e.Message, tail) + "; use " + names[1]
+	}
+	return err
+}
+
 func callNative(op, params string) (json.RawMessage, error) {
 	cop := C.CString(op)
 	defer C.free(unsafe.Pointer(cop))
@@ -366,7 +393,7 @@ func callNative(op, params string) (json.RawMessage, error) {
 	var out *C.char
 	if e := C.aimuxgo_call(cop, cparams, &out); e != nil {
 		C.aimuxgo_string_free(out) // NULL per the contract; freed anyway should it not be
-		return nil, takeError(e)
+		return nil, namingOwnAPI(takeError(e))
 	}
 	if out == nil {
 		return nil, newLocalError(KindBinding, CodeInternal, "aimux: aimux_call returned neither a result nor an error")
@@ -442,7 +469,7 @@ func streamStart(op, params string) (uint64, error) {
 	defer C.free(unsafe.Pointer(cparams))
 	var h C.uint64_t
 	if e := C.aimuxgo_stream(cop, cparams, &h); e != nil {
-		return 0, takeError(e)
+		return 0, namingOwnAPI(takeError(e))
 	}
 	return uint64(h), nil
 }

@@ -131,6 +131,23 @@ func TestWrongModeStreamOpThroughCall(t *testing.T) {
 	if !errors.As(err, &wm) || wm.Expected == nil || *wm.Expected != "stream" {
 		t.Fatalf("WrongModeError view %+v", wm)
 	}
+	// The message names this package's functions, not the C ABI's; the envelope is the core's.
+	e := asError(t, err)
+	if want := "op 'stream_text' is a stream op; use aimux.Stream (typed: aimux.StreamText)"; e.Message != want {
+		t.Fatalf("message %q, want %q", e.Message, want)
+	}
+	if e.Kind != KindProtocol || e.Name != "WrongModeError" || !strings.Contains(string(e.Raw), "use aimux_stream") {
+		t.Fatalf("kind %q name %q envelope %s", e.Kind, e.Name, e.Raw)
+	}
+}
+
+func TestWrongModeCallOpThroughStream(t *testing.T) {
+	_, err := Stream(context.Background(), "aimux.version", nil)
+	e := asError(t, err)
+	want := "op 'aimux.version' is a call op; use aimux.Call (typed: aimux.GenerateText, aimux.GenerateObject)"
+	if e.Code != CodeWrongMode || e.Message != want {
+		t.Fatalf("call op through Stream -> %d %q, want %q", e.Code, e.Message, want)
+	}
 }
 
 // TestFailingCallChain: the failing call of recordings/README.md; its native chain, walked with

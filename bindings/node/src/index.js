@@ -29,6 +29,28 @@ function checkOp(op) {
   }
 }
 
+/**
+ * How this binding runs an op of each mode: [the C ABI's name the core's wrong-mode message ends
+ * with, the name it shows instead] (the core cannot know its caller across the C ABI).
+ */
+const OWN_API = Object.freeze({
+  call: ['aimux_call', 'call (typed: generateText, generateObject)'],
+  stream: ['aimux_stream', 'stream (typed: streamText)'],
+});
+
+/** The decoded error of `envelope`; a wrong mode's message names this binding's functions. */
+function decodeOwnError(envelope) {
+  const error = decodeEnvelope(envelope);
+  if (error.code !== ErrorCode.WRONG_MODE || !Object.hasOwn(OWN_API, error.expected)) return error;
+  const [cName, ownName] = OWN_API[error.expected];
+  const tail = `; use ${cName}`;
+  if (!error.message.endsWith(tail)) return error;
+  const message = `${error.message.slice(0, -tail.length)}; use ${ownName}`;
+  if (typeof error.stack === 'string') error.stack = error.stack.replace(error.message, message);
+  error.message = message;
+  return error;
+}
+
 function encodeParams(params) {
   const json = JSON.stringify(params === undefined ? {} : params);
   if (json === undefined) throw new TypeError('aimux: params must be JSON-serialisable');
@@ -71,7 +93,7 @@ export async function call(op, params = {}, options = {}) {
   }
   const json = encodeParams(params);
   const { error, text } = await nativeCall(op, json);
-  if (error !== null) throw decodeEnvelope(error);
+  if (error !== null) throw decodeOwnError(error);
   if (text === null) throw new Error(`aimux: ${op} succeeded without a result`);
   return decodeEmbeddedErrors(parseJson(text, 'a result'));
 }
@@ -243,7 +265,7 @@ async function* streamBatches(op, json, signal, state, host) {
   // aimux_stream_start returns at once; the open's outcome (first events, or its
   // failure) arrives with the first batch. No thread waits for this stream.
   const { error: startError, handle } = nativeStreamStart(op, json);
-  if (startError !== null) throw decodeEnvelope(startError);
+  if (startError !== null) throw decodeOwnError(startError);
   state.handle = handle;
   host.attach(handle);
   const onAbort = () => {
@@ -256,7 +278,7 @@ async function* streamBatches(op, json, signal, state, host) {
       if (signal?.aborted) throw abortReason(signal);
       const { error, events, ended } = await nativeStreamTake(handle);
       if (signal?.aborted) throw abortReason(signal);
-      if (error !== null) throw decodeEnvelope(error);
+      if (error !== null) throw decodeOwnError(error);
       if (events.length > 0) {
         for (let i = 0; i < events.length; i++) {
           const event = decodeEmbeddedErrors(events[i]);

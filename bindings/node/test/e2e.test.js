@@ -19,6 +19,7 @@ test('generate_text replays the shipped recording', async () => {
   const result = await call('generate_text', replayParams());
   assert.deepEqual(result, {
     text: 'Hello!',
+    content: [{ type: 'text', text: 'Hello!' }],
     finishReason: 'stop',
     usage: { inputTokens: 12, outputTokens: 2, totalTokens: 14 },
     toolCalls: [],

@@ -69,6 +69,21 @@ test('a call op through stream → 302 WrongModeError on the first iteration', a
     assert.ok(WrongModeError.isInstance(e), `got ${e.name} ${e.code}: ${e.message}`);
     assert.equal(e.code, 302);
     assert.equal(e.expected, 'call');
+    // the message names this binding's functions, not the C ABI's; the envelope is the core's
+    assert.match(e.message, /^op 'aimux\.version' is a call op; use call \(typed: generateText, generateObject\)$/);
+    assert.ok(e.stack.includes(e.message), e.stack);
+    assert.match(JSON.parse(JSON.stringify(e)).message, /use aimux_call$/);
+    return true;
+  });
+});
+
+test('a stream op through call → 302 WrongModeError naming stream and streamText', async () => {
+  await assert.rejects(call('stream_text', {}), (e) => {
+    assert.ok(WrongModeError.isInstance(e), `got ${e.name} ${e.code}: ${e.message}`);
+    assert.equal(e.code, 302);
+    assert.equal(e.kind, 'protocol');
+    assert.equal(e.name, 'WrongModeError');
+    assert.equal(e.message, "op 'stream_text' is a stream op; use stream (typed: streamText)");
     return true;
   });
 });

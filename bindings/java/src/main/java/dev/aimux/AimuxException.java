@@ -23,10 +23,41 @@ public class AimuxException extends RuntimeException implements AimuxNode {
     private static final long serialVersionUID = 1L;
 
     private final ErrorNode node;
+    /** The message shown instead of the core's (a wrong mode's, naming the Java API); null: the core's. */
+    private String ownMessage;
 
     public AimuxException(ErrorNode node) {
         super(node.message);
         this.node = node;
+    }
+
+    /** The node's message (for a wrong mode, naming this binding's functions, not the C ABI's). */
+    @Override
+    public String getMessage() {
+        return ownMessage != null ? ownMessage : super.getMessage();
+    }
+
+    /**
+     * How this binding runs an op of each mode: the C ABI's name the core's wrong-mode message ends with, and the
+     * name shown instead (the core cannot know its caller across the C ABI). Code, kind, name and envelope stay.
+     */
+    private static final Map<String, String[]> OWN_API = Map.of(
+            "call", new String[] {"aimux_call", "Aimux.call (typed: Aimux.generateText, Aimux.generateObject)"},
+            "stream", new String[] {"aimux_stream", "Aimux.stream (typed: Aimux.streamText)"});
+
+    /** This exception, its message naming the Java API when it is a wrong mode's. */
+    AimuxException namingOwnApi() {
+        if (code() != AimuxErrorType.PROTOCOL_WRONG_MODE.code()) {
+            return this;
+        }
+        var expected = node.json.path("error").path("expected");
+        String[] names = OWN_API.get(expected.isTextual() ? expected.textValue() : "");
+        String message = super.getMessage();
+        String tail = "; use " + (names == null ? "" : names[0]);
+        if (names != null && message != null && message.endsWith(tail)) {
+            ownMessage = message.substring(0, message.length() - tail.length()) + "; use " + names[1];
+        }
+        return this;
     }
 
     @Override public String kind() { return node.kind; }

@@ -273,7 +273,7 @@ final class Native {
         long err = Lib.C.call(op, params, out);
         if (err != 0) {
             takeString(out[0]); // NULL per the ABI; freed should a library ever set both
-            throw takeError(err);
+            throw takeError(err).namingOwnApi();
         }
         String result = takeString(out[0]);
         if (result == null) {
@@ -287,7 +287,7 @@ final class Native {
         long[] out = new long[1];
         long err = Lib.C.stream(op, params, out);
         if (err != 0) {
-            throw takeError(err);
+            throw takeError(err).namingOwnApi();
         }
         return out[0];
     }

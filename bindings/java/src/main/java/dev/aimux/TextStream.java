@@ -1,5 +1,6 @@
 package dev.aimux;
 
+import dev.aimux.types.ErrorEvent;
 import dev.aimux.types.StreamTextEvent;
 
 import java.util.Iterator;
@@ -41,7 +42,13 @@ public final class TextStream implements Iterator<StreamTextEvent>, Iterable<Str
 
     @Override
     public StreamTextEvent next() {
-        return StreamTextEvent.fromJson(events.next().node());
+        StreamEvent event = events.next();
+        // a host tool's failure: the decoded error caused by the very exception the tool threw
+        AimuxException hostError = event.hostError;
+        if (hostError != null && "error".equals(event.type())) {
+            return ErrorEvent.fromJson(event.node(), hostError);
+        }
+        return StreamTextEvent.fromJson(event.node());
     }
 
     /** This stream itself (it is iterated once). */

@@ -122,6 +122,12 @@ class AimuxCallTest {
         WrongModeException e = assertThrows(WrongModeException.class,
                 () -> Aimux.call("stream_text", Repo.replayParams()));
         assertEquals(302, e.code());
+        assertEquals("protocol", e.kind());
+        assertEquals("WrongModeError", e.name());
+        // the message names the Java API, not the C ABI's aimux_stream; the envelope is the core's
+        assertEquals("op 'stream_text' is a stream op; use Aimux.stream (typed: Aimux.streamText)", e.getMessage());
+        assertTrue(e.toString().endsWith(e.getMessage()), e.toString());
+        assertTrue(e.toJson().contains("use aimux_stream"), e.toJson());
         AimuxException s = assertThrows(AimuxException.class, () -> {
             try (AimuxStream st = Aimux.stream("generate_text", Repo.replayParams())) {
                 while (st.hasNext()) {
@@ -130,6 +136,8 @@ class AimuxCallTest {
             }
         });
         assertInstanceOf(WrongModeException.class, s);
+        assertEquals("op 'generate_text' is a call op; use Aimux.call (typed: Aimux.generateText, Aimux.generateObject)",
+                s.getMessage());
     }
 
     @Test

@@ -1,6 +1,9 @@
 package dev.aimux;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.aimux.types.ErrorEvent;
+import dev.aimux.types.StreamTextEvent;
+import dev.aimux.types.StreamTextParams;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -140,6 +143,28 @@ class ToolsTest {
         assertSame(root, e.getCause().getCause());
         assertTrue(e.getMessage().contains("cannot save the forecast"), e.getMessage());
         assertEquals(1, requests.get(), "the model saw it");
+    }
+
+    @Test
+    void aTypedStreamsErrorEventIsCausedByTheVeryExceptionThrown() {
+        IOException root = new IOException("disk quota exceeded");
+        UncheckedIOException thrown = new UncheckedIOException("cannot save the forecast", root);
+        AimuxException error = null;
+        try (TextStream s = Aimux.streamText(StreamTextParams.fromJson(params), Map.of("weather", (input, ctx) -> {
+            throw thrown;
+        }))) {
+            for (StreamTextEvent event : s) {
+                if (event instanceof ErrorEvent e) {
+                    error = e.error();
+                    assertSame(error, e._error().value().orElseThrow());
+                }
+            }
+        }
+        assertTrue(error != null, "no error event");
+        assertEquals(22, error.code());
+        assertEquals("AI_ToolExecutionError", error.name());
+        assertSame(thrown, error.getCause());
+        assertSame(root, error.getCause().getCause());
     }
 
     @Test

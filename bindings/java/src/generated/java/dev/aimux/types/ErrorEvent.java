@@ -3,6 +3,7 @@ package dev.aimux.types;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -27,6 +28,15 @@ public final class ErrorEvent extends JsonObject implements StreamTextEvent {
     /** A view of JSON object text. */
     public static ErrorEvent fromJson(String json) {
         return new ErrorEvent(Json.parse(json));
+    }
+
+    private ErrorEvent(JsonNode node, Map<String, ?> decoded) {
+        super(node, KNOWN, decoded);
+    }
+
+    /** A view of a JSON object whose {@code error} reads as {@code error} (decoded by the binding). */
+    public static ErrorEvent fromJson(JsonNode node, dev.aimux.AimuxException error) {
+        return new ErrorEvent(node, Map.of("error", error));
     }
 
     /** An empty builder. */

@@ -31,6 +31,15 @@ public final class ToolCall extends JsonObject {
         return new ToolCall(Json.parse(json));
     }
 
+    private ToolCall(JsonNode node, Map<String, ?> decoded) {
+        super(node, KNOWN, decoded);
+    }
+
+    /** A view of a JSON object whose {@code error} reads as {@code error} (decoded by the binding). */
+    public static ToolCall fromJson(JsonNode node, dev.aimux.AimuxException error) {
+        return new ToolCall(node, Map.of("error", error));
+    }
+
     /** An empty builder. */
     public static Builder builder() {
         Builder b = new Builder(null);

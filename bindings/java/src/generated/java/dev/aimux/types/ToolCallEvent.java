@@ -32,6 +32,15 @@ public final class ToolCallEvent extends JsonObject implements StreamTextEvent {
         return new ToolCallEvent(Json.parse(json));
     }
 
+    private ToolCallEvent(JsonNode node, Map<String, ?> decoded) {
+        super(node, KNOWN, decoded);
+    }
+
+    /** A view of a JSON object whose {@code error} reads as {@code error} (decoded by the binding). */
+    public static ToolCallEvent fromJson(JsonNode node, dev.aimux.AimuxException error) {
+        return new ToolCallEvent(node, Map.of("error", error));
+    }
+
     /** An empty builder. */
     public static Builder builder() {
         Builder b = new Builder(null);

@@ -18,14 +18,21 @@ import java.util.Set;
 public abstract class JsonObject {
     private final ObjectNode node;
     private final Set<String> known;
+    /** Fields the binding has decoded already, read as these values (a host tool's failure). */
+    private final Map<String, ?> decoded;
 
     protected JsonObject(JsonNode node, Set<String> known) {
+        this(node, known, Map.of());
+    }
+
+    protected JsonObject(JsonNode node, Set<String> known, Map<String, ?> decoded) {
         if (node == null || !node.isObject()) {
             throw new InvalidDataException(getClass().getSimpleName() + " is not a JSON object (got "
                     + (node == null ? "nothing" : node.getNodeType().name().toLowerCase(java.util.Locale.ROOT)) + ")");
         }
         this.node = ((ObjectNode) node).deepCopy();
         this.known = known;
+        this.decoded = Map.copyOf(decoded);
     }
 
     final ObjectNode node() {
@@ -54,7 +61,7 @@ public abstract class JsonObject {
     }
 
     protected final <T> JsonField<T> field(String name, Codec<T> codec) {
-        return JsonField.read(node, name, codec, what(name));
+        return JsonField.read(node, name, codecOf(name, codec), what(name));
     }
 
     protected final <T> T required(String name, Codec<T> codec) {
@@ -62,7 +69,7 @@ public abstract class JsonObject {
         if (v == null || v.isNull()) {
             throw new InvalidDataException(what(name) + " is " + (v == null ? "missing" : "null"));
         }
-        return codec.decode(v, what(name));
+        return codecOf(name, codec).decode(v, what(name));
     }
 
     protected final <T> Optional<T> optional(String name, Codec<T> codec) {
@@ -70,7 +77,14 @@ public abstract class JsonObject {
         if (v == null || v.isNull()) {
             return Optional.empty();
         }
-        return Optional.of(codec.decode(v, what(name)));
+        return Optional.of(codecOf(name, codec).decode(v, what(name)));
+    }
+
+    /** {@code codec}, or the value the binding decoded {@code name} to already. */
+    @SuppressWarnings("unchecked")
+    private <T> Codec<T> codecOf(String name, Codec<T> codec) {
+        Object value = decoded.get(name);
+        return value == null ? codec : (v, what) -> (T) value;
     }
 
     private String what(String name) {

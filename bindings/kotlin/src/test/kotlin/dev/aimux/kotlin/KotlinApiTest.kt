@@ -215,4 +215,29 @@ class KotlinApiTest {
                 assertFalse(e.toJson().contains("sk-test"))
             }
         }
+
+    @Test
+    fun aTypedStreamsToolFailureIsCausedByTheVeryExceptionThrown() =
+        runBlocking {
+            FaultServer().use { fault ->
+                val boom = IllegalStateException("boom")
+                val params = StreamTextParams.fromJson(fault.toolParams().toJson())
+                val errors =
+                    streamText(
+                        params,
+                        mapOf(
+                            "weather" to {
+                                _,
+                                _,
+                                ->
+                                throw boom
+                            },
+                        ),
+                    ).filterIsInstance<ErrorEvent>().toList()
+                assertEquals(1, errors.size)
+                val e = assertInstanceOf(ToolExecutionException::class.java, errors[0].error())
+                assertEquals(22, e.code())
+                assertSame(boom, e.cause)
+            }
+        }
 }
