@@ -45,17 +45,54 @@ def json_reply(obj: Any, status: int = 200, **headers: str) -> Reply:
 _WBITS = {"gzip": 31, "deflate": 15}
 
 
+class _Compressor:
+    """One body's compressor: ``piece`` flushes what it was given (decodable as it arrives),
+    ``end`` its final bytes."""
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        if encoding == "br":
+            import brotli
+
+            self._br = brotli.Compressor()
+        elif encoding == "zstd":
+            import zstandard
+
+            self._zstd = zstandard.ZstdCompressor().compressobj()
+        else:
+            self._z = zlib.compressobj(6, zlib.DEFLATED, _WBITS[encoding])
+
+    def piece(self, data: bytes) -> bytes:
+        if self.encoding == "br":
+            return bytes(self._br.process(data) + self._br.flush())
+        if self.encoding == "zstd":
+            import zstandard
+
+            return bytes(
+                self._zstd.compress(data) + self._zstd.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+            )
+        return self._z.compress(data) + self._z.flush(zlib.Z_SYNC_FLUSH)
+
+    def end(self) -> bytes:
+        if self.encoding == "br":
+            return bytes(self._br.finish())
+        if self.encoding == "zstd":
+            return bytes(self._zstd.flush())
+        return self._z.flush(zlib.Z_FINISH)
+
+
 def encoded(reply: Reply, encoding: str = "gzip") -> Reply:
-    """``reply`` compressed with ``encoding`` (``gzip`` / ``deflate``) as a real server sends
-    it: a body of pieces stays chunked, each piece ``Z_SYNC_FLUSH``-ed (decodable as it arrives)
-    and the compressor's final bytes a last piece; a whole body is compressed whole."""
-    z = zlib.compressobj(6, zlib.DEFLATED, _WBITS[encoding])
+    """``reply`` compressed with ``encoding`` (``gzip`` / ``deflate``; ``br`` / ``zstd`` with
+    brotli / zstandard) as a real server sends it: a body of pieces stays chunked, each piece
+    flushed (decodable as it arrives) and the compressor's final bytes a last piece; a whole body
+    is compressed whole."""
+    z = _Compressor(encoding)
     body: bytes | list[bytes]
     if isinstance(reply.body, bytes):
-        body = z.compress(reply.body) + z.flush(zlib.Z_FINISH)
+        body = z.piece(reply.body) + z.end()
     else:
-        body = [z.compress(p) + z.flush(zlib.Z_SYNC_FLUSH) for p in reply.body if p]
-        body.append(z.flush(zlib.Z_FINISH))
+        body = [z.piece(p) for p in reply.body if p]
+        body.append(z.end())
     headers = {**reply.headers, "content-encoding": encoding}
     return Reply(reply.status, body, headers, reply.content_type)
 

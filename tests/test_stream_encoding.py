@@ -290,3 +290,35 @@ def test_decoder_of_each_content_encoding_value() -> None:
     )
     with pytest.raises(stream_decoding.UnsupportedContentEncoding, match="'compress'"):
         stream_decoding.stream_decoder("gzip, compress")
+
+
+@pytest.mark.parametrize("encoding", ["br", "zstd"])
+def test_brotli_and_zstd_streams_decode_as_they_arrive(encoding: str) -> None:
+    """With brotli / zstandard installed (the dev lock has both), ``br`` and ``zstd`` are asked
+    for and a stream compressed with either, each event flushed as a real server writes it, reads
+    as the plain one."""
+    from scenario_server import serve_scenarios, sse_reply
+
+    assert encoding in {e.strip() for e in stream_decoding.ACCEPT_ENCODING.split(",")}
+    chunks = [
+        {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "Hel"}}]},
+        {"id": "c1", "choices": [{"index": 0, "delta": {"content": "lo!"}}]},
+        {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    with serve_scenarios() as srv:
+        plain = srv.add(f"plain-{encoding}", sse_reply(chunks))
+        packed = srv.add(encoding, sse_reply(chunks, encoding=encoding))  # a piece per event
+        outs = []
+        for url in (plain, packed):
+            p = {
+                "model": {"provider": "openai", "modelId": "m", "baseURL": url, "apiKey": "k"},
+                "prompt": "hi",
+                "maxRetries": 0,
+            }
+            outs.append(_run(p, False))
+        assert outs[0] == outs[1]
+        assert [e.get("text") for e in outs[1]][:2] == ["Hel", "lo!"]
+        assert (
+            srv.requests[encoding][0]["headers"]["accept-encoding"]
+            == stream_decoding.ACCEPT_ENCODING
+        )
