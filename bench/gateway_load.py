@@ -6,7 +6,7 @@ bodies, TCP_NODELAY), the same for every target (the upstream direct, aimux-gate
   python bench/gateway_load.py hold URL BODY_JSON --key K --clients N
 
 ``load``: N clients, each on its own connection, send the request back to back for a warm-up
-then S seconds, each until it has one sample (a request after the warm-up, not its first);
+then S seconds, all until each has one sample (a request after the warm-up, not its first);
 prints one JSON line: latency (whole response) and time to first token (the first bytes holding
 a MARKER, the first text delta) percentiles in ms, answers/s after the warm-up, non-200
 answers, and the CPU seconds the processes ``--pids`` (and their children) spent meanwhile.
@@ -155,21 +155,23 @@ async def load(args: argparse.Namespace) -> dict[str, object]:
     window = [float("inf"), float("inf")]
 
     done = [0]
+    sampled_clients: set[int] = set()
 
     async def client(conn: Conn) -> None:
-        # a sample: a request started after the warm-up that is not its client's first; each
-        # client runs until the window is over and it has one sample (a slow target at 512
-        # clients answers seconds later: its sample is its second request, under the same load)
+        # a sample: a request started after the warm-up that is not its client's first, in the
+        # window or a client's first after it; every client goes on until each has one, so
+        # every sample ran under N clients (a slow target at 512 answers seconds later)
         sampled = first_done = False
         while True:
             start = time.perf_counter()
-            if start >= window[1] and sampled:
+            if start >= window[1] and len(sampled_clients) == len(conns):
                 return
             status, seconds, first = await conn.request(req)
             if start + seconds >= window[0]:
                 done[0] += 1
-            if start >= window[0] and first_done:
+            if start >= window[0] and first_done and (start < window[1] or not sampled):
                 sampled = True
+                sampled_clients.add(id(conn))
                 if status != 200:
                     bad[0] += 1
                     continue
