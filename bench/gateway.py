@@ -480,11 +480,13 @@ def render_gateway(g: dict[str, Any], L: list[str], aims: list[tuple[str, str, b
         for c in g["clients"]:
             row = runs[mode][str(c)]
             k = "ttftP50" if mode == "stream" else "p50"
+            who = f"{c} client" + ("s" if c > 1 else "")
+            aim = f"30. gateway added p50 ≤ 1/10 of LiteLLM's ({label}, {who})"
             a_gw = _sub(row["aimux-gateway"][k], row["direct"][k])
             if not ll:
                 aims.append(
                     (
-                        f"30. gateway added p50 ≤ 1/10 of LiteLLM's ({label}, {c} client{'s' * (c > 1)})",
+                        aim,
                         f"{a_gw:.2f} ms, LiteLLM not run",
                         False,
                     )
@@ -493,7 +495,7 @@ def render_gateway(g: dict[str, Any], L: list[str], aims: list[tuple[str, str, b
             a_ll = _sub(row["LiteLLM"][k], row["direct"][k])
             aims.append(
                 (
-                    f"30. gateway added p50 ≤ 1/10 of LiteLLM's ({label}, {c} client{'s' * (c > 1)})",
+                    aim,
                     f"{a_gw:.2f} ms vs {a_ll:.2f} ms ({a_gw / a_ll:.2f}×){note}",
                     valid and a_gw <= a_ll / 10,
                 )
