@@ -129,10 +129,20 @@ def free_port() -> int:
         return port
 
 
-def wait_ready(url: str, timeout: float) -> None:
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_ready(url: str, timeout: float, pid: int) -> None:
     """Poll ``url`` until it answers 200 (LiteLLM prints nothing once it listens at ERROR)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if not alive(pid):
+            raise RuntimeError("it exited during its start-up")
         with contextlib.suppress(OSError):
             with urllib.request.urlopen(url, timeout=2) as r:
                 if r.status == 200:
@@ -338,8 +348,12 @@ def bench_gateway(seconds: float = 3.0) -> dict[str, Any]:
                 )
             )
             ll_url = f"http://127.0.0.1:{port}"
-            wait_ready(ll_url + "/health/liveliness", 180)
-            targets["LiteLLM"] = (ll_url + "/v1", ll_pid, "m")
+            try:
+                wait_ready(ll_url + "/health/liveliness", 180, ll_pid)
+                targets["LiteLLM"] = (ll_url + "/v1", ll_pid, "m")
+            except RuntimeError as exc:  # the section runs on; the aims say why
+                res["litellmMissing"] = f"LiteLLM {version} did not start: {exc}"
+                log(f"  {res['litellmMissing']}")
         else:
             res["litellmMissing"] = (
                 f"{LITELLM} is not there: `make -C bench peers-gateway` installs it"
