@@ -18,8 +18,11 @@ Sections (issue 8):
   7. RSS of a C host under the longest retry loop and 20,000 error calls (bench/memory.py)
   loops. a 10-step tool loop, Node binding vs the AI SDK, and the per-tool-call cost through
      the C ABI (bench/loops.py)
+  gateway. aimux-gateway vs LiteLLM's proxy over a direct connection to one local upstream:
+     added latency and TTFT at 1/64/512 clients, throughput per core, RSS per open stream
+     (issue 30, bench/gateway.py)
 ``--only concurrency`` (comma-separated, from SECTIONS: native, coldstart, projection, latency,
-stream, parsers, threads, profiles, concurrency, memory, loops) runs those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
+stream, parsers, threads, profiles, concurrency, memory, loops, gateway) runs those sections only, into bench/build/only.md / only.json unless --out / --json say otherwise.
 The server is bench/server.py in its own process (prebuilt responses, TCP_NODELAY); a bare-socket
 client measures what the server and the loopback cost alone, to show it is not the bottleneck.
 """
@@ -844,7 +847,7 @@ def write_png(path: Path, data: dict[str, Any]) -> None:
 
 #: The sections ``--only`` selects from (native = bench/native-results.md, included as written).
 SECTIONS = ("native", "coldstart", "projection", "latency", "stream", "parsers", "threads",
-            "profiles", "concurrency", "memory", "loops")
+            "profiles", "concurrency", "memory", "loops", "gateway")
 
 
 def main() -> int:
@@ -939,6 +942,11 @@ def main() -> int:
 
         log("(loops) the 10-step tool loop and the per-tool-call cost")
         data["loops"] = bench_loops(rounds, node_ok, 0.2 if args.quick else 1.0)
+    if "gateway" in only:
+        from gateway import bench_gateway
+
+        log("(gateway) aimux-gateway vs LiteLLM's proxy")
+        data["gateway"] = bench_gateway(1.0 if args.quick else 3.0)
     wall = time.monotonic() - wall0
     busy, own = cpu_busy() - busy0, own_cpu() - own0
     data["cpu"] = {"wall": wall, "busyCores": busy / wall, "ownCores": own / wall,
@@ -1111,6 +1119,10 @@ def render(d: dict[str, Any]) -> str:
         from loops import render_loops
 
         render_loops(d["loops"], L, aims)
+    if "gateway" in d:
+        from gateway import render_gateway
+
+        render_gateway(d["gateway"], L, aims)
     render_tail(d, L, aims)
     return "\n".join(L) + "\n"
 
