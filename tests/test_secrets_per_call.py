@@ -446,6 +446,8 @@ def test_canary_scan_1000_keys_from_8_threads(
         assert env is None and first is not None
         loop_handles.append((handle, [first]))
 
+    missed: list[str] = []  # what a call that never met the echo got (its first 300 chars)
+
     def worker(t: int) -> tuple[list[Any], int]:
         seen: list[Any] = []
         echoed = 0
@@ -453,6 +455,8 @@ def test_canary_scan_1000_keys_from_8_threads(
             got, reached = _load_call(lib, server, n, tmp_path / f"load-{t}.jsonl")
             seen += got
             echoed += reached
+            if not reached:
+                missed.append(f"call {n}: " + " | ".join(map(_text, got))[:300])
         return seen, echoed
 
     try:
@@ -491,7 +495,7 @@ def test_canary_scan_1000_keys_from_8_threads(
     assert sum(r.count(b"\n") for r in recordings) >= LOAD_KEYS + 3 * THREADS
     found = hits(*seen, *recordings, "\n".join(logs.lines))
     assert found == [], f"{len(found)} hits, e.g. {found[:3]!r}"
-    assert echoed == LOAD_KEYS, "every call met the echo (so 0 hits proves the scrub)"
+    assert echoed == LOAD_KEYS, f"every call met the echo (so 0 hits proves the scrub): {missed}"
 
 
 def _c_reply(lib: Lib, p: dict[str, Any]) -> tuple[bytes | None, bytes | None]:
