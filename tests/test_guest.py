@@ -240,3 +240,42 @@ def test_after_a_fork_during_an_import_the_child_imports_that_module_whole(tmp_p
     )
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     assert proc.stdout.split() == [b"0"], proc.stdout
+
+
+def test_a_child_forked_while_a_model_builds_validates_its_own() -> None:
+    """A deferred op model is built on its first use under pydantic's rebuild lock (a private
+    module RLock pydantic does not reset at a fork): a child forked while a parent thread held it
+    validates anyway (``ops/_model.py`` gives the child a fresh one). Before the reset the child
+    waited forever (``test_guest fork-anytime``: one child in about eight runs)."""
+    script = textwrap.dedent(
+        """
+        import os, signal, sys, threading, time
+        import pydantic.main
+        from aimux_ops.ops import _model
+
+        assert isinstance(pydantic.main._rebuild_lock, type(threading.RLock())), "pydantic moved it"
+        held, release = threading.Event(), threading.Event()
+
+        def builder():  # a thread building a deferred model, as the core's threads do
+            with pydantic.main._rebuild_lock:
+                held.set()
+                release.wait()
+
+        threading.Thread(target=builder, daemon=True).start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)
+            class M(_model.Model):
+                some_field: int
+            os._exit(0 if M.model_validate({"someField": 1}).some_field == 1 else 3)
+        release.set()
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0", (done.stdout, done.stderr)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import orjson
 
 from .._lazy import LazyModule
+from ..guest import on_fork_child
 from .tools import (
     HOST_TOOL_OPS,
     Execute,
@@ -242,6 +243,13 @@ class TextStream(Generic[EventT]):
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+@on_fork_child
+def _no_pool_after_fork() -> None:
+    """In a forked child: no pool (the parent's threads are not in it) and a fresh lock."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
 
 
 def _the_pool() -> ThreadPoolExecutor:

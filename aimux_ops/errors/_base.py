@@ -31,6 +31,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.alias_generators import to_camel
 
+from ..guest import on_fork_child
+
 __all__ = [
     "AimuxError",
     "ErrorPayload",
@@ -258,6 +260,14 @@ def _own_fields(cls: type) -> dict[str, tuple[Any, Any]]:
 
 
 _payload_lock = threading.RLock()
+
+
+@on_fork_child
+def _fresh_payload_lock() -> None:
+    """In a forked child: a fresh lock (another thread may have held this one, building a
+    payload model, at the fork: the child's first payload read would wait on it forever)."""
+    global _payload_lock
+    _payload_lock = threading.RLock()
 
 
 class _LazyPayload:

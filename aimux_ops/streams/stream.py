@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from ..guest import on_fork_child
 from ..ops.registry import EventBatch, StreamContext
 from . import cqueue
 from .ready import ready_list
@@ -877,3 +878,11 @@ class Stream:
 #: a reader thread's stack (its frames: the op, the provider's parse, httpx, the TLS layer)
 READER_STACK = 512 * 1024
 _stack_lock = threading.Lock()
+
+
+@on_fork_child
+def _fresh_stack_lock() -> None:
+    """In a forked child: a fresh lock (a thread of the parent held this one while its reader
+    thread started, at the fork: the child's first stream would wait on it forever)."""
+    global _stack_lock
+    _stack_lock = threading.Lock()
