@@ -59,6 +59,8 @@ async def _handle(
                 await asyncio.sleep(args.interval_ms / 1000.0)
                 writer.write(args.deltas[i])
                 await writer.drain()
+                if i == 0 and args.hold:
+                    await args.released.wait()
             writer.write(_chunk({}, "stop") + b"data: [DONE]\n\n")
             await writer.drain()
             break
@@ -75,7 +77,14 @@ async def _main(args: argparse.Namespace) -> None:
     port = server.sockets[0].getsockname()[1]
     print(f"port {port}", flush=True)
     loop = asyncio.get_running_loop()
-    stdin_closed = loop.run_in_executor(None, sys.stdin.read)
+    args.released = asyncio.Event()
+
+    def read_stdin() -> None:  # until EOF; a line "release" lets every held stream go on
+        for line in sys.stdin:
+            if line.strip() == "release":
+                loop.call_soon_threadsafe(args.released.set)
+
+    stdin_closed = loop.run_in_executor(None, read_stdin)
     async with server:
         await asyncio.wait(
             [asyncio.ensure_future(server.serve_forever()), stdin_closed],
@@ -87,6 +96,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=20)
     ap.add_argument("--interval-ms", type=float, default=50)
+    ap.add_argument(
+        "--hold", action="store_true", help="hold streams after one delta until 'release'"
+    )
     parsed = ap.parse_args()
     parsed.deltas = [_chunk({"content": f"e{i} "}) for i in range(parsed.events)]
     parsed.all_events = b"".join(parsed.deltas)

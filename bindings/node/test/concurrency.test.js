@@ -21,21 +21,24 @@ function threads() {
   return readdirSync('/proc/self/task').length;
 }
 
-/** tests/trickle_server.py on 127.0.0.1 (ephemeral port); stops when its stdin closes. */
+/**
+ * tests/trickle_server.py on 127.0.0.1 (ephemeral port), --hold: every stream waits after its
+ * first delta until release(); stops when its stdin closes.
+ */
 async function trickleServer(events, intervalMs) {
   const child = spawn(python(), [join(REPO, 'tests', 'trickle_server.py'), '--events', String(events),
-    '--interval-ms', String(intervalMs)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    '--interval-ms', String(intervalMs), '--hold'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout });
   const port = await new Promise((resolvePort, reject) => {
     child.once('exit', (code) => reject(new Error(`trickle server exited (${code})`)));
     lines.once('line', (line) => resolvePort(Number(line.split(' ')[1])));
   });
-  return { port, stop: () => { child.stdin.end(); child.kill(); } };
+  return { port, release: () => child.stdin.write('release\n'), stop: () => { child.stdin.end(); child.kill(); } };
 }
 
 test('1,000 concurrent slow streams: the event loop and the libuv pool stay live, threads bounded', { timeout: 180_000 }, async () => {
   assert.equal(process.env.UV_THREADPOOL_SIZE, undefined, 'runs with the default libuv pool (4 threads)');
-  const server = await trickleServer(EVENTS, 250);
+  const server = await trickleServer(EVENTS, 20);
   try {
     const params = {
       model: { provider: 'openai', modelId: 'm', baseURL: `http://127.0.0.1:${server.port}/v1`, apiKey: 'sk-node' },
@@ -63,7 +66,9 @@ test('1,000 concurrent slow streams: the event loop and the libuv pool stay live
       return { deltas, text, finish };
     });
 
-    // Wait until every stream is open and delivering (each holds a connection now).
+    // Wait until every stream is open and delivering (each holds a connection now). The server
+    // holds each one after its first delta until release(): none can finish first, however slow
+    // the machine is.
     while (firstEvents < STREAMS && finished === 0) await new Promise((r) => setTimeout(r, 10));
     const openAtProbe = firstEvents - finished;
     const tOpen = Date.now() - t0;
@@ -75,6 +80,7 @@ test('1,000 concurrent slow streams: the event loop and the libuv pool stay live
     ]);
     const stillRunning = STREAMS - finished;
     const threadsWhileOpen = threads();
+    server.release();
 
     const all = await Promise.all(results);
     clearInterval(sampler);
