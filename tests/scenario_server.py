@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import zlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -31,8 +31,10 @@ import orjson
 @dataclass
 class Reply:
     status: int = 200
-    #: bytes, or pieces written (and flushed) one by one with chunked transfer encoding
-    body: bytes | list[bytes] = b""
+    #: bytes, or pieces written (and flushed) one by one with chunked transfer encoding; a
+    #: ``threading.Event`` among the pieces holds the rest back until the test sets it (what
+    #: was written before it is then all the client can read)
+    body: bytes | Sequence[bytes | threading.Event] = b""
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str | None = "application/json"
 
@@ -87,11 +89,11 @@ def encoded(reply: Reply, encoding: str = "gzip") -> Reply:
     flushed (decodable as it arrives) and the compressor's final bytes a last piece; a whole body
     is compressed whole."""
     z = _Compressor(encoding)
-    body: bytes | list[bytes]
+    body: bytes | list[bytes | threading.Event]
     if isinstance(reply.body, bytes):
         body = z.piece(reply.body) + z.end()
     else:
-        body = [z.piece(p) for p in reply.body if p]
+        body = [p if isinstance(p, threading.Event) else z.piece(p) for p in reply.body if p]
         body.append(z.end())
     headers = {**reply.headers, "content-encoding": encoding}
     return Reply(reply.status, body, headers, reply.content_type)
@@ -233,7 +235,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for piece in reply.body:
-            if piece:
+            if isinstance(piece, threading.Event):
+                piece.wait(60)  # bounded: a test that never sets it fails, not hangs
+            elif piece:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")

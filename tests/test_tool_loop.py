@@ -16,6 +16,7 @@ from scenario_server import Reply, ScenarioServer, sse_reply
 import aimux_ops
 from aimux_ops import ToolResult
 from aimux_ops.errors import ToolExecutionError
+from aimux_ops.ops.registry import StreamContext, get_op
 
 
 @pytest.fixture(scope="module")
@@ -732,3 +733,145 @@ def test_a_tool_the_provider_ran_is_reported_never_awaited_nor_answered(
     assert [r["id"] for r in tool_results_sent("anthropic", requests[1])] == ["t1"]
     sent_tools = orjson.loads(requests[0]["body"])["tools"]
     assert {"type": "web_search_20250305", "name": "web_search"} in sent_tools
+
+
+def anthropic_text_and_call(text: str, call_id: str, city: str) -> Reply:
+    """One Anthropic answer, written in one piece: a text block, then a host tool's call."""
+    step = anthropic_tool_calls((call_id, "weather", {"city": city}))
+    assert isinstance(step.body, list)
+    frames = [f + b"\n\n" for f in b"".join(step.body).split(b"\n\n") if f]
+    blocks = [
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 5, "content_block": {"type": "text"}},
+        ),
+        _event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 5,
+                "delta": {"type": "text_delta", "text": text},
+            },
+        ),
+        _event("content_block_stop", {"type": "content_block_stop", "index": 5}),
+    ]
+    return Reply(step.status, [b"".join([frames[0], *blocks, *frames[1:]])], step.headers)
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+def test_host_calls_that_arrive_with_other_events_in_one_read_are_run_at_once(
+    scenarios: ScenarioServer, calls: int
+) -> None:
+    """The stream's end makes its host tools' calls and its finish known at once: they come in
+    one read. Every call in it is announced and run before the step ends (its execute has run
+    when the step's finish-step arrives), and the next step sends every result."""
+    ids = [f"t{i}" for i in range(1, calls + 1)]
+    step1 = openai_tool_calls(*[(i, "weather", {"city": i}) for i in ids])
+    # the premise: through the op itself (no loop), the calls and the finish are one read's
+    direct = get_op("stream_text")
+    assert direct is not None
+    plain = direct.params.model_validate(params("openai", scenarios.add(f"reads-{calls}", step1)))
+    plain.stop_when = None
+    reads = list(direct.handler(plain, StreamContext(batches=True)))
+    assert [e["type"] for e in reads[-1]] == ["tool-call"] * calls + ["finish"]
+
+    name = f"one-read-{calls}"
+    p = params("openai", scenarios.add(name, step1, openai_text("Done.")))
+    ran: list[str] = []
+    kinds: list[str] = []
+    ran_by_finish_step: list[str] | None = None
+    for event in aimux_ops.stream(
+        "stream_text", p, execute={"weather": lambda a: ran.append(a["city"]) or "ok"}
+    ):
+        kinds.append(event["type"])
+        if event["type"] == "finish-step" and ran_by_finish_step is None:
+            ran_by_finish_step = sorted(ran)
+    assert ran_by_finish_step == ids  # each execute ran before its step ended
+    assert kinds == [
+        "start-step",
+        *["tool-call"] * calls,
+        *["tool-result"] * calls,
+        "finish-step",
+        "start-step",
+        "text-delta",
+        "finish-step",
+        "finish",
+    ]
+    requests = scenarios.requests[name]
+    assert len(requests) == 2
+    assert [r["id"] for r in tool_results_sent("openai", requests[1])] == ids
+
+
+def test_a_provider_run_call_alone_in_its_read_is_never_awaited_nor_answered(
+    scenarios: ScenarioServer,
+) -> None:
+    """Anthropic's web search call ends in a read of its own (the server holds the rest back
+    until the caller has seen it): it is reported, and neither awaited nor sent back with a
+    result; the host tool's call after it is, and the loop goes on."""
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    found = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [{"type": "web_search_result", "url": "https://example.com/p", "title": "P"}],
+    }
+    step1 = anthropic_tool_calls(("t1", "weather", {"city": "Paris"}))
+    assert isinstance(step1.body, list)
+    frames = [f + b"\n\n" for f in b"".join(step1.body).split(b"\n\n") if f]
+    search_call = [
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": search},
+        ),
+        _event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"query": "paris"}'},
+            },
+        ),
+        _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ]
+    search_result = [
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 1, "content_block": found},
+        ),
+        _event("content_block_stop", {"type": "content_block_stop", "index": 1}),
+    ]
+    seen_call = threading.Event()
+    host_call = [f.replace(b'"index":0', b'"index":2') for f in frames[1:]]
+    step1 = Reply(
+        step1.status,
+        [b"".join([frames[0], *search_call]), seen_call, b"".join([*search_result, *host_call])],
+        step1.headers,
+        step1.content_type,
+    )
+    url = scenarios.add("provider-ran-alone", step1, anthropic_text("Sunny."))
+    p = params("anthropic", url)
+    p["tools"]["web_search"] = {"type": "provider", "id": "anthropic.web_search_20250305"}
+    events = []
+    for event in aimux_ops.stream(
+        "stream_text", p, execute={"weather": lambda a: {"forecast": "sunny"}}
+    ):
+        events.append(event)
+        if event.get("providerExecuted") and event["type"] == "tool-call":
+            assert not seen_call.is_set()  # nothing after it was sent: it was alone in its read
+            seen_call.set()
+    kinds = [(e["type"], e.get("toolName")) for e in events if e["type"] != "text-delta"]
+    assert kinds == [
+        ("start-step", None),
+        ("tool-call", "web_search"),
+        ("tool-result", "web_search"),
+        ("source", None),
+        ("tool-call", "weather"),
+        ("tool-result", "weather"),
+        ("finish-step", None),
+        ("start-step", None),
+        ("finish-step", None),
+        ("finish", None),
+    ]
+    requests = scenarios.requests["provider-ran-alone"]
+    assert len(requests) == 2
+    assert assistant_calls_sent("anthropic", requests[1]) == ["t1"]
+    assert [r["id"] for r in tool_results_sent("anthropic", requests[1])] == ["t1"]

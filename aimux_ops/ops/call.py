@@ -308,10 +308,13 @@ def _stream_call(
             raise
         if ctx.cancelled.is_set():
             return
+        # the host tools' calls (validated) and the finish: one batch, as the stream's end
+        # makes them known at once
+        tail: list[Any] = []
         for _index, (call_id, name, raw) in sorted(state.tool_calls.items()):
             event = tool_call(call_id, name, raw, params.tools)
             event["type"] = "tool-call"
-            yield _scrubbed((event,))
+            tail.append(event)
         finish: dict[str, Any] = {
             "type": "finish",
             "finishReason": state.finish_reason,
@@ -326,7 +329,7 @@ def _stream_call(
         finish = scrub_values(finish)
         call.finish_ok(finish)
         finished = True
-        yield EventBatch((finish,))
+        yield EventBatch((*_scrubbed(tail), finish)) if tail else EventBatch((finish,))
     finally:
         if resp is not None:
             resp.close()

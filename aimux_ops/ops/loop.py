@@ -91,24 +91,38 @@ class _Step:
         #: toolCallId -> what the model reads: (output type, value), the AI SDK's tool outputs
         self.outputs: dict[str, tuple[str, Any]] = {}
 
-    def take(self, event: Any) -> None:
-        """What the next step replays of one event: its text or its reasoning."""
-        if type(event) is bytes:  # an event the C chunk reader serialized already
-            if b'"text-delta"' not in event:
-                return
-            event = orjson.loads(event)
-        if type(event) is not dict:
-            return
-        kind = event.get("type")
-        if kind == "text-delta" and isinstance(event.get("text"), str):
-            self.text.append(event["text"])
-        elif kind == "reasoning-delta":
-            meta = event.get("providerMetadata")
-            if not self.reasoning or self.reasoning[-1][1] is not None:
-                self.reasoning.append(["", None])  # a new block (after a signed one)
-            self.reasoning[-1][0] += event.get("text") or ""
-            if meta is not None:
-                self.reasoning[-1][1] = meta
+    def read(self, batch: EventBatch, tools: dict[str, Any], answers: ToolAnswers) -> EventBatch:
+        """One read's events, each looked at: a host tool's call is announced the moment it
+        arrives (whatever else came in its read), the text and reasoning kept for the next
+        step's replay, the model call's ``finish`` kept back (the step's ``finish-step`` is made
+        of it once the calls are settled). The events to pass on, in order."""
+        finish = None
+        for event in batch:
+            if type(event) is bytes:  # an event serialized already (a text delta)
+                if b'"text-delta"' not in event:
+                    continue
+                event = orjson.loads(event)
+            elif type(event) is not dict:
+                continue
+            kind = event.get("type")
+            if kind == "text-delta":
+                if isinstance(event.get("text"), str):
+                    self.text.append(event["text"])
+            elif kind == "reasoning-delta":
+                meta = event.get("providerMetadata")
+                if not self.reasoning or self.reasoning[-1][1] is not None:
+                    self.reasoning.append(["", None])  # a new block (after a signed one)
+                self.reasoning[-1][0] += event.get("text") or ""
+                if meta is not None:
+                    self.reasoning[-1][1] = meta
+            elif kind == "tool-call":
+                if not event.get("providerExecuted"):  # the provider's own: neither awaited
+                    _announce(event, tools, self, answers)  # nor sent back with a result
+            elif kind == "finish":
+                finish = self.finish = event
+        if finish is None:
+            return batch
+        return EventBatch(e for e in batch if e is not finish)
 
     def messages(self) -> tuple[NeutralMessage, ...]:
         """The assistant turn and the tool results, for the next step's prompt."""
@@ -149,16 +163,10 @@ def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventB
             step_params = params.model_copy(update={"timeout_ms": left_ms})
         call = dataclasses.replace(base, messages=base.messages + extra)
         started = False
-        for batch in run_stream(op, step_params, _returning(call), ctx):
-            if len(batch) == 1 and type(batch[0]) is dict:
-                kind = batch[0].get("type")
-                if kind == "finish":
-                    step.finish = batch[0]
-                    continue
-                if kind == "tool-call" and not batch[0].get("providerExecuted"):
-                    _announce(batch[0], tools, step, answers)
-            for e in batch:
-                step.take(e)
+        for read in run_stream(op, step_params, _returning(call), ctx):
+            batch = step.read(read, tools, answers)
+            if not batch:
+                continue  # the finish alone
             if not started:  # held until the step's first event: a first step's failure
                 started = True  # before it still fails the open (retries happen there)
                 batch = EventBatch([{"type": "start-step"}, *batch])
