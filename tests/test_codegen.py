@@ -326,3 +326,40 @@ def test_a_new_op_field_reaches_the_go_types_by_make_schema(tmp_path: Path) -> N
     part = go.split("type TextContent struct {", 1)[1].split("\n}", 1)[0]
     assert "Lang " in part and "Opt[TextContentLang]" in part, part
     assert 'TextContentLangFr TextContentLang = "fr"' in go
+
+
+def test_java_classes_of_one_model_family_share_its_fields_once() -> None:
+    """The Java types mirror the models' inheritance: ``ToolCallEvent(ToolCall)`` and the params
+    made of ``CallParams`` extend one sealed abstract class that holds the fields they read and
+    set alike; none of them repeats one of those accessors."""
+    import re
+
+    from aimux_ops.codegen.java_types import OUT
+
+    files = generate(REPO)
+    java = {
+        Path(rel).stem: text.decode() for rel, text in files.items() if rel.startswith(OUT + "/")
+    }
+    families = {
+        "CallParams": ["GenerateObjectParams", "GenerateTextParams", "StreamTextParams"],
+        "AbstractToolCall": ["ToolCall", "ToolCallEvent", "ToolCallOutput"],
+        "AbstractSource": ["Source", "SourceEvent"],
+        "AbstractToolResultPart": ["ToolResultEvent", "ToolResultOutput", "ToolResultPart"],
+        "AbstractToolErrorPart": ["ToolErrorEvent", "ToolErrorOutput", "ToolErrorPart"],
+    }
+    for base, members in families.items():
+        text = java[base]
+        assert f"public abstract sealed class {base} extends JsonObject" in text
+        assert re.sub(r"\s+", " ", text.split("permits", 1)[1].split("{", 1)[0]).strip() == (
+            ", ".join(members)
+        )
+        shared = set(re.findall(r"\n    public [^(\n]+ (\w+)\(\) \{", text))
+        assert shared, base
+        for member in members:
+            own = java[member]
+            assert f"public final class {member} extends {base}" in own
+            assert f"Builder extends {base}.Builder<Builder>" in own
+            assert not shared & set(re.findall(r"\n    public [^(\n]+ (\w+)\(\) \{", own)), member
+    assert {"prompt", "model", "tools"} <= set(
+        re.findall(r"\n    public [^(\n]+ (\w+)\(\) \{", java["CallParams"])
+    )

@@ -106,7 +106,10 @@ def _non_null(s: dict[str, Any]) -> tuple[list[Any], bool]:
 
 
 class Gen:
-    def __init__(self) -> None:
+    def __init__(self, roots: dict[str, str] | None = None) -> None:
+        #: model class → the model its family descends from (``model_roots``)
+        self.roots = roots or {}
+        self.pending_jobs: dict[str, tuple[str, dict[str, Any], dict[str, Any], bool]] = {}
         self.files: dict[str, str] = {}
         self.schemas: dict[str, Any] = {}
         self.enum_names: dict[tuple[str, ...], str] = {}
@@ -233,11 +236,46 @@ class Gen:
             job = self.pending.pop(0)
             self.files[job[0]] = self.render_object(*job)
             done.append(job)
+        self.pending_jobs = {job[0]: job for job in done}
         # again, now that every union knows its members (a class rendered before the union that
-        # names it implements it too); every type is named by now, so this adds nothing new
+        # names it implements it too) and every family its shared fields; every type is named
+        # by now, so this adds nothing new
+        bases: dict[str, tuple[str, frozenset[str]]] = {}
+        for base, members in self.families().items():
+            shared = self.shared(members)
+            if shared:
+                self.files[base] = self.render_base(base, members, shared)
+                bases.update((m, (base, frozenset(shared))) for m in members)
         for job in done:
-            self.files[job[0]] = self.render_object(*job)
+            self.files[job[0]] = self.render_object(*job, *bases.get(job[0], ()))
         return self.files
+
+    def families(self) -> dict[str, list[str]]:
+        """The classes made of one model by inheritance (``roots``), by their shared abstract
+        class: named after the family's root model, ``Abstract`` before it when the root is a
+        class of its own (``AbstractToolCall``; the params' ``CallParams`` is none)."""
+        by_root: dict[str, list[str]] = {}
+        for name in self.pending_jobs:
+            by_root.setdefault(self.roots.get(name, name), []).append(name)
+        out: dict[str, list[str]] = {}
+        for root, members in sorted(by_root.items()):
+            if len(members) < 2:
+                continue
+            base = f"Abstract{root}" if root in self.pending_jobs else root
+            if base in self.files:
+                raise ValueError(f"the shared class {base} of {members} names a class already")
+            out[base] = sorted(members)
+        return out
+
+    def shared(self, members: list[str]) -> list[str]:
+        """The fields every member reads and sets alike (the same type and doc), in order."""
+        pieces = [self.fields(*self.pending_jobs[m]) for m in members]
+        first, _ = pieces[0]
+        return [
+            prop
+            for prop, text in first.items()
+            if all(fields.get(prop) == text and prop not in consts for fields, consts in pieces)
+        ]
 
     # -- rendering ------------------------------------------------------------------------------
 
@@ -349,19 +387,19 @@ class Gen:
             f"        }}\n    }}\n}}\n"
         )
 
-    def render_object(self, name: str, s: dict[str, Any], defs: dict[str, Any], top: bool) -> str:
+    def fields(
+        self, name: str, s: dict[str, Any], defs: dict[str, Any], top: bool
+    ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+        """The accessors and setters of a class's fields, by field; its constant fields apart."""
         props: dict[str, Any] = s.get("properties", {})
         required = set(s.get("required", []))
-        accessors, setters, consts = "", "", {}
+        out: dict[str, tuple[str, str]] = {}
+        consts: dict[str, str] = {}
         for prop, ps in props.items():
             m = _method(prop)
             doc = ps.get("description") if isinstance(ps, dict) else None
             if isinstance(ps, dict) and "const" in ps:
                 consts[prop] = str(ps["const"])
-                accessors += (
-                    f"\n    /** Always {{@code {esc(str(ps['const']))}}}. */\n"
-                    f"    public String {m}() {{\n        return {java_string(str(ps['const']))};\n    }}\n"
-                )
                 continue
             alts, nullable = _non_null(ps) if isinstance(ps, dict) else ([ps], False)
             inner = alts[0] if len(alts) == 1 else {"anyOf": alts}
@@ -375,7 +413,7 @@ class Gen:
                 jt = self.type_of(inner, defs, name, prop, top)
             jdoc = esc(doc) if doc else f"The field {{@code {esc(prop)}}}."
             if prop in required and not nullable:
-                accessors += (
+                accessor = (
                     "\n"
                     + javadoc(
                         jdoc + "\n\n@throws InvalidDataException when absent or not of its type",
@@ -385,7 +423,7 @@ class Gen:
                     f"        return required({java_string(prop)}, {jt.codec});\n    }}\n"
                 )
             else:
-                accessors += (
+                accessor = (
                     "\n"
                     + javadoc(
                         jdoc + "\n\nEmpty when absent or null ({@link #_" + m + "()} tells which).",
@@ -394,12 +432,66 @@ class Gen:
                     + f"    public Optional<{jt.java}> {m}() {{\n"
                     f"        return optional({java_string(prop)}, {jt.codec});\n    }}\n"
                 )
-            accessors += (
+            accessor += (
                 f"\n    /** {{@code {esc(prop)}}} as the JSON has it: absent, null, of its type or not. */\n"
                 f"    public JsonField<{jt.java}> _{m}() {{\n"
                 f"        return field({java_string(prop)}, {jt.codec});\n    }}\n"
             )
-            setters += self.setters(prop, m, jt, jdoc)
+            out[prop] = (accessor, self.setters(prop, m, jt, jdoc))
+        return out, consts
+
+    def render_base(self, base: str, members: list[str], shared: list[str]) -> str:
+        """The abstract class a family of models shares (the op models' inheritance: ``ToolCall``
+        and the ``ToolCallEvent`` / ``ToolCallOutput`` made of it): the accessors and setters of
+        the fields every member has alike, once."""
+        first = self.pending_jobs[members[0]]
+        pieces, _ = self.fields(*first)
+        accessors = "".join(pieces[p][0] for p in shared)
+        setters = "".join(pieces[p][1] for p in shared).replace(
+            "        public Builder ", "        public B "
+        )
+        links = ", ".join(f"{{@link {m}}}" for m in members)
+        doc = javadoc(
+            f"What {links} share: the fields of every one of them, read and set alike. Each is a\n"
+            "final class over it with its own builder."
+        )
+        permits = _wrap(members, "        ")
+        return self.file(
+            f"{doc}public abstract sealed class {base} extends JsonObject\n"
+            f"        permits {permits} {{\n"
+            f"    {base}(JsonNode node, Set<String> known) {{\n        super(node, known);\n    }}\n\n"
+            f"    {base}(JsonNode node, Set<String> known, Map<String, ?> decoded) {{\n"
+            f"        super(node, known, decoded);\n    }}\n"
+            f"{accessors}\n"
+            f"    /** The setters every {{@link {base}}}'s builder has. @param <B> the builder's own type */\n"
+            f"    public abstract static class Builder<B extends Builder<B>> extends JsonObject.Builder<B> {{\n"
+            f"        Builder(JsonNode from) {{\n            super(from);\n        }}\n"
+            f"{setters}    }}\n}}\n"
+        )
+
+    def render_object(
+        self,
+        name: str,
+        s: dict[str, Any],
+        defs: dict[str, Any],
+        top: bool,
+        base: str = "JsonObject",
+        shared: frozenset[str] = frozenset(),
+    ) -> str:
+        """One class; the fields in ``shared`` are its ``base``'s (a family's abstract class)."""
+        props: dict[str, Any] = s.get("properties", {})
+        required = set(s.get("required", []))
+        pieces, consts = self.fields(name, s, defs, top)
+        accessors, setters = "", ""
+        for prop in props:
+            if prop in consts:
+                accessors += (
+                    f"\n    /** Always {{@code {esc(consts[prop])}}}. */\n"
+                    f"    public String {_method(prop)}() {{\n        return {java_string(consts[prop])};\n    }}\n"
+                )
+            elif prop not in shared:
+                accessors += pieces[prop][0]
+                setters += pieces[prop][1]
         known = _wrap([java_string(p) for p in props], "            ")
         req = "".join(f", {java_string(p)}" for p in props if p in required and p not in consts)
         init = "".join(
@@ -428,7 +520,7 @@ class Gen:
             + "Immutable; {@link #builder()} makes one, {@link #toBuilder()} a changed copy."
         )
         return self.file(
-            f"{doc}public final class {name} extends JsonObject{implements} {{\n"
+            f"{doc}public final class {name} extends {base}{implements} {{\n"
             f"    private static final Set<String> KNOWN = Set.of(\n            {known});\n\n"
             f"    /** Reads a JSON object (fields of any value; the accessors check their types). */\n"
             f"    public static final Codec<{name}> CODEC = (node, what) -> new {name}(node);\n\n"
@@ -445,7 +537,7 @@ class Gen:
             f"    public Builder toBuilder() {{\n        return new Builder(node());\n    }}\n"
             f"{accessors}\n"
             f"    /** Builds a {{@link {name}}}. */\n"
-            f"    public static final class Builder extends JsonObject.Builder<Builder> {{\n"
+            f"    public static final class Builder extends {base}.Builder<Builder> {{\n"
             f"        private Builder(JsonNode from) {{\n            super(from);\n        }}\n\n"
             f"        @Override\n        protected Builder self() {{\n            return this;\n        }}\n"
             f"{setters}\n"
@@ -488,8 +580,25 @@ class Gen:
         return out
 
 
+def model_roots() -> dict[str, str]:
+    """Each op model class (``ops/models.py``, ``ops/outputs.py``) → the topmost op model it
+    inherits from (itself when none): the families whose fields the Java classes share."""
+    from pydantic import BaseModel
+
+    from ..ops import models, outputs
+
+    modules = {models.__name__, outputs.__name__}
+    roots: dict[str, str] = {}
+    for module in (models, outputs):
+        for cls in vars(module).values():
+            if isinstance(cls, type) and issubclass(cls, BaseModel) and cls.__module__ in modules:
+                chain = [c for c in cls.__mro__ if c.__module__ in modules]
+                roots[cls.__name__] = chain[-1].__name__
+    return roots
+
+
 def render(m: Manifest) -> dict[str, str]:
-    gen = Gen()
+    gen = Gen(model_roots())
     ops = sorted((op for op in m.ops if op["name"] in OPS), key=lambda op: str(op["name"]))
     for op in ops:
         for part in ("params", "result", "event"):

@@ -6,6 +6,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.aimux.errors.APICallError;
 import dev.aimux.errors.APICallException;
 import dev.aimux.errors.RetryException;
+import dev.aimux.types.AbstractSource;
+import dev.aimux.types.AbstractToolCall;
+import dev.aimux.types.CallParams;
 import dev.aimux.types.ErrorEvent;
 import dev.aimux.types.FinishEvent;
 import dev.aimux.types.FinishReason;
@@ -20,10 +23,15 @@ import dev.aimux.types.Provider;
 import dev.aimux.types.RecordingMode;
 import dev.aimux.types.RecordingSpec;
 import dev.aimux.types.Role;
+import dev.aimux.types.Source;
+import dev.aimux.types.SourceEvent;
 import dev.aimux.types.StreamTextEvent;
 import dev.aimux.types.StreamTextParams;
 import dev.aimux.types.TextContent;
 import dev.aimux.types.TextDeltaEvent;
+import dev.aimux.types.ToolCall;
+import dev.aimux.types.ToolCallEvent;
+import dev.aimux.types.ToolCallOutput;
 import dev.aimux.types.ToolChoiceMode;
 
 import org.junit.jupiter.api.Test;
@@ -55,6 +63,35 @@ class TypedTest {
 
     static GenerateTextParams replayGenerate() {
         return GenerateTextParams.fromJson(replay("recordings/demo.jsonl", "openai")._json());
+    }
+
+    /** The fields the models share by inheritance are one class's: every params type is a CallParams. */
+    private static String promptOf(CallParams p) {
+        return p.prompt().orElse("");
+    }
+
+    @Test
+    void classesMadeOfOneModelShareItsFieldsAndSetters() {
+        ModelSpec model = ModelSpec.builder().provider(Provider.OPENAI).modelId("m").build();
+        GenerateTextParams g = GenerateTextParams.builder().model(model).prompt("a").maxRetries(0).build();
+        StreamTextParams s = StreamTextParams.builder().prompt("b").model(model).build(); // shared setters keep the builder's type
+        GenerateObjectParams o = GenerateObjectParams.builder().model(model).prompt("c").schema(Map.of("type", "object")).build();
+        assertEquals(List.of("a", "b", "c"), List.of(promptOf(g), promptOf(s), promptOf(o)));
+        assertEquals(Optional.of(0L), g.maxRetries());
+
+        List<AbstractToolCall> calls = List.of(
+                ToolCall.builder().toolCallId("t1").toolName("weather").build(),
+                ToolCallEvent.builder().toolCallId("t2").toolName("weather").input(Map.of("city", "Paris")).build(),
+                ToolCallOutput.builder().toolCallId("t3").toolName("weather").providerExecuted(true).build());
+        assertEquals(List.of("t1", "t2", "t3"), calls.stream().map(AbstractToolCall::toolCallId).toList());
+        assertEquals("Paris", calls.get(1).input().orElseThrow().get("city").asText());
+        assertEquals(Optional.of(true), calls.get(2).providerExecuted());
+        assertEquals("tool-call", ((ToolCallEvent) calls.get(1)).type()); // each keeps its own constant
+
+        AbstractSource source = SourceEvent.fromJson("{\"type\":\"source\",\"sourceType\":\"url\",\"id\":\"s\",\"url\":\"https://e.com\"}");
+        assertEquals(Optional.of("https://e.com"), source.url());
+        assertFalse(source instanceof Source); // siblings, not one another
+        assertEquals(Source.fromJson(source.toJson()).url(), source.url());
     }
 
     @Test

@@ -3,8 +3,6 @@ package dev.aimux.types;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
-import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -14,7 +12,7 @@ import java.util.Set;
  *
  * Immutable; {@link #builder()} makes one, {@link #toBuilder()} a changed copy.
  */
-public final class Source extends JsonObject implements ContentOutput {
+public final class Source extends AbstractSource implements ContentOutput {
     private static final Set<String> KNOWN = Set.of(
             "type", "sourceType", "id", "url", "title", "mediaType", "filename", "providerMetadata");
 
@@ -52,107 +50,8 @@ public final class Source extends JsonObject implements ContentOutput {
         return "source";
     }
 
-    /**
-     * The field {@code sourceType}.
-     *
-     * @throws InvalidDataException when absent or not of its type
-     */
-    public String sourceType() {
-        return required("sourceType", Codec.STRING);
-    }
-
-    /** {@code sourceType} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _sourceType() {
-        return field("sourceType", Codec.STRING);
-    }
-
-    /**
-     * The field {@code id}.
-     *
-     * @throws InvalidDataException when absent or not of its type
-     */
-    public String id() {
-        return required("id", Codec.STRING);
-    }
-
-    /** {@code id} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _id() {
-        return field("id", Codec.STRING);
-    }
-
-    /**
-     * The field {@code url}.
-     *
-     * Empty when absent or null ({@link #_url()} tells which).
-     */
-    public Optional<String> url() {
-        return optional("url", Codec.STRING);
-    }
-
-    /** {@code url} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _url() {
-        return field("url", Codec.STRING);
-    }
-
-    /**
-     * The field {@code title}.
-     *
-     * Empty when absent or null ({@link #_title()} tells which).
-     */
-    public Optional<String> title() {
-        return optional("title", Codec.STRING);
-    }
-
-    /** {@code title} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _title() {
-        return field("title", Codec.STRING);
-    }
-
-    /**
-     * The field {@code mediaType}.
-     *
-     * Empty when absent or null ({@link #_mediaType()} tells which).
-     */
-    public Optional<String> mediaType() {
-        return optional("mediaType", Codec.STRING);
-    }
-
-    /** {@code mediaType} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _mediaType() {
-        return field("mediaType", Codec.STRING);
-    }
-
-    /**
-     * The field {@code filename}.
-     *
-     * Empty when absent or null ({@link #_filename()} tells which).
-     */
-    public Optional<String> filename() {
-        return optional("filename", Codec.STRING);
-    }
-
-    /** {@code filename} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _filename() {
-        return field("filename", Codec.STRING);
-    }
-
-    /**
-     * What the provider reported beyond the neutral fields, by provider id (e.g. &#123;"anthropic":
-     * &#123;"usage": &#123;...&#125;, "stopSequence": null&#125;&#125;).
-     *
-     * Empty when absent or null ({@link #_providerMetadata()} tells which).
-     */
-    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
-        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
-    }
-
-    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
-        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
-    }
-
     /** Builds a {@link Source}. */
-    public static final class Builder extends JsonObject.Builder<Builder> {
+    public static final class Builder extends AbstractSource.Builder<Builder> {
         private Builder(JsonNode from) {
             super(from);
         }
@@ -160,41 +59,6 @@ public final class Source extends JsonObject implements ContentOutput {
         @Override
         protected Builder self() {
             return this;
-        }
-
-        /** The field {@code sourceType}. (null: JSON null). */
-        public Builder sourceType(String value) {
-            return put("sourceType", value);
-        }
-
-        /** The field {@code id}. (null: JSON null). */
-        public Builder id(String value) {
-            return put("id", value);
-        }
-
-        /** The field {@code url}. (null: JSON null). */
-        public Builder url(String value) {
-            return put("url", value);
-        }
-
-        /** The field {@code title}. (null: JSON null). */
-        public Builder title(String value) {
-            return put("title", value);
-        }
-
-        /** The field {@code mediaType}. (null: JSON null). */
-        public Builder mediaType(String value) {
-            return put("mediaType", value);
-        }
-
-        /** The field {@code filename}. (null: JSON null). */
-        public Builder filename(String value) {
-            return put("filename", value);
-        }
-
-        /** What the provider reported beyond the neutral fields, by provider id (e.g. (null: JSON null). */
-        public Builder providerMetadata(Object value) {
-            return put("providerMetadata", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */

@@ -10,7 +10,7 @@ import java.util.Set;
 /**
  * Immutable; {@link #builder()} makes one, {@link #toBuilder()} a changed copy.
  */
-public final class ToolCallEvent extends JsonObject implements StreamTextEvent {
+public final class ToolCallEvent extends AbstractToolCall implements StreamTextEvent {
     private static final Set<String> KNOWN = Set.of(
             "toolCallId", "toolName", "input", "invalid", "error", "providerExecuted", "providerMetadata",
             "type");
@@ -54,62 +54,6 @@ public final class ToolCallEvent extends JsonObject implements StreamTextEvent {
     }
 
     /**
-     * The field {@code toolCallId}.
-     *
-     * @throws InvalidDataException when absent or not of its type
-     */
-    public String toolCallId() {
-        return required("toolCallId", Codec.STRING);
-    }
-
-    /** {@code toolCallId} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _toolCallId() {
-        return field("toolCallId", Codec.STRING);
-    }
-
-    /**
-     * The field {@code toolName}.
-     *
-     * @throws InvalidDataException when absent or not of its type
-     */
-    public String toolName() {
-        return required("toolName", Codec.STRING);
-    }
-
-    /** {@code toolName} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _toolName() {
-        return field("toolName", Codec.STRING);
-    }
-
-    /**
-     * The field {@code input}.
-     *
-     * Empty when absent or null ({@link #_input()} tells which).
-     */
-    public Optional<JsonNode> input() {
-        return optional("input", Codec.JSON);
-    }
-
-    /** {@code input} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<JsonNode> _input() {
-        return field("input", Codec.JSON);
-    }
-
-    /**
-     * The call is not usable: unknown tool or invalid input.
-     *
-     * Empty when absent or null ({@link #_invalid()} tells which).
-     */
-    public Optional<Boolean> invalid() {
-        return optional("invalid", Codec.BOOLEAN);
-    }
-
-    /** {@code invalid} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<Boolean> _invalid() {
-        return field("invalid", Codec.BOOLEAN);
-    }
-
-    /**
      * Its error envelope.
      *
      * Empty when absent or null ({@link #_error()} tells which).
@@ -123,42 +67,13 @@ public final class ToolCallEvent extends JsonObject implements StreamTextEvent {
         return field("error", (node, what) -> dev.aimux.AimuxDecoder.decode(node.toString()));
     }
 
-    /**
-     * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
-     *
-     * Empty when absent or null ({@link #_providerExecuted()} tells which).
-     */
-    public Optional<Boolean> providerExecuted() {
-        return optional("providerExecuted", Codec.BOOLEAN);
-    }
-
-    /** {@code providerExecuted} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<Boolean> _providerExecuted() {
-        return field("providerExecuted", Codec.BOOLEAN);
-    }
-
-    /**
-     * What the provider reported beyond the neutral fields, by provider id (e.g. &#123;"anthropic":
-     * &#123;"usage": &#123;...&#125;, "stopSequence": null&#125;&#125;).
-     *
-     * Empty when absent or null ({@link #_providerMetadata()} tells which).
-     */
-    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
-        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
-    }
-
-    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
-        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
-    }
-
     /** Always {@code tool-call}. */
     public String type() {
         return "tool-call";
     }
 
     /** Builds a {@link ToolCallEvent}. */
-    public static final class Builder extends JsonObject.Builder<Builder> {
+    public static final class Builder extends AbstractToolCall.Builder<Builder> {
         private Builder(JsonNode from) {
             super(from);
         }
@@ -168,49 +83,9 @@ public final class ToolCallEvent extends JsonObject implements StreamTextEvent {
             return this;
         }
 
-        /** The field {@code toolCallId}. (null: JSON null). */
-        public Builder toolCallId(String value) {
-            return put("toolCallId", value);
-        }
-
-        /** The field {@code toolName}. (null: JSON null). */
-        public Builder toolName(String value) {
-            return put("toolName", value);
-        }
-
-        /** The field {@code input}. (null: JSON null). */
-        public Builder input(Object value) {
-            return put("input", value);
-        }
-
-        /** The call is not usable: unknown tool or invalid input. (null: JSON null). */
-        public Builder invalid(Boolean value) {
-            return put("invalid", value);
-        }
-
-        /** The call is not usable: unknown tool or invalid input. */
-        public Builder invalid(boolean value) {
-            return put("invalid", value);
-        }
-
         /** Its error envelope. (null: JSON null). */
         public Builder error(JsonNode envelope) {
             return put("error", envelope);
-        }
-
-        /** The field {@code providerExecuted}. (null: JSON null). */
-        public Builder providerExecuted(Boolean value) {
-            return put("providerExecuted", value);
-        }
-
-        /** The field {@code providerExecuted}. */
-        public Builder providerExecuted(boolean value) {
-            return put("providerExecuted", value);
-        }
-
-        /** What the provider reported beyond the neutral fields, by provider id (e.g. (null: JSON null). */
-        public Builder providerMetadata(Object value) {
-            return put("providerMetadata", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */

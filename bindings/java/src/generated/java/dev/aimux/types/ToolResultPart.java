@@ -3,8 +3,6 @@ package dev.aimux.types;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
-import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -13,7 +11,7 @@ import java.util.Set;
  *
  * Immutable; {@link #builder()} makes one, {@link #toBuilder()} a changed copy.
  */
-public final class ToolResultPart extends JsonObject {
+public final class ToolResultPart extends AbstractToolResultPart {
     private static final Set<String> KNOWN = Set.of(
             "toolCallId", "toolName", "input", "output", "providerExecuted", "providerMetadata");
 
@@ -45,93 +43,8 @@ public final class ToolResultPart extends JsonObject {
         return new Builder(node());
     }
 
-    /**
-     * The field {@code toolCallId}.
-     *
-     * @throws InvalidDataException when absent or not of its type
-     */
-    public String toolCallId() {
-        return required("toolCallId", Codec.STRING);
-    }
-
-    /** {@code toolCallId} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _toolCallId() {
-        return field("toolCallId", Codec.STRING);
-    }
-
-    /**
-     * The field {@code toolName}.
-     *
-     * @throws InvalidDataException when absent or not of its type
-     */
-    public String toolName() {
-        return required("toolName", Codec.STRING);
-    }
-
-    /** {@code toolName} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<String> _toolName() {
-        return field("toolName", Codec.STRING);
-    }
-
-    /**
-     * The field {@code input}.
-     *
-     * Empty when absent or null ({@link #_input()} tells which).
-     */
-    public Optional<JsonNode> input() {
-        return optional("input", Codec.JSON);
-    }
-
-    /** {@code input} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<JsonNode> _input() {
-        return field("input", Codec.JSON);
-    }
-
-    /**
-     * The field {@code output}.
-     *
-     * Empty when absent or null ({@link #_output()} tells which).
-     */
-    public Optional<JsonNode> output() {
-        return optional("output", Codec.JSON);
-    }
-
-    /** {@code output} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<JsonNode> _output() {
-        return field("output", Codec.JSON);
-    }
-
-    /**
-     * true: the provider ran this tool itself (web search, code execution, MCP, ...); the host never answers it.
-     *
-     * Empty when absent or null ({@link #_providerExecuted()} tells which).
-     */
-    public Optional<Boolean> providerExecuted() {
-        return optional("providerExecuted", Codec.BOOLEAN);
-    }
-
-    /** {@code providerExecuted} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<Boolean> _providerExecuted() {
-        return field("providerExecuted", Codec.BOOLEAN);
-    }
-
-    /**
-     * A provider-run tool's: the wire block it came in (&#123;"anthropic": &#123;"type":
-     * "web_search_tool_result"&#125;&#125;).
-     *
-     * Empty when absent or null ({@link #_providerMetadata()} tells which).
-     */
-    public Optional<Map<String, Map<String, JsonNode>>> providerMetadata() {
-        return optional("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
-    }
-
-    /** {@code providerMetadata} as the JSON has it: absent, null, of its type or not. */
-    public JsonField<Map<String, Map<String, JsonNode>>> _providerMetadata() {
-        return field("providerMetadata", Codec.map(Codec.map(Codec.JSON)));
-    }
-
     /** Builds a {@link ToolResultPart}. */
-    public static final class Builder extends JsonObject.Builder<Builder> {
+    public static final class Builder extends AbstractToolResultPart.Builder<Builder> {
         private Builder(JsonNode from) {
             super(from);
         }
@@ -139,41 +52,6 @@ public final class ToolResultPart extends JsonObject {
         @Override
         protected Builder self() {
             return this;
-        }
-
-        /** The field {@code toolCallId}. (null: JSON null). */
-        public Builder toolCallId(String value) {
-            return put("toolCallId", value);
-        }
-
-        /** The field {@code toolName}. (null: JSON null). */
-        public Builder toolName(String value) {
-            return put("toolName", value);
-        }
-
-        /** The field {@code input}. (null: JSON null). */
-        public Builder input(Object value) {
-            return put("input", value);
-        }
-
-        /** The field {@code output}. (null: JSON null). */
-        public Builder output(Object value) {
-            return put("output", value);
-        }
-
-        /** The field {@code providerExecuted}. (null: JSON null). */
-        public Builder providerExecuted(Boolean value) {
-            return put("providerExecuted", value);
-        }
-
-        /** The field {@code providerExecuted}. */
-        public Builder providerExecuted(boolean value) {
-            return put("providerExecuted", value);
-        }
-
-        /** The field {@code providerMetadata}. (null: JSON null). */
-        public Builder providerMetadata(Object value) {
-            return put("providerMetadata", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */
