@@ -318,12 +318,20 @@ def _label(go_type: str) -> str:
 
 
 def _pascal(op: str) -> str:
+    """An op's name in its types' names: ``generate_text`` → ``GenerateText``, ``aimux.version``
+    → ``Version`` (the package's name is not said again)."""
+    op = op.removeprefix("aimux.")
     return "".join(go_name(p) for p in op.replace(".", "_").split("_") if p)
 
 
+#: the meta ops with a typed Go function (Version, Manifest in typed.go)
+META_OPS = ("aimux.version", "aimux.manifest")
+
+
 def typed_ops(m: Manifest) -> list[dict[str, Any]]:
-    """The ops with a typed Go function: the provider ops (not ``aimux.*``)."""
-    return [op for op in m.ops if not str(op["name"]).startswith("aimux.")]
+    """The ops with a typed Go function: the provider ops and the meta ops (not an op a test
+    registers)."""
+    return [op for op in m.ops if op["name"] in META_OPS or "." not in str(op["name"])]
 
 
 def render(m: Manifest) -> dict[str, str]:

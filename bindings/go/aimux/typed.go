@@ -1,7 +1,10 @@
 package aimux
 
-// The typed ops (CONTRACT §4.1): GenerateText, StreamText and GenerateObject over Call and
-// Stream, with the params, results and events generated from the core's models (zz_types.go).
+// The typed ops (CONTRACT §4.1): GenerateText, StreamText and GenerateObject, and the meta ops
+// Version and Manifest, over Call and Stream, with the params, results and events generated
+// from the core's models (zz_types.go). What a typed function cannot say stays on Call and
+// Stream, the raw API: an op this version has no function for (a newer core's), params as JSON
+// text, or an op run in the other mode (the typed functions choose the mode for you).
 
 import (
 	"context"
@@ -41,6 +44,19 @@ func decodeResult[T any](op string, raw json.RawMessage, err error) (*T, error) 
 		return nil, newLocalError(KindBinding, CodeInternal, "aimux: the "+op+" result does not decode: "+err.Error())
 	}
 	return out, nil
+}
+
+// Version runs aimux.version: the core's name, version and C ABI version.
+func Version(ctx context.Context, params VersionParams) (*VersionResult, error) {
+	raw, err := Call(ctx, "aimux.version", params)
+	return decodeResult[VersionResult]("aimux.version", raw, err)
+}
+
+// Manifest runs aimux.manifest: every op with its params, result and event schemas, and every
+// error code (schema/manifest.json of the core's version).
+func Manifest(ctx context.Context, params ManifestParams) (*ManifestResult, error) {
+	raw, err := Call(ctx, "aimux.manifest", params)
+	return decodeResult[ManifestResult]("aimux.manifest", raw, err)
 }
 
 // GenerateText runs generate_text: the text of one model call, or with WithTools the whole

@@ -14,11 +14,27 @@ import (
 // The shared call fixtures (contract-tests/calls/cases.json and loops.json) through the typed
 // API: each case's params decoded into the generated params type (which must send them back
 // unchanged: absent, null and unknown members alike), the typed function called, and its typed
-// result or events encoded again for the comparison. A case the typed API cannot express (an
-// op it has no function for, a stream op through the call API, raw params text) is counted,
-// not passed.
+// result or events encoded again for the comparison. A case the typed API cannot express (an op
+// with no typed function, an op in the other mode, params as JSON text: what the typed functions
+// rule out by their types) runs through the raw API, Call / Stream, its reason logged.
 
 type typedRun struct{ typed, untyped int }
+
+// untypedReason says why the typed API cannot express c ("" when it can).
+func untypedReason(c callCase) string {
+	switch {
+	case c.ParamsText != nil || len(c.Params) == 0 || c.Params[0] != '{':
+		return "params as JSON text: Call takes a string"
+	case c.API == "call" && (c.Op == "aimux.version" || c.Op == "aimux.manifest" ||
+		c.Op == "generate_text" || c.Op == "generate_object"):
+		return ""
+	case c.API == "stream" && c.Op == "stream_text":
+		return ""
+	case c.Op == "stream_text" || c.Op == "generate_text":
+		return "an op in the other mode: the typed function chooses the mode"
+	}
+	return "an op with no typed function: Call / Stream name it"
+}
 
 func sameJSON(t *testing.T, a, b []byte) bool {
 	t.Helper()
@@ -74,7 +90,7 @@ func outcomeOf(t *testing.T, err error) map[string]any {
 // runTyped runs one case through the typed API; ok is false when the typed API cannot express it.
 func runTyped(t *testing.T, c callCase, repo string, tools Tools) (outcome map[string]any, ok bool) {
 	t.Helper()
-	if c.ParamsText != nil || len(c.Params) == 0 || c.Params[0] != '{' {
+	if untypedReason(c) != "" {
 		return nil, false
 	}
 	raw := []byte(strings.ReplaceAll(string(c.Params), "@REPO@", repo))
@@ -84,6 +100,18 @@ func runTyped(t *testing.T, c callCase, repo string, tools Tools) (outcome map[s
 		opts = append(opts, WithTools(tools))
 	}
 	switch {
+	case c.Op == "aimux.version":
+		res, err := Version(ctx, typedParams[VersionParams](t, raw))
+		if err != nil {
+			return outcomeOf(t, err), true
+		}
+		return map[string]any{"result": asValue(t, res)}, true
+	case c.Op == "aimux.manifest":
+		res, err := Manifest(ctx, typedParams[ManifestParams](t, raw))
+		if err != nil {
+			return outcomeOf(t, err), true
+		}
+		return map[string]any{"result": asValue(t, res)}, true
 	case c.API == "call" && c.Op == "generate_text":
 		res, err := GenerateText(ctx, typedParams[GenerateTextParams](t, raw), opts...)
 		if err != nil {
@@ -123,12 +151,13 @@ func checkTyped(t *testing.T, c callCase, repo string, tools Tools, counts *type
 		t.Fatal(err)
 	}
 	got, ok := runTyped(t, c, repo, tools)
-	if !ok {
+	if ok {
+		counts.typed++
+	} else {
 		counts.untyped++
-		t.Logf("%s: not expressible with the typed API (%s %q)", c.Key, c.API, c.Op)
-		return
+		t.Logf("%s: through Call / Stream (%s)", c.Key, untypedReason(c))
+		got = runCase(t, c, repo)
 	}
-	counts.typed++
 	if !subset(want, got) {
 		gotJSON, _ := json.Marshal(got)
 		t.Errorf("%s\n want %s\n  got %s", c.Description, c.Expect, gotJSON)
@@ -151,9 +180,10 @@ func TestCallFixturesTyped(t *testing.T) {
 	for _, c := range doc.Cases {
 		t.Run(c.Key, func(t *testing.T) { checkTyped(t, c, repo, nil, &counts) })
 	}
-	t.Logf("%d cases through the typed API, %d not expressible there", counts.typed, counts.untyped)
-	if counts.typed < 6 {
-		t.Fatalf("only %d of %d cases ran through the typed API", counts.typed, len(doc.Cases))
+	t.Logf("%d cases through the typed API, %d through Call / Stream", counts.typed, counts.untyped)
+	if counts.typed < 8 || counts.typed+counts.untyped != len(doc.Cases) {
+		t.Fatalf("%d of %d cases ran through the typed API, %d through Call / Stream",
+			counts.typed, len(doc.Cases), counts.untyped)
 	}
 }
 
@@ -181,5 +211,45 @@ func TestLoopFixturesTyped(t *testing.T) {
 	}
 	if counts.untyped != 0 || counts.typed != len(doc.Cases) {
 		t.Fatalf("%d of %d loop cases ran through the typed API", counts.typed, len(doc.Cases))
+	}
+}
+
+// The meta ops typed: Version's and Manifest's results are the core's answers, whole (what the
+// generated types do not know is kept and sent again).
+func TestMetaOpsTyped(t *testing.T) {
+	ctx := context.Background()
+	v, err := Version(ctx, VersionParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.AbiVersion != ABIVersion || v.Version != ManifestVersion || v.Name.Value() != "aimux-ops" {
+		t.Fatalf("Version = %+v", v)
+	}
+	m, err := Manifest(ctx, ManifestParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(filepath.Join(repoRoot(t), "schema", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameJSON(t, file, again) {
+		t.Fatal("Manifest() does not encode back as schema/manifest.json")
+	}
+	names := []string{}
+	for _, op := range m.Ops {
+		names = append(names, op.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"aimux.manifest", "aimux.version", "generate_object", "generate_text", "stream_text"}) {
+		t.Fatalf("Manifest().Ops = %v", names)
+	}
+	if _, err := Version(ctx, VersionParams{ExtraFields: map[string]json.RawMessage{"unexpected": json.RawMessage("1")}}); err == nil {
+		t.Fatal("Version with a member the op refuses: no error")
+	} else if e := (*Error)(nil); !errors.As(err, &e) || e.Code != CodeInvalidParams {
+		t.Fatalf("Version with a member the op refuses: %v", err)
 	}
 }

@@ -500,6 +500,148 @@ func (v *InputTokenDetails) UnmarshalJSON(b []byte) error {
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v InputTokenDetails) RawJSON() json.RawMessage { return v.raw }
 
+// ManifestError is a generated type (schema/ops).
+type ManifestError struct {
+	Kind        string          `json:"kind"`
+	Code        int             `json:"code"`
+	Constant    string          `json:"constant"`
+	Name        string          `json:"name"`
+	ClassName   string          `json:"className"`
+	Description string          `json:"description"`
+	Fields      []ManifestField `json:"fields"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v ManifestError) MarshalJSON() ([]byte, error) {
+	type plain ManifestError
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *ManifestError) UnmarshalJSON(b []byte) error {
+	type plain ManifestError
+	*v = ManifestError{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v ManifestError) RawJSON() json.RawMessage { return v.raw }
+
+// ManifestField is a generated type (schema/ops).
+type ManifestField struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v ManifestField) MarshalJSON() ([]byte, error) {
+	type plain ManifestField
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *ManifestField) UnmarshalJSON(b []byte) error {
+	type plain ManifestField
+	*v = ManifestField{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v ManifestField) RawJSON() json.RawMessage { return v.raw }
+
+// ManifestOp is a generated type (schema/ops).
+type ManifestOp struct {
+	Name        string          `json:"name"`
+	Mode        string          `json:"mode"`
+	Description Opt[string]     `json:"description,omitzero"`
+	Params      json.RawMessage `json:"params"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	Event       json.RawMessage `json:"event,omitempty"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v ManifestOp) MarshalJSON() ([]byte, error) {
+	type plain ManifestOp
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *ManifestOp) UnmarshalJSON(b []byte) error {
+	type plain ManifestOp
+	*v = ManifestOp{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v ManifestOp) RawJSON() json.RawMessage { return v.raw }
+
+// ManifestParams: The meta ops take an empty object.
+type ManifestParams struct {
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v ManifestParams) MarshalJSON() ([]byte, error) {
+	type plain ManifestParams
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *ManifestParams) UnmarshalJSON(b []byte) error {
+	type plain ManifestParams
+	*v = ManifestParams{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v ManifestParams) RawJSON() json.RawMessage { return v.raw }
+
+// ManifestResult is the result of aimux.manifest (schema/ops/aimux.manifest.result.schema.json).
+type ManifestResult struct {
+	Name         Opt[string]     `json:"name,omitzero"`
+	Version      string          `json:"version"`
+	AbiVersion   int             `json:"abiVersion"`
+	Kinds        []string        `json:"kinds"`
+	Ops          []ManifestOp    `json:"ops"`
+	Errors       []ManifestError `json:"errors"`
+	RetiredCodes []int           `json:"retiredCodes,omitempty"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v ManifestResult) MarshalJSON() ([]byte, error) {
+	type plain ManifestResult
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *ManifestResult) UnmarshalJSON(b []byte) error {
+	type plain ManifestResult
+	*v = ManifestResult{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v ManifestResult) RawJSON() json.RawMessage { return v.raw }
+
 // Message: One turn. `content` is text or provider-neutral parts: `user` text and file parts,
 // `assistant` text, file, reasoning and tool-call parts, `tool` tool-result parts, `system` text.
 // `toolCalls` / `toolCallId` with text content are the short form of an assistant's tool calls and
@@ -1870,3 +2012,54 @@ func (v *Usage) UnmarshalJSON(b []byte) error {
 
 // RawJSON returns the JSON this value was decoded from (nil when built in Go).
 func (v Usage) RawJSON() json.RawMessage { return v.raw }
+
+// VersionParams: The meta ops take an empty object.
+type VersionParams struct {
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v VersionParams) MarshalJSON() ([]byte, error) {
+	type plain VersionParams
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *VersionParams) UnmarshalJSON(b []byte) error {
+	type plain VersionParams
+	*v = VersionParams{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v VersionParams) RawJSON() json.RawMessage { return v.raw }
+
+// VersionResult is the result of aimux.version (schema/ops/aimux.version.result.schema.json).
+type VersionResult struct {
+	Name       Opt[string] `json:"name,omitzero"`
+	Version    string      `json:"version"`
+	AbiVersion int         `json:"abiVersion"`
+	// ExtraFields are the members this version does not know: kept when decoding,
+	// sent when encoding.
+	ExtraFields map[string]json.RawMessage `json:"-"`
+	raw         json.RawMessage
+}
+
+// MarshalJSON sends the fields that are set, then ExtraFields.
+func (v VersionResult) MarshalJSON() ([]byte, error) {
+	type plain VersionResult
+	return marshalObject(plain(v), v.ExtraFields)
+}
+
+// UnmarshalJSON keeps unknown members in ExtraFields and the text in RawJSON.
+func (v *VersionResult) UnmarshalJSON(b []byte) error {
+	type plain VersionResult
+	*v = VersionResult{}
+	return unmarshalObject(b, (*plain)(v), &v.ExtraFields, &v.raw)
+}
+
+// RawJSON returns the JSON this value was decoded from (nil when built in Go).
+func (v VersionResult) RawJSON() json.RawMessage { return v.raw }
