@@ -875,3 +875,36 @@ def test_a_provider_run_call_alone_in_its_read_is_never_awaited_nor_answered(
     assert len(requests) == 2
     assert assistant_calls_sent("anthropic", requests[1]) == ["t1"]
     assert [r["id"] for r in tool_results_sent("anthropic", requests[1])] == ["t1"]
+
+
+def test_a_direct_caller_of_the_handler_gets_the_loop_one_event_at_a_time(
+    scenarios: ScenarioServer,
+) -> None:
+    """Without ``batches`` (a direct caller of the op's handler, not the dispatcher) the loop's
+    events come one by one, as every stream op's do, and the loop still runs."""
+    from aimux_ops.ops.answers import parse_answer
+
+    url = scenarios.add(
+        "direct", openai_tool_calls(("t1", "weather", {"city": "Paris"})), openai_text("Sunny.")
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    direct = get_op("stream_text")
+    assert direct is not None
+    ctx = StreamContext()
+    kinds = []
+    for event in direct.handler(direct.params.model_validate(p), ctx):
+        assert type(event) is dict
+        kinds.append(event["type"])
+        if event["type"] == "tool-call":
+            ctx.answers.put(event["toolCallId"], parse_answer(b'{"output": "sunny"}'))
+    assert kinds == [
+        "start-step",
+        "tool-call",
+        "tool-result",
+        "finish-step",
+        "start-step",
+        "text-delta",
+        "finish-step",
+        "finish",
+    ]

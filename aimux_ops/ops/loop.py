@@ -139,8 +139,25 @@ class _Step:
         return (assistant, NeutralMessage("tool", results))
 
 
-def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatch]:
-    """The loop's events (``ctx.batches`` set by the dispatcher: one ``EventBatch`` per read)."""
+def run_loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[Any]:
+    """The loop's events: one ``EventBatch`` per read with ``ctx.batches`` (the dispatcher sets
+    it), else one by one (a direct caller of the handler); the loop reads its model calls by
+    read either way."""
+    if ctx.batches:
+        return _loop(op, params, ctx)
+    ctx.batches = True
+    return _one_by_one(_loop(op, params, ctx))
+
+
+def _one_by_one(batches: Iterator[EventBatch]) -> Iterator[Any]:
+    try:
+        for batch in batches:
+            yield from batch
+    finally:
+        batches.close()  # type: ignore[attr-defined] # a generator: its cleanup runs now
+
+
+def _loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatch]:
     base = neutral_call(params, stream=True)
     conditions = _conditions(params)
     tools = params.tools or {}
