@@ -3,12 +3,15 @@
 //
 // JSON.parse is most of this binding's work per event: V8 interns every string value of up to 10
 // characters it parses (a string-table lookup each), and a text delta is such a string. The
-// deltas (`{"type":"text-delta","text":"..."}`, and `reasoning-delta`) are read here with a slice
-// instead; every other event, the envelope and anything unexpected go to JSON.parse (the whole
-// text, if its layout is not the library's own).
+// deltas (`{"type":"text-delta","text":"..."}`, and `reasoning-delta`) without an escape are read
+// here with a slice instead (a long one is copied out by JSON.parse of its string alone); every
+// other event, the envelope and anything unexpected go to JSON.parse (the whole text, if its
+// layout is not the library's own).
 
 const TEXT_DELTA = '{"type":"text-delta","text":"';
 const REASONING_DELTA = '{"type":"reasoning-delta","text":"';
+/** V8 copies a slice shorter than this (SlicedString::kMinLength); a longer one is a view. */
+const SLICE_COPIES = 13;
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
@@ -55,7 +58,9 @@ function eventsAt(t, i, state) {
       if (state.backslash !== -1 && state.backslash < s) state.backslash = t.indexOf('\\', s);
       // no escape in the text (else JSON.parse reads it) and nothing after it but the `}`
       if (q !== -1 && (state.backslash === -1 || state.backslash > q) && t.charCodeAt(q + 1) === CLOSE_BRACE) {
-        events.push({ type, text: t.slice(s, q) });
+        // a slice of 13 characters or more would be V8's view of the whole text, keeping it alive
+        // as long as the delta lives: a longer text is copied out by JSON.parse (not interned)
+        events.push({ type, text: q - s < SLICE_COPIES ? t.slice(s, q) : JSON.parse(t.slice(s - 1, q + 1)) });
         end = q + 2;
       }
     }

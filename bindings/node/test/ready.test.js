@@ -72,11 +72,15 @@ test('random texts of quotes, backslashes, brackets and non-ASCII decode as JSON
   }
 });
 
-test('text deltas without escapes are read without JSON.parse; the other events with it', () => {
+test('short text deltas without escapes are read without JSON.parse; the other events with it', () => {
   const deltas = ready(entry(1, 0, Array.from({ length: 100 }, (_, i) => delta(`w${i} `))));
   assert.equal(parses(() => parseReady(deltas)), 0);
   const mixed = ready(entry(1, 1, [delta('a'), delta('"q"'), JSON.stringify({ type: 'finish', finishReason: 'stop' })]));
   assert.equal(parses(() => parseReady(mixed)), 2); // the escaped delta and the finish, one each
+  // a text of 13 characters or more: its string alone is parsed (a copy, not a view of the text)
+  const long = ready(entry(1, 0, [delta('twelve chars'), delta('thirteen char'), delta('a'.repeat(400))]));
+  assert.equal(parses(() => parseReady(long)), 2);
+  assert.deepStrictEqual(parseReady(long), JSON.parse(long));
 });
 
 test('a text that is not JSON throws the SyntaxError JSON.parse throws', () => {
