@@ -273,6 +273,7 @@ async function* streamBatches(op, json, signal, state, host) {
     if (!state.freed) nativeStreamCancel(handle);
   };
   signal?.addEventListener('abort', onAbort, { once: true });
+  const hosting = host.active; // (the tools are fixed for the stream's life)
   try {
     for (;;) {
       if (signal?.aborted) throw abortReason(signal);
@@ -283,7 +284,7 @@ async function* streamBatches(op, json, signal, state, host) {
         for (let i = 0; i < events.length; i++) {
           const event = decodeEmbeddedErrors(events[i]);
           events[i] = event;
-          if (host.active) {
+          if (hosting) {
             if (event.type === 'tool-call') host.start(event);
             else if (event.type === 'error') host.native(event.error);
           }
@@ -294,7 +295,7 @@ async function* streamBatches(op, json, signal, state, host) {
       if (ended) return;
     }
   } finally {
-    host.abort(new DOMException('The stream ended', 'AbortError'));
+    if (hosting) host.abort(new DOMException('The stream ended', 'AbortError'));
     signal?.removeEventListener('abort', onAbort);
     // Free cancels a stream that is still running.
     freeStream(state);

@@ -13,6 +13,7 @@ import { Socket } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeEnvelope } from './decode.js';
+import { parseReady } from './ready.js';
 import { ErrorCode, kindOfCode, InternalError, RuntimeInitError } from './generated/variants.js';
 
 export const EXPECTED_ABI_VERSION = 1;
@@ -286,7 +287,7 @@ function pump() {
     return;
   }
   if (text === null) return; // nothing listed (a byte from before the last crossing)
-  for (const [handle, ended, events, envelope] of JSON.parse(text)) {
+  for (const [handle, ended, events, envelope] of parseReady(text)) {
     const st = h.streams.get(handle);
     if (st === undefined) continue;
     if (events !== null) {

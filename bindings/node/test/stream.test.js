@@ -77,6 +77,18 @@ test('a live stream: deltas then finish', async () => {
   assert.equal(events.at(-1).type, 'finish');
 });
 
+test('deltas with quotes, backslashes, brackets, control and non-ASCII characters arrive exactly', async () => {
+  // src/ready.js reads plain deltas without JSON.parse: each of these takes one path or the other
+  const text = 'say "hi"} \\ back\\slash ], {"type":"text-delta"} é 日本 🎉 \n\t\u0001 end';
+  const events = [];
+  for await (const ev of stream('stream_text', params(`mode=ok;text=${encodeURIComponent(text)};parts=9`))) events.push(ev);
+  const deltas = events.filter((e) => e.type === 'text-delta');
+  assert.ok(deltas.length >= 9, `${deltas.length} deltas`);
+  assert.ok(deltas.every((e) => Object.keys(e).join() === 'type,text'));
+  assert.equal(deltas.map((e) => e.text).join(''), text);
+  assert.equal(events.at(-1).type, 'finish');
+});
+
 test('a burst larger than the core queue (5,000 deltas at once) arrives whole, in order', { timeout: 60_000 }, async () => {
   // the core pauses a producer at 1,024 queued events; the event-driven drain must keep
   // polling the stream while events remain (it stalled forever before)
