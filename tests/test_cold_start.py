@@ -71,6 +71,30 @@ def test_a_replayed_generate_text_loads_no_network_stream_loop_or_other_provider
         assert unbuilt not in out["built"]
 
 
+def test_the_errors_load_without_pydantic_and_evaluate_no_annotation_until_used() -> None:
+    """Declaring the catalogue loads no pydantic and reads no field type; the first error built
+    with fields works its class out, and its payload model is the one the annotations say."""
+    code = _LOADED + (
+        "from aimux_ops import errors\n"
+        "before = loaded('pydantic', 'pydantic_core', 'email')\n"
+        "analysed = [c.__name__ for c in errors.catalogue() if '_analysis' in c.__dict__]\n"
+        "e = errors.InvalidParamsError('x', op='generate_text',\n"
+        "    violations=[errors.Violation(path='model', reason='Field required')])\n"
+        "import orjson\n"
+        "print(orjson.dumps({'before': before, 'analysed': analysed,\n"
+        "    'fields': e.payload_fields(),\n"
+        "    'payload': sorted(errors.InvalidParamsError.Payload.model_fields)}).decode())\n"
+    )
+    out = json.loads(_fresh(code))
+    assert out["before"] == []
+    assert out["analysed"] == []
+    assert out["fields"] == {
+        "op": "generate_text",
+        "violations": [{"path": "model", "reason": "Field required"}],
+    }
+    assert out["payload"] == ["op", "violations"]
+
+
 def test_a_provider_module_loads_on_its_first_call() -> None:
     """An anthropic replay loads the anthropic module (and not the openai one); the answer is
     the recorded exchange's."""
