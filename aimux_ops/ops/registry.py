@@ -103,7 +103,9 @@ class Deferred:
 class OpSpec:
     name: str
     mode: Mode
-    params: type[BaseModel]
+    #: ``params`` as declared (a model, or a ``Deferred`` one: the provider ops' params, checked
+    #: by ``precheck`` first, so a call on a common shape never creates the class)
+    declared_params: type[BaseModel] | Deferred
     #: ``result`` as declared (a model, None, or a ``Deferred`` one)
     declared_result: type[BaseModel] | Deferred | None
     #: ``event`` as declared (a model or union type, None, or a ``Deferred`` one)
@@ -112,6 +114,15 @@ class OpSpec:
     description: str = ""
     #: A pure op's result depends on its params only: the dispatcher may answer from a cache.
     pure: bool = False
+
+    @property
+    def params(self) -> type[BaseModel]:
+        """The params model."""
+        declared = self.declared_params
+        if isinstance(declared, Deferred):
+            resolved: type[BaseModel] = declared.resolve()
+            return resolved
+        return declared
 
     @property
     def result(self) -> type[BaseModel] | None:
@@ -165,7 +176,7 @@ def register_op(
     name: str,
     *,
     mode: Mode,
-    params: type[BaseModel],
+    params: type[BaseModel] | Deferred,
     result: type[BaseModel] | Deferred | None = None,
     event: Any = None,
     description: str = "",
