@@ -56,7 +56,7 @@ def test_a_replayed_generate_text_loads_no_network_stream_loop_or_other_provider
         f"result, err = dispatch.call_json(b'generate_text', {params!r})\n"
         "assert err is None, err\n"
         "was = loaded('httpx', 'httpcore', 'asyncio', 'greenlet', 'jsonschema', 'socket', "
-        "'logging', 'pydantic', 'pydantic_core', 'aimux_ops.ops.models', "
+        "'logging', 'hashlib', 'pydantic', 'pydantic_core', 'aimux_ops.ops.models', "
         "'aimux_ops.ops.messages', 'aimux_ops.errors._models', "
         "'aimux_ops.providers.anthropic', 'aimux_ops.providers.anthropic_models', "
         "'aimux_ops.wire.envelope')\n"
@@ -70,6 +70,18 @@ def test_a_replayed_generate_text_loads_no_network_stream_loop_or_other_provider
     assert out["result"]["text"] == "Hello!"
     assert out["result"]["response"] == {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"}
     assert out["built"] == []
+
+
+def test_a_recorded_body_key_is_hashlibs_sha256_without_loading_hashlib() -> None:
+    """The replay's body key is CPython's own SHA-256 (no OpenSSL load): the same digest."""
+    import hashlib
+
+    from aimux_ops.http import recording
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "héllo"}]}
+    canonical = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    assert recording.body_key(body) == hashlib.sha256(canonical).hexdigest()
+    assert recording._sha256.__module__ == "_sha256"  # the fast path is on (3.11)
 
 
 def test_the_errors_load_without_pydantic_and_evaluate_no_annotation_until_used() -> None:
