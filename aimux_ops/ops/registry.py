@@ -20,7 +20,6 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -99,8 +98,19 @@ class Deferred:
         return f"Deferred({self.module!r}, {self.name!r})"
 
 
-@dataclass(frozen=True)
 class OpSpec:
+    """One registered op (immutable; a slotted class, not a dataclass: cold start)."""
+
+    __slots__ = (
+        "declared_event",
+        "declared_params",
+        "declared_result",
+        "description",
+        "handler",
+        "mode",
+        "name",
+        "pure",
+    )
     name: str
     mode: Mode
     #: ``params`` as declared (a model, or a ``Deferred`` one: the provider ops' params, checked
@@ -111,9 +121,38 @@ class OpSpec:
     #: ``event`` as declared (a model or union type, None, or a ``Deferred`` one)
     declared_event: Any
     handler: Callable[..., Any]
-    description: str = ""
+    description: str
     #: A pure op's result depends on its params only: the dispatcher may answer from a cache.
-    pure: bool = False
+    pure: bool
+
+    def __init__(
+        self,
+        name: str,
+        mode: Mode,
+        declared_params: type[BaseModel] | Deferred,
+        declared_result: type[BaseModel] | Deferred | None,
+        declared_event: Any,
+        handler: Callable[..., Any],
+        description: str = "",
+        pure: bool = False,
+    ) -> None:
+        for field, value in (
+            ("name", name),
+            ("mode", mode),
+            ("declared_params", declared_params),
+            ("declared_result", declared_result),
+            ("declared_event", declared_event),
+            ("handler", handler),
+            ("description", description),
+            ("pure", pure),
+        ):
+            object.__setattr__(self, field, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"OpSpec is immutable: cannot assign to {name!r}")
+
+    def __repr__(self) -> str:
+        return f"OpSpec({self.name!r}, mode={self.mode!r})"
 
     @property
     def params(self) -> type[BaseModel]:
