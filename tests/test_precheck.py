@@ -202,3 +202,13 @@ def test_invalid_params_answer_pydantics_violations_as_before() -> None:
     error = orjson.loads(env)["error"]
     assert error["name"] == "InvalidParamsError"
     assert [v["path"] for v in error["violations"]] == ["model.modelId", "prompt", "maxRetries"]
+
+
+def test_a_checked_params_repr_names_its_fields_never_their_values() -> None:
+    checked = precheck(
+        "GenerateTextParams",
+        {"model": {"provider": "openai", "modelId": "m", "apiKey": "sk-secret-1"}, "prompt": "p"},
+    )
+    assert checked is not None
+    shown = repr(checked) + repr(checked.model)
+    assert "sk-secret-1" not in shown and "api_key" in shown

@@ -43,8 +43,9 @@ class Checked:
         return dumped
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if k[0] != "_")
-        return f"Checked[{self._model}]({shown})"
+        # the names of the fields given, never their values (an API key is one of them)
+        given = ", ".join(k for k, v in self.__dict__.items() if k[0] != "_" and v is not None)
+        return f"Checked[{self._model}]({given})"
 
 
 class _Refused(Exception):
