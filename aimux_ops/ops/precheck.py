@@ -59,72 +59,111 @@ def _bounded(value: Any, bounds: tuple[Any, Any]) -> Any:
     return value
 
 
-def _value(kind: str, arg: Any, value: Any) -> Any:
+def _str(arg: tuple[Any, Any], value: Any) -> Any:
+    if type(value) is not str:
+        raise _Refused
+    low, high = arg
+    if (low is not None and len(value) < low) or (high is not None and len(value) > high):
+        raise _Refused
+    return value
+
+
+def _int(arg: tuple[Any, Any], value: Any) -> Any:
+    if type(value) is not int:
+        raise _Refused
+    return _bounded(value, arg)
+
+
+def _float(arg: tuple[Any, Any], value: Any) -> Any:
     t = type(value)
-    if kind == "str":
-        if t is not str:
+    if t is int and -_EXACT_FLOAT_INT <= value <= _EXACT_FLOAT_INT:
+        value = float(value)
+    elif t is not float or not math.isfinite(value):
+        raise _Refused
+    return _bounded(value, arg)
+
+
+def _bool(arg: None, value: Any) -> Any:
+    if type(value) is not bool:
+        raise _Refused
+    return value
+
+
+def _literal(arg: tuple[str, ...], value: Any) -> Any:
+    if type(value) is not str or value not in arg:
+        raise _Refused
+    return value
+
+
+def _nested(arg: str, value: Any) -> Any:
+    if type(value) is not dict:
+        raise _Refused
+    return _model(arg, value)
+
+
+def _dict_str_str(arg: None, value: Any) -> Any:
+    if type(value) is not dict:
+        raise _Refused
+    for k, v in value.items():
+        if type(k) is not str or type(v) is not str:
             raise _Refused
-        low, high = arg
-        if (low is not None and len(value) < low) or (high is not None and len(value) > high):
+    return dict(value)
+
+
+def _list_str(arg: None, value: Any) -> Any:
+    if type(value) is not list:
+        raise _Refused
+    for v in value:
+        if type(v) is not str:
             raise _Refused
-        return value
-    if kind == "int":
-        if t is not int:
-            raise _Refused
-        return _bounded(value, arg)
-    if kind == "float":
-        if t is int and -_EXACT_FLOAT_INT <= value <= _EXACT_FLOAT_INT:
-            value = float(value)
-        elif t is not float or not math.isfinite(value):
-            raise _Refused
-        return _bounded(value, arg)
-    if kind == "bool":
-        if t is not bool:
-            raise _Refused
-        return value
-    if kind == "literal":
-        if t is not str or value not in arg:
-            raise _Refused
-        return value
-    if kind == "model":
-        if t is not dict:
-            raise _Refused
-        return _model(arg, value)
-    if kind == "dict_str_str":
-        if t is not dict:
-            raise _Refused
-        for k, v in value.items():
-            if type(k) is not str or type(v) is not str:
-                raise _Refused
-        return dict(value)
-    if kind == "list_str":
-        if t is not list:
-            raise _Refused
-        for v in value:
-            if type(v) is not str:
-                raise _Refused
-        return list(value)
-    raise _Refused  # opaque: pydantic's
+    return list(value)
+
+
+def _opaque(arg: None, value: Any) -> Any:
+    raise _Refused  # pydantic's
+
+
+#: per kind of the table: its check (the value as the model holds it, or ``_Refused``)
+_CHECKS: dict[str, Any] = {
+    "str": _str,
+    "int": _int,
+    "float": _float,
+    "bool": _bool,
+    "literal": _literal,
+    "model": _nested,
+    "dict_str_str": _dict_str_str,
+    "list_str": _list_str,
+    "opaque": _opaque,
+}
+
+
+#: per model: its fields by wire name (attribute, check, argument, None allowed), its
+#: defaults by attribute, its required wire names: the table's rows, indexed on first use
+_Indexed = tuple[dict[str, tuple[str, Any, Any, bool]], dict[str, Any], tuple[str, ...]]
+_INDEXED: dict[str, _Indexed] = {}
+
+
+def _indexed(name: str) -> _Indexed:
+    rows = MODELS[name]
+    by_wire = {w: (a, _CHECKS.get(k, _opaque), arg, n) for w, a, k, arg, n, _, _ in rows}
+    defaults = {a: default for _, a, _, _, _, required, default in rows if not required}
+    required = tuple(w for w, _, _, _, _, r, _ in rows if r)
+    indexed = _INDEXED[name] = (by_wire, defaults, required)
+    return indexed
 
 
 def _model(name: str, data: dict[str, Any]) -> Checked:
-    rows = MODELS[name]
-    values: dict[str, Any] = {}
-    seen = 0
-    for wire, attribute, kind, arg, nullable, required, default in rows:
+    by_wire, defaults, required = _INDEXED.get(name) or _indexed(name)
+    for wire in required:
         if wire not in data:
-            if required:
-                raise _Refused
-            values[attribute] = default
-            continue
-        seen += 1
-        value = data[wire]
-        if value is None and nullable:
-            values[attribute] = None
-        else:
-            values[attribute] = _value(kind, arg, value)
-    if seen != len(data):  # a key that is no field's wire name (snake_case, unknown)
-        raise _Refused
+            raise _Refused
+    values = defaults.copy()
+    for wire, value in data.items():
+        field = by_wire.get(wire)
+        if field is None:  # no field's wire name (snake_case, unknown)
+            raise _Refused
+        attribute, check, arg, nullable = field
+        values[attribute] = None if value is None and nullable else check(arg, value)
     return Checked(name, data, values)
 
 
