@@ -56,9 +56,12 @@ if TYPE_CHECKING:
     from hashlib import sha256 as _sha256
 else:
     try:  # CPython's own SHA-256 (hashlib's fallback): a replay never loads OpenSSL for it
-        from _sha256 import sha256 as _sha256  # 3.11 (3.12+: _sha2)
-    except ImportError:  # another interpreter: the same digest from hashlib
-        from hashlib import sha256 as _sha256
+        from _sha256 import sha256 as _sha256  # 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256 as _sha256  # 3.12+
+        except ImportError:  # another interpreter: the same digest from hashlib
+            from hashlib import sha256 as _sha256
 
 __all__ = [
     "SCHEMA_VERSION",
