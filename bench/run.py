@@ -980,17 +980,18 @@ site import, `env -i`: DESIGN.md "Cold start of a call"), 4–10 ms. A C host's
 first `aimux.version` costs that plus `import aimux_ops.boundary.dispatch` and a precomputed answer; most
 of the difference is orjson's own import (dataclasses with inspect, json, enum, uuid with
 platform, datetime) and `typing`, then the core's modules. Next lever: a version path that
-loads neither (orjson and typing bound lazily in `aimux_ops/__init__` and `dispatch`). The first replayed `generate_text` now loads only what a replay
-uses (DESIGN.md "Cold start of a call"): no httpx, no stream loop (asyncio, greenlet), no other
-provider's module, no jsonschema, no projection, and of the op models only its params (pydantic
-`defer_build`; the results and events load with the schemas). What is left is pydantic itself
-(in-process, the embedded interpreter's path order): `from pydantic import BaseModel` ~50 ms, the
-first model built (the errors' `ErrorPayload`) ~40 ms more (pydantic's plugin discovery imports
-`importlib.metadata` and scans every distribution's entry points, and the first model imports
-the rest of pydantic), the error classes ~14 ms, the providers' base, transport and params
-models ~17 ms, the call itself ~3 ms. Next lever: a success path without pydantic (the errors
-importable without it; the params checked without it on the common shapes, pydantic kept for
-every other input so that the violations stay byte-identical). An installed library ships its
+loads neither (orjson and typing bound lazily in `aimux_ops/__init__` and `dispatch`). The first
+replayed `generate_text` loads only what a replay uses (DESIGN.md "Cold start of a call"): no
+httpx, socket, logging, hashlib, stream loop, other provider, jsonschema or projection, and no
+pydantic at all: its params pass `ops/precheck.py` (a table codegen derives from the models;
+anything it cannot prove goes to pydantic), the errors are declared without pydantic and without
+evaluating an annotation, and the providers' neutral records are plain slotted classes (no
+dataclass code generation). What is left (`-X importtime` in the embedded interpreter's
+conditions) is orjson's own import (dataclasses with inspect, uuid with platform, json, enum,
+datetime) and `typing` (about half of the difference), then the core's ~40 modules (dispatch,
+errors, redact with urllib.parse, transport, providers, recording), the call itself <1 ms. Next
+lever: `typing` off the path (its runtime users: the `Protocol` classes, `TypeVar`s, the error
+annotations, read on first use). An installed library ships its
 payload byte-compiled (`native/install.py`): without it, a prefix its user cannot write compiled
 every module in every process (~560 ms vs ~250 ms for the replay, measured as `nobody`).
 

@@ -45,30 +45,68 @@ _LOADED = (
 
 
 def test_a_replayed_generate_text_loads_no_network_stream_loop_or_other_provider() -> None:
-    """A replay never touches the network: httpx, the stream loop (asyncio, greenlet), the other
-    provider's wire module and model table, jsonschema and the projection stay unloaded, and
-    only the op's params model is built; the result is the recorded one."""
+    """A replay never touches the network: httpx, socket, logging, the stream loop (asyncio,
+    greenlet), the other provider's wire module and model table, jsonschema and the projection
+    stay unloaded; its params (a common shape) pass the pre-check, so pydantic and the op models
+    stay unloaded too; the result is the recorded one."""
     params = _replay_params("demo.jsonl", "openai", "gpt-4o-mini")
     code = _LOADED + (
         "import orjson\n"
         "from aimux_ops.boundary import dispatch\n"
         f"result, err = dispatch.call_json(b'generate_text', {params!r})\n"
         "assert err is None, err\n"
-        "from aimux_ops.ops import models\n"
-        "print(orjson.dumps({'result': orjson.loads(result), 'loaded': loaded('httpx', "
-        "'httpcore', 'asyncio', 'greenlet', 'jsonschema', "
+        "was = loaded('httpx', 'httpcore', 'asyncio', 'greenlet', 'jsonschema', 'socket', "
+        "'logging', 'hashlib', 'pydantic', 'pydantic_core', 'aimux_ops.ops.models', "
+        "'aimux_ops.ops.messages', 'aimux_ops.errors._models', "
         "'aimux_ops.providers.anthropic', 'aimux_ops.providers.anthropic_models', "
-        "'aimux_ops.wire.envelope'), 'built': sorted(n for n in models.__all__ if getattr("
+        "'aimux_ops.wire.envelope')\n"
+        "from aimux_ops.ops import models\n"
+        "print(orjson.dumps({'result': orjson.loads(result), 'loaded': was, "
+        "'built': sorted(n for n in models.__all__ if getattr("
         "getattr(models, n), '__pydantic_complete__', False))}).decode())\n"
     )
     out = json.loads(_fresh(code))
     assert out["loaded"] == []
     assert out["result"]["text"] == "Hello!"
     assert out["result"]["response"] == {"id": "chatcmpl-demo-1", "modelId": "gpt-4o-mini"}
-    # GenerateTextParams and the models it nests; no result, event or other op's params model
-    assert "GenerateTextParams" in out["built"]
-    for unbuilt in ("GenerateObjectParams", "GenerateTextResult", "FinishEvent", "Usage"):
-        assert unbuilt not in out["built"]
+    assert out["built"] == []
+
+
+def test_a_recorded_body_key_is_hashlibs_sha256_without_loading_hashlib() -> None:
+    """The replay's body key is CPython's own SHA-256 (no OpenSSL load): the same digest."""
+    import hashlib
+
+    from aimux_ops.http import recording
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "héllo"}]}
+    canonical = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    assert recording.body_key(body) == hashlib.sha256(canonical).hexdigest()
+    fast = "_sha256" if sys.version_info < (3, 12) else "_sha2"
+    assert recording._sha256.__module__ == fast  # the fast path is on
+
+
+def test_the_errors_load_without_pydantic_and_evaluate_no_annotation_until_used() -> None:
+    """Declaring the catalogue loads no pydantic and reads no field type; the first error built
+    with fields works its class out, and its payload model is the one the annotations say."""
+    code = _LOADED + (
+        "from aimux_ops import errors\n"
+        "before = loaded('pydantic', 'pydantic_core', 'email')\n"
+        "analysed = [c.__name__ for c in errors.catalogue() if '_analysis' in c.__dict__]\n"
+        "e = errors.InvalidParamsError('x', op='generate_text',\n"
+        "    violations=[errors.Violation(path='model', reason='Field required')])\n"
+        "import orjson\n"
+        "print(orjson.dumps({'before': before, 'analysed': analysed,\n"
+        "    'fields': e.payload_fields(),\n"
+        "    'payload': sorted(errors.InvalidParamsError.Payload.model_fields)}).decode())\n"
+    )
+    out = json.loads(_fresh(code))
+    assert out["before"] == []
+    assert out["analysed"] == []
+    assert out["fields"] == {
+        "op": "generate_text",
+        "violations": [{"path": "model", "reason": "Field required"}],
+    }
+    assert out["payload"] == ["op", "violations"]
 
 
 def test_a_provider_module_loads_on_its_first_call() -> None:

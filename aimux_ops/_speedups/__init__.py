@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 #: ``_cchunks.read_openai``: (datas, names, out, loads, start, seen) -> (index, parsed)
@@ -57,7 +56,8 @@ def load(name: str) -> Any:
     except ImportError:
         return None
     try:
-        text = (Path(__file__).parent / f"{name}.c").read_bytes()
+        with open(os.path.join(os.path.dirname(__file__), f"{name}.c"), "rb") as source:
+            text = source.read()
     except OSError:  # no source beside the build (a hand-copied .so): nothing to be stale against
         return module
     # a checkout, `make install`'s payload and the wheel all hold the .c beside the .so: the

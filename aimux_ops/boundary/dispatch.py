@@ -18,7 +18,9 @@ from any thread: it wakes a blocked read, which then reports the end.
 
 Cold start: importing this module loads no pydantic model, no error class, no provider and no
 httpx; the errors, the projection and each op's module load the first time they are needed, and
-``aimux.version``'s answer is precomputed (the result its op would serialize).
+``aimux.version``'s answer is precomputed (the result its op would serialize). A provider op's
+params on a common shape are checked by ``ops.precheck`` (its table generated from the models),
+every other input by pydantic, so a successful replay never loads pydantic.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from .. import ops as _ops  # noqa: F401 - declares every op (each module loads 
 from .._version import VERSION_ANSWER
 from ..guest import on_fork_child
 from ..ops import registry
-from ..ops.registry import OpSpec, StreamContext, all_ops, get_op
+from ..ops.precheck import precheck
+from ..ops.registry import Deferred, OpSpec, StreamContext, all_ops, get_op
 from ..streams import cqueue
 from ..streams import registry as _registry
 from ..streams.ready import adopt_native, ready_list
@@ -41,8 +44,6 @@ from ..streams.stream import dump as _dump
 
 if TYPE_CHECKING:
     from types import ModuleType
-
-    from pydantic import BaseModel
 
 
 __all__ = [
@@ -105,7 +106,7 @@ def _violation_path(loc: tuple[int | str, ...]) -> str:
     return path or "(root)"
 
 
-def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
+def _validate(spec: OpSpec, params_json: bytes | str | None) -> Any:
     if params_json is None:
         from ..errors import NullArgumentError
 
@@ -123,6 +124,11 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
                     "params_json is not valid UTF-8", argument="params_json"
                 ) from utf8_exc
         raise InvalidWireJSONError("params_json is not valid JSON", argument="params_json") from exc
+    declared = spec.declared_params
+    if type(declared) is Deferred and declared.module == _MODELS:
+        checked = precheck(declared.name, data)  # a common shape: no pydantic (cold start)
+        if checked is not None:
+            return checked
     try:
         return spec.params.model_validate(data)
     except Exception as exc:
@@ -156,6 +162,8 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> BaseModel:
 
 
 _errors: ModuleType | None = None
+#: the module of the params models the pre-check's table is generated from
+_MODELS = "aimux_ops.ops.models"
 
 
 def _load_errors() -> ModuleType:

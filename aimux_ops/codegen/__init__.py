@@ -14,7 +14,8 @@ error catalogue in ``aimux_ops/errors/`` and the op registry):
 - Node: ``bindings/node/src/generated/`` (error classes and op types, ``node.py``);
 - Java: ``bindings/java/src/generated/java/`` (the error classes, ``java.py``; the typed ops'
   params, results, events, content parts and tool types, ``java_types.py``);
-- Python: the typed API, ``aimux_ops/api/_generated.py`` (``python.py``);
+- Python: the typed API, ``aimux_ops/api/_generated.py`` (``python.py``), and the params
+  pre-check's table of the op models, ``aimux_ops/ops/_params_table.py`` (``precheck.py``);
 - the catalogue table of ``docs/DESIGN.md`` (``docs.py``).
 
 Every output is committed; ``--check`` (``make check-schema``) fails when any differs. Output is
@@ -30,7 +31,7 @@ import orjson
 
 from ..errors import KIND_RANGES
 from ..ops.meta import build_manifest
-from . import c, docs, go, go_types, java, java_types, node, python
+from . import c, docs, go, go_types, java, java_types, node, precheck, python
 from . import schemas as schema_gen
 from ._model import Manifest
 
@@ -62,6 +63,7 @@ def generate(root: Path) -> dict[str, bytes]:
         java.render(m),
         java_types.render(m),
         python.render(),
+        precheck.render(),
         docs.render(m, payloads, root),
     ):
         texts.update(rendered)

@@ -57,9 +57,9 @@ exc``. The projection (``aimux_ops.wire.envelope``) turns the chain into cause n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._base import AimuxError, ErrorPayload, SourceError, catalogue, constant_of, lookup
+from ._base import AimuxError, SourceError, catalogue, constant_of, lookup
 from .aimux import (
     AbortedError,
     AIError,
@@ -96,7 +96,7 @@ from .binding import (
     ResultSerializationError,
     RuntimeInitError,
 )
-from .protocol import InvalidParamsError, ProtocolError, UnknownOpError, Violation, WrongModeError
+from .protocol import InvalidParamsError, ProtocolError, UnknownOpError, WrongModeError
 from .recording import (
     RecordingCorruptError,
     RecordingError,
@@ -105,6 +105,9 @@ from .recording import (
     RecordingUnsupportedSchemaError,
     RecordingWriteError,
 )
+
+if TYPE_CHECKING:
+    from ._models import ErrorPayload, Violation
 
 RETIRED_CODES: tuple[int, ...] = (4,)
 KINDS: tuple[str, ...] = ("aimux", "recording", "binding", "protocol")
@@ -204,3 +207,15 @@ __all__ = [
     "kind_of_code",
     "lookup",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The pydantic models (``ErrorPayload``, ``Violation``), imported on the first read of one
+    (cold start: a call that succeeds never loads pydantic for its errors)."""
+    if name in ("ErrorPayload", "Violation"):
+        from . import _models
+
+        value = getattr(_models, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

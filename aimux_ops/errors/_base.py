@@ -14,24 +14,29 @@ the wire) and plain attributes of every instance (``err.model_id``). The constan
 domain; ``constant=`` and ``name=`` override them. Declaring such a class registers it in the
 catalogue, which the projection, the decoder, the manifest, ``schema/`` and every binding's
 generated code read: one source of truth.
+
+Cold start: declaring the classes evaluates no annotation and loads no pydantic. A class's field
+types are read (``_analysis_of``) the first time it is built with fields, projected or asked for
+its ``Payload``; the payload models (``_models``) load with the first ``Payload``.
 """
 
 from __future__ import annotations
 
 import builtins
-import inspect
+import inspect  # (loaded already: orjson's dataclasses import it)
 import math
 import re
+import sys
 import threading
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar
-
-from pydantic import BaseModel, ConfigDict, create_model
-from pydantic.alias_generators import to_camel
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ..guest import on_fork_child
+
+if TYPE_CHECKING:
+    from ._models import ErrorPayload
 
 __all__ = [
     "AimuxError",
@@ -43,16 +48,19 @@ __all__ = [
 ]
 
 
-class ErrorPayload(BaseModel):
-    """Base of every payload model: camelCase on the wire, unknown members kept when decoding."""
+def __getattr__(name: str) -> Any:
+    """``ErrorPayload`` (a pydantic model, ``_models``), imported on its first read."""
+    if name == "ErrorPayload":
+        from ._models import ErrorPayload
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="allow",
-        arbitrary_types_allowed=True,
-        validate_assignment=False,
-    )
+        return ErrorPayload
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _base_model() -> type | None:
+    """pydantic's ``BaseModel`` once pydantic is loaded, else None (no value is a model then)."""
+    main = sys.modules.get("pydantic.main")
+    return getattr(main, "BaseModel", None) if main is not None else None
 
 
 _BY_NAME: dict[tuple[str, str], type[AimuxError]] = {}
@@ -236,7 +244,8 @@ def _check_of(hint: Any) -> Check | None:
         (item,) = args
         if item is Any or item is str:
             return _list_of(_check_of(item))
-        if isinstance(item, type) and issubclass(item, BaseModel):
+        base = _base_model()
+        if isinstance(item, type) and base is not None and issubclass(item, base):
             return _list_of_models(item)
         return None
     if origin is dict and len(args) == 2 and args[0] is str and args[1] in (str, Any):
@@ -244,19 +253,106 @@ def _check_of(hint: Any) -> Check | None:
     return None
 
 
-def _own_fields(cls: type) -> dict[str, tuple[Any, Any]]:
-    """The payload fields a class declares itself: annotated, non-ClassVar class attributes."""
+_CLASSVAR = re.compile(r"\s*(typing\.)?ClassVar\b")
+
+
+def _is_classvar(annotation: Any) -> bool:
+    if isinstance(annotation, str):  # not evaluated (``from __future__ import annotations``)
+        return _CLASSVAR.match(annotation) is not None
+    return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
+
+
+def _own_fields(cls: type) -> dict[str, Any]:
+    """The payload fields a class declares itself (annotated, non-ClassVar class attributes)
+    and their defaults, read without evaluating the annotations."""
     own = inspect.get_annotations(cls)
-    if not own:
-        return {}
-    hints = typing.get_type_hints(cls, include_extras=True)
-    fields: dict[str, tuple[Any, Any]] = {}
-    for name in own:
-        hint = hints[name]
-        if name.startswith("_") or typing.get_origin(hint) is ClassVar or hint is ClassVar:
-            continue
-        fields[name] = (hint, cls.__dict__.get(name, None))
-    return fields
+    return {
+        name: cls.__dict__.get(name, None)
+        for name, annotation in own.items()
+        if not name.startswith("_") and not _is_classvar(annotation)
+    }
+
+
+class _Analysis:
+    """What a class's field types decide, worked out once per class (``_analysis_of``)."""
+
+    __slots__ = ("checks", "exact", "hints", "str_lists", "wire")
+
+    def __init__(
+        self,
+        checks: dict[str, Check | None],
+        exact: dict[str, type],
+        str_lists: frozenset[str],
+        wire: tuple[tuple[str, str], ...],
+        hints: dict[str, Any],
+    ) -> None:
+        #: per field: its cheap check (None: only the payload model validates it)
+        self.checks = checks
+        #: per field declared ``str`` / ``int`` / ``bool`` (or that or None): the type a value
+        #: of which is stored as it is without a call (what its check would answer)
+        self.exact = exact
+        #: the fields declared ``list[str]`` (or that or None): a list of exactly-str items is
+        #: stored as a copy without a call (what its check would answer)
+        self.str_lists = str_lists
+        #: (field, wire name) in the payload model's order
+        self.wire = wire
+        #: the class's own fields' evaluated types (its ``Payload``)
+        self.hints = hints
+
+
+def _analysis_of(cls: type) -> _Analysis:
+    """The class's ``_Analysis`` (its annotations evaluated on the first call)."""
+    got: _Analysis | None = cls.__dict__.get("_analysis")
+    return got if got is not None else _analyse(cls)
+
+
+def _analyse(cls: type) -> _Analysis:
+    parent = next((c for c in cls.__mro__[1:] if issubclass(c, AimuxError)), None)
+    inherited = _analysis_of(parent) if parent is not None else None
+    own: dict[str, Any] = cls.__dict__.get("_own_defaults", {})
+    hints: dict[str, Any] = {}
+    if own:
+        module = sys.modules.get(cls.__module__)
+        for lazy in getattr(module, "LAZY_NAMES", ()):
+            getattr(module, lazy)  # bound in the module's globals, which the annotations read
+        annotations = inspect.get_annotations(cls)
+        # the class's own annotations only, evaluated as get_type_hints evaluates a class's
+        holder = types.SimpleNamespace(__annotations__={f: annotations[f] for f in own})
+        hints = typing.get_type_hints(holder, vars(module), dict(vars(cls)), include_extras=True)
+        for f, hint in hints.items():
+            if _is_classvar(hint):  # pragma: no cover - a programming error
+                raise TypeError(f"{cls.__name__}.{f}: a ClassVar annotation not written as one")
+    checks = dict(inherited.checks) if inherited is not None else {}
+    checks.update({f: _check_of(hint) for f, hint in hints.items()})
+    exact = {f: t for f, t in (inherited.exact if inherited else {}).items() if f not in own}
+    exact.update({f: t for f, hint in hints.items() if (t := _exact_of(hint)) is not None})
+    str_lists = frozenset(
+        {f for f in (inherited.str_lists if inherited else ()) if f not in own}
+        | {f for f, hint in hints.items() if _is_str_list(hint)}
+    )
+    wire: tuple[tuple[str, str], ...] = ()
+    names: tuple[str, ...] = getattr(cls, "_field_names", ())
+    if names:
+        from pydantic.alias_generators import to_camel
+
+        wire = tuple((f, to_camel(f)) for f in names)
+    analysis = _Analysis(checks, exact, str_lists, wire, hints)
+    type.__setattr__(cls, "_analysis", analysis)
+    return analysis
+
+
+T = TypeVar("T")
+
+
+class _Derived(Generic[T]):
+    """A class attribute of ``_Analysis`` (read per class: a subclass has its own)."""
+
+    def __init__(self, slot: str) -> None:
+        self.slot = slot
+
+    def __get__(self, obj: object, owner: type) -> T:
+        value: T = getattr(_analysis_of(owner), self.slot)
+        return value
 
 
 _payload_lock = threading.RLock()
@@ -272,21 +368,32 @@ def _fresh_payload_lock() -> None:
 
 class _LazyPayload:
     """An error class's ``Payload`` model, created (``create_model`` over the parent's
-    ``Payload``) the first time the class attribute is read, then put in its place."""
+    ``Payload``; the root's is ``ErrorPayload``) the first time the class attribute is read,
+    then put in its place."""
 
-    def __init__(self, cls: type, fields: dict[str, tuple[Any, Any]]) -> None:
+    def __init__(self, cls: type, defaults: dict[str, Any]) -> None:
         self.cls = cls
-        self.fields = fields
+        self.defaults = defaults
 
     def __get__(self, obj: object, owner: type | None = None) -> type[ErrorPayload]:
         with _payload_lock:
             built: Any = self.cls.__dict__.get("Payload")
             if isinstance(built, type):
                 return built
-            base: Any = getattr(super(self.cls, self.cls), "Payload")  # noqa: B009
-            model: Any = create_model(  # type: ignore[call-overload]
-                f"{self.cls.__name__}Payload", __base__=base, **self.fields
-            )
+            model: Any
+            if self.cls is AimuxError:
+                from ._models import ErrorPayload
+
+                model = ErrorPayload
+            else:
+                from pydantic import create_model
+
+                hints = _analysis_of(self.cls).hints
+                fields = {f: (hints[f], default) for f, default in self.defaults.items()}
+                base: Any = getattr(super(self.cls, self.cls), "Payload")  # noqa: B009
+                model = create_model(  # type: ignore[call-overload]
+                    f"{self.cls.__name__}Payload", __base__=base, **fields
+                )
             type.__setattr__(self.cls, "Payload", model)
             return typing.cast("type[ErrorPayload]", model)
 
@@ -302,23 +409,22 @@ class AimuxError(Exception):
     error_name: str = "AimuxError"
     constant: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    Payload: ClassVar[type[ErrorPayload]] = ErrorPayload
+    #: the payload model (pydantic), created on its first read (``_LazyPayload``)
+    Payload: ClassVar[type[ErrorPayload]]
     #: Prefix of the wire name in this domain (the aimux domain: ``AI_``).
     name_prefix: ClassVar[str] = ""
     #: Class-name prefix left out of the constant (recording: ``Recording``).
     constant_prefix: ClassVar[str] = ""
     _field_names: ClassVar[tuple[str, ...]] = ()
-    #: Per field: its cheap check (None: only the payload model validates it), its default, and
-    #: (field, wire name) in the payload model's order: derived from the same annotations.
-    _checks: ClassVar[dict[str, Check | None]] = {}
-    #: Per field declared ``str`` / ``int`` / ``bool`` (or that or None): the type a value of
-    #: which is stored as it is without a call (what its check would answer).
-    _exact: ClassVar[dict[str, type]] = {}
-    #: The fields declared ``list[str]`` (or that or None): a list of exactly-str items is
-    #: stored as a copy without a call (what its check would answer).
-    _str_lists: ClassVar[frozenset[str]] = frozenset()
+    #: Per field its default; the fields this class declares itself, with theirs.
     _defaults: ClassVar[dict[str, Any]] = {}
-    _wire: ClassVar[tuple[tuple[str, str], ...]] = ()
+    _own_defaults: ClassVar[dict[str, Any]] = {}
+    #: Derived from the annotations on first use (``_Analysis``): per field its cheap check, the
+    #: fields stored as they are, the ``list[str]`` fields, (field, wire name) in order.
+    _checks = _Derived[dict[str, "Check | None"]]("checks")
+    _exact = _Derived[dict[str, type]]("exact")
+    _str_lists = _Derived[frozenset[str]]("str_lists")
+    _wire = _Derived[tuple[tuple[str, str], ...]]("wire")
     #: The field values (the dict ``payload``'s model view shares) and the members a newer core
     #: sent that this version does not declare (None: none).
     _values: dict[str, Any]
@@ -340,23 +446,13 @@ class AimuxError(Exception):
         fields = _own_fields(cls)
         for field in fields:  # read and written through the payload: one state
             setattr(cls, field, _payload_property(field))
+        cls._own_defaults = fields
         if fields:
             # built on first use (cold start: no pydantic model per error class at import)
             cls.Payload = _LazyPayload(cls, fields)  # type: ignore[assignment]
         inherited = cls._field_names  # the nearest ancestor's (pydantic's order: theirs, then new)
         cls._field_names = inherited + tuple(f for f in fields if f not in inherited)
-        cls._checks = {**cls._checks, **{f: _check_of(hint) for f, (hint, _) in fields.items()}}
-        own_exact = {f: _exact_of(hint) for f, (hint, _) in fields.items()}
-        cls._exact = {
-            **{f: t for f, t in cls._exact.items() if f not in fields},
-            **{f: t for f, t in own_exact.items() if t is not None},
-        }
-        cls._str_lists = frozenset(
-            {f for f in cls._str_lists if f not in fields}
-            | {f for f, (hint, _) in fields.items() if _is_str_list(hint)}
-        )
-        cls._defaults = {**cls._defaults, **{f: default for f, (_, default) in fields.items()}}
-        cls._wire = tuple((f, to_camel(f)) for f in cls._field_names)
+        cls._defaults = {**cls._defaults, **fields}
         for hook in ("retryable", "retry_after_ms"):
             if hook in cls.__dict__:  # pragma: no cover - a programming error caught at import
                 raise TypeError(
@@ -394,20 +490,22 @@ class AimuxError(Exception):
             self._values = self._defaults.copy()
         else:
             values = self._defaults.copy()
-            exact = self._exact
+            cls = type(self)
+            analysis = cls.__dict__.get("_analysis") or _analyse(cls)
+            exact = analysis.exact
             for key, value in fields.items():
                 kind = type(value)
                 if kind is exact.get(key):
                     values[key] = value
                     continue
-                if kind is list and key in self._str_lists:
+                if kind is list and key in analysis.str_lists:
                     for item in value:  # what its check does, without two calls
                         if type(item) is not str:
                             break
                     else:
                         values[key] = list(value)
                         continue
-                check = self._checks.get(key)
+                check = analysis.checks.get(key)
                 got = _SLOW if check is None else check(value)
                 if got is _SLOW:  # coercion, a camelCase or unknown name, or a validation error
                     self.payload = self.Payload(**fields)
@@ -625,10 +723,13 @@ def dump_models(value: list[Any]) -> list[dict[str, Any]] | None:
     """A list of pydantic model instances as the payload serializer dumps it (JSON mode, no
     ``None`` member), when every instance is of a simple model (``_simple_fields``) whose
     values have their declared types; else None (the serializer is needed)."""
+    base = _base_model()
+    if base is None:  # pydantic not loaded: no item is a model
+        return None
     out: list[dict[str, Any]] = []
     for item in value:
         model = type(item)
-        if not isinstance(item, BaseModel):
+        if not isinstance(item, base):
             return None
         names = _simple_fields(model)
         if names is None:
@@ -736,3 +837,6 @@ def lookup(kind: str, name: str | None, code: int | None) -> type[AimuxError] | 
     if code is not None:
         return _BY_CODE.get((kind, code))
     return None
+
+
+AimuxError.Payload = _LazyPayload(AimuxError, {})  # type: ignore[assignment]

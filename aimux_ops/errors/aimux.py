@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
-from email.utils import parsedate_to_datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ._base import AimuxError, ErrorPayload
+from ._base import AimuxError
+
+if TYPE_CHECKING:
+    from ._models import ErrorPayload
 
 __all__ = [
     "AIError",
@@ -113,6 +115,8 @@ def _parse_retry_after_ms(headers: dict[str, str] | None) -> int | None:
         try:
             ms = float(raw) * 1000
         except ValueError:
+            from email.utils import parsedate_to_datetime  # (an HTTP date: rare, loaded then)
+
             try:
                 when = parsedate_to_datetime(raw)
             except (TypeError, ValueError, IndexError):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._base import AimuxError
+
+if TYPE_CHECKING:
+    from ._models import Violation
 
 __all__ = ["InvalidParamsError", "ProtocolError", "UnknownOpError", "Violation", "WrongModeError"]
 
@@ -24,13 +25,6 @@ class UnknownOpError(ProtocolError, code=300):
     available_ops: list[str] | None = None
 
 
-class Violation(BaseModel):
-    """One params violation: where (a JSON path like ``model.modelId``) and why."""
-
-    path: str
-    reason: str
-
-
 class InvalidParamsError(ProtocolError, code=301):
     """The params failed validation; ``violations`` lists every one."""
 
@@ -43,3 +37,18 @@ class WrongModeError(ProtocolError, code=302):
 
     op: str | None = None
     expected: Literal["call", "stream"] | None = None
+
+
+#: names this module binds on first use (pydantic models: ``_base`` resolves them before it reads
+#: the annotations naming them)
+LAZY_NAMES = ("Violation",)
+
+
+def __getattr__(name: str) -> Any:
+    """``Violation`` (a pydantic model), imported on its first read."""
+    if name == "Violation":
+        from ._models import Violation
+
+        globals()["Violation"] = Violation
+        return Violation
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

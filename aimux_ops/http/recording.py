@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -52,6 +51,17 @@ from ..errors import (
 from ..guest import on_fork_child
 from ..wire.redact import redact_headers, redact_url, scrub_json, scrub_text
 from .transport import Deadline, HTTPRequest, Response, Transport
+
+if TYPE_CHECKING:
+    from hashlib import sha256 as _sha256
+else:
+    try:  # CPython's own SHA-256 (hashlib's fallback): a replay never loads OpenSSL for it
+        from _sha256 import sha256 as _sha256  # 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256 as _sha256  # 3.12+
+        except ImportError:  # another interpreter: the same digest from hashlib
+            from hashlib import sha256 as _sha256
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -83,7 +93,7 @@ def _decode(envelope: dict[str, Any]) -> AimuxError:
 
 def body_key(body: Any) -> str:
     """The SHA-256 of the canonical JSON (sorted keys) of a request body."""
-    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return _sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def _request_path(url: str) -> str:

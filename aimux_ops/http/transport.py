@@ -32,10 +32,8 @@ runs its op (a caller's, or a stream's reader thread).
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-import socket  # (loaded on a replay's path anyway: importlib.metadata, for pydantic's plugins)
 import threading
 import time
 import weakref
@@ -49,14 +47,25 @@ from .._lazy import LazyModule
 
 if TYPE_CHECKING:
     import http.cookiejar
+    import socket
 
     import httpx
 
     from . import decoding as stream_decoding
 else:
-    # Cold start: a replayed call never touches the network, so httpx loads on the first live
-    # request, not with this module.
-    httpx = LazyModule("httpx", globals(), "httpx")
+    # Cold start: a replayed call never touches the network, so httpx (and socket, logging)
+    # load on the first live request, not with this module; the HTTP loggers get their filter
+    # before httpx first runs.
+
+    class _Httpx(LazyModule):
+        __slots__ = ()
+
+        def __getattr__(self, attr: str) -> Any:
+            install_log_filters()
+            return LazyModule.__getattr__(self, attr)
+
+    httpx = _Httpx("httpx", globals(), "httpx")
+    socket = LazyModule("socket", globals(), "socket")
     stream_decoding = LazyModule("aimux_ops.http.decoding", globals(), "stream_decoding")
 
 from ..errors import AbortedError, AimuxError, APICallError, InvalidArgumentError
@@ -1221,31 +1230,43 @@ def scrub_log_text(text: str) -> str:
     return scrub_text(_LOG_URL_RE.sub(lambda m: redact_url(m.group(0)), text))
 
 
-class _ScrubSecrets(logging.Filter):
-    """Rewrites each record of the HTTP loggers to its scrubbed text (arguments folded in)."""
+def _scrubbing_filter() -> Any:
+    import logging
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            text = record.getMessage()
-        except Exception:  # noqa: BLE001 - a broken record is dropped rather than leaked
-            return False
-        record.msg = scrub_log_text(text)
-        record.args = None
-        return True
+    class _ScrubSecrets(logging.Filter):
+        """Rewrites each record of the HTTP loggers to its scrubbed text (arguments folded in)."""
+
+        def filter(self, record: logging.LogRecord) -> bool:
+            try:
+                text = record.getMessage()
+            except Exception:  # noqa: BLE001 - a broken record is dropped rather than leaked
+                return False
+            record.msg = scrub_log_text(text)
+            record.args = None
+            return True
+
+    return _ScrubSecrets()
 
 
-_LOG_FILTER = _ScrubSecrets()
+#: the filter on every HTTP logger, made (with logging loaded) before httpx first runs
+_LOG_FILTER: Any = None
 
 
 def install_log_filters() -> None:
-    """Attach the scrubbing filter to every HTTP logger (idempotent)."""
+    """Attach the scrubbing filter to every HTTP logger (idempotent; httpx's stand-in calls it
+    on its first read, before httpx runs anything). No lock (fork safety): two threads racing
+    here at most put two equal filters on a logger, and scrubbing twice changes nothing."""
+    global _LOG_FILTER
+    import logging
+
+    if _LOG_FILTER is None:
+        _LOG_FILTER = _scrubbing_filter()
+    scrubbing = _LOG_FILTER
     for name in HTTP_LOGGERS:
         log = logging.getLogger(name)
-        if _LOG_FILTER not in log.filters:
-            log.addFilter(_LOG_FILTER)
+        if scrubbing not in log.filters:
+            log.addFilter(scrubbing)
 
-
-install_log_filters()
 
 _default: HttpTransport | None = None
 _default_lock = threading.Lock()

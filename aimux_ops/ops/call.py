@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import AimuxError
 from ..http.recording import Recorder, open_transport
@@ -41,10 +41,12 @@ from ..wire.redact import (
     scrub_values,
 )
 from .limits import check_api_key, check_base_url, check_headers
-from .models import CallParams, ToolChoiceTool
 from .prompt import neutral_messages
 from .registry import EventBatch, StreamContext
 from .tools import check_schema, tool_call
+
+if TYPE_CHECKING:
+    from .models import CallParams
 
 __all__ = ["Call", "neutral_call", "run_call", "run_stream"]
 
@@ -64,6 +66,7 @@ def neutral_call(
         check_schema(spec.input_schema, f"tools.{name}.inputSchema")
         tools.append(ToolDef(name, spec.description, spec.input_schema))
     choice = params.tool_choice
+    named = choice is not None and not isinstance(choice, str)  # a ToolChoiceTool (one tool)
     return LanguageModelCall(
         model_id=params.model.model_id,
         system=params.system,
@@ -79,8 +82,8 @@ def neutral_call(
             seed=params.seed,
         ),
         tools=tuple(tools),
-        tool_choice="tool" if isinstance(choice, ToolChoiceTool) else choice,
-        tool_choice_name=choice.tool_name if isinstance(choice, ToolChoiceTool) else None,
+        tool_choice="tool" if named else choice,  # type: ignore[arg-type]
+        tool_choice_name=choice.tool_name if named else None,  # type: ignore[union-attr]
         object_format=object_format,
         stream=stream,
     )

@@ -5,6 +5,9 @@ Params, results and events are in ``models``; the call itself (provider, transpo
 retry) in ``call``; tool and object validation in ``tools``. ``generate_object`` output that is
 not JSON or fails its schema raises ``NoObjectGeneratedError`` caused by ``JSONParseError`` /
 ``TypeValidationError``.
+
+Cold start: the params models are declared by name (``Deferred``): a call whose params the
+pre-check accepts (``precheck``) never creates them, and this module loads no pydantic.
 """
 
 from __future__ import annotations
@@ -15,22 +18,21 @@ from typing import TYPE_CHECKING, Any
 from ..errors import AimuxError, NoObjectGeneratedError, UnsupportedFunctionalityError
 from ..providers.base import GenerateResult, LanguageModelCall, ObjectFormat
 from .call import neutral_call, run_call, run_stream
-from .loop import has_host_tools, run_loop
-from .models import (
-    CallParams,
-    GenerateObjectParams,
-    GenerateTextParams,
-    Message,
-    ModelSpec,
-    RecordingSpec,
-    RetrySpec,
-    StreamTextParams,
-    ToolSpec,
-)
 from .registry import Deferred, StreamContext, register_op
 from .tools import check_schema, parse_json, tool_call, validate_value
 
 if TYPE_CHECKING:
+    from .models import (
+        CallParams,
+        GenerateObjectParams,
+        GenerateTextParams,
+        Message,
+        ModelSpec,
+        RecordingSpec,
+        RetrySpec,
+        StreamTextParams,
+        ToolSpec,
+    )
     from .outputs import (
         FinishEvent,
         GenerateObjectResult,
@@ -44,6 +46,20 @@ if TYPE_CHECKING:
 
 #: the results and events: read by the schemas and the manifest only (loaded on first use)
 _OUTPUTS = "aimux_ops.ops.outputs"
+#: the params: created when a call's params need them (``dispatch._validate``), or read
+_MODELS = "aimux_ops.ops.models"
+_PARAMS = frozenset(
+    (
+        "GenerateObjectParams",
+        "GenerateTextParams",
+        "Message",
+        "ModelSpec",
+        "RecordingSpec",
+        "RetrySpec",
+        "StreamTextParams",
+        "ToolSpec",
+    )
+)
 
 __all__ = [
     "FinishEvent",
@@ -71,7 +87,7 @@ __all__ = [
 @register_op(
     "generate_text",
     mode="call",
-    params=GenerateTextParams,
+    params=Deferred(_MODELS, "GenerateTextParams"),
     result=Deferred(_OUTPUTS, "GenerateTextResult"),
     description="Generate text (and tool calls) with a language model.",
 )
@@ -107,7 +123,7 @@ def generate_text(params: GenerateTextParams) -> dict[str, Any]:
 @register_op(
     "generate_object",
     mode="call",
-    params=GenerateObjectParams,
+    params=Deferred(_MODELS, "GenerateObjectParams"),
     result=Deferred(_OUTPUTS, "GenerateObjectResult"),
     description="Generate a JSON object matching a JSON Schema.",
 )
@@ -151,12 +167,14 @@ def generate_object(params: GenerateObjectParams) -> dict[str, Any]:
 @register_op(
     "stream_text",
     mode="stream",
-    params=StreamTextParams,
+    params=Deferred(_MODELS, "StreamTextParams"),
     result=None,
     event=Deferred(_OUTPUTS, "StreamEvent"),
     description="Stream text deltas, tool calls and a finish event from a language model.",
 )
 def stream_text(params: StreamTextParams, ctx: StreamContext) -> Iterator[Any]:
+    from .loop import has_host_tools, run_loop  # (the tool loop: streams only)
+
     if has_host_tools(params):
         return run_loop("stream_text", params, ctx)
     return run_stream("stream_text", params, lambda: neutral_call(params, stream=True), ctx)
@@ -197,7 +215,11 @@ def _no_host_tools(params: CallParams, op: str) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    """The results and events this module re-exports, loaded on the first read of one."""
+    """The params, results and events this module re-exports, loaded on the first read of one."""
+    if name in _PARAMS:
+        from . import models
+
+        return getattr(models, name)
     if name in __all__:
         from . import outputs
 

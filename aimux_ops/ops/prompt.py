@@ -6,51 +6,21 @@ A ``file`` part's ``data`` is base64 text, a ``data:`` URL (its media type and b
 it) or an http(s) URL, told apart as the AI SDK does: a string that parses as an absolute URL
 is one. The short forms of earlier versions stay: ``toolCalls`` beside an assistant's text, and a
 ``tool`` turn of text content with its ``toolCallId`` (a ``text`` tool result).
+
+A ``prompt`` needs no model class (cold start); ``messages`` are converted in ``messages``.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidPromptError
-from ..providers.base import (
-    FilePart,
-    NeutralMessage,
-    Part,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-)
-from .models import (
-    CallParams,
-    FileContent,
-    Message,
-    ReasoningContent,
-    TextContent,
-    ToolCallContent,
-    ToolResultContent,
-)
+from ..providers.base import NeutralMessage, TextPart
+
+if TYPE_CHECKING:
+    from .models import CallParams
 
 __all__ = ["neutral_messages"]
-
-#: the part types each role may hold (the AI SDK's message schemas)
-_ALLOWED: dict[str, tuple[type, ...]] = {
-    "system": (TextContent,),
-    "user": (TextContent, FileContent),
-    "assistant": (TextContent, FileContent, ReasoningContent, ToolCallContent),
-    "tool": (ToolResultContent,),
-}
-_KIND = {
-    TextContent: "text",
-    FileContent: "file",
-    ReasoningContent: "reasoning",
-    ToolCallContent: "tool-call",
-    ToolResultContent: "tool-result",
-}
-#: an absolute URL's scheme (RFC 3986), as ``new URL(s)`` accepts one
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 def neutral_messages(params: CallParams) -> tuple[NeutralMessage, ...]:
@@ -60,69 +30,6 @@ def neutral_messages(params: CallParams) -> tuple[NeutralMessage, ...]:
         raise InvalidPromptError("prompt or messages must be defined")
     if params.prompt is not None:
         return (NeutralMessage("user", (TextPart(params.prompt),)),)
-    return tuple(_message(i, m) for i, m in enumerate(params.messages or ()))
+    from .messages import neutral_message  # (the content models: loaded with the first messages)
 
-
-def _message(index: int, m: Message) -> NeutralMessage:
-    where = f"messages[{index}]"
-    parts: list[Part] = []
-    content = m.content
-    if m.role == "tool" and not isinstance(content, list):
-        if m.tool_call_id is None:
-            raise InvalidPromptError(
-                f"{where}: a tool message needs tool-result parts (or toolCallId with text)"
-            )
-        parts.append(ToolResultPart(m.tool_call_id, "", "text", content or ""))
-    elif isinstance(content, str):
-        if content:
-            parts.append(TextPart(content))
-    elif content is not None:
-        allowed = _ALLOWED[m.role]
-        for j, part in enumerate(content):
-            if not isinstance(part, allowed):
-                raise InvalidPromptError(
-                    f"{where}.content[{j}]: a {_KIND[type(part)]} part cannot be in a "
-                    f"{m.role} message"
-                )
-            parts.append(_part(part, f"{where}.content[{j}]"))
-    if m.tool_calls:
-        if m.role != "assistant":
-            raise InvalidPromptError(
-                f"{where}.toolCalls: only an assistant message makes tool calls"
-            )
-        parts.extend(ToolCallPart(c.tool_call_id, c.tool_name, c.input) for c in m.tool_calls)
-    if m.role == "system" and isinstance(content, list):
-        raise InvalidPromptError(f"{where}: a system message's content is text")
-    return NeutralMessage(m.role, tuple(parts), m.provider_options)
-
-
-def _part(part: Any, where: str) -> Part:
-    if isinstance(part, TextContent):
-        return TextPart(part.text, part.provider_options)
-    if isinstance(part, FileContent):
-        return _file(part, where)
-    if isinstance(part, ReasoningContent):
-        return ReasoningPart(part.text, part.provider_options)
-    if isinstance(part, ToolCallContent):
-        return ToolCallPart(part.tool_call_id, part.tool_name, part.input, part.provider_options)
-    assert isinstance(part, ToolResultContent)
-    return ToolResultPart(
-        part.tool_call_id,
-        part.tool_name,
-        part.output.type,
-        part.output.value,
-        part.provider_options,
-    )
-
-
-def _file(part: FileContent, where: str) -> FilePart:
-    data = part.data
-    if data.startswith("data:"):
-        header, comma, body = data.partition(",")
-        media = header[len("data:") :].split(";")[0]
-        if not comma or not media or ";base64" not in header:
-            raise InvalidPromptError(f"{where}.data: a data URL must be data:<type>;base64,<data>")
-        return FilePart(media, body, None, part.filename, part.provider_options)
-    if _SCHEME.match(data):
-        return FilePart(part.media_type, None, data, part.filename, part.provider_options)
-    return FilePart(part.media_type, data, None, part.filename, part.provider_options)
+    return tuple(neutral_message(i, m) for i, m in enumerate(params.messages or ()))

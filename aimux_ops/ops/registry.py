@@ -20,7 +20,6 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -99,19 +98,70 @@ class Deferred:
         return f"Deferred({self.module!r}, {self.name!r})"
 
 
-@dataclass(frozen=True)
 class OpSpec:
+    """One registered op (immutable; a slotted class, not a dataclass: cold start)."""
+
+    __slots__ = (
+        "declared_event",
+        "declared_params",
+        "declared_result",
+        "description",
+        "handler",
+        "mode",
+        "name",
+        "pure",
+    )
     name: str
     mode: Mode
-    params: type[BaseModel]
+    #: ``params`` as declared (a model, or a ``Deferred`` one: the provider ops' params, checked
+    #: by ``precheck`` first, so a call on a common shape never creates the class)
+    declared_params: type[BaseModel] | Deferred
     #: ``result`` as declared (a model, None, or a ``Deferred`` one)
     declared_result: type[BaseModel] | Deferred | None
     #: ``event`` as declared (a model or union type, None, or a ``Deferred`` one)
     declared_event: Any
     handler: Callable[..., Any]
-    description: str = ""
+    description: str
     #: A pure op's result depends on its params only: the dispatcher may answer from a cache.
-    pure: bool = False
+    pure: bool
+
+    def __init__(
+        self,
+        name: str,
+        mode: Mode,
+        declared_params: type[BaseModel] | Deferred,
+        declared_result: type[BaseModel] | Deferred | None,
+        declared_event: Any,
+        handler: Callable[..., Any],
+        description: str = "",
+        pure: bool = False,
+    ) -> None:
+        for field, value in (
+            ("name", name),
+            ("mode", mode),
+            ("declared_params", declared_params),
+            ("declared_result", declared_result),
+            ("declared_event", declared_event),
+            ("handler", handler),
+            ("description", description),
+            ("pure", pure),
+        ):
+            object.__setattr__(self, field, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"OpSpec is immutable: cannot assign to {name!r}")
+
+    def __repr__(self) -> str:
+        return f"OpSpec({self.name!r}, mode={self.mode!r})"
+
+    @property
+    def params(self) -> type[BaseModel]:
+        """The params model."""
+        declared = self.declared_params
+        if isinstance(declared, Deferred):
+            resolved: type[BaseModel] = declared.resolve()
+            return resolved
+        return declared
 
     @property
     def result(self) -> type[BaseModel] | None:
@@ -165,7 +215,7 @@ def register_op(
     name: str,
     *,
     mode: Mode,
-    params: type[BaseModel],
+    params: type[BaseModel] | Deferred,
     result: type[BaseModel] | Deferred | None = None,
     event: Any = None,
     description: str = "",

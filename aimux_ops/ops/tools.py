@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -25,7 +25,9 @@ from ..errors import (
 )
 from ..guest import on_fork_child
 from ..providers.base import json_parse_error
-from .models import ToolSpec
+
+if TYPE_CHECKING:
+    from .models import ToolSpec
 
 __all__ = ["check_schema", "parse_json", "tool_call", "validate_value"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, Protocol
 
 import orjson
@@ -62,52 +62,142 @@ __all__ = [
 ProviderOptions = dict[str, dict[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
-class TextPart:
+_set = object.__setattr__
+
+
+class _Frozen:
+    """Base of the neutral records: immutable, equal and hashed by their fields (``__slots__``,
+    in order), shown and copied as ``@dataclass(frozen=True, slots=True)`` would make them
+    (cold start: a dataclass generates and compiles its methods per class at import)."""
+
+    __slots__ = ()
+    #: the fields, in order (each subclass's ``__slots__``)
+    _fields: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._fields)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), self._values())
+
+
+class TextPart(_Frozen):
+    _fields = ("text", "provider_options")
+    __slots__ = _fields
     text: str
-    provider_options: ProviderOptions | None = None
+    provider_options: ProviderOptions | None
+
+    def __init__(self, text: str, provider_options: ProviderOptions | None = None) -> None:
+        _set(self, "text", text)
+        _set(self, "provider_options", provider_options)
 
 
-@dataclass(frozen=True, slots=True)
-class FilePart:
+class FilePart(_Frozen):
     """A file: ``data`` inline (base64, ``url`` None) or at ``url`` (http/https)."""
 
+    _fields = ("media_type", "data", "url", "filename", "provider_options")
+    __slots__ = _fields
     media_type: str
-    data: str | None = None
-    url: str | None = None
-    filename: str | None = None
-    provider_options: ProviderOptions | None = None
+    data: str | None
+    url: str | None
+    filename: str | None
+    provider_options: ProviderOptions | None
+
+    def __init__(
+        self,
+        media_type: str,
+        data: str | None = None,
+        url: str | None = None,
+        filename: str | None = None,
+        provider_options: ProviderOptions | None = None,
+    ) -> None:
+        _set(self, "media_type", media_type)
+        _set(self, "data", data)
+        _set(self, "url", url)
+        _set(self, "filename", filename)
+        _set(self, "provider_options", provider_options)
 
 
-@dataclass(frozen=True, slots=True)
-class ReasoningPart:
+class ReasoningPart(_Frozen):
     """The model's reasoning of an earlier turn (replayed: Anthropic ``thinking`` with its
     ``providerOptions.anthropic.signature``, ``redacted_thinking`` with ``redactedData``)."""
 
+    _fields = ("text", "provider_options")
+    __slots__ = _fields
     text: str
-    provider_options: ProviderOptions | None = None
+    provider_options: ProviderOptions | None
+
+    def __init__(self, text: str, provider_options: ProviderOptions | None = None) -> None:
+        _set(self, "text", text)
+        _set(self, "provider_options", provider_options)
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallPart:
+class ToolCallPart(_Frozen):
     """A tool call the assistant made in an earlier turn (``input``: a value or its JSON text)."""
 
+    _fields = ("tool_call_id", "tool_name", "input", "provider_options")
+    __slots__ = _fields
     tool_call_id: str
     tool_name: str
-    input: Any = None
-    provider_options: ProviderOptions | None = None
+    input: Any
+    provider_options: ProviderOptions | None
+
+    def __init__(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        input: Any = None,  # noqa: A002 - the AI SDK's name
+        provider_options: ProviderOptions | None = None,
+    ) -> None:
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "tool_name", tool_name)
+        _set(self, "input", input)
+        _set(self, "provider_options", provider_options)
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResultPart:
+class ToolResultPart(_Frozen):
     """A tool's result the model reads: ``output_type`` ``text`` | ``json`` | ``error-text`` |
     ``error-json`` and its value (the AI SDK's tool output types)."""
 
+    _fields = ("tool_call_id", "tool_name", "output_type", "value", "provider_options")
+    __slots__ = _fields
     tool_call_id: str
     tool_name: str
     output_type: str
-    value: Any = None
-    provider_options: ProviderOptions | None = None
+    value: Any
+    provider_options: ProviderOptions | None
+
+    def __init__(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        output_type: str,
+        value: Any = None,
+        provider_options: ProviderOptions | None = None,
+    ) -> None:
+        _set(self, "tool_call_id", tool_call_id)
+        _set(self, "tool_name", tool_name)
+        _set(self, "output_type", output_type)
+        _set(self, "value", value)
+        _set(self, "provider_options", provider_options)
 
     @property
     def is_error(self) -> bool:
@@ -117,51 +207,115 @@ class ToolResultPart:
 Part = TextPart | FilePart | ReasoningPart | ToolCallPart | ToolResultPart
 
 
-@dataclass(frozen=True, slots=True)
-class NeutralMessage:
+class NeutralMessage(_Frozen):
     """One turn of the neutral prompt: ``system`` (text parts only), ``user`` (text, file),
     ``assistant`` (text, file, reasoning, tool-call) or ``tool`` (tool-result)."""
 
+    _fields = ("role", "parts", "provider_options")
+    __slots__ = _fields
     role: str
-    parts: tuple[Part, ...] = ()
-    provider_options: ProviderOptions | None = None
+    parts: tuple[Part, ...]
+    provider_options: ProviderOptions | None
+
+    def __init__(
+        self,
+        role: str,
+        parts: tuple[Part, ...] = (),
+        provider_options: ProviderOptions | None = None,
+    ) -> None:
+        _set(self, "role", role)
+        _set(self, "parts", parts)
+        _set(self, "provider_options", provider_options)
 
     def text(self) -> str:
         return "".join(p.text for p in self.parts if isinstance(p, TextPart))
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    max_output_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
-    stop_sequences: list[str] | None = None
-    seed: int | None = None
+class Settings(_Frozen):
+    _fields = (
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "presence_penalty",
+        "frequency_penalty",
+        "stop_sequences",
+        "seed",
+    )
+    __slots__ = _fields
+    max_output_tokens: int | None
+    temperature: float | None
+    top_p: float | None
+    top_k: int | None
+    presence_penalty: float | None
+    frequency_penalty: float | None
+    stop_sequences: list[str] | None
+    seed: int | None
+
+    def __init__(
+        self,
+        max_output_tokens: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        presence_penalty: float | None = None,
+        frequency_penalty: float | None = None,
+        stop_sequences: list[str] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        _set(self, "max_output_tokens", max_output_tokens)
+        _set(self, "temperature", temperature)
+        _set(self, "top_p", top_p)
+        _set(self, "top_k", top_k)
+        _set(self, "presence_penalty", presence_penalty)
+        _set(self, "frequency_penalty", frequency_penalty)
+        _set(self, "stop_sequences", stop_sequences)
+        _set(self, "seed", seed)
 
 
-@dataclass(frozen=True, slots=True)
-class ToolDef:
+class ToolDef(_Frozen):
     """A tool the model may call: a function (its input schema) or, with ``provider_id``, one the
     provider runs itself (``anthropic.web_search_20250305``: its ``args``)."""
 
+    _fields = ("name", "description", "input_schema", "provider_id", "args")
+    __slots__ = _fields
     name: str
     description: str | None
     input_schema: dict[str, Any]
-    provider_id: str | None = None
-    args: dict[str, Any] | None = None
+    provider_id: str | None
+    args: dict[str, Any] | None
+
+    def __init__(
+        self,
+        name: str,
+        description: str | None,
+        input_schema: dict[str, Any],
+        provider_id: str | None = None,
+        args: dict[str, Any] | None = None,
+    ) -> None:
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "input_schema", input_schema)
+        _set(self, "provider_id", provider_id)
+        _set(self, "args", args)
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectFormat:
+class ObjectFormat(_Frozen):
     """``generate_object``: the JSON Schema the answer must match (each provider asks for it its
     own way: a response format, a forced tool …)."""
 
+    _fields = ("schema", "name", "description")
+    __slots__ = _fields
     schema: dict[str, Any]
-    name: str | None = None
-    description: str | None = None
+    name: str | None
+    description: str | None
+
+    def __init__(
+        self, schema: dict[str, Any], name: str | None = None, description: str | None = None
+    ) -> None:
+        _set(self, "schema", schema)
+        _set(self, "name", name)
+        _set(self, "description", description)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,6 @@
 
 from __future__ import annotations
 
-import base64
 import contextvars
 import re
 import threading
@@ -140,6 +139,8 @@ def _base64_fragments(value: str) -> list[str]:
     """What base64 keeps of ``value`` wherever it sits in the encoded bytes (``user:key`` of
     Basic auth, or the key alone): at each of the three alignments, the run of letters made of
     its bytes only; each also in the URL-safe alphabet."""
+    import base64  # (with the first secret remembered: a replay without a key never loads it)
+
     raw = value.encode("utf-8", "surrogatepass")
     out: list[str] = []
     for shift in range(3):
@@ -635,6 +636,8 @@ def url_secrets(url: str) -> list[str]:
         return []
     out = [value for key, value in parse_qsl(parts.query) if _SECRET_QUERY_RE.search(key)]
     if password:
+        import base64
+
         credential = f"{username or ''}:{password}"
         out += [password, credential, base64.b64encode(credential.encode()).decode()]
     elif username:
