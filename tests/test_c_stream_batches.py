@@ -94,8 +94,13 @@ def one_by_one(params: bytes) -> list[bytes]:
 
 def read_ahead(handle: int) -> None:
     """Until the stream's reader thread has read its op to the end (every event is queued)."""
-    while not stream_registry._streams[handle]._ended:
+    stream = stream_registry._streams[handle]
+    while not stream._ended:
         threading.Event().wait(0.01)
+    # the op's end is marked before its last read (a failure's error event) is queued, under the
+    # run lock the reader holds until it is: taking the lock waits for that push
+    with stream._run:
+        pass
 
 
 def split(batch: bytes) -> list[bytes]:
