@@ -22,7 +22,7 @@ __all__ = ["IDLE_S", "READER_STACK", "THREAD_NAME", "Reader", "idle_threads", "r
 #: a reader thread's stack (its frames: the op, the provider's parse, httpx, the TLS layer)
 READER_STACK = 512 * 1024
 #: how long a parked reader thread waits for the next run before it exits
-IDLE_S = 30.0
+IDLE_S = 10.0
 THREAD_NAME = "aimux-stream-reader"
 
 
