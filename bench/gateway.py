@@ -174,7 +174,7 @@ def run_load(
     if '"stream":true' in payload:
         cmd.append("--stream")
     res = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=seconds * 10 + 120, check=False
+        cmd, capture_output=True, text=True, timeout=seconds * 60 + 300, check=False
     )
     if res.returncode != 0:
         raise RuntimeError(f"load generator failed: {res.stderr[-1500:]}")

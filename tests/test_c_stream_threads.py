@@ -25,7 +25,7 @@ from test_c_stream_queue import CError, Queue, wait_until
 
 from aimux_ops import guest
 from aimux_ops.boundary import dispatch
-from aimux_ops.streams import cqueue
+from aimux_ops.streams import cqueue, readers
 from aimux_ops.streams import registry as stream_registry
 
 pytestmark = pytest.mark.timeout(120)
@@ -69,7 +69,7 @@ def run_host(server: FaultServer, spec: str, body: str, env: dict[str, str]) -> 
         sys.path[:0] = [{str(ROOT / "tests")!r}, {str(ROOT / "bench")!r}, {str(ROOT)!r}]
         from test_c_stream_queue import Queue
         from aimux_ops.boundary import dispatch
-        from aimux_ops.streams import cqueue
+        from aimux_ops.streams import cqueue, readers
         from aimux_ops.streams import registry as stream_registry
         from cabi import CError
         lib = Queue()
@@ -152,6 +152,7 @@ def test_a_reader_thread_that_cannot_start_is_a_clear_error(
     lib: Queue, server: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = threading.Thread.start
+    readers.retire()  # (no parked thread takes the stream: one is started)
 
     def start(self: threading.Thread) -> None:
         if self.name == "aimux-stream-reader":

@@ -522,6 +522,23 @@ def test_reasoning_translated_both_ways(oa: openai.OpenAI, an: anthropic.Anthrop
     )
 
 
+def test_a_tool_call_the_provider_ran_reaches_no_client(
+    oa: openai.OpenAI, an: anthropic.Anthropic
+) -> None:
+    """The upstream ran a server tool (``server_tool_use``: a ``providerExecuted`` tool call in
+    the core's events): no client of either protocol, streaming or not, is asked to run it."""
+    m = an.messages.create(model="an-blocks", max_tokens=64, messages=HI)  # type: ignore[arg-type]
+    assert [b.type for b in m.content] == ["thinking", "text"] and m.stop_reason == "end_turn"
+    with an.messages.stream(model="an-blocks", max_tokens=64, messages=HI) as s:  # type: ignore[arg-type]
+        starts = [e.content_block.type for e in s if e.type == "content_block_start"]
+    assert starts == ["thinking", "text"]
+    r = oa.chat.completions.create(model="an-blocks", messages=HI)  # type: ignore[arg-type]
+    assert r.choices[0].message.tool_calls is None and r.choices[0].finish_reason == "stop"
+    chunks = list(oa.chat.completions.create(model="an-blocks", messages=HI, stream=True))  # type: ignore[arg-type]
+    assert not [c for c in chunks if c.choices and c.choices[0].delta.tool_calls]
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+
+
 def test_the_gateways_retries_and_timeout(server: FaultServer, tmp_path: Path) -> None:
     base = server.base_url
     once = "mode=status;status=429;times=1;retry_after_ms=1;x=retry"

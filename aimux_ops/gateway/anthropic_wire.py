@@ -291,7 +291,7 @@ class EventWriter:
             if sig:
                 out += self._delta({"type": "signature_delta", "signature": sig})
             return out
-        if kind == "tool-call" and not ev.get("providerExecuted"):  # the client runs it
+        if kind == "tool-call":  # (a client tool's: ``engine`` dropped the provider's)
             block = {"type": "tool_use", "id": ev["toolCallId"], "name": ev["toolName"]}
             out = self._begin({**block, "input": {}})
             partial = orjson.dumps(ev.get("input") if ev.get("input") is not None else {})

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-import secrets
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -105,6 +105,12 @@ def _observation_header(observations: list[str]) -> list[tuple[bytes, bytes]]:
     return [(b"x-aimux-observations", ",".join(observations).encode("ascii", "replace"))]
 
 
+def _rid(prefix: str) -> str:
+    """A response id: 96 random bits (an id, not a secret: no system call, which would let
+    the loop's thread wait for the interpreter lock behind the reader threads)."""
+    return f"{prefix}{random.getrandbits(96):024x}"
+
+
 def _warnings(warnings: list[dict[str, Any]]) -> list[str]:
     out = []
     for w in warnings:
@@ -119,6 +125,17 @@ class Gateway:
     def __init__(self, cfg: GatewayConfig, keys: frozenset[str]) -> None:
         self.cfg = cfg
         self._keys = tuple(k.encode() for k in keys)
+        # what every request's params take from the config, dumped once
+        self._model_params = {
+            name: spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for name, spec in cfg.models.items()
+        }
+        fixed: dict[str, Any] = {"maxRetries": cfg.max_retries}
+        if cfg.timeout_ms is not None:
+            fixed["timeoutMs"] = cfg.timeout_ms
+        if cfg.retry is not None:
+            fixed["retry"] = cfg.retry.model_dump(by_alias=True)
+        self._fixed = fixed
         self._engine: Engine | None = None
         self.in_flight = 0
 
@@ -288,21 +305,12 @@ class Gateway:
         wire = openai_wire if ex.protocol == "openai" else anthropic_wire
         req = wire.parse_request(body)
         ex.model, ex.stream, ex.observations = req.model, req.stream, req.observations
-        spec = self.cfg.models.get(req.model)
-        if spec is None:
+        model = self._model_params.get(req.model)
+        if model is None:
             raise GatewayError(
                 "not_found", f"The model `{req.model[:200]}` does not exist", param="model"
             )
-        params: dict[str, Any] = {
-            **req.params,
-            "model": spec.model_dump(mode="json", by_alias=True, exclude_none=True),
-            "maxRetries": self.cfg.max_retries,
-        }
-        if self.cfg.timeout_ms is not None:
-            params["timeoutMs"] = self.cfg.timeout_ms
-        if self.cfg.retry is not None:
-            params["retry"] = self.cfg.retry.model_dump(by_alias=True)
-        return req, orjson.dumps(params)
+        return req, orjson.dumps({**req.params, "model": model, **self._fixed})
 
     async def _generate(self, ex: _Exchange) -> None:
         timeout_s = self.cfg.limits.body_timeout_ms / 1000
@@ -351,20 +359,18 @@ class Gateway:
             return
         ex.observations = [*ex.observations, *_warnings(out.warnings)]
         if ex.protocol == "openai":
-            body = openai_wire.completion(out, req.model, "chatcmpl-" + secrets.token_hex(12))
+            body = openai_wire.completion(out, req.model, _rid("chatcmpl-"))
         else:
-            body = anthropic_wire.message(out, req.model, "msg_" + secrets.token_hex(12))
+            body = anthropic_wire.message(out, req.model, _rid("msg_"))
         await ex.start(200, [_JSON, *_observation_header(ex.observations)])
         await ex.body(body)
 
     async def _stream(self, ex: _Exchange, req: Request, upstream: Stream) -> None:
         writer: openai_wire.ChunkWriter | anthropic_wire.EventWriter
         if ex.protocol == "openai":
-            writer = openai_wire.ChunkWriter(
-                req.model, "chatcmpl-" + secrets.token_hex(12), req.include_usage
-            )
+            writer = openai_wire.ChunkWriter(req.model, _rid("chatcmpl-"), req.include_usage)
         else:
-            writer = anthropic_wire.EventWriter(req.model, "msg_" + secrets.token_hex(12))
+            writer = anthropic_wire.EventWriter(req.model, _rid("msg_"))
         finished = False
         try:
             async for batch in upstream.batches():

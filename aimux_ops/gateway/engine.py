@@ -20,10 +20,23 @@ import orjson
 
 from ..boundary import dispatch
 
-__all__ = ["Engine", "OpenFailure", "Stream"]
+__all__ = ["Engine", "OpenFailure", "Stream", "client_events"]
 
 #: events taken per poll
 _BATCH = 256
+
+
+def _for_client(ev: dict[str, Any]) -> bool:
+    return not (ev.get("providerExecuted") and ev.get("type") == "tool-call")
+
+
+def client_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The core's events as the gateway's clients see them, filtered where they enter the
+    gateway: a tool call the provider ran itself (``providerExecuted``) is no call for the
+    client to run, so no protocol renders it."""
+    if all(map(_for_client, events)):
+        return events
+    return [ev for ev in events if _for_client(ev)]
 
 
 class OpenFailure(Exception):
@@ -91,7 +104,7 @@ class Stream:
             if env is not None:
                 raise OpenFailure(orjson.loads(env))
             if batch:
-                yield orjson.loads(batch)
+                yield client_events(orjson.loads(batch))
             if ended:
                 return
             if not batch:

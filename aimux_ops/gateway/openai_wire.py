@@ -279,7 +279,7 @@ class ChunkWriter:
             return self._chunk({"content": ev["text"]})
         if kind == "reasoning-delta":
             return self._chunk({"reasoning_content": ev["text"]}) if ev.get("text") else b""
-        if kind == "tool-call" and not ev.get("providerExecuted"):  # the client runs it
+        if kind == "tool-call":  # (a client tool's: ``engine`` dropped the provider's)
             index, self._tools = self._tools, self._tools + 1
             call = _tool_calls([ev])[0]
             return self._chunk({"tool_calls": [{"index": index, **call}]})

@@ -51,7 +51,7 @@ class Outcome:
             part["text"] += ev.get("text") or ""
             if ev.get("providerMetadata"):
                 part["providerMetadata"] = ev["providerMetadata"]
-        elif kind == "tool-call" and not ev.get("providerExecuted"):  # a client tool's call
+        elif kind == "tool-call":  # (a client tool's: ``engine`` dropped the provider's)
             self.tool_calls.append(ev)
         elif kind == "finish":
             self.text = "".join(self._texts)

@@ -3,10 +3,11 @@
 Handles count up from 1 and are never reused; a stale, freed or unknown handle is an
 ``InvalidHandleError`` (203). ``open_here`` opens a stream read by its reader (the Python API,
 ``aimux_stream``): it returns once the first event is in, and a failure before it (where
-retries happen) fails the open. ``start`` opens an event-driven stream on a reader thread of its
-own and returns at once; at most ``AIMUX_STREAM_READER_THREADS`` run at a time, and one more is
-a clear error (never a wait, never a slower path). ``cancel`` may be called from any thread;
-``free`` cancels, forgets the handle and takes it off the ready list.
+retries happen) fails the open. ``start`` opens an event-driven stream on a reader thread (a
+parked one of ``readers``' pool, else a new one) and returns at once; at most
+``AIMUX_STREAM_READER_THREADS`` run at a time, and one more is a clear error (never a wait,
+never a slower path). ``cancel`` may be called from any thread; ``free`` cancels, forgets
+the handle and takes it off the ready list.
 
 A stream nobody has read for ``AIMUX_STREAM_IDLE_TIMEOUT_MS`` is closed by one reaper thread,
 started with the first stream (and again in a forked child). In a forked child the registry
@@ -216,7 +217,7 @@ def stop_at_exit() -> None:
             stream.ctx.cancel()
     deadline = time.monotonic() + _EXIT_WAIT_S
     for stream, thread in readers:
-        if thread is not threading.current_thread():
+        if not thread.runs_here():
             thread.join(max(deadline - time.monotonic(), 0.0))
         q = stream._q
         if thread.is_alive() and cqueue.lib is not None and q is not None:

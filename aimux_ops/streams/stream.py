@@ -7,10 +7,10 @@ two strategies, chosen when it opens, say how it runs (its docstring has them):
 - who reads: **its reader** (the Python API, ``aimux_ops.stream``, and the blocking C API,
   ``aimux_stream``: the consumer's thread runs the next network read when it needs events, with
   no hand-off between threads), or **a reader thread of the core** (the event-driven C API,
-  ``aimux_stream_start``: one thread per stream, which ``registry`` bounds by
-  ``AIMUX_STREAM_READER_THREADS`` with a clear error when reached; it reads ahead up to the
-  high-water mark, so a poll never blocks, and the ready list, ``ready``, tells the host when
-  to look);
+  ``aimux_stream_start``: one thread per stream, parked for the next one when it is over
+  (``readers``' pool), which ``registry`` bounds by ``AIMUX_STREAM_READER_THREADS`` with a
+  clear error when reached; it reads ahead up to the high-water mark, so a poll never
+  blocks, and the ready list, ``ready``, tells the host when to look);
 - where events go: a Python deque of the op's own objects (an in-process consumer takes them
   without a dump), or, when libaimux runs the core (``cqueue.lib``) and the stream was opened
   through the C ABI, the stream's C queue (each read's events serialized once, taken by the C
@@ -37,9 +37,8 @@ from typing import Any
 
 import orjson
 
-from ..guest import on_fork_child
 from ..ops.registry import EventBatch, StreamContext
-from . import cqueue
+from . import cqueue, readers
 from .ready import ready_list
 
 __all__ = ["HIGH_WATER", "LOW_WATER", "OpenFailed", "Stream", "dump", "dump_batch"]
@@ -229,7 +228,7 @@ class Stream:
         if q and not ahead:
             lib._aimux_cq_flag(q, cqueue.Q_PULL)  # empty: a blocking read asks this side
         self._fallback = not q  # no C queue: the Python queue's own path
-        self._pump_thread: threading.Thread | None = None
+        self._pump_thread: readers.Reader | None = None
         self._blocked = False  # a blocking read from Python came (C notes the C ABI's own)
         self._room = threading.Condition(threading.Lock())  # the reader thread waits for room
         self.waits_for_room = False  # the reader thread waits for room (tests watch it)
@@ -527,12 +526,10 @@ class Stream:
         with self._room:
             if self._pump_thread is not None:
                 return
-            self._pump_thread = thread = threading.Thread(
-                target=self._pump, name="aimux-stream-reader", daemon=True
-            )
+            self._pump_thread = reader = readers.Reader(self._pump)
             if not self._fallback:
                 cqueue.lib._aimux_cq_unflag(self._q, cqueue.Q_PULL)  # C reads now wait
-        thread.start()
+        readers.run(reader)
 
     def _pump(self) -> None:
         """Read ahead: each read's events pushed while they fit under the high-water mark, else
@@ -730,19 +727,12 @@ class Stream:
         ready_list().mark(self.handle, self._alive)
 
     def start(self, events: Callable[[], Iterator[Any]]) -> None:
-        """Start the reader thread (with a small stack: ``READER_STACK``); raises
-        ``RuntimeError`` when no thread could be started (nothing ran)."""
-        thread = threading.Thread(
-            target=self._lead, args=(events,), name="aimux-stream-reader", daemon=True
-        )
+        """Start the reader thread's run (``readers``: a parked thread, else a new one);
+        raises ``RuntimeError`` when no thread could be started (nothing ran)."""
+        reader = readers.Reader(lambda: self._lead(events))
         with self._room:
-            self._pump_thread = thread
-        with _stack_lock:
-            old = threading.stack_size(READER_STACK)
-            try:
-                thread.start()
-            finally:
-                threading.stack_size(old)
+            self._pump_thread = reader
+        readers.run(reader)
         # (before the host has the handle) the C side of a cancel at once: C reads end, the
         # host hears it; the op's cleanup follows its own socket shutdown (``open`` registers
         # ``_on_cancel`` after the op's hook)
@@ -873,16 +863,3 @@ class Stream:
         finally:
             if self._fallback and self._pending:  # Python answered (or failed) and left events
                 self._list()
-
-
-#: a reader thread's stack (its frames: the op, the provider's parse, httpx, the TLS layer)
-READER_STACK = 512 * 1024
-_stack_lock = threading.Lock()
-
-
-@on_fork_child
-def _fresh_stack_lock() -> None:
-    """In a forked child: a fresh lock (a thread of the parent held this one while its reader
-    thread started, at the fork: the child's first stream would wait on it forever)."""
-    global _stack_lock
-    _stack_lock = threading.Lock()
