@@ -768,6 +768,9 @@ class Stream:
         if not self._ahead:
             return self._q_open(events)
         self._q_open(events)  # its first events pushed (and the end told, with them)
+        if self._q is None:  # a blocking read may wait for them already (``_wait_for_reader``)
+            with self._room:
+                self._room.notify_all()
         if not self._ended:
             self._list()
 
