@@ -279,3 +279,100 @@ def test_a_child_forked_while_a_model_builds_validates_its_own() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0", (done.stdout, done.stderr)
+
+
+#: a thread validating a model whose field validator waits inside pydantic (a pydantic frame,
+#: ``model_validate``, below it) until the main thread's fork waits for it (``_before_fork`` on
+#: the main thread's stack) or has forked without waiting
+_INSIDE_PYDANTIC = """
+    import os, signal, sys, threading, time
+    from pydantic import BaseModel, field_validator
+    from aimux_ops import guest
+
+    main = threading.main_thread().ident
+    entered, forked, leave = threading.Event(), threading.Event(), threading.Event()
+    inside = [False]
+
+    def fork_waits():
+        frame = sys._current_frames().get(main)
+        while frame is not None:
+            if frame.f_code is guest._before_fork.__code__:
+                return True
+            frame = frame.f_back
+        return False
+
+    class M(BaseModel):
+        x: int
+
+        @field_validator("x")
+        @classmethod
+        def held(cls, v):
+            inside[0] = True
+            entered.set()
+            while not (forked.is_set() or leave.is_set() or fork_waits()):
+                time.sleep(0.001)  # polls what it waits for: the fork waiting, or done
+            inside[0] = False
+            return v
+
+    validator = threading.Thread(target=lambda: M.model_validate({"x": 1}))
+    validator.start()
+    entered.wait()
+    """
+
+
+def _run(script: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
+def test_a_fork_waits_until_no_other_thread_is_inside_pydantic() -> None:
+    """A thread inside pydantic at a fork may hold what the child can never free (pydantic_core's
+    Rust one-time cells, PyO3's ``PyOnceLock``, give up the interpreter lock inside their first
+    initialisation: a child forked then waited forever in ``import pydantic_core`` or in a
+    ``SchemaSerializer`` of its own, ``test_guest fork-anytime`` one child in about ten runs), so
+    the fork waits until that thread has left pydantic: the child never copies it inside.
+    Before the wait the child copied the thread inside its validator (status 1)."""
+    out = _run(
+        _INSIDE_PYDANTIC
+        + """
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if inside[0] else 0)
+    forked.set()
+    validator.join()
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status))
+    """
+    )
+    assert out == "0"
+
+
+def test_a_fork_waits_for_a_thread_inside_pydantic_only_so_long() -> None:
+    """A thread that stays inside pydantic, waiting on the forking thread, does not deadlock the
+    fork: after ``_FORK_WAIT_S`` (shortened here) the fork goes on as before, and the child
+    works (it validates a model of its own)."""
+    out = _run(
+        _INSIDE_PYDANTIC.replace("or fork_waits()", "")
+        + """
+    guest._FORK_WAIT_S = 0.2
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(20)
+        class N(BaseModel):
+            y: int
+        os._exit(0 if N.model_validate({"y": 2}).y == 2 and inside[0] else 1)
+    leave.set()
+    validator.join()
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status))
+    """
+    )
+    assert out == "0"
