@@ -376,3 +376,68 @@ def test_a_fork_waits_for_a_thread_inside_pydantic_only_so_long() -> None:
     """
     )
     assert out == "0"
+
+
+def test_a_child_forked_while_another_thread_registers_an_error_class_has_the_whole_catalogue() -> (
+    None
+):
+    """Another thread stopped (a fork can take the interpreter lock between any two bytecodes)
+    after an error class was registered by name and before it had its place in the catalogue's
+    order: the child imports the half-run module again, and the catalogue is whole. Before, the
+    child's first failure was a 208 (``ValueError: ... is not in list``, ``test_guest
+    fork-anytime``)."""
+    out = _run(
+        """
+        import json, os, sys, threading
+        from pathlib import Path
+        from aimux_ops import guest  # noqa: F401 - its after-fork reset
+
+        base = Path(guest.__file__).parent / "errors" / "_base.py"
+        lines = base.read_text().splitlines()
+        start = next(i for i, text in enumerate(lines) if "def __init_subclass__(" in text)
+        line_of_append = 1 + next(i for i in range(start, len(lines))
+                                  if lines[i].strip() == "_ORDER.append(cls)")
+        stopped, go_on = threading.Event(), threading.Event()
+        parent = os.getpid()
+
+        def tracer(frame, event, arg):  # in the catalogue's registration of UnknownOpError
+            code = frame.f_code
+            if code.co_name != "__init_subclass__" or code.co_filename != str(base):
+                return None
+            if frame.f_locals["cls"].__name__ != "UnknownOpError" or os.getpid() != parent:
+                return None
+
+            def line(frame, event, arg):  # stopped just before its place in the order
+                if frame.f_lineno == line_of_append and not stopped.is_set():
+                    stopped.set()
+                    go_on.wait()
+                return line
+
+            return line
+
+        def importer():
+            sys.settrace(tracer)
+            import aimux_ops.errors  # noqa: F401 - the catalogue
+
+        thread = threading.Thread(target=importer)
+        thread.start()
+        stopped.wait()
+        pid = os.fork()
+        if pid == 0:
+            import signal
+            signal.alarm(20)
+            from aimux_ops.boundary import dispatch
+            from aimux_ops import errors
+            result, envelope = dispatch.call_json("no.such.op", b"{}")
+            names = [(c.kind, c.error_name) for c in errors.catalogue()]
+            ok = (json.loads(envelope)["error"]["name"] == "UnknownOpError"
+                  and len(names) == len(set(names))
+                  and errors.UnknownOpError in errors.catalogue())
+            os._exit(0 if ok else 1)
+        go_on.set()
+        thread.join()
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert out == "0"

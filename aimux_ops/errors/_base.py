@@ -66,12 +66,18 @@ def _replace(prior: type[AimuxError], cls: type[AimuxError]) -> None:
     An import of the catalogue interrupted half-way (a host's KeyboardInterrupt during the first
     failure's lazy import) leaves the classes registered so far here while Python forgets the
     module; the import that follows runs the module again and registers the same classes anew.
+    So does a fork while another thread imports it (the child imports it again), and that thread
+    may have stopped half-way through ``prior``'s registration: by name, not yet by code or order.
     """
     _BY_NAME[(cls.kind, cls.error_name)] = cls
     for key, value in list(_BY_CODE.items()):
         if value is prior:
             _BY_CODE[key] = cls
-    _ORDER[_ORDER.index(prior)] = cls
+    _BY_CODE.setdefault((cls.kind, cls.code), cls)
+    if prior in _ORDER:
+        _ORDER[_ORDER.index(prior)] = cls
+    else:  # the last one registered: its place is next
+        _ORDER.append(cls)
 
 
 _WORDS = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z]|$)|[A-Z][a-z0-9]*|[a-z0-9]+")
