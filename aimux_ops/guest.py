@@ -15,7 +15,8 @@
   one-time cells: PyO3's ``PyOnceLock`` gives up the interpreter lock inside its first
   initialisation, so a fork can take the lock there and the child waits on a cell that never
   completes; functools' ``cached_property`` lock on 3.11; pydantic's rebuild lock). So a fork
-  waits until no other thread has a frame of those packages on its stack (``_FORK_WAITS_FOR``),
+  waits until no other thread has a frame of those packages on its stack (``_FORK_WAITS_FOR``,
+  and the core's functions that call pydantic_core directly, ``fork_waits_inside``),
   for at most ``_FORK_WAIT_S`` (a thread that stays inside longer, waiting on the forking thread,
   must not deadlock the fork: it then forks as before). Checked only when forking.
 - **The host's exit.** Inside libaimux the interpreter is never finalized, so the core's threads
@@ -37,10 +38,13 @@ TYPE_CHECKING = False  # typing's own flag
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import FrameType
-    from typing import Any
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 __all__ = [
     "Limits",
+    "fork_waits_inside",
     "keep_openssl_at_exit",
     "limits",
     "on_fork_child",
@@ -100,6 +104,16 @@ def _after_fork_child() -> None:
 _FORK_WAITS_FOR = ("pydantic", "pydantic_core", "orjson")
 #: the longest a fork waits for them (seconds)
 _FORK_WAIT_S = 10.0
+#: the core's own functions that call into pydantic_core directly (no pydantic frame above it)
+_FORK_WAITS_IN: set[object] = set()
+
+
+def fork_waits_inside(fn: Callable[..., T]) -> Callable[..., T]:
+    """Mark ``fn`` (a decorator) as one a fork waits for, as for ``_FORK_WAITS_FOR``: for a
+    function of the core that calls pydantic_core's own methods (its Rust code, no frame of its
+    own) outside any pydantic frame."""
+    _FORK_WAITS_IN.add(fn.__code__)
+    return fn
 
 
 def _inside_packages_elsewhere() -> bool:
@@ -115,12 +129,13 @@ def _inside_packages_elsewhere() -> bool:
             prefixes.append(file[: file.rfind("/") + 1])
     if not prefixes:
         return False
-    starts = tuple(prefixes)
+    starts, waits_in = tuple(prefixes), _FORK_WAITS_IN
     me = _thread.get_ident()
     for ident, top in sys._current_frames().items():
         frame: FrameType | None = None if ident == me else top
         while frame is not None:
-            if frame.f_code.co_filename.startswith(starts):
+            code = frame.f_code
+            if code in waits_in or code.co_filename.startswith(starts):
                 return True
             frame = frame.f_back
     return False

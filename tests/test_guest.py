@@ -441,3 +441,53 @@ def test_a_child_forked_while_another_thread_registers_an_error_class_has_the_wh
         """
     )
     assert out == "0"
+
+
+def test_a_fork_waits_for_a_thread_calling_pydantic_core_directly() -> None:
+    """The core's own calls of pydantic_core's methods (no pydantic frame above them: an error
+    payload's serializer, a ValidationError's ``errors()``) are marked (``fork_waits_inside``):
+    a fork waits for a thread inside one as for one inside pydantic (the child of a fork during
+    the payload's first dump waited forever in a ``SchemaValidator`` of its own, ``test_guest
+    fork-anytime``). Before the mark the child copied the thread inside (status 1)."""
+    out = _run(
+        """
+        import os, sys, threading, time
+        from aimux_ops import guest
+        from aimux_ops.boundary import dispatch
+        from aimux_ops.errors import _base
+
+        assert {_base._dump_payload.__code__, dispatch._validation_errors.__code__} <= (
+            guest._FORK_WAITS_IN), "the core's direct calls of pydantic_core are not marked"
+        main = threading.main_thread().ident
+        entered, forked = threading.Event(), threading.Event()
+        inside = [False]
+
+        def fork_waits():
+            frame = sys._current_frames().get(main)
+            while frame is not None:
+                if frame.f_code is guest._before_fork.__code__:
+                    return True
+                frame = frame.f_back
+            return False
+
+        @guest.fork_waits_inside
+        def direct():  # as _dump_payload: pydantic_core's Rust code, no frame of its own
+            inside[0] = True
+            entered.set()
+            while not (forked.is_set() or fork_waits()):
+                time.sleep(0.001)  # polls what it waits for: the fork waiting, or done
+            inside[0] = False
+
+        caller = threading.Thread(target=direct)
+        caller.start()
+        entered.wait()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(1 if inside[0] else 0)
+        forked.set()
+        caller.join()
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert out == "0"

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.alias_generators import to_camel
 
-from ..guest import on_fork_child
+from ..guest import fork_waits_inside, on_fork_child
 
 __all__ = [
     "AimuxError",
@@ -53,6 +53,14 @@ class ErrorPayload(BaseModel):
         arbitrary_types_allowed=True,
         validate_assignment=False,
     )
+
+
+@fork_waits_inside  # pydantic_core's serializer, called directly
+def _dump_payload(payload: ErrorPayload) -> dict[str, Any]:
+    dumped: dict[str, Any] = payload.__pydantic_serializer__.to_python(
+        payload, mode="json", by_alias=True, exclude_none=True
+    )
+    return dumped
 
 
 _BY_NAME: dict[tuple[str, str], type[AimuxError]] = {}
@@ -536,11 +544,7 @@ class AimuxError(Exception):
                     break
             else:
                 return out
-        payload = self.payload
-        dumped: dict[str, Any] = payload.__pydantic_serializer__.to_python(
-            payload, mode="json", by_alias=True, exclude_none=True
-        )
-        return dumped
+        return _dump_payload(self.payload)
 
     def cause_children(self) -> list[BaseException]:
         """Nested errors carried inside the payload (RetryError's attempts)."""
