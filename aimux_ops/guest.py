@@ -10,6 +10,15 @@
   the parent's objects (the parent still owns them) and makes fresh ones. Before the hooks, the
   import system's state a fork orphaned is reset (``_reset_imports_after_fork``): a module
   another thread was importing is imported again, whole, by the child.
+- **What a fork waits for** (``_before_fork``). Some state cannot be reset in a child: pydantic
+  and pydantic_core hold locks a child could never free while they work (pydantic_core's Rust
+  one-time cells: PyO3's ``PyOnceLock`` gives up the interpreter lock inside its first
+  initialisation, so a fork can take the lock there and the child waits on a cell that never
+  completes; functools' ``cached_property`` lock on 3.11; pydantic's rebuild lock). So a fork
+  waits until no other thread has a frame of those packages on its stack (``_FORK_WAITS_FOR``,
+  and the core's functions that call pydantic_core directly, ``fork_waits_inside``),
+  for at most ``_FORK_WAIT_S`` (a thread that stays inside longer, waiting on the forking thread,
+  must not deadlock the fork: it then forks as before). Checked only when forking.
 - **The host's exit.** Inside libaimux the interpreter is never finalized, so the core's threads
   may still run while the host's C exit handlers do. OpenSSL's (``OPENSSL_cleanup``) would free
   what those threads use; ``keep_openssl_at_exit`` makes libaimux initialize OpenSSL, before
@@ -28,10 +37,14 @@ from posix import register_at_fork  # os's, without importing os
 TYPE_CHECKING = False  # typing's own flag
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from types import FrameType
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 __all__ = [
     "Limits",
+    "fork_waits_inside",
     "keep_openssl_at_exit",
     "limits",
     "on_fork_child",
@@ -87,7 +100,61 @@ def _after_fork_child() -> None:
             pass
 
 
-register_at_fork(after_in_child=_after_fork_child)
+#: the packages whose half-done work a child cannot redo: a fork waits for threads inside them
+_FORK_WAITS_FOR = ("pydantic", "pydantic_core", "orjson")
+#: the longest a fork waits for them (seconds)
+_FORK_WAIT_S = 10.0
+#: the core's own functions that call into pydantic_core directly (no pydantic frame above it)
+_FORK_WAITS_IN: set[object] = set()
+
+
+def fork_waits_inside(fn: Callable[..., T]) -> Callable[..., T]:
+    """Mark ``fn`` (a decorator) as one a fork waits for, as for ``_FORK_WAITS_FOR``: for a
+    function of the core that calls pydantic_core's own methods (its Rust code, no frame of its
+    own) outside any pydantic frame."""
+    _FORK_WAITS_IN.add(fn.__code__)
+    return fn
+
+
+def _inside_packages_elsewhere() -> bool:
+    """Whether a thread other than this one has a frame of ``_FORK_WAITS_FOR`` on its stack
+    (one loaded, or being imported). The answer holds while this thread keeps the interpreter
+    lock: the fork follows at once (a switch interval, 5 ms, is far longer than what is left)."""
+    import _thread
+
+    prefixes = []
+    for name in _FORK_WAITS_FOR:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(file, str):
+            prefixes.append(file[: file.rfind("/") + 1])
+    if not prefixes:
+        return False
+    starts, waits_in = tuple(prefixes), _FORK_WAITS_IN
+    me = _thread.get_ident()
+    for ident, top in sys._current_frames().items():
+        frame: FrameType | None = None if ident == me else top
+        while frame is not None:
+            code = frame.f_code
+            if code in waits_in or code.co_filename.startswith(starts):
+                return True
+            frame = frame.f_back
+    return False
+
+
+def _before_fork() -> None:
+    """Before every fork (``os.fork()``, or a host's ``fork()`` through the shim's prepare
+    handler): wait, giving up the interpreter lock, until no other thread is inside
+    ``_FORK_WAITS_FOR``, at most ``_FORK_WAIT_S``."""
+    if not _inside_packages_elsewhere():
+        return
+    import time
+
+    end = time.monotonic() + _FORK_WAIT_S
+    while _inside_packages_elsewhere() and time.monotonic() < end:
+        time.sleep(0.0005)  # the interpreter lock to the others: they leave
+
+
+register_at_fork(before=_before_fork, after_in_child=_after_fork_child)
 
 
 #: the extension modules whose first import loads OpenSSL

@@ -85,8 +85,9 @@ class GatewayProc:
         return self
 
     def wait_ready(self) -> None:
-        """Until every worker answers: /healthz on a fresh connection (bounded tries)."""
-        for _ in range(400):
+        """Until every worker answers: /healthz on a fresh connection (bounded tries: 120 s, a
+        loaded machine starts workers slowly)."""
+        for _ in range(4800):
             try:
                 if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
                     return
@@ -128,7 +129,19 @@ class GatewayProc:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
 
-    def wait_log(self, until: Any, tries: int = 400) -> list[dict[str, Any]]:
+    def wait_idle(self) -> int:
+        """``inFlight`` of /healthz once it is 0 (a request leaves it just after its upstream
+        request ended: what a test waits on is seen first); bounded (60 s), the caller asserts."""
+        import time
+
+        for _ in range(2400):
+            in_flight = int(httpx.get(self.url + "/healthz").json()["inFlight"])
+            if in_flight == 0:
+                break
+            time.sleep(0.025)
+        return in_flight
+
+    def wait_log(self, until: Any, tries: int = 2400) -> list[dict[str, Any]]:
         """The log lines once ``until(lines)`` holds (a request's line is written just after
         its response is sent); bounded, the caller asserts."""
         import time

@@ -65,7 +65,7 @@ def batch_op() -> Iterator[threading.Event]:
             else:
                 yield {"type": "text-delta", "text": f"é{i}\u2028", "n": i, "deep": {"a": [1.5]}}
             if params.block and i == 0:
-                if ctx.cancelled.wait(10):
+                if ctx.cancelled.wait(60):  # the bound only ends a broken run
                     woke.set()
                 return
         yield {"type": "finish", "finishReason": "stop"}

@@ -446,7 +446,9 @@ def test_a_stream_its_reader_thread_read_to_the_end_is_reaped_when_nobody_reads(
         [sys.executable, "-c", script],
         capture_output=True,
         timeout=110,
-        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_IDLE_TIMEOUT_MS": "300"},
+        # 3 s: the reaper must not close the stream between its open and ``_enter`` (a loaded
+        # machine may not run this process for a while)
+        env={"PATH": "/usr/bin:/bin", "AIMUX_STREAM_IDLE_TIMEOUT_MS": "3000"},
         check=False,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]

@@ -21,7 +21,7 @@ from fault_server import FaultServer
 from gateway_proc import CLIENT_KEY, UPSTREAM_KEY, GatewayProc, model
 
 CUT = "fault:mode=cut;after=1"
-STALL = "fault:mode=stall;after=1;stall_ms=30000"
+STALL = "fault:mode=stall;after=1;stall_ms=600000"
 COUNTED = "fault:mode=ok;text=counted"
 
 
@@ -344,10 +344,10 @@ def test_disconnect_cancels_the_upstream_request(gw: GatewayProc, server: FaultS
     ) as r:
         for line in r.iter_lines():
             if '"Hel"' in line:
-                break  # the first delta: the upstream now stalls for 30 s
+                break  # the first delta: the upstream now stalls for 10 minutes
     # the client went away: the upstream request ends now, not after its stall
-    assert server.wait_for("gone", STALL[6:], gone + 1, timeout=20) == gone + 1
-    assert httpx.get(gw.url + "/healthz").json()["inFlight"] == 0
+    assert server.wait_for("gone", STALL[6:], gone + 1) == gone + 1
+    assert gw.wait_idle() == 0
 
 
 def test_graceful_shutdown_finishes_the_stream_in_flight(

@@ -279,3 +279,215 @@ def test_a_child_forked_while_a_model_builds_validates_its_own() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0", (done.stdout, done.stderr)
+
+
+#: a thread validating a model whose field validator waits inside pydantic (a pydantic frame,
+#: ``model_validate``, below it) until the main thread's fork waits for it (``_before_fork`` on
+#: the main thread's stack) or has forked without waiting
+_INSIDE_PYDANTIC = """
+    import os, signal, sys, threading, time
+    from pydantic import BaseModel, field_validator
+    from aimux_ops import guest
+
+    main = threading.main_thread().ident
+    entered, forked, leave = threading.Event(), threading.Event(), threading.Event()
+    inside = [False]
+
+    def fork_waits():
+        frame = sys._current_frames().get(main)
+        while frame is not None:
+            if frame.f_code is guest._before_fork.__code__:
+                return True
+            frame = frame.f_back
+        return False
+
+    class M(BaseModel):
+        x: int
+
+        @field_validator("x")
+        @classmethod
+        def held(cls, v):
+            inside[0] = True
+            entered.set()
+            while not (forked.is_set() or leave.is_set() or fork_waits()):
+                time.sleep(0.001)  # polls what it waits for: the fork waiting, or done
+            inside[0] = False
+            return v
+
+    validator = threading.Thread(target=lambda: M.model_validate({"x": 1}))
+    validator.start()
+    entered.wait()
+    """
+
+
+def _run(script: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
+def test_a_fork_waits_until_no_other_thread_is_inside_pydantic() -> None:
+    """A thread inside pydantic at a fork may hold what the child can never free (pydantic_core's
+    Rust one-time cells, PyO3's ``PyOnceLock``, give up the interpreter lock inside their first
+    initialisation: a child forked then waited forever in ``import pydantic_core`` or in a
+    ``SchemaSerializer`` of its own, ``test_guest fork-anytime`` one child in about ten runs), so
+    the fork waits until that thread has left pydantic: the child never copies it inside.
+    Before the wait the child copied the thread inside its validator (status 1)."""
+    out = _run(
+        _INSIDE_PYDANTIC
+        + """
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if inside[0] else 0)
+    forked.set()
+    validator.join()
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status))
+    """
+    )
+    assert out == "0"
+
+
+def test_a_fork_waits_for_a_thread_inside_pydantic_only_so_long() -> None:
+    """A thread that stays inside pydantic, waiting on the forking thread, does not deadlock the
+    fork: after ``_FORK_WAIT_S`` (shortened here) the fork goes on as before, and the child
+    works (it validates a model of its own)."""
+    out = _run(
+        _INSIDE_PYDANTIC.replace("or fork_waits()", "")
+        + """
+    guest._FORK_WAIT_S = 0.2
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(20)
+        class N(BaseModel):
+            y: int
+        os._exit(0 if N.model_validate({"y": 2}).y == 2 and inside[0] else 1)
+    leave.set()
+    validator.join()
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status))
+    """
+    )
+    assert out == "0"
+
+
+def test_a_child_forked_while_another_thread_registers_an_error_class_has_the_whole_catalogue() -> (
+    None
+):
+    """Another thread stopped (a fork can take the interpreter lock between any two bytecodes)
+    after an error class was registered by name and before it had its place in the catalogue's
+    order: the child imports the half-run module again, and the catalogue is whole. Before, the
+    child's first failure was a 208 (``ValueError: ... is not in list``, ``test_guest
+    fork-anytime``)."""
+    out = _run(
+        """
+        import json, os, sys, threading
+        from pathlib import Path
+        from aimux_ops import guest  # noqa: F401 - its after-fork reset
+
+        base = Path(guest.__file__).parent / "errors" / "_base.py"
+        lines = base.read_text().splitlines()
+        start = next(i for i, text in enumerate(lines) if "def __init_subclass__(" in text)
+        line_of_append = 1 + next(i for i in range(start, len(lines))
+                                  if lines[i].strip() == "_ORDER.append(cls)")
+        stopped, go_on = threading.Event(), threading.Event()
+        parent = os.getpid()
+
+        def tracer(frame, event, arg):  # in the catalogue's registration of UnknownOpError
+            code = frame.f_code
+            if code.co_name != "__init_subclass__" or code.co_filename != str(base):
+                return None
+            if frame.f_locals["cls"].__name__ != "UnknownOpError" or os.getpid() != parent:
+                return None
+
+            def line(frame, event, arg):  # stopped just before its place in the order
+                if frame.f_lineno == line_of_append and not stopped.is_set():
+                    stopped.set()
+                    go_on.wait()
+                return line
+
+            return line
+
+        def importer():
+            sys.settrace(tracer)
+            import aimux_ops.errors  # noqa: F401 - the catalogue
+
+        thread = threading.Thread(target=importer)
+        thread.start()
+        stopped.wait()
+        pid = os.fork()
+        if pid == 0:
+            import signal
+            signal.alarm(20)
+            from aimux_ops.boundary import dispatch
+            from aimux_ops import errors
+            result, envelope = dispatch.call_json("no.such.op", b"{}")
+            names = [(c.kind, c.error_name) for c in errors.catalogue()]
+            ok = (json.loads(envelope)["error"]["name"] == "UnknownOpError"
+                  and len(names) == len(set(names))
+                  and errors.UnknownOpError in errors.catalogue())
+            os._exit(0 if ok else 1)
+        go_on.set()
+        thread.join()
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert out == "0"
+
+
+def test_a_fork_waits_for_a_thread_calling_pydantic_core_directly() -> None:
+    """The core's own calls of pydantic_core's methods (no pydantic frame above them: an error
+    payload's serializer, a ValidationError's ``errors()``) are marked (``fork_waits_inside``):
+    a fork waits for a thread inside one as for one inside pydantic (the child of a fork during
+    the payload's first dump waited forever in a ``SchemaValidator`` of its own, ``test_guest
+    fork-anytime``). Before the mark the child copied the thread inside (status 1)."""
+    out = _run(
+        """
+        import os, sys, threading, time
+        from aimux_ops import guest
+        from aimux_ops.boundary import dispatch
+        from aimux_ops.errors import _base
+
+        assert {_base._dump_payload.__code__, dispatch._validation_errors.__code__} <= (
+            guest._FORK_WAITS_IN), "the core's direct calls of pydantic_core are not marked"
+        main = threading.main_thread().ident
+        entered, forked = threading.Event(), threading.Event()
+        inside = [False]
+
+        def fork_waits():
+            frame = sys._current_frames().get(main)
+            while frame is not None:
+                if frame.f_code is guest._before_fork.__code__:
+                    return True
+                frame = frame.f_back
+            return False
+
+        @guest.fork_waits_inside
+        def direct():  # as _dump_payload: pydantic_core's Rust code, no frame of its own
+            inside[0] = True
+            entered.set()
+            while not (forked.is_set() or fork_waits()):
+                time.sleep(0.001)  # polls what it waits for: the fork waiting, or done
+            inside[0] = False
+
+        caller = threading.Thread(target=direct)
+        caller.start()
+        entered.wait()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(1 if inside[0] else 0)
+        forked.set()
+        caller.join()
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert out == "0"

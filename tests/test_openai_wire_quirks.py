@@ -326,7 +326,7 @@ def test_deadline_during_backoff_keeps_the_attempts(srv: ScenarioServer) -> None
             **{"retry-after": "30"},
         ),
     )
-    result, env = generate(url, maxRetries=3, timeoutMs=400)
+    result, env = generate(url, maxRetries=3, timeoutMs=2000)  # the 429 arrives first, loaded too
     assert result is None and env is not None
     assert env["error"]["name"] == "AI_TimeoutError"
     chain = native_chain(env)

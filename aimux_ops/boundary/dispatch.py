@@ -32,7 +32,7 @@ import orjson
 
 from .. import ops as _ops  # noqa: F401 - declares every op (each module loads on first use)
 from .._version import VERSION_ANSWER
-from ..guest import on_fork_child
+from ..guest import fork_waits_inside, on_fork_child
 from ..ops import registry
 from ..ops.precheck import precheck
 from ..ops.registry import Deferred, OpSpec, StreamContext, all_ops, get_op
@@ -106,6 +106,11 @@ def _violation_path(loc: tuple[int | str, ...]) -> str:
     return path or "(root)"
 
 
+@fork_waits_inside  # pydantic_core's ValidationError.errors(), called directly
+def _validation_errors(exc: Any) -> list[Any]:
+    return list(exc.errors())
+
+
 def _validate(spec: OpSpec, params_json: bytes | str | None) -> Any:
     if params_json is None:
         from ..errors import NullArgumentError
@@ -143,7 +148,8 @@ def _validate(spec: OpSpec, params_json: bytes | str | None) -> Any:
             errors.Violation,
         )
         violations = [
-            Violation(path=_violation_path(tuple(e["loc"])), reason=e["msg"]) for e in exc.errors()
+            Violation(path=_violation_path(tuple(e["loc"])), reason=e["msg"])
+            for e in _validation_errors(exc)
         ]
         summary = "; ".join(f"{v.path}: {v.reason}" for v in violations[:5])
         more = f" (and {len(violations) - 5} more)" if len(violations) > 5 else ""

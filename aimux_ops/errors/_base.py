@@ -33,7 +33,7 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from ..guest import on_fork_child
+from ..guest import fork_waits_inside, on_fork_child
 
 if TYPE_CHECKING:
     from ._models import ErrorPayload
@@ -63,6 +63,14 @@ def _base_model() -> type | None:
     return getattr(main, "BaseModel", None) if main is not None else None
 
 
+@fork_waits_inside  # pydantic_core's serializer, called directly
+def _dump_payload(payload: ErrorPayload) -> dict[str, Any]:
+    dumped: dict[str, Any] = payload.__pydantic_serializer__.to_python(
+        payload, mode="json", by_alias=True, exclude_none=True
+    )
+    return dumped
+
+
 _BY_NAME: dict[tuple[str, str], type[AimuxError]] = {}
 _BY_CODE: dict[tuple[str, int], type[AimuxError]] = {}
 _ORDER: list[type[AimuxError]] = []
@@ -74,12 +82,18 @@ def _replace(prior: type[AimuxError], cls: type[AimuxError]) -> None:
     An import of the catalogue interrupted half-way (a host's KeyboardInterrupt during the first
     failure's lazy import) leaves the classes registered so far here while Python forgets the
     module; the import that follows runs the module again and registers the same classes anew.
+    So does a fork while another thread imports it (the child imports it again), and that thread
+    may have stopped half-way through ``prior``'s registration: by name, not yet by code or order.
     """
     _BY_NAME[(cls.kind, cls.error_name)] = cls
     for key, value in list(_BY_CODE.items()):
         if value is prior:
             _BY_CODE[key] = cls
-    _ORDER[_ORDER.index(prior)] = cls
+    _BY_CODE.setdefault((cls.kind, cls.code), cls)
+    if prior in _ORDER:
+        _ORDER[_ORDER.index(prior)] = cls
+    else:  # the last one registered: its place is next
+        _ORDER.append(cls)
 
 
 _WORDS = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z]|$)|[A-Z][a-z0-9]*|[a-z0-9]+")
@@ -628,11 +642,7 @@ class AimuxError(Exception):
                     break
             else:
                 return out
-        payload = self.payload
-        dumped: dict[str, Any] = payload.__pydantic_serializer__.to_python(
-            payload, mode="json", by_alias=True, exclude_none=True
-        )
-        return dumped
+        return _dump_payload(self.payload)
 
     def cause_children(self) -> list[BaseException]:
         """Nested errors carried inside the payload (RetryError's attempts)."""

@@ -25,7 +25,7 @@ echo "   mypy --strict first.py (against the installed wheel): $(tail -1 mypy.tx
 venv/bin/python fault_server.py --port 0 > server.txt &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 1 300); do grep -q '^fault server on ' server.txt && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q '^fault server on ' server.txt && break; sleep 0.1; done
 url="$(sed -n 's/^fault server on //p' server.txt)"
 [ -n "$url" ] || { echo "the fault server did not start"; exit 1; }
 (cd / && env -i OPENAI_BASE_URL="$url" OPENAI_API_KEY=sk-first-program \

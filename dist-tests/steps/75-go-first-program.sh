@@ -29,7 +29,7 @@ run)
   "$AIMUX_DIST_PYTHON" fault_server.py --port 0 > server.out 2>&1 &
   server=$!
   trap 'kill "$server" 2>/dev/null || true' EXIT
-  for _ in $(seq 1 100); do grep -q '^fault server on ' server.out && break; sleep 0.1; done
+  for _ in $(seq 1 600); do grep -q '^fault server on ' server.out && break; sleep 0.1; done
   base="$(sed -n 's/^fault server on //p' server.out)"
   [ -n "$base" ] || { cat server.out; echo "the fault server did not start"; exit 1; }
   out="$(bindings_run / "OPENAI_BASE_URL=$base" "OPENAI_API_KEY=sk-test" "$PWD/first/first")"

@@ -66,7 +66,7 @@ with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w", zipf
 PY
   "$AIMUX_DIST_PYTHON" fault_server.py --port 0 > fault.out 2> fault.err & fault_pid=$!
   trap 'kill $fault_pid 2>/dev/null || true' EXIT
-  for _ in $(seq 1 100); do grep -q 'fault server on' fault.out && break; sleep 0.1; done
+  for _ in $(seq 1 600); do grep -q 'fault server on' fault.out && break; sleep 0.1; done
   base="$(grep -o 'http://127\.0\.0\.1:[0-9]*' fault.out | head -n 1)"
   [ -n "$base" ] || { cat fault.out fault.err; echo "the fault server did not start"; exit 1; }
   for jdk in "$JAVA_HOME" "$OLD_JDK"; do

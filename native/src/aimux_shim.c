@@ -723,7 +723,6 @@ static void _aimux_pin(void)
 
 static void _aimux_start(void)
 {
-    _aimux_install_atfork(); /* before the start-up: a fork waits until it is done */
     _aimux_save_signals();
     _aimux_start_runtime();
     _aimux_restore_signals();
@@ -732,9 +731,14 @@ static void _aimux_start(void)
 
 /* Starts the runtime once, under the start-up lock (not pthread_once: a fork holds that lock,
    so a child sees a runtime either not started or started, never half-way). */
+static pthread_once_t _aimux_atfork_once = PTHREAD_ONCE_INIT;
 static aimux_error_t *_aimux_runtime(void)
 {
     if (!__atomic_load_n(&_aimux_started, __ATOMIC_ACQUIRE)) {
+        /* the fork handlers before the start-up lock is first taken: a fork between the two
+           copied that lock held by a thread the child does not have (its first call waited
+           forever, test_guest fork-anytime); from here on a fork waits for the start-up */
+        pthread_once(&_aimux_atfork_once, _aimux_install_atfork);
         pthread_mutex_lock(&_aimux_start_mu);
         if (!_aimux_started) {
             _aimux_starting = 1;

@@ -1113,7 +1113,12 @@ static void host_late_exit(void)
     int more, on_core, here, call;
     int32_t code, code2;
     long before = atomic_load(&g_worker_calls), during;
-    usleep(50 * 1000); /* the worker goes on calling while the host exits */
+    int waits;
+    /* the worker goes on calling while the host exits: its next answered call (not a head start
+       against the clock: a loaded machine may not run it for a while; the bound, 30 s, only ends
+       a broken run) */
+    for (waits = 0; waits < 3000 && atomic_load(&g_worker_calls) == before; waits++)
+        usleep(10 * 1000);
     during = atomic_load(&g_worker_calls) - before;
     atomic_store(&g_worker_stop, 1); /* as a pool's destructor does: stop it, join it */
     pthread_join(g_worker, NULL);

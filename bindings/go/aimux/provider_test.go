@@ -483,7 +483,7 @@ func TestStreamCancelByContext(t *testing.T) {
 	// The server now sends nothing: Next blocks until ctx is cancelled.
 	var cancelled atomic.Bool
 	time.AfterFunc(200*time.Millisecond, func() { cancelled.Store(true); cancel() })
-	if nextWithin(t, s, 10*time.Second) {
+	if nextWithin(t, s, time.Minute) { // a bound for a broken run, not a speed claim
 		t.Fatalf("event after cancel: %s", s.Event())
 	}
 	if !cancelled.Load() {
@@ -522,7 +522,7 @@ func TestStreamCloseFromAnotherGoroutine(t *testing.T) {
 		t.Fatalf("no first event: %v", s.Err())
 	}
 	time.AfterFunc(200*time.Millisecond, func() { _ = s.Close() })
-	if nextWithin(t, s, 10*time.Second) {
+	if nextWithin(t, s, time.Minute) { // a bound for a broken run, not a speed claim
 		t.Fatal("event after Close")
 	}
 	if s.Err() != nil {

@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Streams against a local server that stops sending: cancellation and close from another thread. */
 class StreamTest {
-    private static final Duration LIMIT = Duration.ofSeconds(20);
+    private static final Duration LIMIT = Duration.ofSeconds(60); // bounds a broken run, not a speed claim
 
     @Test
     void cancelFromAnotherThreadWakesABlockedConsumer() throws Exception {
@@ -118,7 +118,7 @@ class StreamTest {
     @Test
     void aForgottenStreamIsFreedByTheCleaner() throws Exception {
         long handle = openAndForget();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60); // a bound for a broken run
         while (true) {
             System.gc();
             try {
