@@ -808,10 +808,10 @@ class Stream:
 
     def _wait_for_reader(self) -> None:
         """Without a C queue (a plain Python process) a blocking read of a stream read ahead
-        waits for the reader thread's events, its end or a cancel: it never reads itself."""
+        waits for the reader thread's events or its end: it never reads itself. A cancel's end
+        is heard once the reader's run is over (the op's cleanup ran), as with a C queue."""
         if self._q is not None or not self._ahead:
             return
-        cancelled = self.ctx.cancelled
         self._enter()  # a blocked reader (the reaper never closes the stream meanwhile)
         try:
             with self._room:
@@ -819,7 +819,6 @@ class Stream:
                     self._pending
                     or self._stopped
                     or self._reaped is not None
-                    or cancelled.is_set()
                     or self._open_exc is not None
                 ):
                     self._room.wait()
