@@ -43,6 +43,27 @@ def _every_envelope_is_valid() -> Iterator[None]:
     assert not _problems, "an envelope failed schema validation:\n" + "\n".join(_problems)
 
 
+@pytest.fixture(autouse=True)
+def _generated_secrets_forgotten(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A property test (a module that uses hypothesis' ``given``) runs calls with generated
+    keys and headers, and the core remembers each for the whole process
+    (``redact.remember_secret``). Hypothesis also draws strings from the package's own source
+    ("tool_use"): once remembered, such a word is scrubbed out of every later test's
+    recordings and errors. Put the remembered secrets back after each test of such a module."""
+    if getattr(request.module, "given", None) is None:
+        yield
+        return
+    from aimux_ops.wire import redact
+
+    with redact._secrets_lock:
+        saved = (redact._secrets.copy(), redact._secret_re, redact._secret_list)
+    yield
+    with redact._secrets_lock:
+        secrets, redact._secret_re, redact._secret_list = saved
+        redact._secrets.clear()
+        redact._secrets.update(secrets)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """``make test-asan`` runs the C extension's suite against a copy of the package whose
     extension is built with AddressSanitizer: it must be that copy, and it must load."""
