@@ -25,7 +25,6 @@ from helpers import provider_params as params
 from pydantic import BaseModel, ConfigDict
 from test_c_stream_queue import CError, Queue
 
-from aimux_ops.http import transport
 from aimux_ops.ops import registry
 from aimux_ops.streams import registry as stream_registry
 
@@ -113,31 +112,6 @@ def test_a_read_never_waits_for_the_next_chunk_once_it_has_one(
     finally:
         lib.lib.aimux_stream_free(h)
     assert server.wait_for("gone", "here-3", 1) == 1  # the free closed the stalled connection
-
-
-def test_the_h11_state_is_found_on_a_real_response(server: FaultServer) -> None:
-    """``transport._h11_of`` walks httpcore's private stream objects to the h11 connection,
-    and ``_next_part_buffered`` reads h11's chunked reader (their versions are pinned in
-    pyproject.toml); were either path gone (a dependency update), every chunk would silently
-    be a read of its own: this fails then."""
-    body = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "x"}]}
-    for client in (
-        transport.default_transport().stream_client(),
-        transport.HttpTransport()._new_client(),
-    ):
-        url = server.base_url + "/chat/completions"
-        with client.stream("POST", url, json=body, headers={"x-fault": "mode=chunks;n=3"}) as r:
-            h11 = transport._h11_of(r)
-            assert h11 is not None
-            chunks = r.iter_raw()
-            assert next(chunks)  # the first chunk: h11 now reads a chunked body
-            assert isinstance(h11._receive_buffer._data, bytearray)
-            reader = h11._reader
-            assert isinstance(reader._bytes_to_discard, bytes)
-            assert isinstance(reader._bytes_in_chunk, int)
-            assert isinstance(reader._reading_trailer, bool)
-            assert isinstance(transport._next_part_buffered(h11), bool)
-            assert b"[DONE]" in b"".join(chunks)
 
 
 def test_no_reader_thread_for_streams_read_by_their_caller(server: FaultServer) -> None:

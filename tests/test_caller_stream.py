@@ -120,12 +120,12 @@ def test_a_recording_made_on_the_callers_thread_replays(
 
 
 def _stream_pool(port: int) -> list[Any]:
-    import httpcore
-
-    client = transport.default_transport()._stream_client
-    assert client is not None
-    origin = httpcore.Origin(b"http", b"127.0.0.1", port)
-    return [c for c in client._transport.pool.connections if c.can_handle_request(origin)]
+    """The open connections of the stream pool to 127.0.0.1:``port``, each ``(conn, idle)``."""
+    pool = transport.default_transport().pools(stream=True).get(("http", "127.0.0.1", port))
+    if pool is None:
+        return []
+    idle = pool.idle()
+    return [(conn, conn in idle) for conn in pool.connections()]
 
 
 def test_caller_thread_streams_one_after_another_reuse_one_connection(
@@ -137,7 +137,7 @@ def test_caller_thread_streams_one_after_another_reuse_one_connection(
         events = list(aimux_ops.stream("stream_text", params(server, "mode=chunks;n=3")))
         assert [e["type"] for e in events] == ["text-delta"] * 3 + ["finish"]
     pooled = _stream_pool(server.port)
-    assert len(pooled) == 1 and pooled[0].is_idle(), pooled
+    assert len(pooled) == 1 and pooled[0][1], pooled
 
 
 @pytest.fixture

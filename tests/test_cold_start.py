@@ -139,9 +139,9 @@ def test_every_declared_provider_serves_its_own_id() -> None:
         raise AssertionError("an unknown provider id was accepted")
 
 
-def test_a_live_call_still_loads_httpx_and_scrubs_its_loggers() -> None:
-    """The first live request loads httpx (and the log filters are on its loggers from the
-    transport's import, as before): a connection refused is an APICallError (code 11)."""
+def test_a_live_call_loads_the_cores_own_client_and_no_httpx() -> None:
+    """The first live request loads the core's own HTTP client, never httpx, httpcore or h11:
+    a connection refused is an APICallError (code 11)."""
     params = orjson.dumps(
         {
             "model": {
@@ -158,12 +158,10 @@ def test_a_live_call_still_loads_httpx_and_scrubs_its_loggers() -> None:
         "import logging, orjson\n"
         "from aimux_ops.boundary import dispatch\n"
         f"result, err = dispatch.call_json(b'generate_text', {params!r})\n"
-        "from aimux_ops.http import transport\n"
-        "print(orjson.loads(err)['code'], 'httpx' in sys.modules, "
-        "all(transport._LOG_FILTER in logging.getLogger(n).filters "
-        "for n in transport.HTTP_LOGGERS))\n"
+        "print(orjson.loads(err)['code'], 'aimux_ops.http.connection' in sys.modules, "
+        "loaded('httpx', 'httpcore', 'h11'))\n"
     )
-    assert _fresh(code).split() == ["11", "True", "True"]
+    assert _fresh(code).split() == ["11", "True", "[]"]
 
 
 def test_install_byte_compiles_the_payload_without_naming_the_build(tmp_path: Path) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 from helpers import assert_valid_envelope, load_vectors
 
 from aimux_ops import errors as E
+from aimux_ops.http import ConnectError, transport
 from aimux_ops.wire.envelope import chain_links, decode_error, project, to_envelope
 from aimux_ops.wire.redact import remember_secret
 
@@ -23,10 +23,16 @@ def raised(exc: BaseException, cause: BaseException | None = None) -> BaseExcept
         return caught
 
 
-def refused() -> httpx.HTTPError:
-    with pytest.raises(httpx.ConnectError) as info:
-        httpx.get("http://user:pw@127.0.0.1:1/v1/models?api_key=zzz", timeout=2)
-    return info.value
+def refused() -> BaseException:
+    """The core's own client's failure to connect (a URL with userinfo and a key in its query)."""
+    request = transport.HTTPRequest(
+        "GET", "http://user:pw@127.0.0.1:1/v1/models?api_key=zzz", {}, b""
+    )
+    with pytest.raises(E.APICallError) as info:
+        transport.HttpTransport().send(request, transport.Deadline(2000))
+    cause = info.value.__cause__
+    assert isinstance(cause, ConnectError)
+    return cause
 
 
 def test_transport_chain_reaches_the_os_error_without_any_url() -> None:
@@ -40,7 +46,7 @@ def test_transport_chain_reaches_the_os_error_without_any_url() -> None:
     while "cause" in node:
         node = node["cause"]
         types.append(node.get("type"))
-    assert types == ["httpx.ConnectError", "httpcore.ConnectError", "ConnectionRefusedError"]
+    assert types == ["aimux_ops.http.ConnectError", "ConnectionRefusedError"]
     assert "Connection refused" in node["message"]
     assert b"127.0.0.1" not in data and b"http://" not in data
     assert env["retryable"] is True and "retryAfterMs" not in env

@@ -161,8 +161,9 @@ def test_after_os_fork_each_process_gets_its_own_answers_and_no_parent_stream(
         assert text("warm") == "warm"
         h, _ = dispatch.stream_json(b"stream_text", params("mode=ok;text=abcdef;parts=3"))
         from aimux_ops.http import transport
-        streams = [s for b in transport.default_transport().backends for s in b.streams]
-        fds = [s.get_extra_info("socket").fileno() for s in streams]
+        t = transport.default_transport()
+        pools = [*t.pools().values(), *t.pools(stream=True).values()]
+        fds = [c.sock.fileno() for p in pools for c in p.connections()]
         assert fds and all(fd >= 0 for fd in fds)
         pid = os.fork()
         if pid == 0:

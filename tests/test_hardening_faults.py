@@ -315,7 +315,7 @@ def assert_body_read_failure(node: dict[str, Any]) -> None:
     assert node["error"]["isRetryable"] is True
     types = _source_types(node)
     assert types, f"no source cause under {node}"
-    assert any(t.startswith(("httpx.", "httpcore.", "h11.")) for t in types), types
+    assert any(t.startswith("aimux_ops.http.") for t in types), types
     blob = orjson.dumps(node)
     assert b"127.0.0.1:" not in blob.replace(b'"host"', b"")
 

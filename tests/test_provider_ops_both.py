@@ -413,7 +413,7 @@ def test_cut_connection(server: FaultServer, provider: str) -> None:
     events = events_of(params(server, provider, "mode=cut", scenario="cut", maxRetries=2))
     env = terminal_error(events)
     assert env["error"]["statusCode"] == 200 and env["error"]["isRetryable"] is True
-    assert names(env)[1].startswith("httpx.")
+    assert names(env)[1].startswith("aimux_ops.http.")
     assert count(server, provider, "cut") == 1
 
 

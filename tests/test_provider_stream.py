@@ -87,7 +87,7 @@ def test_cut_connection(server: FaultServer) -> None:
     env = _one_terminal_error(events)
     assert env["error"]["statusCode"] == 200 and env["error"]["isRetryable"] is True
     chain = names(env)
-    assert chain[0] == "AI_APICallError" and chain[1].startswith("httpx."), chain
+    assert chain[0] == "AI_APICallError" and chain[1].startswith("aimux_ops.http."), chain
     assert server.count("s-cut") == 1
 
 

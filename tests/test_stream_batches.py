@@ -133,8 +133,6 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
     """The reader stops at the provider's terminal event ([DONE]); the body's end (the chunked
     body's last chunk) is read before the connection goes back to the pool: 32 streams in a row
     reuse one connection of the stream client."""
-    import httpcore
-
     from aimux_ops.http import transport
 
     for _ in range(32):
@@ -147,10 +145,7 @@ def test_a_stream_read_to_its_terminal_event_leaves_its_connection_to_the_next(
             events.append(orjson.loads(event))
         dispatch.stream_free(handle)
         assert [e["type"] for e in events] == ["text-delta"] * 3 + ["finish"]
-    origin = httpcore.Origin(b"http", b"127.0.0.1", server.port)
-    client = transport.default_transport().stream_client()
-    pooled = [
-        conn for conn in client._transport.pool.connections if conn.can_handle_request(origin)
-    ]
+    pool = transport.default_transport().pools(stream=True)[("http", "127.0.0.1", server.port)]
+    pooled = pool.connections()
     assert len(pooled) == 1, pooled
-    assert all(conn.is_idle() for conn in pooled)
+    assert pool.idle() == pooled

@@ -5,9 +5,9 @@ takes: a reader thread (``aimux_stream_start``, read ahead) and the caller's thr
 (``aimux_stream``, queued).
 
 "Before the send" is made exact by ``transport.before_guarded_send``: the op calls it on its
-sending thread after every check of its own, right before the request goes to httpx; the test
+sending thread after every check of its own, right before the request goes to the client; the test
 cancels (or frees) the stream there, so the cancel happens-before the send and only the
-connection's own check (``transport._GuardedStream``) can keep the request from being written.
+send's attach of its socket to the guard (``SendGuard.attach``) can keep the request from being written.
 The server's count is read once the op is over: a client that sent the request waited for its
 response headers, which the server sends after counting it, so a count of 0 then is final."""
 
@@ -94,10 +94,8 @@ def _warm(lib: Queue, server: FaultServer) -> None:
         _batch, ended = lib.batch(h, 100, blocking=True)
     _op_over(stream)
     lib.lib.aimux_stream_free(h)
-    client = transport.default_transport()._stream_client
-    assert client is not None
-    pool: Any = client._transport.pool  # type: ignore[attr-defined]
-    wait_until(lambda: any(c.is_idle() for c in pool.connections))
+    pool = transport.default_transport().pools(stream=True)[("http", "127.0.0.1", server.port)]
+    wait_until(lambda: bool(pool.idle()))
 
 
 @pytest.mark.parametrize("end", ["cancel", "free"])
@@ -195,27 +193,45 @@ def test_a_cancel_while_the_headers_are_held_closes_the_connection_at_once(
         lib.lib.aimux_stream_free(h)
 
 
+class _RecordingGuard(transport.SendGuard):
+    """A guard that keeps every socket the send attached to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attached: list[Any] = []
+
+    def attach(self, sock: Any) -> None:
+        self.attached.append(sock)
+        super().attach(sock)
+
+
 def test_the_stream_clients_connections_are_guarded(server: FaultServer) -> None:
-    """Every pool of ours is an ``httpcore.ConnectionPool`` given the guarded network backend
-    (public API: ``network_backend=``): a stream's request goes out on a guarded connection,
-    which a cancel can stop before its first byte (were it not, a cancel would no longer stop a
-    request whose send had begun)."""
-    request = transport.HTTPRequest(
+    """A stream's request goes out on a socket attached to its guard, a new connection's and a
+    pooled one's alike, which a cancel can stop before its first byte (were it not, a cancel
+    would no longer stop a request whose send had begun); the connection is one its pool
+    knows (a forked child closes it)."""
+    for t in (transport.HttpTransport(), transport.default_transport()):
+        for _ in range(2):  # a new connection, then the pooled one
+            guard = _RecordingGuard()
+            resp = t.send(_guarded_request(server, guard), transport.Deadline(60_000))
+            try:
+                conn = resp._conn
+                assert conn is not None and conn.sock in guard.attached
+                pool = t.pools(stream=True)[("http", "127.0.0.1", server.port)]
+                assert conn in pool.connections()
+            finally:
+                resp.read()
+
+
+def _guarded_request(server: FaultServer, guard: transport.SendGuard) -> transport.HTTPRequest:
+    return transport.HTTPRequest(
         "POST",
         server.base_url + "/chat/completions",
         {"content-type": "application/json", "x-fault": "mode=ok"},
         orjson.dumps({"model": "gpt-4o-mini", "stream": True, "messages": []}),
         stream=True,
-        guard=transport.SendGuard(),
+        guard=guard,
     )
-    for t in (transport.HttpTransport(), transport.default_transport()):
-        resp = t.send(request, transport.Deadline(60_000))
-        try:
-            stream = resp._raw.extensions["network_stream"]
-            assert isinstance(stream, transport._GuardedStream)
-            assert any(stream in b.streams for b in t.backends)  # a forked child closes it
-        finally:
-            resp.read()
 
 
 # -- TLS: the shutdown keeps the TLS layer; a cancel during a handshake wakes it -----------------
@@ -254,7 +270,7 @@ def test_a_cancel_during_a_tls_handshake_wakes_the_reader_thread() -> None:
     connection."""
     import socket
 
-    import httpx
+    from aimux_ops.http import TimeoutException
 
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -303,7 +319,7 @@ def test_a_cancel_during_a_tls_handshake_wakes_the_reader_thread() -> None:
         while cause is not None:
             causes.append(cause)
             cause = cause.__cause__ or cause.__context__
-        assert not [c for c in causes if isinstance(c, (httpx.TimeoutException, TimeoutError))], [
+        assert not [c for c in causes if isinstance(c, (TimeoutException, TimeoutError))], [
             repr(c) for c in causes
         ]
         assert gone.wait(60)

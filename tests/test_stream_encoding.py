@@ -184,7 +184,7 @@ def test_corrupt_body_mid_stream_is_one_terminal_error(
     assert env["error"]["name"] == "AI_APICallError" and env["error"]["statusCode"] == 200
     assert env["error"]["isRetryable"] is False
     assert "gzip encoding could not be decoded" in env["message"]
-    assert names(env) == ["AI_APICallError", "httpx.DecodingError", "zlib.error"]
+    assert names(env) == ["AI_APICallError", "aimux_ops.http.DecodingError", "zlib.error"]
     assert server.count(scenario) == 1  # after the first event: never retried
 
 
@@ -194,7 +194,7 @@ def test_corrupt_body_before_any_event_fails_the_open(server: FaultServer, provi
     p = _params(server, provider, "mode=ok;encoding=corrupt", scenario=scenario, maxRetries=2)
     handle, env = _open(p, False)
     assert handle is None and env is not None
-    assert names(env) == ["AI_APICallError", "httpx.DecodingError", "zlib.error"]
+    assert names(env) == ["AI_APICallError", "aimux_ops.http.DecodingError", "zlib.error"]
     assert env["error"]["statusCode"] == 200 and env["error"]["isRetryable"] is False
     assert server.count(scenario) == 1  # never resent: the same bytes would come again
 
@@ -211,7 +211,7 @@ def test_unknown_encoding_is_a_clear_error_not_retried(
     assert env["error"]["name"] == "AI_APICallError" and env["error"]["isRetryable"] is False
     assert env["error"]["statusCode"] == 200
     assert "Content-Encoding 'bogus' is not one aimux decodes" in env["message"]
-    assert names(env) == ["AI_APICallError", "aimux_ops.UnsupportedContentEncoding"]
+    assert names(env) == ["AI_APICallError", "aimux_ops.http.UnsupportedContentEncoding"]
     assert server.count(scenario) == 1
 
 

@@ -1,1 +1,45 @@
-"""HTTP to the providers: the transport, deadlines, the AI SDK's retry, record / replay."""
+"""HTTP to the providers: the core's own HTTP/1.1 client (``connection``, ``pool``, ``connect``,
+``proxy``, ``tls``; its exceptions re-exported here), the transport, deadlines, the AI SDK's
+retry, record / replay."""
+
+from .exceptions import (
+    ConnectError,
+    ConnectTimeout,
+    DecodingError,
+    HTTPError,
+    InvalidURL,
+    LocalProtocolError,
+    NetworkError,
+    PoolTimeout,
+    ProtocolError,
+    ProxyError,
+    ReadError,
+    ReadTimeout,
+    RemoteProtocolError,
+    TimeoutException,
+    TransportError,
+    UnsupportedProtocol,
+    WriteError,
+    WriteTimeout,
+)
+
+__all__ = [
+    "ConnectError",
+    "ConnectTimeout",
+    "DecodingError",
+    "HTTPError",
+    "InvalidURL",
+    "LocalProtocolError",
+    "NetworkError",
+    "PoolTimeout",
+    "ProtocolError",
+    "ProxyError",
+    "ReadError",
+    "ReadTimeout",
+    "RemoteProtocolError",
+    "TimeoutException",
+    "TransportError",
+    "UnsupportedProtocol",
+    "WriteError",
+    "WriteTimeout",
+]

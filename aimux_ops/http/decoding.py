@@ -5,9 +5,9 @@ delivered at once), so an event stream sent compressed reads as the same events.
 ``gzip`` and ``deflate`` always (zlib), ``br`` when ``brotli`` / ``brotlicffi`` is installed and
 ``zstd`` when ``zstandard`` is: exactly the encodings httpx advertises in its default
 ``Accept-Encoding`` (``ACCEPT_ENCODING``, checked by the tests against what a server receives).
-A corrupt body raises ``httpx.DecodingError`` caused by the decoder's own error; an encoding
-none of these decodes raises ``UnsupportedContentEncoding``, one (the transport maps both to a
-non-retryable ``APICallError``: the same bytes would come again)."""
+A corrupt body raises ``DecodingError`` (``exceptions``) caused by the decoder's own error; an
+encoding none of these decodes raises ``UnsupportedContentEncoding``, one (the transport maps both
+to a non-retryable ``APICallError``: the same bytes would come again)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-import httpx
+from .exceptions import DecodingError
 
 __all__ = [
     "ACCEPT_ENCODING",
@@ -27,8 +27,11 @@ __all__ = [
 ]
 
 
-class UnsupportedContentEncoding(httpx.DecodingError):
+class UnsupportedContentEncoding(DecodingError):
     """The response names a ``Content-Encoding`` aimux cannot decode."""
+
+
+UnsupportedContentEncoding.__module__ = "aimux_ops.http"
 
 
 def _optional(*names: str) -> Any:
@@ -150,21 +153,21 @@ def check_content_encoding(content_encoding: str | None) -> None:
 
 class StreamDecoder:
     """The decoders of one body, the last encoding applied first (``decode`` per read, ``flush``
-    at its end); errors as ``httpx.DecodingError`` from the decoder's own."""
+    at its end); errors as ``DecodingError`` from the decoder's own."""
 
     def __init__(self, names: list[str]) -> None:
         self._names = names
         self._codecs = [_codec(n) for n in reversed(names)]
 
-    def _fail(self, exc: Exception) -> httpx.DecodingError:
-        err = httpx.DecodingError(
+    def _fail(self, exc: Exception) -> DecodingError:
+        err = DecodingError(
             f"the response's {', '.join(self._names)} encoding could not be decoded: {exc}"
         )
         err.__cause__ = exc
         return err
 
     def decode(self, data: bytes) -> bytes:
-        """The decoded bytes of one read; a failure is an ``httpx.DecodingError`` whose
+        """The decoded bytes of one read; a failure is an ``DecodingError`` whose
         ``salvaged`` holds what the read decoded before it (deliver it, then raise)."""
         for i, codec in enumerate(self._codecs):
             try:

@@ -1,79 +1,83 @@
-"""HTTP transport: one pooled httpx client, per-call deadlines, SSE parsing, cancellation, and the
+"""HTTP transport: the seam between the providers and the core's own HTTP/1.1 client
+(``connection``, ``pool``, ``connect``), per-call deadlines, SSE parsing, cancellation, and the
 transport-failure mapping (CONTRACT §1 "a transport failure keeps every layer as a cause node").
 
 - ``HttpTransport.send`` posts a request and returns an ``HttpResponse`` once the status line and
   headers are in; the body is read with ``read()`` or, for streams, ``iter_events()`` (SSE
-  ``(event, data)`` pairs, parsed from raw bytes without per-line decoding).
-- ``Deadline``: ``timeoutMs`` spans the whole call (every attempt). Each request gets the remaining
-  time as its httpx timeouts, and a watchdog shuts the socket down when the deadline passes while
-  a body is being read, so a slow drip cannot outlive it: an entry of the process's one deadline
+  ``(event, data)`` pairs, parsed from raw bytes without per-line decoding), one batch of events
+  per network read (``iter_event_batches``: every complete part of the bytes one read brought).
+- ``Deadline``: ``timeoutMs`` spans the whole call (every attempt). Each request's socket timeout
+  is the remaining time, and a watchdog shuts the socket down when the deadline passes while a
+  body is being read, so a slow drip cannot outlive it: an entry of the process's one deadline
   thread (``deadlines``). Expiry → ``TimeoutError`` (code 12).
-- The httpx / httpcore loggers get a filter that scrubs every record (their DEBUG lines carry raw
-  response headers, an echoed key among them; httpx's INFO line the URL with its userinfo).
+- Pools: per origin (scheme, host, port), at most ``AIMUX_POOL_MAX_PER_HOST`` connections and a
+  bounded wait for a free one (``guest.Limits``); streams have pools of their own with no limit.
+  Environment proxies are honoured (``proxy``); TLS verifies (``tls``).
 - Redirects: only a same-origin 307/308 is followed (same method, body and headers, up to
   ``MAX_REDIRECTS`` hops); any other 3xx is the answer (the provider maps it to an error), so a
-  request with the API key never reaches another origin.
+  request with the API key never reaches another origin. No cookies are kept.
 - ``HttpResponse.abort()`` (any thread) shuts the socket down so a blocked read wakes: used for
-  stream cancellation.
+  stream cancellation. ``close`` of a stream read on its caller's thread drains the body's tail
+  (≤ 64 KiB, 50 ms) so its connection is reused.
 - ``SendGuard``: a stream's request until its response headers are in. A cancel before its
-  first byte is written keeps it from being sent (the stream clients' connections check the
-  guard when they connect and write); a cancel after shuts its connection down, so a wait for
-  the headers wakes at once (DESIGN.md "A cancel before the send").
-- Failures map to ``APICallError`` raised ``from`` the httpx exception, whose own chain is
-  httpcore's exception and the ``OSError`` below it. No message carries a URL (httpx's messages
-  do not; the projection scrubs any that slip through).
+  first byte is written keeps it from being sent; a cancel after shuts its connection down, so a
+  wait for the headers (or a TLS handshake) wakes at once (DESIGN.md "A cancel before the send").
+- Failures map to ``APICallError`` raised ``from`` the client's exception (``exceptions``, e.g.
+  ``aimux_ops.http.ConnectError``), whose own cause is the ``OSError`` below it. No message
+  carries a URL.
+- A forked child closes its copies of the parent's sockets (the descriptors only) and starts with
+  fresh pools and locks.
 
-httpx releases the interpreter lock while it waits on the socket; nothing here holds a lock across
-a network wait.
-
-One I/O stack: every request, a stream's too, goes through httpx's sync client on the thread that
-runs its op (a caller's, or a stream's reader thread).
+Blocking sockets release the interpreter lock while they wait; nothing here holds a lock across a
+network wait. One I/O stack: every request, a stream's too, runs on the thread of its op (a
+caller's, or a stream's reader thread).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
-import weakref
+import urllib.parse
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from .._lazy import LazyModule
 
 if TYPE_CHECKING:
-    import http.cookiejar
     import socket
 
-    import httpx
-
+    from . import connect as http_connect
+    from . import connection as http1
     from . import decoding as stream_decoding
+    from . import pool as http_pool
+    from . import proxy as http_proxy
 else:
-    # Cold start: a replayed call never touches the network, so httpx (and socket, logging)
-    # load on the first live request, not with this module; the HTTP loggers get their filter
-    # before httpx first runs.
-
-    class _Httpx(LazyModule):
-        __slots__ = ()
-
-        def __getattr__(self, attr: str) -> Any:
-            install_log_filters()
-            return LazyModule.__getattr__(self, attr)
-
-    httpx = _Httpx("httpx", globals(), "httpx")
+    # Cold start: a replayed call never touches the network, so the client (and socket) load
+    # on the first live request, not with this module.
     socket = LazyModule("socket", globals(), "socket")
+    http1 = LazyModule("aimux_ops.http.connection", globals(), "http1")
+    http_connect = LazyModule("aimux_ops.http.connect", globals(), "http_connect")
+    http_pool = LazyModule("aimux_ops.http.pool", globals(), "http_pool")
+    http_proxy = LazyModule("aimux_ops.http.proxy", globals(), "http_proxy")
     stream_decoding = LazyModule("aimux_ops.http.decoding", globals(), "stream_decoding")
 
 from ..errors import AbortedError, AimuxError, APICallError, InvalidArgumentError
 from ..errors import TimeoutError as AITimeoutError
 from ..guest import Limits, on_fork_child
 from ..guest import limits as guest_limits
-from ..wire.redact import redact_headers, redact_url, scrub_message, scrub_text
+from ..wire.redact import redact_headers, scrub_message
 from . import deadlines
+from .exceptions import (
+    DecodingError,
+    HTTPError,
+    InvalidURL,
+    LocalProtocolError,
+    PoolTimeout,
+    TimeoutException,
+    UnsupportedProtocol,
+)
 
 __all__ = [
     "Deadline",
@@ -313,14 +317,14 @@ def map_transport_error(
     deadline: ``TimeoutError``."""
     if deadline.fired or (
         deadline.expires_at is not None
-        and (isinstance(exc, httpx.TimeoutException) or deadline.expired())
+        and (isinstance(exc, TimeoutException) or deadline.expired())
     ):
         return deadline.error(response.status if response is not None else None)
-    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+    if isinstance(exc, (UnsupportedProtocol, InvalidURL)):
         return InvalidArgumentError(
             f"Invalid argument for model.baseURL: {_detail(exc)}", argument="model.baseURL"
         )
-    if isinstance(exc, (httpx.LocalProtocolError, UnicodeEncodeError)):
+    if isinstance(exc, (LocalProtocolError, UnicodeEncodeError)):
         # the request itself cannot be sent as HTTP (a header name or value): not retryable
         return InvalidArgumentError(
             f"Invalid argument for headers: {_detail(exc)}", argument="headers"
@@ -330,50 +334,134 @@ def map_transport_error(
     return APICallError(
         f"The response body could not be read: {_detail(exc)}",
         status_code=response.status,
-        is_retryable=not isinstance(exc, httpx.DecodingError),  # the same bytes would come again
+        is_retryable=not isinstance(exc, DecodingError),  # the same bytes would come again
         response_headers=redact_headers(response.headers),
     )
+
+
+# -- URLs ------------------------------------------------------------------------------------------
+
+Origin = tuple[str, str, int]
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: characters kept as they are in a request target (the rest percent-encoded, as httpx does)
+_TARGET_SAFE = "/%:@!$&'()*+,;=-._~?"
+
+
+@dataclass(frozen=True)
+class URL:
+    """A request URL taken apart: where to connect and what to send (never in a message)."""
+
+    scheme: str
+    host: str  # for the socket and SNI (IDNA-encoded, no brackets)
+    port: int
+    target: str  # path and query, percent-encoded
+    host_header: str
+    text: str = field(repr=False)
+
+    @property
+    def origin(self) -> Origin:
+        return (self.scheme, self.host, self.port)
+
+
+def parse_url(text: str) -> URL:
+    """``text`` taken apart; ``UnsupportedProtocol`` / ``InvalidURL`` (no URL in the message)."""
+    if not isinstance(text, str):
+        raise InvalidURL("The URL is not a string")
+    if any(c in text for c in "\r\n\t\0 "):
+        raise InvalidURL("The URL has whitespace or control characters")
+    try:
+        parts = urllib.parse.urlsplit(text)
+        scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS:
+            raise UnsupportedProtocol(
+                "Request URL is missing an 'http://' or 'https://' protocol."
+                if not scheme
+                else f"Request URL has an unsupported protocol '{scheme}://'."
+            )
+        host = parts.hostname
+        port = parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError as exc:
+        raise InvalidURL("The URL's port or host is invalid") from exc
+    if not host:
+        raise InvalidURL("The URL has no host")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError as exc:
+            raise InvalidURL("The URL's host is not a valid domain name") from exc
+    shown = f"[{host}]" if ":" in host else host
+    host_header = shown if port == _DEFAULT_PORTS[scheme] else f"{shown}:{port}"
+    # the path and query as written (an empty query's "?" too), without the fragment
+    rest = text[text.find("//") + 2 + len(parts.netloc) :].partition("#")[0]
+    target = urllib.parse.quote(rest if rest[:1] == "/" else "/" + rest, safe=_TARGET_SAFE)
+    return URL(scheme, host, port, target, host_header, text)
+
+
+#: request URLs parsed, by their text (a call to an endpoint parsed before parses nothing).
+#: Bounded: new URLs past ``_URLS_MAX`` are parsed per call; a rejected URL is not kept.
+_URLS: dict[str, URL] = {}
+_URLS_MAX = 512
+
+
+def _parsed(text: str) -> URL:
+    hit = _URLS.get(text)
+    if hit is None:
+        hit = parse_url(text)
+        if len(_URLS) < _URLS_MAX:
+            _URLS[text] = hit
+    return hit
+
+
+#: same-origin 307/308 hops followed per request (fetch's limit is 20)
+MAX_REDIRECTS = 20
+
+
+def _same_origin_target(url: URL, location: str | None) -> URL | None:
+    """Where a 307/308 points when that is the request's own origin, else None."""
+    if not location:
+        return None
+    try:
+        target = parse_url(urllib.parse.urljoin(url.text, location))
+    except (HTTPError, InvalidURL, ValueError):
+        return None
+    return target if target.origin == url.origin else None
 
 
 # -- the live transport ----------------------------------------------------------------------------
 
 
 class HttpResponse:
-    """A live httpx response whose body has not been read yet."""
+    """A live response whose body has not been read yet."""
 
-    def __init__(self, raw: httpx.Response, deadline: Deadline) -> None:
-        self._raw = raw
-        self.status: int = raw.status_code
-        self.reason: str = raw.reason_phrase
-        self._headers: dict[str, str] | None = None  # ``headers``, made on first read
+    def __init__(
+        self,
+        conn: http1.Connection,
+        head: http1.Head,
+        body: http1.Body,
+        pool: http_pool.Pool,
+        deadline: Deadline,
+    ) -> None:
+        self.status: int = head.status
+        self.reason: str = head.reason
+        #: lower-cased names, raw values (redact before they leave the core)
+        self.headers: dict[str, str] = head.headers
+        self._conn: http1.Connection | None = conn  # None once it went back or was closed
+        self._body = body
+        self._pool = pool
         self._deadline = deadline
         self._closed = False
         self._lock = threading.Lock()
         #: the deadline's watchdog (one process-wide thread, not a timer thread per response)
         self._timer: deadlines.Entry | None = None
-        self._chunks: Any = None  # the body iterator once reading began
-        self._eof = False  # the whole body was read
+        self._started = False  # reading began
         self._broken = False  # a read failed
         self._aborted = False  # the socket was shut down (a cancel, the deadline)
-        #: a stream read on its caller's thread (``HttpTransport.stream_client``): ``close``
-        #: drains what is left of the body so its connection is reused
+        #: a stream read on its caller's thread: ``close`` drains what is left of the body so
+        #: its connection is reused
         self._drain_here = False
         rem = deadline.remaining()
-        if rem is not None:
+        if rem is not None and not body.done:
             self._timer = deadlines.after(rem, self._on_deadline)
-
-    @property
-    def headers(self) -> dict[str, str]:
-        """Lower-cased names, raw values: read by error paths and recordings only, so a
-        successful call does not build it."""
-        headers = self._headers
-        if headers is None:
-            headers = self._headers = {k.lower(): v for k, v in self._raw.headers.items()}
-        return headers
-
-    @headers.setter
-    def headers(self, value: dict[str, str]) -> None:
-        self._headers = value
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -386,12 +474,14 @@ class HttpResponse:
         """Shut the socket down (any thread): a blocked read wakes with an error. A no-op once
         the response is closed (its connection may already serve another request)."""
         with self._lock:
-            if self._closed or self._raw.is_closed:
+            conn = self._conn
+            if self._closed or conn is None:
                 return
             self._aborted = True
-            _shutdown_socket(self._raw)
+            _shutdown_sock(conn.sock)
 
     def _raise(self, exc: BaseException) -> NoReturn:
+        self._broken = True
         err = map_transport_error(exc, self._deadline, response=self)
         if self._deadline.fired:
             # the read failed because the watchdog shut the socket down: that error is an
@@ -401,9 +491,14 @@ class HttpResponse:
 
     def read(self) -> bytes:
         try:
-            stream_decoding.check_content_encoding(self._raw.headers.get("content-encoding"))
-            return self._raw.read()
-        except httpx.HTTPError as exc:
+            encoding = self.headers.get("content-encoding")
+            decoder = stream_decoding.stream_decoder(encoding) if encoding else None
+            self._started = True
+            data = self._body.read_all()
+            if decoder is not None:
+                data = decoder.decode(data) + decoder.flush()
+            return data
+        except (HTTPError, OSError) as exc:
             self._raise(exc)
         finally:
             self.close()
@@ -411,48 +506,27 @@ class HttpResponse:
     def iter_bytes(self) -> Iterator[bytes]:
         """The body's bytes as each network read brings them, decoded (``stream_decoding``)."""
         try:
-            decoder = stream_decoding.stream_decoder(self._raw.headers.get("content-encoding"))
+            encoding = self.headers.get("content-encoding")
+            decoder = stream_decoding.stream_decoder(encoding) if encoding else None
             if decoder is not None:
                 yield from _decoded(self._iter_raw(), decoder)
             else:
                 yield from self._iter_raw()
-        except httpx.HTTPError as exc:
-            self._broken = True
+        except (HTTPError, OSError) as exc:
             self._raise(exc)
 
     def _iter_raw(self) -> Iterator[bytes]:
-        try:
-            # the iterator is kept (not ``yield from``): closing this generator at the
-            # provider's terminal event leaves it open, so ``close`` can drain the body
-            body = self._chunks = self._raw.iter_raw()
-            read = body.__next__
-            h11 = _h11_of(self._raw)
-            while True:
-                try:
-                    chunk = read()
-                except StopIteration:
-                    self._eof = True
-                    return
-                # every part the same network read brought comes with this chunk (an HTTP
-                # chunk per event is the norm): one batch of events per network read,
-                # never a wait for the next network read
-                parts = [chunk]
-                failed: httpx.HTTPError | None = None
-                try:
-                    while h11 is not None and _next_part_buffered(h11):
-                        parts.append(read())
-                except StopIteration:
-                    self._eof = True
-                except httpx.HTTPError as exc:
-                    failed = exc
-                yield b"".join(parts)
-                if failed is not None:
-                    raise failed
-                if self._eof:
-                    return
-        except httpx.HTTPError:
-            self._broken = True
-            raise
+        """Every complete part of the bytes each network read brought, joined: one batch of
+        events per read, never a wait for the next one."""
+        self._started = True
+        body = self._body
+        while True:
+            data = body.parts()
+            if data:
+                yield data
+            if body.done:
+                return
+            body.fill()
 
     def iter_events(self) -> Iterator[SSEEvent]:
         return iter_sse(self.iter_bytes())
@@ -465,83 +539,67 @@ class HttpResponse:
         with self._lock:
             self._closed = True
             timer, self._timer = self._timer, None
+            conn, self._conn = self._conn, None
         if timer is not None:
             timer.cancel()
+        if conn is None:
+            return
+        body = self._body
         try:
-            chunks = self._chunks
             if (
-                chunks is not None
+                not body.done
+                and self._started
                 and self._drain_here
-                and not (self._eof or self._broken or self._aborted or self._deadline.fired)
+                and not (self._broken or self._aborted or self._deadline.fired)
             ):
-                # a caller-thread stream stopped at its terminal event: read the body's
-                # end here, briefly, so the connection goes back to the pool
-                _drain_here(self._raw, chunks)
-            self._raw.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection is best effort
+                _drain(body)
+        except Exception:  # noqa: BLE001 - a failed drain closes the connection
             pass
+        if body.end_clean() and not (self._aborted or self._deadline.fired):
+            self._pool.checkin(conn)
+        else:
+            self._pool.discard(conn)
 
 
-def _h11_of(raw: httpx.Response) -> Any:
-    """The h11 connection a response of our pools is read through, or None where it cannot be
-    found: then each HTTP chunk is a read of its own. httpcore's private stream objects lead
-    there (its pool's byte stream, the HTTP/1.1 connection's; versions pinned in
-    pyproject.toml, and ``tests/test_c_stream_here.py`` fails should the path go)."""
-    body = raw.extensions.get("aimux_body")
-    obj: Any = getattr(body, "inner", None)
-    for name in ("_stream", "_connection", "_h11_state"):
-        obj = getattr(obj, name, None)
-    return obj if hasattr(obj, "_receive_buffer") and hasattr(obj, "_reader") else None
+#: what is left of a stream's body after its terminal event is read on its caller's thread for
+#: at most this long and this many bytes (its end usually came with it: then nothing is read)
+_DRAIN_HERE_S = 0.05
+_DRAIN_BYTES = 64 * 1024
 
 
-_TRAILERS_END = re.compile(rb"\n\r?\n")
+def _drain(body: http1.Body) -> None:
+    """Read what is left of ``body``, at most ``_DRAIN_BYTES`` within ``_DRAIN_HERE_S`` (the
+    socket's own timeout: no timer thread); its end lets the connection go back to the pool."""
+    ends = time.monotonic() + _DRAIN_HERE_S
+    left = _DRAIN_BYTES - len(body.parts())
+    conn = body.conn
+    while not body.done and left >= 0:
+        wait = ends - time.monotonic()
+        if wait <= 0:
+            return
+        conn.settimeout(wait)
+        if not body.fill():
+            return
+        left -= len(body.parts())
 
 
-def _next_part_buffered(h11: Any) -> bool:
-    """Whether h11 can hand over the body's next part (data, or its end) from the bytes it
-    already holds, with no network read: h11's own readers' rules (``h11._readers``; h11's
-    private state, its version pinned in pyproject.toml). A chunked
-    body needs the last chunk's CRLF, a whole size line and then one data byte (or, for the
-    last chunk, the end of its trailers); any other body, one byte."""
-    try:
-        data = h11._receive_buffer._data
-        reader = h11._reader
-        n = len(data)
-        if not n:
-            return False
-        discard = getattr(reader, "_bytes_to_discard", None)
-        if discard is None:  # a Content-Length or close-delimited body: every byte is data
-            return True
-        if reader._reading_trailer:
-            return data[:1] == b"\n" or data[:2] == b"\r\n" or bool(_TRAILERS_END.search(data))
-        i = len(discard)
-        if reader._bytes_in_chunk > 0:
-            return n > i
-        eol = data.find(b"\r\n", i)
-        if eol < 0:
-            return False
+def _decoded(chunks: Iterator[bytes], decoder: stream_decoding.StreamDecoder) -> Iterator[bytes]:
+    """``chunks`` decoded one by one (a read that completes nothing yields nothing), then what
+    the decoder still holds at the end."""
+    decode = decoder.decode
+    for chunk in chunks:
         try:
-            size = int(bytes(data[i:eol]).split(b";", 1)[0], 16)
-        except ValueError:
-            return True  # h11 rejects the size line without reading
-        if size > 0:
-            return bool(n > eol + 2)
-        rest = data[eol + 2 :]
-        return rest[:1] == b"\n" or rest[:2] == b"\r\n" or bool(_TRAILERS_END.search(rest))
-    except (AttributeError, TypeError):
-        return False
-
-
-def _shutdown_socket(raw: httpx.Response) -> None:
-    """Shut the socket of ``raw``'s connection down: a blocked read on it wakes with an error."""
-    stream = raw.extensions.get("network_stream")
-    if stream is not None:
-        _shutdown_stream(stream)
-
-
-def _shutdown_stream(stream: Any) -> None:
-    """Shut an httpcore network stream's socket down (any thread): its blocked read wakes."""
-    _shutdown_sock(stream.get_extra_info("socket"))
+            out = decode(chunk)
+        except DecodingError as exc:
+            salvaged = getattr(exc, "salvaged", b"")
+            if salvaged:  # the events before the corruption are delivered, then the error
+                yield salvaged
+            raise
+        if out:
+            yield out
+    tail = decoder.flush()
+    if tail:
+        yield tail
 
 
 def _shutdown_sock(sock: Any) -> None:
@@ -558,18 +616,6 @@ def _shutdown_sock(sock: Any) -> None:
         pass
 
 
-class _SocketHolder:
-    """A network stream's stand-in while a sync connection's TLS handshake runs: a duplicate of
-    the connection's socket (``ssl.wrap_socket`` takes the original's descriptor away before
-    the handshake), so that a cancel's shutdown reaches the TCP connection and wakes it."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._sock if info == "socket" else None
-
-
 def _cancelled_send() -> AbortedError:
     return AbortedError("The call was cancelled.")
 
@@ -579,20 +625,19 @@ class SendGuard:
     (DESIGN.md "A cancel before the send"). The op makes one per stream, registers ``cancel``
     with the stream's cancel and puts it on its request (``HTTPRequest.guard``).
 
-    The send checks it before it takes a connection (``check``), and a stream client's
-    connection checks it again, atomically with ``attach``, when it is opened and before each
-    write (``_GuardedStream``): a cancel that comes before the request's first byte is written
-    keeps the request from being written (the send raises ``AbortedError``, which the op takes
-    for the cancel it is). A cancel that comes later shuts the attached connection down, so a
-    connect's TLS handshake or the wait for the response headers wakes at once (httpcore then
-    closes the connection) instead of lasting until the server answers or the deadline.
+    The send checks it before it takes a connection (``check``), again before it opens one, and
+    ``attach``-es every socket the request is on (a new connection's, a TLS handshake's
+    duplicate, the one the request is written to): attached after a cancel, a socket is not
+    written to (``AbortedError``, which the op takes for the cancel it is); a cancel after the
+    attach shuts it down, so a handshake or the wait for the response headers wakes at once
+    instead of lasting until the server answers or the deadline.
     """
 
-    __slots__ = ("_lock", "_stream", "cancelled")
+    __slots__ = ("_lock", "_sock", "cancelled")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._stream: Any = None  # the network stream the request is on, while it is sent
+        self._sock: Any = None  # the socket the request is on, while it is sent
         self.cancelled = False
 
     def check(self) -> None:
@@ -600,12 +645,12 @@ class SendGuard:
         if self.cancelled:
             raise _cancelled_send()
 
-    def attach(self, stream: Any) -> None:
-        """The request goes out on ``stream`` now (httpcore's network stream): unless the
-        stream was cancelled (then ``AbortedError``, nothing written), a cancel shuts it down."""
+    def attach(self, sock: Any) -> None:
+        """The request goes on over ``sock`` now: unless the stream was cancelled (then
+        ``AbortedError``, nothing written), a cancel shuts it down."""
         with self._lock:
             if not self.cancelled:
-                self._stream = stream
+                self._sock = sock
                 return
         raise _cancelled_send()
 
@@ -613,481 +658,24 @@ class SendGuard:
         """The send is over (its headers are in, or it failed): the response's own ``abort``
         answers a cancel from now on."""
         with self._lock:
-            self._stream = None
-
-    @contextmanager
-    def sending(self) -> Iterator[None]:
-        """The request goes out in this context (the sending thread): the stream clients'
-        connections check this guard (``_sending``); once the send is over, the guard is
-        detached."""
-        token = _sending.set(self)
-        try:
-            yield
-        finally:
-            _sending.reset(token)
-            self.detach()
-
-    def release(self, stream: Any) -> None:
-        """``stream`` is done with (a TLS handshake's stand-in): detached if it still is."""
-        with self._lock:
-            if self._stream is stream:
-                self._stream = None
+            self._sock = None
 
     def cancel(self) -> None:
-        """The stream is cancelled (any thread): nothing more is written, and the connection
-        the request is on is shut down (under the lock: ``detach`` never lets it go back to a
-        pool in between)."""
+        """The stream is cancelled (any thread): nothing more is written, and the socket the
+        request is on is shut down (under the lock: ``detach`` never lets it go back to a pool
+        in between)."""
         with self._lock:
             self.cancelled = True
-            stream, self._stream = self._stream, None
-            if stream is not None:
-                _shutdown_stream(stream)
+            sock, self._sock = self._sock, None
+            if sock is not None:
+                _shutdown_sock(sock)
 
 
-#: the guard of the request being sent in this context (the sending thread's), which the stream
-#: clients' connections check (``_GuardedStream``)
-_sending: ContextVar[SendGuard | None] = ContextVar("aimux_sending", default=None)
-
-#: tests: called with a guarded request on its sending thread right before it goes to httpx,
-#: after the send's own ``check``, so a test can cancel there (the cancel then happens-before the
-#: send) and show that the connection's check alone keeps the request from being written. None
-#: in production: nothing is called.
+#: tests: called with a guarded request on its sending thread right before it goes to the
+#: client, after the send's own ``check``, so a test can cancel there (the cancel then
+#: happens-before the send) and show that the attach alone keeps the request from being written.
+#: None in production: nothing is called.
 before_guarded_send: Callable[[HTTPRequest], None] | None = None
-
-
-def _attach_new(stream: Any) -> None:
-    """A connection just opened (or upgraded to TLS) for the request of this context's guard."""
-    guard = _sending.get()
-    if guard is not None:
-        try:
-            guard.attach(stream)
-        except BaseException:
-            stream.close()
-            raise
-
-
-class _GuardedStream:
-    """An httpcore sync network stream whose writes first attach it to the guard of the request
-    being sent (``SendGuard.attach``: a cancelled request is never written). Reads go straight
-    to the stream (``read`` is its own bound method: no extra call per network read)."""
-
-    def __init__(self, inner: Any, known: weakref.WeakSet[_GuardedStream]) -> None:
-        self._inner = inner
-        self._known = known  # the backend's streams (a TLS upgrade's joins them)
-        self.read = inner.read
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        guard = _sending.get()
-        if guard is not None:
-            guard.attach(self._inner)
-        self._inner.write(buffer, timeout)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, *args: Any, **kwargs: Any) -> _GuardedStream:
-        guard = _sending.get()
-        raw = self._inner.get_extra_info("socket") if guard is not None else None
-        if guard is None or not isinstance(raw, socket.socket):
-            tls = self._inner.start_tls(*args, **kwargs)
-        else:
-            # the handshake's socket is the duplicate's too: a cancel during it shuts it down
-            holder = _SocketHolder(raw.dup())
-            try:
-                guard.attach(holder)
-                tls = self._inner.start_tls(*args, **kwargs)
-            finally:
-                guard.release(holder)
-                holder._sock.close()
-        _attach_new(tls)
-        upgraded = _GuardedStream(tls, self._known)
-        self._known.add(upgraded)
-        return upgraded
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _GuardedBackend:
-    """The network backend of every pool of ours (an ``httpcore.NetworkBackend`` over
-    httpcore's own ``SyncBackend``): a connection is not opened for a cancelled request, and one
-    opened while the request was cancelled is closed at once. It knows the streams it opened
-    (``streams``, weakly), so a forked child can close its copies of their sockets."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.streams: weakref.WeakSet[_GuardedStream] = weakref.WeakSet()
-
-    def _open(self, connect: Callable[..., Any], *args: Any, **kwargs: Any) -> _GuardedStream:
-        guard = _sending.get()
-        if guard is not None:
-            guard.check()
-        stream = connect(*args, **kwargs)
-        _attach_new(stream)
-        guarded = _GuardedStream(stream, self.streams)
-        self.streams.add(guarded)
-        return guarded
-
-    def connect_tcp(self, *args: Any, **kwargs: Any) -> _GuardedStream:
-        return self._open(self._inner.connect_tcp, *args, **kwargs)
-
-    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _GuardedStream:
-        return self._open(self._inner.connect_unix_socket, *args, **kwargs)
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-def _httpx_error(exc: BaseException) -> type[httpx.HTTPError] | None:
-    """The httpx exception class for an httpcore exception (the same name: httpx's own
-    mapping), or None for any other exception."""
-    for cls in type(exc).__mro__:
-        if cls.__module__.startswith("httpcore"):
-            mapped = getattr(httpx, cls.__name__, None)
-            if isinstance(mapped, type) and issubclass(mapped, httpx.HTTPError):
-                return mapped
-    return None
-
-
-def _raise_as_httpx(exc: Exception) -> NoReturn:
-    """Raise ``exc`` as httpx raises it: its httpx class, with its message, ``from`` it."""
-    mapped = _httpx_error(exc)
-    if mapped is None:
-        raise exc
-    raise mapped(str(exc)) from exc
-
-
-_transport_class: type[httpx.BaseTransport] | None = None
-
-
-def _pool_transport(pool: Any) -> httpx.BaseTransport:
-    """An ``httpx.BaseTransport`` over ``pool`` (an ``httpcore.ConnectionPool`` of ours):
-    httpx's ``HTTPTransport`` in public API, so the pool's network backend is ours to give (its
-    class is made on first use: httpx loads with the first live request)."""
-    global _transport_class
-    if _transport_class is None:
-
-        class _ResponseStream(httpx.SyncByteStream):
-            """A response body from our pool, its httpcore errors raised as httpx's."""
-
-            def __init__(self, inner: Any) -> None:
-                self.inner = inner  # httpcore's stream (``_h11_of`` reads it)
-
-            def __iter__(self) -> Iterator[bytes]:
-                try:
-                    yield from self.inner
-                except Exception as exc:  # noqa: BLE001 - httpcore's, as httpx's
-                    _raise_as_httpx(exc)
-
-            def close(self) -> None:
-                close = getattr(self.inner, "close", None)
-                if close is not None:
-                    close()
-
-        class _PoolTransport(httpx.BaseTransport):
-            def __init__(self, pool: Any) -> None:
-                self.pool = pool
-
-            def handle_request(self, request: httpx.Request) -> httpx.Response:
-                import httpcore
-
-                url = request.url
-                req = httpcore.Request(
-                    method=request.method,
-                    url=httpcore.URL(
-                        scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
-                    ),
-                    headers=request.headers.raw,
-                    content=request.stream,
-                    extensions=request.extensions,
-                )
-                try:
-                    resp = self.pool.handle_request(req)
-                except Exception as exc:  # noqa: BLE001 - httpcore's, as httpx's
-                    _raise_as_httpx(exc)
-                body = _ResponseStream(resp.stream)
-                return httpx.Response(
-                    status_code=resp.status,
-                    headers=resp.headers,
-                    stream=body,
-                    extensions={**resp.extensions, "aimux_body": body},
-                )
-
-            def close(self) -> None:
-                self.pool.close()
-
-        _transport_class = _PoolTransport
-    return _transport_class(pool)  # type: ignore[call-arg]
-
-
-_tls: list[Any] = []  # one TLS context for every pool (making one loads the CA bundle)
-
-
-def _tls_context() -> Any:
-    if not _tls:
-        _tls.append(httpx.create_ssl_context())
-    return _tls[0]
-
-
-def _proxies_in_env() -> bool:
-    """Whether the environment names a proxy (httpx's own clients then honour it)."""
-    import urllib.request
-
-    return any(k != "no" for k in urllib.request.getproxies())
-
-
-def _pooled_client(
-    limits: httpx.Limits, timeout: httpx.Timeout, tls: bool = True
-) -> tuple[httpx.Client, _GuardedBackend | None]:
-    """A client over a pool of ours with the guarded network backend (``_GuardedBackend``),
-    and that backend. With a proxy in the environment: httpx's own client, which honours it
-    (its sends still check the guard before they start; only a cancel after that is not seen
-    before the headers, and a forked child leaves its copies of the sockets open), and None."""
-    if _proxies_in_env():
-        client = httpx.Client(
-            timeout=timeout, limits=limits, follow_redirects=False, cookies=_no_cookies()
-        )
-        backend = None
-    else:
-        import httpcore
-
-        backend = _GuardedBackend(httpcore.SyncBackend())
-        pool = httpcore.ConnectionPool(
-            # a plain-http origin's pool never touches OpenSSL: a child forked while another
-            # thread loaded the CA bundle (OpenSSL's locks held, the GIL released) still calls
-            ssl_context=_tls_context() if tls else None,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=backend,  # type: ignore[arg-type]  # (duck-typed: httpcore loads late)
-        )
-        client = httpx.Client(
-            transport=_pool_transport(pool),
-            timeout=timeout,
-            follow_redirects=False,
-            cookies=_no_cookies(),
-        )
-    # Its jar never stores a cookie: httpx need not wrap every response and its request in
-    # urllib's cookie-compatible shapes to offer them to it (~150 Python calls per call).
-    client.cookies.extract_cookies = _no_extraction  # type: ignore[method-assign]
-    return client, backend
-
-
-#: what is left of a stream's body after its terminal event is read for at most this long and
-#: this many bytes (then the connection is closed as before: its socket shut down)
-_DRAIN_S = 1.0
-_DRAIN_BYTES = 64 * 1024
-
-
-def _decoded(chunks: Iterator[bytes], decoder: stream_decoding.StreamDecoder) -> Iterator[bytes]:
-    """``chunks`` decoded one by one (a read that completes nothing yields nothing), then what
-    the decoder still holds at the end."""
-    decode = decoder.decode
-    for chunk in chunks:
-        try:
-            out = decode(chunk)
-        except httpx.DecodingError as exc:
-            salvaged = getattr(exc, "salvaged", b"")
-            if salvaged:  # the events before the corruption are delivered, then the error
-                yield salvaged
-            raise
-        if out:
-            yield out
-    tail = decoder.flush()
-    if tail:
-        yield tail
-
-
-#: a stream read on its caller's thread waits at most this long for its body's end after its
-#: terminal event (the end usually came with it: then nothing is waited for)
-_DRAIN_HERE_S = 0.05
-
-
-def _drain_here(raw: httpx.Response, chunks: Iterator[bytes]) -> None:
-    """``_drain`` on the caller's thread (a sync response): read what is left of ``raw``'s
-    body, at most ``_DRAIN_BYTES`` and ``_DRAIN_HERE_S``; a body read to its end puts the
-    connection back in the pool (httpx closes the response then), else ``close`` closes it.
-
-    The time bound is the reads' own socket timeout: for the drain, the connection's network
-    stream (httpcore's ``network_stream`` extension) reads on this thread with what is left of
-    the bound, so no timer thread is started (the end usually came with the terminal event: no
-    read at all). Another thread that meanwhile got the connection from the pool reads as usual.
-    """
-    stream = raw.extensions.get("network_stream")
-    read = getattr(stream, "read", None)
-    ends = time.monotonic() + _DRAIN_HERE_S
-    me = threading.get_ident()
-
-    def bounded(max_bytes: int, timeout: float | None = None) -> bytes:
-        if threading.get_ident() == me:
-            timeout = max(ends - time.monotonic(), 0.0)
-        data: bytes = read(max_bytes, timeout=timeout)  # type: ignore[misc]
-        return data
-
-    guard: deadlines.Entry | None = None
-    #: the stream's own ``read`` attribute, if it has one (a guarded stream's: put back after)
-    own_read = getattr(stream, "__dict__", {}).get("read")
-    try:
-        stream.read = bounded  # type: ignore[union-attr]
-    except (AttributeError, TypeError):  # not a stream whose reads can be bounded: a deadline
-        stream = None
-        guard = deadlines.after(_DRAIN_HERE_S, lambda: _shutdown_unless_closed(raw))
-    try:
-        left = _DRAIN_BYTES
-        for chunk in chunks:
-            left -= len(chunk)
-            if left < 0:
-                break  # more than a body's end: not worth keeping the connection for
-    except Exception:  # noqa: BLE001 - the connection is closed by the caller either way
-        pass
-    finally:
-        if stream is not None:
-            try:
-                if own_read is not None:
-                    stream.read = own_read
-                else:
-                    del stream.read
-            except AttributeError:
-                pass
-        if guard is not None:
-            guard.cancel()
-
-
-def _shutdown_unless_closed(raw: httpx.Response) -> None:
-    # as ``HttpResponse.abort``: a response closed meanwhile has handed its connection back
-    if not raw.is_closed:
-        _shutdown_socket(raw)
-
-
-_no_cookies_class: type[http.cookiejar.CookieJar] | None = None
-
-
-def _no_cookies() -> http.cookiejar.CookieJar:
-    """A jar that never stores: the shared client must not carry one call's cookies (say, a
-    provider's session cookie) into another call. (Its class is made with the first client:
-    ``http.cookiejar`` loads with httpx, not with this module.)"""
-    global _no_cookies_class
-    if _no_cookies_class is None:
-        import http.cookiejar
-
-        class _NoCookies(http.cookiejar.CookieJar):
-            def extract_cookies(self, response: Any, request: Any) -> None:
-                return None
-
-            def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
-                return None
-
-        _no_cookies_class = _NoCookies
-    return _no_cookies_class()
-
-
-def _no_extraction(response: httpx.Response) -> None:
-    """The live clients' ``Cookies.extract_cookies``: their jar (``_no_cookies``) stores nothing."""
-    return None
-
-
-#: same-origin 307/308 hops followed per request (fetch's limit is 20)
-MAX_REDIRECTS = 20
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
-
-
-Origin = tuple[str, str, int | None]
-#: request URLs parsed, by their text: ``(httpx.URL, origin)``. A call to an endpoint parsed
-#: before neither parses its URL for the pool key nor again in ``build_request`` (about 400 of
-#: a call's ~2,000 Python function calls; ``httpx.URL`` is immutable, so one parse serves every
-#: thread). Bounded (new URLs past ``_URLS_MAX`` are parsed per call, as before); a URL httpx
-#: rejects is not kept: each send fails on its own parse as before.
-_URLS: dict[str, tuple[httpx.URL, Origin]] = {}
-_URLS_MAX = 512
-_NO_ORIGIN: Origin = ("", "", None)
-
-
-def _parsed(url: str) -> tuple[httpx.URL | str, Origin]:
-    """``url`` parsed and its origin (the pool key); an unparseable ``url`` as it is, with no
-    origin (its send then fails with httpx's own error, as it always did)."""
-    hit = _URLS.get(url)
-    if hit is not None:
-        return hit
-    try:
-        parsed = httpx.URL(url)
-        hit = (parsed, _origin(parsed))
-    except (httpx.InvalidURL, TypeError, ValueError):
-        return url, _NO_ORIGIN
-    if len(_URLS) < _URLS_MAX:
-        _URLS[url] = hit
-    return hit
-
-
-def _build_request(
-    client: httpx.Client,
-    request: HTTPRequest,
-    url: str | httpx.URL,
-    rem: float | None,
-    pool_s: float | None = None,
-) -> httpx.Request:
-    """``request`` sent to ``url`` (the first hop or a followed redirect's target).
-
-    Its timeout is what is left of the deadline (``rem``; the client's default without one),
-    with the wait for a pooled connection capped at ``pool_s`` when given.
-    """
-    return client.build_request(
-        request.method,
-        url,
-        content=request.body,
-        headers=request.headers,
-        timeout=(
-            httpx.USE_CLIENT_DEFAULT
-            if rem is None
-            else httpx.Timeout(rem)
-            if pool_s is None
-            else httpx.Timeout(rem, pool=min(rem, pool_s))
-        ),
-    )
-
-
-def _same_origin_target(raw: httpx.Response) -> httpx.URL | None:
-    """Where a 307/308 points when that is the request's own origin, else None."""
-    location = raw.headers.get("location")
-    if not location:
-        return None
-    try:
-        target = raw.request.url.join(location)
-    except (httpx.InvalidURL, ValueError):
-        return None
-    return target if _origin(target) == _origin(raw.request.url) else None
-
-
-def _send_following(
-    client: httpx.Client,
-    request: HTTPRequest,
-    deadline: Deadline,
-    rem: float | None,
-    pool_s: float | None,
-    send: Callable[[httpx.Request, float | None], httpx.Response],
-    close: Callable[[httpx.Response], object],
-) -> httpx.Response:
-    """Send ``request`` through ``send(req, rem)`` (``rem``: the deadline left for that hop),
-    following redirects: a same-origin 307/308 is followed with the same method, body and
-    headers (as fetch does), up to ``MAX_REDIRECTS`` hops; any other redirect comes back as
-    the answer: the request carries the API key, and another origin never gets it (and the
-    same origin is the same pool)."""
-    raw = send(_build_request(client, request, _parsed(request.url)[0], rem, pool_s), rem)
-    hops = 0
-    while raw.status_code in (307, 308) and hops < MAX_REDIRECTS:
-        target = _same_origin_target(raw)
-        if target is None:
-            break
-        close(raw)
-        hops += 1
-        rem = deadline.remaining()
-        if rem is not None and rem <= 0:
-            raise deadline.error()
-        raw = send(_build_request(client, request, target, rem, pool_s), rem)
-    return raw
 
 
 def _pool_limit_error(lim: Limits) -> APICallError:
@@ -1100,70 +688,67 @@ def _pool_limit_error(lim: Limits) -> APICallError:
     )
 
 
-class HttpTransport:
-    """Pooled sync httpx clients, one per host (thread-safe; shared by every call of the process).
+#: a connection is established within this long at most (httpx's connect timeout as before)
+CONNECT_TIMEOUT_S = 60.0
+#: idle connections of every stream pool
+_STREAM_IDLE = 8
 
-    Each host (scheme, host, port) has its own pool of at most ``AIMUX_POOL_MAX_PER_HOST``
-    connections, so streams held open to one server never starve calls to another; waiting for
-    a free connection is bounded by ``AIMUX_POOL_TIMEOUT_MS`` (``guest.Limits``). ``client``, when
-    given, serves every host (tests)."""
 
-    def __init__(self, client: httpx.Client | None = None) -> None:
-        self.limits = guest_limits()
-        self._fixed = client
-        self._clients: dict[Origin, httpx.Client] = {}
-        self._lock = threading.Lock()
-        #: the pool of every stream's requests (``stream_client``)
-        self._stream_client: httpx.Client | None = None
-        #: the network backends of our pools (a forked child closes their sockets)
-        self.backends: list[_GuardedBackend] = []
+class _Route:
+    """An origin's pool and the proxy its connections go through (None: direct)."""
 
-    def _pooled(
-        self, limits: httpx.Limits, timeout: httpx.Timeout, tls: bool = True
-    ) -> httpx.Client:
-        client, backend = _pooled_client(limits, timeout, tls)
-        if backend is not None:
-            self.backends.append(backend)
-        return client
+    __slots__ = ("pool", "proxy", "proxy_header")
 
-    def _new_client(self, tls: bool = True) -> httpx.Client:
-        lim = self.limits
-        return self._pooled(
-            httpx.Limits(
-                max_connections=lim.pool_max_per_host,
-                max_keepalive_connections=min(lim.pool_max_idle_per_host, lim.pool_max_per_host),
-            ),
-            httpx.Timeout(None, connect=60.0, pool=lim.pool_timeout_ms / 1000.0),
-            tls,
+    def __init__(self, pool: http_pool.Pool, proxy: http_proxy.Proxy | None) -> None:
+        self.pool = pool
+        self.proxy = proxy
+        self.proxy_header = (
+            f"Proxy-Authorization: {proxy.authorization}\r\n"
+            if proxy is not None and proxy.authorization
+            else ""
         )
 
-    def stream_client(self) -> httpx.Client:
-        """The pool of every stream's requests: no connection limit (a stream never waits for
-        another one's connection, and streams never fill the per-host pools of calls), 8 idle
-        keep-alive connections; a cancelled stream's request is never sent (``SendGuard``)."""
-        client = self._stream_client
-        if client is None:
-            with self._lock:
-                client = self._stream_client
-                if client is None:
-                    client = self._stream_client = self._pooled(
-                        httpx.Limits(max_connections=None, max_keepalive_connections=8),
-                        httpx.Timeout(None, connect=60.0),
-                    )
-        return client
 
-    def client_for(self, url: str) -> httpx.Client:
-        """The pooled client of ``url``'s host (created on first use)."""
-        if self._fixed is not None:
-            return self._fixed
-        key = _parsed(url)[1]  # no origin: the send fails with the URL's own error
-        client = self._clients.get(key)
-        if client is None:
+class HttpTransport:
+    """The core's HTTP/1.1 client over pools per origin (thread-safe; shared by every call of
+    the process).
+
+    Each origin (scheme, host, port) has its own pool of at most ``AIMUX_POOL_MAX_PER_HOST``
+    connections, so streams held open to one server never starve calls to another; waiting for
+    a free connection is bounded by ``AIMUX_POOL_TIMEOUT_MS`` (``guest.Limits``). Streams have
+    pools of their own, with no connection limit (a stream never waits for another one's
+    connection, and streams never fill the calls' pools), 8 idle connections each."""
+
+    def __init__(self) -> None:
+        self.limits = guest_limits()
+        self._routes: dict[Origin, _Route] = {}
+        self._stream_routes: dict[Origin, _Route] = {}
+        self._lock = threading.Lock()
+
+    def _route(self, url: URL, stream: bool) -> _Route:
+        routes = self._stream_routes if stream else self._routes
+        route = routes.get(url.origin)
+        if route is None:
             with self._lock:
-                client = self._clients.get(key)
-                if client is None:
-                    client = self._clients[key] = self._new_client(tls=key[0] != "http")
-        return client
+                route = routes.get(url.origin)
+                if route is None:
+                    lim = self.limits
+                    pool = (
+                        http_pool.Pool(None, _STREAM_IDLE)
+                        if stream
+                        else http_pool.Pool(
+                            lim.pool_max_per_host,
+                            min(lim.pool_max_idle_per_host, lim.pool_max_per_host),
+                        )
+                    )
+                    proxy = http_proxy.proxy_for(url.scheme, url.host)
+                    route = routes[url.origin] = _Route(pool, proxy)
+        return route
+
+    def pools(self, stream: bool = False) -> dict[Origin, http_pool.Pool]:
+        """The pools of calls (or of streams) by origin."""
+        routes = self._stream_routes if stream else self._routes
+        return {origin: route.pool for origin, route in list(routes.items())}
 
     def send(self, request: HTTPRequest, deadline: Deadline) -> HttpResponse:
         rem = deadline.remaining()
@@ -1177,95 +762,110 @@ class HttpTransport:
                 hook(request)
         pool_s = self.limits.pool_timeout_ms / 1000.0
         hop_rem = rem  # the deadline left when the last hop was sent
-
-        def send_hop(req: httpx.Request, rem: float | None) -> httpx.Response:
-            nonlocal hop_rem
-            hop_rem = rem
-            if guard is None:
-                return client.send(req, stream=True)
-            with guard.sending():  # this thread's send: its connection checks the guard
-                return client.send(req, stream=True)
-
-        here = request.stream and self._fixed is None
         try:
-            client = self.stream_client() if here else self.client_for(request.url)
-            raw = _send_following(
-                client, request, deadline, rem, pool_s, send_hop, lambda raw: raw.close()
-            )
-        except httpx.PoolTimeout as exc:
+            url = _parsed(request.url)
+            hops = 0
+            while True:
+                hop_rem = rem
+                response = self._exchange(request, url, deadline, rem, pool_s)
+                if response.status not in (307, 308) or hops >= MAX_REDIRECTS:
+                    return response
+                target = _same_origin_target(url, response.headers.get("location"))
+                if target is None:
+                    return response
+                _drain(response._body)
+                response.close()
+                hops += 1
+                url = target
+                rem = deadline.remaining()
+                if rem is not None and rem <= 0:
+                    raise deadline.error()
+        except PoolTimeout as exc:
             if guard is not None and guard.cancelled:
                 raise _cancelled_send() from exc
             if hop_rem is not None and hop_rem < pool_s:
                 # the call's own deadline ended the wait for a free connection
                 raise deadline.error() from _pool_limit_error(self.limits)
             raise _pool_limit_error(self.limits) from exc
-        except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeEncodeError) as exc:
+        except (HTTPError, InvalidURL, OSError, UnicodeEncodeError) as exc:
             if guard is not None and guard.cancelled:
                 # the cancel shut the connection down (a connect, the wait for the headers)
                 raise _cancelled_send() from exc
             raise map_transport_error(exc, deadline) from exc
-        response = HttpResponse(raw, deadline)
-        response._drain_here = here
-        return response
 
-
-# -- logs ------------------------------------------------------------------------------------------
-
-#: every logger httpx and httpcore write to (their DEBUG records carry raw response headers, and
-#: httpx's INFO line carries the request URL with any userinfo in it)
-HTTP_LOGGERS = (
-    "httpx",
-    "httpcore.connection",
-    "httpcore.http11",
-    "httpcore.http2",
-    "httpcore.proxy",
-    "httpcore.socks",
-)
-_LOG_URL_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s'\"<>()\[\]{}]+")
-
-
-def scrub_log_text(text: str) -> str:
-    """A log line without secrets: URLs lose userinfo and secret query values, then every
-    remembered key and key-shaped token is redacted."""
-    return scrub_text(_LOG_URL_RE.sub(lambda m: redact_url(m.group(0)), text))
-
-
-def _scrubbing_filter() -> Any:
-    import logging
-
-    class _ScrubSecrets(logging.Filter):
-        """Rewrites each record of the HTTP loggers to its scrubbed text (arguments folded in)."""
-
-        def filter(self, record: logging.LogRecord) -> bool:
+    def _exchange(
+        self,
+        request: HTTPRequest,
+        url: URL,
+        deadline: Deadline,
+        rem: float | None,
+        pool_s: float,
+    ) -> HttpResponse:
+        """One hop: a connection from ``url``'s pool (or a new one), the request written, the
+        response's head read."""
+        route = self._route(url, request.stream)
+        pool = route.pool
+        guard = request.guard
+        conn = pool.checkout(
+            None if pool.max_connections is None else pool_s if rem is None else min(rem, pool_s)
+        )
+        if conn is None:
             try:
-                text = record.getMessage()
-            except Exception:  # noqa: BLE001 - a broken record is dropped rather than leaked
-                return False
-            record.msg = scrub_log_text(text)
-            record.args = None
-            return True
-
-    return _ScrubSecrets()
-
-
-#: the filter on every HTTP logger, made (with logging loaded) before httpx first runs
-_LOG_FILTER: Any = None
-
-
-def install_log_filters() -> None:
-    """Attach the scrubbing filter to every HTTP logger (idempotent; httpx's stand-in calls it
-    on its first read, before httpx runs anything). No lock (fork safety): two threads racing
-    here at most put two equal filters on a logger, and scrubbing twice changes nothing."""
-    global _LOG_FILTER
-    import logging
-
-    if _LOG_FILTER is None:
-        _LOG_FILTER = _scrubbing_filter()
-    scrubbing = _LOG_FILTER
-    for name in HTTP_LOGGERS:
-        log = logging.getLogger(name)
-        if scrubbing not in log.filters:
-            log.addFilter(scrubbing)
+                if guard is not None:
+                    guard.check()
+                conn = http_connect.open_connection(
+                    url.scheme,
+                    url.host,
+                    url.port,
+                    CONNECT_TIMEOUT_S if rem is None else min(rem, CONNECT_TIMEOUT_S),
+                    route.proxy,
+                    guard.attach if guard is not None else None,
+                )
+            except BaseException:
+                pool.discard(None)
+                raise
+            pool.opened(conn)
+        try:
+            proxied = route.proxy is not None and url.scheme == "http"
+            head_bytes = http1.request_head(
+                request.method,
+                f"http://{url.host_header}{url.target}" if proxied else url.target,
+                url.host_header,
+                request.headers,
+                len(request.body),
+                route.proxy_header if proxied else "",
+                stream_decoding.ACCEPT_ENCODING,
+            )
+        except BaseException:
+            pool.checkin(conn)  # nothing was written: the connection is as it was
+            raise
+        try:
+            conn.settimeout(rem)
+            if guard is not None:
+                try:
+                    guard.attach(conn.sock)
+                except AbortedError:
+                    pool.checkin(conn)  # nothing was written
+                    conn = None
+                    raise
+            body = request.body
+            conn.send(head_bytes + body if len(body) < 65536 else head_bytes)
+            if len(body) >= 65536:
+                conn.send(body)
+            head = conn.read_head()
+            reader = http1.Body(conn, head, request.method)
+        except BaseException:
+            if conn is not None:
+                pool.discard(conn)
+            raise
+        finally:
+            if guard is not None:
+                guard.detach()
+        response = HttpResponse(conn, head, reader, pool, deadline)
+        response._drain_here = request.stream
+        if reader.done:
+            response.close()  # no body: the connection goes back now
+        return response
 
 
 _default: HttpTransport | None = None
@@ -1283,14 +883,13 @@ def default_transport() -> HttpTransport:
 
 
 #: the parent's transports, kept reachable in a forked child so that nothing of theirs runs
-#: there (finalizers would close the parent's connections through pool locks another thread
-#: may have held at fork time)
+#: there (no finalizer closes the parent's connections from the child)
 _abandoned: list[HttpTransport] = []
 
 
 @on_fork_child
 def _reset_after_fork() -> None:
-    """In a forked child: a fresh pool (the parent's connections are the parent's) and lock."""
+    """In a forked child: fresh pools (the parent's connections are the parent's) and lock."""
     global _default, _default_lock
     if _default is not None:
         _abandoned.append(_default)
@@ -1300,15 +899,14 @@ def _reset_after_fork() -> None:
 
 
 def _close_inherited_sockets(transport: HttpTransport) -> None:
-    """Close the child's copies of the parent's pooled sockets (the fd only: no shutdown, no
-    TLS close_notify, so the parent's connections are untouched): every stream our network
-    backends opened and still know (``_GuardedBackend.streams``; httpx's own clients, used with
-    a proxy in the environment, are left as they are)."""
-    for backend in transport.backends:
-        for stream in list(backend.streams):
-            sock = stream.get_extra_info("socket")
-            if isinstance(sock, socket.socket):
+    """Close the child's copies of the parent's sockets (the descriptor only: no shutdown, no
+    TLS close_notify, so the parent's connections are untouched)."""
+    for pools in (transport.pools(), transport.pools(stream=True)):
+        for pool in pools.values():
+            for conn in pool.connections():
                 try:
-                    os.close(sock.detach())
+                    fd = conn.sock.detach()
+                    if fd >= 0:
+                        os.close(fd)
                 except OSError:
                     pass

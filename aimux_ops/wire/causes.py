@@ -60,13 +60,16 @@ def clip_text(text: str, limit: int) -> tuple[str, bool]:
 
 
 def exception_type_name(exc: BaseException) -> str:
-    """``package.ClassName`` (``ConnectionRefusedError`` for builtins)."""
+    """``package.ClassName`` (``ConnectionRefusedError`` for builtins); the core's own classes
+    keep their public module (``aimux_ops.http.ConnectError``)."""
     if isinstance(exc, SourceError) and exc.type:
         return exc.type
     cls = type(exc)
-    module = cls.__module__.split(".")[0]
+    module = cls.__module__
     if module == "builtins":
         return cls.__qualname__
+    if not module.startswith("aimux_ops."):
+        module = module.split(".")[0]
     return f"{module}.{cls.__qualname__}"
 
 
