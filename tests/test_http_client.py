@@ -367,6 +367,23 @@ def test_an_http10_close_delimited_body_is_read_to_the_end_and_not_reused(
     assert server.connections == 2
 
 
+def test_an_http10_response_with_a_length_is_not_reused(raw: Callable[..., RawServer]) -> None:
+    """An HTTP/1.0 server that said nothing of keep-alive serves one request per connection (it
+    never reads this one again): the next request goes out on a new connection."""
+
+    def once(conn: socket.socket, request: bytes) -> bool:
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        while conn.recv(65536):  # nothing more is answered here, until the client closes
+            pass
+        return False
+
+    server = raw(once)
+    t = transport.HttpTransport()
+    assert fetch(server.url, t, timeout_ms=5_000) == b"{}"
+    assert fetch(server.url, t, timeout_ms=5_000) == b"{}"
+    assert server.connections == 2
+
+
 def test_connection_close_is_honoured(raw: Callable[..., RawServer]) -> None:
     server = raw(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
     t = transport.HttpTransport()
