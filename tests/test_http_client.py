@@ -480,6 +480,31 @@ def test_the_request_on_the_wire(raw: Callable[..., RawServer]) -> None:
     assert fields[b"Accept-Encoding"].startswith(b"gzip, deflate")
 
 
+def test_an_answer_before_the_whole_body_was_read_is_the_response() -> None:
+    """A server that answers 413 after the head and closes without reading the body (the
+    client's write then fails): its answer is the response, not a failed write."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 413 Too Large\r\nContent-Length: 8\r\n\r\ntoo big!")
+        conn.close()  # the unread body: a reset for the client's write
+
+    threading.Thread(target=serve, daemon=True).start()
+    request = transport.HTTPRequest(
+        "POST", f"http://127.0.0.1:{port}/v1/x", {}, b"x" * (32 * 1024 * 1024)
+    )
+    try:
+        resp = transport.HttpTransport().send(request, transport.Deadline(30_000))
+        assert (resp.status, resp.read()) == (413, b"too big!")
+    finally:
+        listener.close()
+
+
 @pytest.mark.parametrize(
     ("headers", "argument"),
     [

@@ -77,6 +77,7 @@ from .exceptions import (
     PoolTimeout,
     TimeoutException,
     UnsupportedProtocol,
+    WriteError,
 )
 
 __all__ = [
@@ -849,11 +850,22 @@ class HttpTransport:
                     conn = None
                     raise
             body = request.body
-            conn.send(head_bytes + body if len(body) < 65536 else head_bytes)
-            if len(body) >= 65536:
-                conn.send(body)
-            head = conn.read_head()
-            reader = http1.Body(conn, head, request.method)
+            try:
+                conn.send(head_bytes + body if len(body) < 65536 else head_bytes)
+                if len(body) >= 65536:
+                    conn.send(body)
+            except WriteError as failed:
+                # a server may answer (say, 413) and close before it read the whole body:
+                # its answer is the response, else the write's failure is the error
+                try:
+                    head = conn.read_head()
+                except HTTPError:
+                    raise failed from failed.__cause__
+                reader = http1.Body(conn, head, request.method)
+                reader.reusable = False
+            else:
+                head = conn.read_head()
+                reader = http1.Body(conn, head, request.method)
         except BaseException:
             if conn is not None:
                 pool.discard(conn)
