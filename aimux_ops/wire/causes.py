@@ -60,17 +60,21 @@ def clip_text(text: str, limit: int) -> tuple[str, bool]:
 
 
 def exception_type_name(exc: BaseException) -> str:
-    """``package.ClassName`` (``ConnectionRefusedError`` for builtins); the core's own classes
-    keep their public module (``aimux_ops.http.ConnectError``)."""
+    """``package.ClassName`` (``ConnectionRefusedError`` for builtins); the core's HTTP client's
+    exceptions keep their public module (``aimux_ops.http.ConnectError``)."""
     if isinstance(exc, SourceError) and exc.type:
         return exc.type
     cls = type(exc)
     module = cls.__module__
     if module == "builtins":
         return cls.__qualname__
-    if not module.startswith("aimux_ops."):
+    if module not in _PUBLIC_MODULES:
         module = module.split(".")[0]
     return f"{module}.{cls.__qualname__}"
+
+
+#: modules whose exceptions are named with the module itself, not only its package
+_PUBLIC_MODULES = frozenset({"aimux_ops.http"})
 
 
 def _safe_str(exc: BaseException) -> str:
