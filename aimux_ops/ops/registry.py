@@ -12,7 +12,7 @@ events of one network read, in order) in place of single events: one hand-off pe
 
 Op modules are imported when first needed (``declare_lazy``): ``get_op`` imports the module that
 registers a declared name on its first lookup, ``all_ops`` imports every declared module, so a
-caller of ``aimux.version`` never pays for the provider ops' models, httpx or jsonschema.
+caller of ``aimux.version`` never pays for the provider ops' models, the HTTP client or jsonschema.
 """
 
 from __future__ import annotations
