@@ -402,6 +402,20 @@ def test_keep_alive_reuses_one_connection(raw: Callable[..., RawServer]) -> None
     assert pool.connections() == pool.idle() and len(pool.idle()) == 1
 
 
+def test_an_idle_connection_past_its_keep_alive_is_not_used(
+    raw: Callable[..., RawServer],
+) -> None:
+    server = raw(OK)
+    t = transport.HttpTransport()
+    assert fetch(server.url, t) == b"{}"
+    pool = t.pools()[("http", "127.0.0.1", server.port)]
+    pool.keepalive_s = -1.0  # every idle connection has expired
+    assert fetch(server.url, t) == b"{}"
+    assert server.connections == 2
+    assert server.closed.acquire(timeout=30)  # the expired one was closed, not leaked
+    assert len(pool.connections()) == 1
+
+
 def test_an_idle_connection_the_server_closed_is_not_used(raw: Callable[..., RawServer]) -> None:
     """The server answers keep-alive, then closes the idle connection: the next request finds it
     stale at checkout and goes out on a new connection (never an error)."""
