@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -30,11 +29,13 @@ def _for_client(ev: dict[str, Any]) -> bool:
     return not (ev.get("providerExecuted") and ev.get("type") == "tool-call")
 
 
-def client_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The core's events as the gateway's clients see them, filtered where they enter the
-    gateway: a tool call the provider ran itself (``providerExecuted``) is no call for the
-    client to run, so no protocol renders it."""
-    if all(map(_for_client, events)):
+def client_events(batch: bytes) -> list[dict[str, Any]]:
+    """A poll's JSON array of the core's events as the gateway's clients see them, filtered
+    where they enter the gateway: a tool call the provider ran itself (``providerExecuted``) is
+    no call for the client to run, so no protocol renders it. (A batch whose text names no such
+    key, the usual one, is parsed and not looked at again.)"""
+    events: list[dict[str, Any]] = orjson.loads(batch)
+    if b'"providerExecuted"' not in batch or all(map(_for_client, events)):
         return events
     return [ev for ev in events if _for_client(ev)]
 
@@ -57,9 +58,12 @@ class Engine:
         loop.add_reader(self._fd, self._on_ready)
 
     def _on_ready(self) -> None:
+        # one read drains the pipe (a byte is written only when the ready list goes from empty
+        # to listed, and the list is taken whole below); a byte written since is one more
+        # wake-up. A second read to see it empty would be one more system call on the loop's
+        # thread, each one a moment the reader threads can take the interpreter lock from it.
         try:
-            while os.read(self._fd, 4096):
-                pass
+            os.read(self._fd, 4096)
         except BlockingIOError:
             pass
         for handle in dispatch.ready_handles(1 << 20):
@@ -87,28 +91,38 @@ class Engine:
 
 
 class Stream:
-    """One running ``stream_text``: ``batches`` yields its events as the op made them."""
+    """One running ``stream_text``: ``next_batch`` answers its events as the op made them."""
 
     def __init__(self, engine: Engine, handle: int, waiter: asyncio.Event) -> None:
         self._engine = engine
         self.handle = handle
         self._waiter = waiter
         self.closed = False
+        self._over = False  # the op's end was polled
+        self._poll_now = False  # the last poll had events: the next one needs no wait
 
-    async def batches(self) -> AsyncIterator[list[dict[str, Any]]]:
-        """Each poll's events; ``OpenFailure`` when the open failed; ends at the op's end or
-        at ``close``."""
-        while not self.closed:
-            self._waiter.clear()
+    async def next_batch(self) -> list[dict[str, Any]] | None:
+        """The next poll's events, or None at the op's end or after ``close``; raises
+        ``OpenFailure`` when the open failed. A poll is made once the stream is listed ready
+        (none at first: its reader thread has just started) and again at once after one that
+        had events (a coroutine, not an async generator: a consumer that stops at the terminal
+        event leaves nothing for the loop to finalize)."""
+        waiter = self._waiter
+        while not self.closed and not self._over:
+            if not self._poll_now:
+                await waiter.wait()
+                if self.closed:  # (``close`` woke it: the handle is freed)
+                    break
+            waiter.clear()
             batch, ended, env = dispatch.stream_poll_json(self.handle, _BATCH)
             if env is not None:
+                self._over = True
                 raise OpenFailure(orjson.loads(env))
+            self._over = ended
+            self._poll_now = bool(batch)
             if batch:
-                yield client_events(orjson.loads(batch))
-            if ended:
-                return
-            if not batch:
-                await self._waiter.wait()
+                return client_events(batch)
+        return None
 
     def close(self) -> None:
         """Cancel (the upstream request ends at once) and free the stream; any thread of the
