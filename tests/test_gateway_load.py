@@ -132,6 +132,7 @@ def test_load_with_faults_loses_nothing_and_leaks_nothing(
 ) -> None:
     upstream_port = server.port
     counts: list[dict[str, int]] = []
+    before = proc_counts(gw.pid)
     gone0 = server.wait_for("gone", HANG, 0)
     for n in range(1, ROUNDS + 1):
         outcome = asyncio.run(_round(gw.url))
@@ -141,11 +142,16 @@ def test_load_with_faults_loses_nothing_and_leaks_nothing(
         assert gw.wait_idle() == 0
         counts.append(proc_counts(gw.pid) | {"upstream": tcp_connections_to(gw.pid, upstream_port)})
     first, second = counts
-    print("gateway process after each round:", counts)
-    # the idle pool keeps at most AIMUX_POOL_MAX_IDLE_PER_HOST (64) upstream connections
+    print("gateway process before and after each round:", before, counts)
+    # the idle pool keeps at most AIMUX_POOL_MAX_IDLE_PER_HOST (64) upstream connections, as
+    # many as ran at once in the round: the fds beside them do not grow
     assert second["upstream"] <= 64
-    assert second["fds"] <= first["fds"] + 4, counts
-    assert second["threads"] <= first["threads"] + 2, counts
+    assert second["fds"] - second["upstream"] <= first["fds"] - first["upstream"] + 4, counts
+    # the reader threads of the streams that ran at once stay parked (10 s) for the next ones,
+    # so a round's count is the pool's, not the round before's: a thread left behind per
+    # stream (a disconnect's, a cut's: 30 of each per round) outgrows the pool's bound
+    pool = CONCURRENCY + 16  # (+ the threads started as others were about to park)
+    assert all(c["threads"] <= before["threads"] + pool for c in counts), (before, counts)
     assert second["rss_kb"] <= first["rss_kb"] + 16 * 1024, counts
     # one log line per request, each with the outcome's status; no key anywhere
     total = ROUNDS * len(KINDS) * PER_KIND

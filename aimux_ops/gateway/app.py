@@ -342,12 +342,13 @@ class Gateway:
     async def _complete(self, ex: _Exchange, req: Request, upstream: Stream) -> None:
         out = Outcome()
         try:
-            async for batch in upstream.batches():
-                for ev in batch:
-                    if ev.get("type") == "error":
-                        await ex.fail(from_envelope(ev["error"]))
-                        return
-                    out.add(ev)
+            while (batch := await upstream.next_batch()) is not None:
+                error = out.add_batch(batch)
+                if error is not None:
+                    await ex.fail(from_envelope(error["error"]))
+                    return
+                if out.finished:  # the terminal event: as a stream, no wait for the op's end
+                    break
         except OpenFailure as exc:
             if not ex.gone:
                 await ex.fail(from_envelope(exc.envelope))
@@ -373,7 +374,7 @@ class Gateway:
             writer = anthropic_wire.EventWriter(req.model, _rid("msg_"))
         finished = False
         try:
-            async for batch in upstream.batches():
+            while (batch := await upstream.next_batch()) is not None:
                 out: list[bytes] = []
                 if not ex.response_started:
                     first = batch[0] if batch else None

@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         log_config=LOG_CONFIG,
         timeout_graceful_shutdown=args.graceful_timeout,
         server_header=False,
+        # the gateway reads no client address nor scheme: no X-Forwarded-* rewrite per request
+        proxy_headers=False,
     )
     print(f"aimux-gateway listening on http://{shown}:{port}", flush=True)
     # uvicorn re-raises the signal that stopped it once the shutdown is over: a shutdown asked

@@ -39,6 +39,21 @@ class Outcome:
     _texts: list[str] = field(default_factory=list)
     _thinking: bool = False  # the last event was a reasoning delta
 
+    def add_batch(self, events: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Each event ``add``ed in order, up to the first ``error`` event: returned (None when
+        there is none). Text deltas, most of a batch, are taken here without a call each."""
+        texts = self._texts
+        for ev in events:
+            kind = ev.get("type")
+            if kind == "text-delta":
+                texts.append(ev["text"])
+                self._thinking = False
+            elif kind == "error":
+                return ev
+            else:
+                self.add(ev)
+        return None
+
     def add(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
         thinking, self._thinking = self._thinking, kind == "reasoning-delta"
