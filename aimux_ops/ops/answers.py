@@ -2,8 +2,8 @@
 
 The loop announces a step's host tool calls (``expect``) before it waits; the host answers each
 one from any thread (``put``, reached through ``aimux_stream_tool_result``), in any order; the
-loop takes them as they come (``take``), woken by an answer, a cancel or its deadline. An answer
-is one of three layers:
+loop takes them as they come, every one come at once (``take_ready``), woken by an answer, a
+cancel or its deadline. An answer is one of three layers:
 
 - ``{"output": <JSON>}`` — the tool's value (a ``tool-result`` the model sees);
 - ``{"error": {"message": str, "data"?: <JSON>}}`` — a tool-level error the model sees and may
@@ -125,15 +125,15 @@ class ToolAnswers:
             self.woken = True
             self._cond.notify_all()
 
-    def take(self, deadline: float | None) -> tuple[str, Answer] | None:
-        """The next answer, in the order they came; None when woken (a cancel) or at
-        ``deadline`` (a ``time.monotonic()`` value) before one came."""
+    def take_ready(self, deadline: float | None) -> list[tuple[str, Answer]]:
+        """Every answer come and not taken yet, in the order they came, waiting for the first;
+        empty when woken (a cancel) or at ``deadline`` (a ``time.monotonic()`` value) before
+        one came."""
         with self._cond:
             while not self._ready and not self.woken:
                 timeout = None if deadline is None else deadline - time.monotonic()
                 if timeout is not None and timeout <= 0:
-                    return None
+                    return []
                 self._cond.wait(timeout)
-            if not self._ready:
-                return None
-            return self._ready.pop(0)
+            got, self._ready = self._ready, []
+            return got
