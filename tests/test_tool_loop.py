@@ -532,6 +532,50 @@ def test_answers_the_stream_does_not_wait_for_are_clear_errors(scenarios: Scenar
     assert code("t1", b'{"output": 1}') == 203  # a freed stream
 
 
+def test_answers_in_at_once_come_in_one_batch_with_the_finish_step(
+    scenarios: ScenarioServer,
+) -> None:
+    """The answers in when the loop looks come as one batch, and the step's last ones with its
+    ``finish-step``: one hand-over to the host for a step's answers, not one per event."""
+    from aimux_ops.boundary.dispatch import (
+        stream_free,
+        stream_json,
+        stream_next_objects,
+        stream_tool_result_json,
+    )
+
+    url = scenarios.add(
+        "one-batch",
+        openai_tool_calls(
+            ("t1", "weather", {"city": "Paris"}), ("t2", "weather", {"city": "Oslo"})
+        ),
+        openai_text("Both."),
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    handle, _ = stream_json("stream_text", orjson.dumps(p))
+    assert handle is not None
+
+    def batch() -> list[dict[str, Any]]:
+        got, err = stream_next_objects(handle)
+        assert err is None and got is not None
+        return [e if type(e) is dict else orjson.loads(e) for e in got]
+
+    try:
+        seen: list[dict[str, Any]] = []
+        while sum(e["type"] == "tool-call" for e in seen) < 2:
+            seen += batch()
+        for call_id in ("t2", "t1"):
+            assert stream_tool_result_json(handle, call_id, b'{"output": "fine"}') is None
+        assert [(e["type"], e.get("toolCallId")) for e in batch()] == [
+            ("tool-result", "t2"),
+            ("tool-result", "t1"),
+            ("finish-step", None),
+        ]
+    finally:
+        stream_free(handle)
+
+
 def test_a_timeout_bounds_the_wait_for_an_answer(scenarios: ScenarioServer) -> None:
     from aimux_ops.boundary.dispatch import stream_free, stream_json, stream_next_objects
 

@@ -40,7 +40,7 @@ from ..providers.base import (
     ToolResultPart,
 )
 from .answers import Answer, ToolAnswers
-from .call import neutral_call, run_stream
+from .call import CallSetup, neutral_call, run_stream
 from .models import CallParams, StopCondition
 from .registry import EventBatch, StreamContext
 
@@ -159,6 +159,7 @@ def _one_by_one(batches: Iterator[EventBatch]) -> Iterator[Any]:
 
 def _loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatch]:
     base = neutral_call(params, stream=True)
+    setup = CallSetup(params)  # (provider, key, secrets: checked once for every step)
     conditions = _conditions(params)
     tools = params.tools or {}
     deadline = None if params.timeout_ms is None else time.monotonic() + params.timeout_ms / 1000
@@ -180,19 +181,26 @@ def _loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatc
             step_params = params.model_copy(update={"timeout_ms": left_ms})
         call = dataclasses.replace(base, messages=base.messages + extra)
         started = False
-        for read in run_stream(op, step_params, _returning(call), ctx):
-            batch = step.read(read, tools, answers)
-            if not batch:
-                continue  # the finish alone
-            if not started:  # held until the step's first event: a first step's failure
-                started = True  # before it still fails the open (retries happen there)
-                batch = EventBatch([{"type": "start-step"}, *batch])
-            yield batch
-        if step.finish is None:
-            return  # cancelled
-        if not started:
-            yield EventBatch(({"type": "start-step"},))
-        settled = yield from _settle(step, params, answers, deadline)
+        reads = run_stream(op, step_params, _returning(call), ctx, setup)
+        try:
+            for read in reads:
+                batch = step.read(read, tools, answers)
+                if batch:
+                    if not started:  # held until the step's first event: a first step's
+                        started = True  # failure before it still fails the open (retries)
+                        batch = EventBatch([{"type": "start-step"}, *batch])
+                    yield batch
+                if step.finish is not None:
+                    break  # the model call's last read
+            if step.finish is None:
+                return  # cancelled
+            if not started:
+                yield EventBatch(({"type": "start-step"},))
+            settled = yield from _settle(step, params, answers, deadline)
+        finally:
+            # the model call's response is closed once the step's answers are in: the host
+            # answering meanwhile finds no cleanup of this thread holding the interpreter lock
+            reads.close()  # type: ignore[attr-defined] # a generator
         if ctx.cancelled.is_set():
             if settled:
                 yield EventBatch(settled)
