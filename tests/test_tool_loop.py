@@ -678,6 +678,113 @@ def test_a_c_host_answers_through_aimux_stream_tool_result(
     ]
 
 
+_C_HOST_PLAIN = r"""
+import ctypes, sys
+sys.path.insert(0, sys.argv[3])
+from aimux_ops.boundary import dispatch
+
+entered = []  # the Python side's answers (the library resolves the function at its start)
+python_side = dispatch.stream_tool_result_json
+def counted(handle, call_id, answer):
+    entered.append(call_id)
+    return python_side(handle, call_id, answer)
+dispatch.stream_tool_result_json = counted
+
+lib = ctypes.CDLL(sys.argv[1])
+lib.aimux_stream.restype = lib.aimux_stream_tool_result.restype = ctypes.c_void_p
+lib.aimux_stream.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+lib.aimux_stream_tool_result.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_char_p]
+lib.aimux_stream_next.restype = ctypes.c_void_p
+lib.aimux_stream_next.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
+lib.aimux_error_code.argtypes = lib.aimux_error_free.argtypes = [ctypes.c_void_p]
+lib.aimux_error_message.restype = ctypes.c_void_p
+lib.aimux_error_message.argtypes = lib.aimux_string_free.argtypes = [ctypes.c_void_p]
+lib.aimux_stream_free.argtypes = [ctypes.c_uint64]
+
+def answer(call_id, text):
+    err = lib.aimux_stream_tool_result(h.value, call_id, text)
+    if not err:
+        return "taken"
+    msg = ctypes.string_at(lib.aimux_error_message(err)).decode()
+    got = f"{lib.aimux_error_code(err)} {msg}"
+    lib.aimux_error_free(err)
+    return got
+
+h = ctypes.c_uint64()
+assert not lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))
+out, calls = [], 0
+ev = ctypes.c_void_p()
+while True:
+    assert not lib.aimux_stream_next(h.value, ctypes.byref(ev))
+    if not ev.value:
+        break
+    text = ctypes.string_at(ev.value).decode()
+    lib.aimux_string_free(ev.value)
+    out.append(text)
+    calls += text.count('"tool-call"')
+    if calls == 2:
+        calls = 3
+        out.append(answer(b"t2", b'{"error": {"message": "no road"}}'))
+        out.append(answer(b"t1", b'{"output": {"sky": ["clear", 21.5, true, null]}}'))
+        out.append(answer(b"t1", b'{"output": 1}'))
+lib.aimux_stream_free(h.value)
+out.append("entered " + ",".join(e.decode() for e in entered))
+print("\n".join(out))
+"""
+
+
+def test_a_plain_output_is_taken_without_the_python_side_in_the_order_answers_came(
+    scenarios: ScenarioServer, tmp_path: Any
+) -> None:
+    """Through libaimux, an answer that is plainly ``{"output": V}`` for a call awaited is
+    taken on the host's thread without the core's Python side (no interpreter lock to wait
+    for); an error layer, and a second answer to a call, go to the Python side as ever (which
+    says what is wrong); the loop reads them in the order they came, from both."""
+    import os
+    import subprocess
+    import sys
+
+    url = scenarios.add(
+        "cabi-plain",
+        openai_tool_calls(
+            ("t1", "weather", {"city": "Paris"}), ("t2", "weather", {"city": "Oslo"})
+        ),
+        openai_text("Done."),
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    host = tmp_path / "host.py"
+    host.write_text(_C_HOST_PLAIN)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode(), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    i = next(n for n, line in enumerate(lines) if line == "taken")
+    assert lines[i : i + 3] == [
+        "taken",
+        "taken",
+        "301 invalid answer for aimux_stream_tool_result: tool_call_id: already answered: 't1'",
+    ]
+    # only the error layer and the second answer entered the Python side
+    assert lines[-1] == "entered t2,t1"
+    settled = [orjson.loads(line) for line in lines if '"tool-' in line and "call" not in line]
+    assert [(e["type"], e["toolCallId"]) for e in settled] == [
+        ("tool-error", "t2"),
+        ("tool-result", "t1"),
+    ]
+    assert settled[1]["output"] == {"sky": ["clear", 21.5, True, None]}
+    sent = tool_results_sent("openai", scenarios.requests["cabi-plain"][1])
+    assert [s["id"] for s in sent] == ["t1", "t2"]
+    assert "no road" in sent[1]["content"]
+
+
 def test_the_c_agent_demo_runs_from_outside_the_checkout(tmp_path: Any) -> None:
     """``native/examples/agent.c`` built as a user builds a program on the library (header,
     library, rpath) and run from another directory with an empty environment."""

@@ -163,7 +163,7 @@ def _loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatc
     conditions = _conditions(params)
     tools = params.tools or {}
     deadline = None if params.timeout_ms is None else time.monotonic() + params.timeout_ms / 1000
-    answers = ToolAnswers()
+    answers = ToolAnswers(ctx.answer_queue)
     ctx.answers = answers
     ctx.on_cancel(answers.wake)
     extra: tuple[NeutralMessage, ...] = ()
