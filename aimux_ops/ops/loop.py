@@ -181,26 +181,21 @@ def _loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatc
             step_params = params.model_copy(update={"timeout_ms": left_ms})
         call = dataclasses.replace(base, messages=base.messages + extra)
         started = False
-        reads = run_stream(op, step_params, _returning(call), ctx, setup)
-        try:
-            for read in reads:
-                batch = step.read(read, tools, answers)
-                if batch:
-                    if not started:  # held until the step's first event: a first step's
-                        started = True  # failure before it still fails the open (retries)
-                        batch = EventBatch([{"type": "start-step"}, *batch])
-                    yield batch
-                if step.finish is not None:
-                    break  # the model call's last read
-            if step.finish is None:
-                return  # cancelled
-            if not started:
-                yield EventBatch(({"type": "start-step"},))
-            settled = yield from _settle(step, params, answers, deadline)
-        finally:
-            # the model call's response is closed once the step's answers are in: the host
-            # answering meanwhile finds no cleanup of this thread holding the interpreter lock
-            reads.close()  # type: ignore[attr-defined] # a generator
+        # (the model call's response is closed while the host runs its calls: through libaimux
+        # a plain answer is taken without the interpreter lock, and is most often in by then)
+        for read in run_stream(op, step_params, _returning(call), ctx, setup):
+            batch = step.read(read, tools, answers)
+            if not batch:
+                continue  # the finish alone
+            if not started:  # held until the step's first event: a first step's failure
+                started = True  # before it still fails the open (retries happen there)
+                batch = EventBatch([{"type": "start-step"}, *batch])
+            yield batch
+        if step.finish is None:
+            return  # cancelled
+        if not started:
+            yield EventBatch(({"type": "start-step"},))
+        settled = yield from _settle(step, params, answers, deadline)
         if ctx.cancelled.is_set():
             if settled:
                 yield EventBatch(settled)
