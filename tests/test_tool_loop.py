@@ -785,6 +785,57 @@ def test_a_plain_output_is_taken_without_the_python_side_in_the_order_answers_ca
     assert "no road" in sent[1]["content"]
 
 
+_C_HOST_SILENT = r"""
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.aimux_stream.restype = ctypes.c_void_p
+lib.aimux_stream.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+lib.aimux_stream_next.restype = ctypes.c_void_p
+lib.aimux_stream_next.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
+lib.aimux_string_free.argtypes = [ctypes.c_void_p]
+lib.aimux_stream_free.argtypes = [ctypes.c_uint64]
+h = ctypes.c_uint64()
+assert not lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))
+ev = ctypes.c_void_p()
+while True:  # no answer: the loop's wait for one ends at timeoutMs
+    assert not lib.aimux_stream_next(h.value, ctypes.byref(ev))
+    if not ev.value:
+        break
+    print(ctypes.string_at(ev.value).decode())
+    lib.aimux_string_free(ev.value)
+lib.aimux_stream_free(h.value)
+"""
+
+
+def test_a_timeout_bounds_the_wait_for_an_answer_through_libaimux(
+    scenarios: ScenarioServer, tmp_path: Any
+) -> None:
+    """The loop waits for its answers beside the stream's C queue: ``timeoutMs`` ends that wait
+    too (the stream's terminal event is the timeout)."""
+    import os
+    import subprocess
+    import sys
+
+    url = scenarios.add("cabi-silent", openai_tool_calls(("t1", "weather", {"city": "Paris"})))
+    p = params("openai", url, timeoutMs=400)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    host = tmp_path / "host.py"
+    host.write_text(_C_HOST_SILENT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    events = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert [e["type"] for e in events] == ["start-step", "tool-call", "error"]
+    assert events[-1]["error"]["error"]["name"] == "AI_TimeoutError"
+
+
 def test_the_c_agent_demo_runs_from_outside_the_checkout(tmp_path: Any) -> None:
     """``native/examples/agent.c`` built as a user builds a program on the library (header,
     library, rpath) and run from another directory with an empty environment."""
