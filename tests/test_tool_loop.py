@@ -836,6 +836,73 @@ def test_a_timeout_bounds_the_wait_for_an_answer_through_libaimux(
     assert events[-1]["error"]["error"]["name"] == "AI_TimeoutError"
 
 
+_C_HOST_ANSWERING = r"""
+import ctypes, json, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.aimux_stream.restype = lib.aimux_stream_tool_result.restype = ctypes.c_void_p
+lib.aimux_stream.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+lib.aimux_stream_tool_result.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_char_p]
+lib.aimux_stream_next.restype = ctypes.c_void_p
+lib.aimux_stream_next.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
+lib.aimux_string_free.argtypes = [ctypes.c_void_p]
+lib.aimux_stream_free.argtypes = [ctypes.c_uint64]
+h = ctypes.c_uint64()
+assert not lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))
+ev = ctypes.c_void_p()
+while True:
+    assert not lib.aimux_stream_next(h.value, ctypes.byref(ev))
+    if not ev.value:
+        break
+    text = ctypes.string_at(ev.value).decode()
+    lib.aimux_string_free(ev.value)
+    print(text)
+    event = json.loads(text)
+    if event["type"] == "tool-call":
+        answer = json.dumps({"output": event["input"]["city"] + ": fine"}).encode()
+        assert not lib.aimux_stream_tool_result(h.value, event["toolCallId"].encode(), answer)
+lib.aimux_stream_free(h.value)
+"""
+
+
+def test_a_call_id_the_provider_reuses_at_the_next_step_is_awaited_again_through_libaimux(
+    scenarios: ScenarioServer, tmp_path: Any
+) -> None:
+    """Some OpenAI-compatible servers number their calls anew each step: a call id announced
+    again is awaited again (the answers kept beside the stream's C queue as in the core's own)."""
+    import os
+    import subprocess
+    import sys
+
+    url = scenarios.add(
+        "cabi-reused",
+        openai_tool_calls(("call_0", "weather", {"city": "Paris"})),
+        openai_tool_calls(("call_0", "weather", {"city": "Oslo"})),
+        openai_text("Both."),
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    host = tmp_path / "host.py"
+    host.write_text(_C_HOST_ANSWERING)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    events = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert [e["output"] for e in events if e["type"] == "tool-result"] == [
+        "Paris: fine",
+        "Oslo: fine",
+    ]
+    assert events[-1]["type"] == "finish" and events[-1]["finishReason"] == "stop"
+    sent = tool_results_sent("openai", scenarios.requests["cabi-reused"][2])
+    assert [s["content"] for s in sent] == ["Paris: fine", "Oslo: fine"]
+
+
 def test_the_c_agent_demo_runs_from_outside_the_checkout(tmp_path: Any) -> None:
     """``native/examples/agent.c`` built as a user builds a program on the library (header,
     library, rpath) and run from another directory with an empty environment."""

@@ -130,11 +130,10 @@ class ToolAnswers:
         with self._cond:
             queue = self._queue
             if queue is not None and not self.woken:
-                self._held[call_id] = answer  # (before the loop can see it queued)
                 got = queue.claim(call_id)
-                if got == 1:
+                if got == 1:  # (the loop takes it from ``_held`` under this lock: after this)
+                    self._held[call_id] = answer
                     return
-                del self._held[call_id]
                 why = "already answered" if got == 2 else "no such pending call"
                 raise refused("tool_call_id", f"{why}: {call_id[:200]!r}")
             if call_id not in self._waiting or self.woken:

@@ -116,8 +116,9 @@ int _aimux_cq_expect(void *p, const char *id, size_t len)
     int ok = 0;
     pthread_mutex_lock(&q->mu);
     a = _aimux_answers_of(q);
-    if (a != NULL && _aimux_exp_find(a, id, len) != NULL) {
-        ok = 1; /* (announced already) */
+    if (a != NULL && (e = _aimux_exp_find(a, id, len)) != NULL) {
+        e->answered = 0; /* announced again (a provider reusing ids across steps): awaited */
+        ok = 1;
     } else if (a != NULL && (e = (_aimux_exp *)calloc(1, sizeof *e)) != NULL) {
         e->id = _aimux_strndup(id, len);
         e->id_len = len;
