@@ -727,6 +727,7 @@ while True:
         out.append(answer(b"t2", b'{"error": {"message": "no road"}}'))
         out.append(answer(b"t1", b'{"output": {"sky": ["clear", 21.5, true, null]}}'))
         out.append(answer(b"t1", b'{"output": 1}'))
+        out.append(answer(b"t2", b'{"error": {"message": "again"}}'))
 lib.aimux_stream_free(h.value)
 out.append("entered " + ",".join(e.decode() for e in entered))
 print("\n".join(out))
@@ -767,13 +768,14 @@ def test_a_plain_output_is_taken_without_the_python_side_in_the_order_answers_ca
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     i = next(n for n, line in enumerate(lines) if line == "taken")
-    assert lines[i : i + 3] == [
+    assert lines[i : i + 4] == [
         "taken",
         "taken",
         "301 invalid answer for aimux_stream_tool_result: tool_call_id: already answered: 't1'",
+        "301 invalid answer for aimux_stream_tool_result: tool_call_id: already answered: 't2'",
     ]
-    # only the error layer and the second answer entered the Python side
-    assert lines[-1] == "entered t2,t1"
+    # only the error layer and the second answers entered the Python side
+    assert lines[-1] == "entered t2,t1,t2"
     settled = [orjson.loads(line) for line in lines if '"tool-' in line and "call" not in line]
     assert [(e["type"], e["toolCallId"]) for e in settled] == [
         ("tool-error", "t2"),
