@@ -678,18 +678,8 @@ def test_a_c_host_answers_through_aimux_stream_tool_result(
     ]
 
 
-_C_HOST_PLAIN = r"""
-import ctypes, sys
-sys.path.insert(0, sys.argv[3])
-from aimux_ops.boundary import dispatch
-
-entered = []  # the Python side's answers (the library resolves the function at its start)
-python_side = dispatch.stream_tool_result_json
-def counted(handle, call_id, answer):
-    entered.append(call_id)
-    return python_side(handle, call_id, answer)
-dispatch.stream_tool_result_json = counted
-
+_C_LIB = r"""
+import ctypes, json, sys
 lib = ctypes.CDLL(sys.argv[1])
 lib.aimux_stream.restype = lib.aimux_stream_tool_result.restype = ctypes.c_void_p
 lib.aimux_stream.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
@@ -700,7 +690,49 @@ lib.aimux_error_code.argtypes = lib.aimux_error_free.argtypes = [ctypes.c_void_p
 lib.aimux_error_message.restype = ctypes.c_void_p
 lib.aimux_error_message.argtypes = lib.aimux_string_free.argtypes = [ctypes.c_void_p]
 lib.aimux_stream_free.argtypes = [ctypes.c_uint64]
+h = ctypes.c_uint64()
+assert not lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))
+ev = ctypes.c_void_p()
+"""
+"""A C host of libaimux (ctypes): the library bound, the stream of argv[2] open as ``h``."""
 
+
+def run_c_host(script: str, tmp_path: Any, p: dict[str, Any]) -> list[str]:
+    """``script`` (one made of ``_C_LIB``) in a process of its own: the lines it printed."""
+    import os
+    import subprocess
+    import sys
+
+    host = tmp_path / "host.py"
+    host.write_text(script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode(), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+_C_HOST_PLAIN = (
+    r"""
+import sys
+sys.path.insert(0, sys.argv[3])
+from aimux_ops.boundary import dispatch
+
+entered = []  # the Python side's answers (the library resolves the function at its start)
+python_side = dispatch.stream_tool_result_json
+def counted(handle, call_id, answer):
+    entered.append(call_id)
+    return python_side(handle, call_id, answer)
+dispatch.stream_tool_result_json = counted
+"""
+    + _C_LIB
+    + r"""
 def answer(call_id, text):
     err = lib.aimux_stream_tool_result(h.value, call_id, text)
     if not err:
@@ -710,10 +742,7 @@ def answer(call_id, text):
     lib.aimux_error_free(err)
     return got
 
-h = ctypes.c_uint64()
-assert not lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))
 out, calls = [], 0
-ev = ctypes.c_void_p()
 while True:
     assert not lib.aimux_stream_next(h.value, ctypes.byref(ev))
     if not ev.value:
@@ -732,6 +761,7 @@ lib.aimux_stream_free(h.value)
 out.append("entered " + ",".join(e.decode() for e in entered))
 print("\n".join(out))
 """
+)
 
 
 def test_a_plain_output_is_taken_without_the_python_side_in_the_order_answers_came(
@@ -741,10 +771,6 @@ def test_a_plain_output_is_taken_without_the_python_side_in_the_order_answers_ca
     taken on the host's thread without the core's Python side (no interpreter lock to wait
     for); an error layer, and a second answer to a call, go to the Python side as ever (which
     says what is wrong); the loop reads them in the order they came, from both."""
-    import os
-    import subprocess
-    import sys
-
     url = scenarios.add(
         "cabi-plain",
         openai_tool_calls(
@@ -754,19 +780,7 @@ def test_a_plain_output_is_taken_without_the_python_side_in_the_order_answers_ca
     )
     p = params("openai", url)
     p["tools"]["weather"] = {**WEATHER, "execute": True}
-    host = tmp_path / "host.py"
-    host.write_text(_C_HOST_PLAIN)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    proc = subprocess.run(
-        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode(), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    lines = run_c_host(_C_HOST_PLAIN, tmp_path, p)
     i = next(n for n, line in enumerate(lines) if line == "taken")
     assert lines[i : i + 4] == [
         "taken",
@@ -787,18 +801,9 @@ def test_a_plain_output_is_taken_without_the_python_side_in_the_order_answers_ca
     assert "no road" in sent[1]["content"]
 
 
-_C_HOST_SILENT = r"""
-import ctypes, sys
-lib = ctypes.CDLL(sys.argv[1])
-lib.aimux_stream.restype = ctypes.c_void_p
-lib.aimux_stream.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
-lib.aimux_stream_next.restype = ctypes.c_void_p
-lib.aimux_stream_next.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
-lib.aimux_string_free.argtypes = [ctypes.c_void_p]
-lib.aimux_stream_free.argtypes = [ctypes.c_uint64]
-h = ctypes.c_uint64()
-assert not lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))
-ev = ctypes.c_void_p()
+_C_HOST_SILENT = (
+    _C_LIB
+    + r"""
 while True:  # no answer: the loop's wait for one ends at timeoutMs
     assert not lib.aimux_stream_next(h.value, ctypes.byref(ev))
     if not ev.value:
@@ -807,6 +812,7 @@ while True:  # no answer: the loop's wait for one ends at timeoutMs
     lib.aimux_string_free(ev.value)
 lib.aimux_stream_free(h.value)
 """
+)
 
 
 def test_a_timeout_bounds_the_wait_for_an_answer_through_libaimux(
@@ -814,43 +820,17 @@ def test_a_timeout_bounds_the_wait_for_an_answer_through_libaimux(
 ) -> None:
     """The loop waits for its answers beside the stream's C queue: ``timeoutMs`` ends that wait
     too (the stream's terminal event is the timeout)."""
-    import os
-    import subprocess
-    import sys
-
     url = scenarios.add("cabi-silent", openai_tool_calls(("t1", "weather", {"city": "Paris"})))
     p = params("openai", url, timeoutMs=400)
     p["tools"]["weather"] = {**WEATHER, "execute": True}
-    host = tmp_path / "host.py"
-    host.write_text(_C_HOST_SILENT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    proc = subprocess.run(
-        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr
-    events = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    events = [orjson.loads(line) for line in run_c_host(_C_HOST_SILENT, tmp_path, p)]
     assert [e["type"] for e in events] == ["start-step", "tool-call", "error"]
     assert events[-1]["error"]["error"]["name"] == "AI_TimeoutError"
 
 
-_C_HOST_ANSWERING = r"""
-import ctypes, json, sys
-lib = ctypes.CDLL(sys.argv[1])
-lib.aimux_stream.restype = lib.aimux_stream_tool_result.restype = ctypes.c_void_p
-lib.aimux_stream.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
-lib.aimux_stream_tool_result.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_char_p]
-lib.aimux_stream_next.restype = ctypes.c_void_p
-lib.aimux_stream_next.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
-lib.aimux_string_free.argtypes = [ctypes.c_void_p]
-lib.aimux_stream_free.argtypes = [ctypes.c_uint64]
-h = ctypes.c_uint64()
-assert not lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))
-ev = ctypes.c_void_p()
+_C_HOST_ANSWERING = (
+    _C_LIB
+    + r"""
 while True:
     assert not lib.aimux_stream_next(h.value, ctypes.byref(ev))
     if not ev.value:
@@ -864,6 +844,7 @@ while True:
         assert not lib.aimux_stream_tool_result(h.value, event["toolCallId"].encode(), answer)
 lib.aimux_stream_free(h.value)
 """
+)
 
 
 def test_a_call_id_the_provider_reuses_at_the_next_step_is_awaited_again_through_libaimux(
@@ -871,10 +852,6 @@ def test_a_call_id_the_provider_reuses_at_the_next_step_is_awaited_again_through
 ) -> None:
     """Some OpenAI-compatible servers number their calls anew each step: a call id announced
     again is awaited again (the answers kept beside the stream's C queue as in the core's own)."""
-    import os
-    import subprocess
-    import sys
-
     url = scenarios.add(
         "cabi-reused",
         openai_tool_calls(("call_0", "weather", {"city": "Paris"})),
@@ -883,19 +860,7 @@ def test_a_call_id_the_provider_reuses_at_the_next_step_is_awaited_again_through
     )
     p = params("openai", url)
     p["tools"]["weather"] = {**WEATHER, "execute": True}
-    host = tmp_path / "host.py"
-    host.write_text(_C_HOST_ANSWERING)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    proc = subprocess.run(
-        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr
-    events = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    events = [orjson.loads(line) for line in run_c_host(_C_HOST_ANSWERING, tmp_path, p)]
     assert [e["output"] for e in events if e["type"] == "tool-result"] == [
         "Paris: fine",
         "Oslo: fine",
