@@ -532,6 +532,50 @@ def test_answers_the_stream_does_not_wait_for_are_clear_errors(scenarios: Scenar
     assert code("t1", b'{"output": 1}') == 203  # a freed stream
 
 
+def test_answers_in_at_once_come_in_one_batch_with_the_finish_step(
+    scenarios: ScenarioServer,
+) -> None:
+    """The answers in when the loop looks come as one batch, and the step's last ones with its
+    ``finish-step``: one hand-over to the host for a step's answers, not one per event."""
+    from aimux_ops.boundary.dispatch import (
+        stream_free,
+        stream_json,
+        stream_next_objects,
+        stream_tool_result_json,
+    )
+
+    url = scenarios.add(
+        "one-batch",
+        openai_tool_calls(
+            ("t1", "weather", {"city": "Paris"}), ("t2", "weather", {"city": "Oslo"})
+        ),
+        openai_text("Both."),
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    handle, _ = stream_json("stream_text", orjson.dumps(p))
+    assert handle is not None
+
+    def batch() -> list[dict[str, Any]]:
+        got, err = stream_next_objects(handle)
+        assert err is None and got is not None
+        return [e if type(e) is dict else orjson.loads(e) for e in got]
+
+    try:
+        seen: list[dict[str, Any]] = []
+        while sum(e["type"] == "tool-call" for e in seen) < 2:
+            seen += batch()
+        for call_id in ("t2", "t1"):
+            assert stream_tool_result_json(handle, call_id, b'{"output": "fine"}') is None
+        assert [(e["type"], e.get("toolCallId")) for e in batch()] == [
+            ("tool-result", "t2"),
+            ("tool-result", "t1"),
+            ("finish-step", None),
+        ]
+    finally:
+        stream_free(handle)
+
+
 def test_a_timeout_bounds_the_wait_for_an_answer(scenarios: ScenarioServer) -> None:
     from aimux_ops.boundary.dispatch import stream_free, stream_json, stream_next_objects
 
@@ -632,6 +676,198 @@ def test_a_c_host_answers_through_aimux_stream_tool_result(
     assert tool_results_sent("openai", scenarios.requests["cabi"][1]) == [
         {"id": "t1", "content": "sunny", "is_error": False}
     ]
+
+
+_C_LIB = r"""
+import ctypes, json, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.aimux_stream.restype = lib.aimux_stream_tool_result.restype = ctypes.c_void_p
+lib.aimux_stream.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+lib.aimux_stream_tool_result.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_char_p]
+lib.aimux_stream_next.restype = ctypes.c_void_p
+lib.aimux_stream_next.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
+lib.aimux_error_code.argtypes = lib.aimux_error_free.argtypes = [ctypes.c_void_p]
+lib.aimux_error_message.restype = ctypes.c_void_p
+lib.aimux_error_message.argtypes = lib.aimux_string_free.argtypes = [ctypes.c_void_p]
+lib.aimux_stream_free.argtypes = [ctypes.c_uint64]
+h = ctypes.c_uint64()
+assert not lib.aimux_stream(b"stream_text", sys.argv[2].encode(), ctypes.byref(h))
+ev = ctypes.c_void_p()
+"""
+"""A C host of libaimux (ctypes): the library bound, the stream of argv[2] open as ``h``."""
+
+
+def run_c_host(script: str, tmp_path: Any, p: dict[str, Any]) -> list[str]:
+    """``script`` (one made of ``_C_LIB``) in a process of its own: the lines it printed."""
+    import os
+    import subprocess
+    import sys
+
+    host = tmp_path / "host.py"
+    host.write_text(script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [sys.executable, str(host), str(LIB), orjson.dumps(p).decode(), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+_C_HOST_PLAIN = (
+    r"""
+import sys
+sys.path.insert(0, sys.argv[3])
+from aimux_ops.boundary import dispatch
+
+entered = []  # the Python side's answers (the library resolves the function at its start)
+python_side = dispatch.stream_tool_result_json
+def counted(handle, call_id, answer):
+    entered.append(call_id)
+    return python_side(handle, call_id, answer)
+dispatch.stream_tool_result_json = counted
+"""
+    + _C_LIB
+    + r"""
+def answer(call_id, text):
+    err = lib.aimux_stream_tool_result(h.value, call_id, text)
+    if not err:
+        return "taken"
+    msg = ctypes.string_at(lib.aimux_error_message(err)).decode()
+    got = f"{lib.aimux_error_code(err)} {msg}"
+    lib.aimux_error_free(err)
+    return got
+
+out, calls = [], 0
+while True:
+    assert not lib.aimux_stream_next(h.value, ctypes.byref(ev))
+    if not ev.value:
+        break
+    text = ctypes.string_at(ev.value).decode()
+    lib.aimux_string_free(ev.value)
+    out.append(text)
+    calls += text.count('"tool-call"')
+    if calls == 2:
+        calls = 3
+        out.append(answer(b"t2", b'{"error": {"message": "no road"}}'))
+        out.append(answer(b"t1", b'{"output": {"sky": ["clear", 21.5, true, null]}}'))
+        out.append(answer(b"t1", b'{"output": 1}'))
+        out.append(answer(b"t2", b'{"error": {"message": "again"}}'))
+lib.aimux_stream_free(h.value)
+out.append("entered " + ",".join(e.decode() for e in entered))
+print("\n".join(out))
+"""
+)
+
+
+def test_a_plain_output_is_taken_without_the_python_side_in_the_order_answers_came(
+    scenarios: ScenarioServer, tmp_path: Any
+) -> None:
+    """Through libaimux, an answer that is plainly ``{"output": V}`` for a call awaited is
+    taken on the host's thread without the core's Python side (no interpreter lock to wait
+    for); an error layer, and a second answer to a call, go to the Python side as ever (which
+    says what is wrong); the loop reads them in the order they came, from both."""
+    url = scenarios.add(
+        "cabi-plain",
+        openai_tool_calls(
+            ("t1", "weather", {"city": "Paris"}), ("t2", "weather", {"city": "Oslo"})
+        ),
+        openai_text("Done."),
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    lines = run_c_host(_C_HOST_PLAIN, tmp_path, p)
+    i = next(n for n, line in enumerate(lines) if line == "taken")
+    assert lines[i : i + 4] == [
+        "taken",
+        "taken",
+        "301 invalid answer for aimux_stream_tool_result: tool_call_id: already answered: 't1'",
+        "301 invalid answer for aimux_stream_tool_result: tool_call_id: already answered: 't2'",
+    ]
+    # only the error layer and the second answers entered the Python side
+    assert lines[-1] == "entered t2,t1,t2"
+    settled = [orjson.loads(line) for line in lines if '"tool-' in line and "call" not in line]
+    assert [(e["type"], e["toolCallId"]) for e in settled] == [
+        ("tool-error", "t2"),
+        ("tool-result", "t1"),
+    ]
+    assert settled[1]["output"] == {"sky": ["clear", 21.5, True, None]}
+    sent = tool_results_sent("openai", scenarios.requests["cabi-plain"][1])
+    assert [s["id"] for s in sent] == ["t1", "t2"]
+    assert "no road" in sent[1]["content"]
+
+
+_C_HOST_SILENT = (
+    _C_LIB
+    + r"""
+while True:  # no answer: the loop's wait for one ends at timeoutMs
+    assert not lib.aimux_stream_next(h.value, ctypes.byref(ev))
+    if not ev.value:
+        break
+    print(ctypes.string_at(ev.value).decode())
+    lib.aimux_string_free(ev.value)
+lib.aimux_stream_free(h.value)
+"""
+)
+
+
+def test_a_timeout_bounds_the_wait_for_an_answer_through_libaimux(
+    scenarios: ScenarioServer, tmp_path: Any
+) -> None:
+    """The loop waits for its answers beside the stream's C queue: ``timeoutMs`` ends that wait
+    too (the stream's terminal event is the timeout)."""
+    url = scenarios.add("cabi-silent", openai_tool_calls(("t1", "weather", {"city": "Paris"})))
+    p = params("openai", url, timeoutMs=400)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    events = [orjson.loads(line) for line in run_c_host(_C_HOST_SILENT, tmp_path, p)]
+    assert [e["type"] for e in events] == ["start-step", "tool-call", "error"]
+    assert events[-1]["error"]["error"]["name"] == "AI_TimeoutError"
+
+
+_C_HOST_ANSWERING = (
+    _C_LIB
+    + r"""
+while True:
+    assert not lib.aimux_stream_next(h.value, ctypes.byref(ev))
+    if not ev.value:
+        break
+    text = ctypes.string_at(ev.value).decode()
+    lib.aimux_string_free(ev.value)
+    print(text)
+    event = json.loads(text)
+    if event["type"] == "tool-call":
+        answer = json.dumps({"output": event["input"]["city"] + ": fine"}).encode()
+        assert not lib.aimux_stream_tool_result(h.value, event["toolCallId"].encode(), answer)
+lib.aimux_stream_free(h.value)
+"""
+)
+
+
+def test_a_call_id_the_provider_reuses_at_the_next_step_is_awaited_again_through_libaimux(
+    scenarios: ScenarioServer, tmp_path: Any
+) -> None:
+    """Some OpenAI-compatible servers number their calls anew each step: a call id announced
+    again is awaited again (the answers kept beside the stream's C queue as in the core's own)."""
+    url = scenarios.add(
+        "cabi-reused",
+        openai_tool_calls(("call_0", "weather", {"city": "Paris"})),
+        openai_tool_calls(("call_0", "weather", {"city": "Oslo"})),
+        openai_text("Both."),
+    )
+    p = params("openai", url)
+    p["tools"]["weather"] = {**WEATHER, "execute": True}
+    events = [orjson.loads(line) for line in run_c_host(_C_HOST_ANSWERING, tmp_path, p)]
+    assert [e["output"] for e in events if e["type"] == "tool-result"] == [
+        "Paris: fine",
+        "Oslo: fine",
+    ]
+    assert events[-1]["type"] == "finish" and events[-1]["finishReason"] == "stop"
+    sent = tool_results_sent("openai", scenarios.requests["cabi-reused"][2])
+    assert [s["content"] for s in sent] == ["Paris: fine", "Oslo: fine"]
 
 
 def test_the_c_agent_demo_runs_from_outside_the_checkout(tmp_path: Any) -> None:

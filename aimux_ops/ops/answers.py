@@ -2,8 +2,8 @@
 
 The loop announces a step's host tool calls (``expect``) before it waits; the host answers each
 one from any thread (``put``, reached through ``aimux_stream_tool_result``), in any order; the
-loop takes them as they come (``take``), woken by an answer, a cancel or its deadline. An answer
-is one of three layers:
+loop takes them as they come, every one come at once (``take_ready``), woken by an answer, a
+cancel or its deadline. An answer is one of three layers:
 
 - ``{"output": <JSON>}`` — the tool's value (a ``tool-result`` the model sees);
 - ``{"error": {"message": str, "data"?: <JSON>}}`` — a tool-level error the model sees and may
@@ -21,13 +21,13 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import orjson
 
 from ..errors import InvalidParamsError, InvalidUTF8Error, InvalidWireJSONError, Violation
 
-__all__ = ["Answer", "ToolAnswers", "parse_answer", "refused"]
+__all__ = ["Answer", "AnswerQueue", "ToolAnswers", "parse_answer", "refused"]
 
 #: the function a host calls, as named in the errors it gets
 _FUNCTION = "aimux_stream_tool_result"
@@ -87,24 +87,55 @@ def parse_answer(answer_json: bytes | str) -> Answer:
     return Answer(layer, value)  # type: ignore[arg-type]
 
 
-class ToolAnswers:
-    """The answers of one stream's host tool calls (thread-safe)."""
+class AnswerQueue(Protocol):
+    """Where a stream opened through the C ABI keeps its answers (``streams.cqueue``'s, over
+    ``native/src/aimux_answers.c``): a plain output for a call awaited is taken there on the
+    host's thread without the interpreter lock; the others are this module's, queued there once
+    taken (``claim``), so the loop takes every answer in the order they came, from one place."""
 
-    def __init__(self) -> None:
+    def expect(self, call_id: str) -> None: ...
+
+    def claim(self, call_id: str) -> int: ...
+
+    def wake(self) -> None: ...
+
+    def take(self, timeout: float) -> tuple[str, bytes | None] | None: ...
+
+
+class ToolAnswers:
+    """The answers of one stream's host tool calls (thread-safe); ``queue``: the stream's
+    ``AnswerQueue`` when it has one (then the loop waits there), else a condition here."""
+
+    def __init__(self, queue: AnswerQueue | None = None) -> None:
         self._cond = threading.Condition(threading.Lock())
+        self._queue = queue
         self._waiting: set[str] = set()  # announced, not answered yet
         self._answered: set[str] = set()  # answered (taken or not)
         self._ready: list[tuple[str, Answer]] = []  # answered, not taken yet
+        #: answers taken here and queued in ``queue`` (their text stays here, parsed)
+        self._held: dict[str, Answer] = {}
         self.woken = False  # a cancel woke the loop: it waits no more
 
     def expect(self, call_ids: list[str]) -> None:
         """The loop announces these calls: answers to them are taken from now on."""
         with self._cond:
+            if self._queue is not None:
+                for call_id in call_ids:
+                    self._queue.expect(call_id)
+                return
             self._waiting.update(call_ids)
 
     def put(self, call_id: str, answer: Answer) -> None:
         """The host's answer to ``call_id`` (any thread); 301 for a call nobody waits for."""
         with self._cond:
+            queue = self._queue
+            if queue is not None and not self.woken:
+                got = queue.claim(call_id)
+                if got == 1:  # (the loop takes it from ``_held`` under this lock: after this)
+                    self._held[call_id] = answer
+                    return
+                why = "already answered" if got == 2 else "no such pending call"
+                raise refused("tool_call_id", f"{why}: {call_id[:200]!r}")
             if call_id not in self._waiting or self.woken:
                 why = (
                     "the stream was cancelled"
@@ -124,16 +155,31 @@ class ToolAnswers:
         with self._cond:
             self.woken = True
             self._cond.notify_all()
+            if self._queue is not None:
+                self._queue.wake()
 
-    def take(self, deadline: float | None) -> tuple[str, Answer] | None:
-        """The next answer, in the order they came; None when woken (a cancel) or at
-        ``deadline`` (a ``time.monotonic()`` value) before one came."""
+    def take_ready(self, deadline: float | None) -> list[tuple[str, Answer]]:
+        """Every answer come and not taken yet, in the order they came, waiting for the first;
+        empty when woken (a cancel) or at ``deadline`` (a ``time.monotonic()`` value) before
+        one came."""
+        queue = self._queue
+        if queue is not None:
+            got: list[tuple[str, Answer]] = []
+            wait = -1.0 if deadline is None else max(deadline - time.monotonic(), 0.0)
+            while (item := queue.take(0.0 if got else wait)) is not None:
+                call_id, text = item
+                if text is None:  # taken here: its answer is held here
+                    with self._cond:
+                        answer = self._held.pop(call_id)
+                else:  # a plain output, proved readable where it was taken
+                    answer = parse_answer(text)
+                got.append((call_id, answer))
+            return got
         with self._cond:
             while not self._ready and not self.woken:
                 timeout = None if deadline is None else deadline - time.monotonic()
                 if timeout is not None and timeout <= 0:
-                    return None
+                    return []
                 self._cond.wait(timeout)
-            if not self._ready:
-                return None
-            return self._ready.pop(0)
+            got, self._ready = self._ready, []
+            return got

@@ -48,7 +48,7 @@ from .tools import check_schema, tool_call
 if TYPE_CHECKING:
     from .models import CallParams
 
-__all__ = ["Call", "neutral_call", "run_call", "run_stream"]
+__all__ = ["Call", "CallSetup", "neutral_call", "run_call", "run_stream"]
 
 T = TypeVar("T")
 
@@ -89,10 +89,14 @@ def neutral_call(
     )
 
 
-class Call:
-    """One op invocation: provider, request, transport and recording, shared by its attempts."""
+class CallSetup:
+    """What every model call of one op invocation shares (a loop's steps): the provider, the API
+    key and the call's secrets, each checked once, before the key is loaded or anything is
+    sent."""
 
-    def __init__(self, op: str, params: CallParams, call: LanguageModelCall) -> None:
+    __slots__ = ("base_url", "key", "provider", "secrets")
+
+    def __init__(self, params: CallParams) -> None:
         spec = params.model
         self.provider: Provider = get_provider(spec.provider, spec.model_id)
         # what the caller cannot set, refused before the key is loaded or anything is sent
@@ -107,22 +111,45 @@ class Call:
         try:
             with self.secrets.active():
                 check_api_key(key, spec.api_key is not None)
-                self._build(op, params, call, key)
+                # the process-wide memory too (a defence in depth: the call relies on its own
+                # secrets)
+                self.base_url = guard_url(spec.base_url) if spec.base_url else None
+                remember_header_secrets(spec.headers, params.headers)
+        except BaseException as exc:
+            attach(exc, self.secrets)
+            raise
+        self.key = key
+
+
+class Call:
+    """One op invocation: provider, request, transport and recording, shared by its attempts
+    (``setup``: what it shares with the other model calls of its op, made here when not
+    given)."""
+
+    def __init__(
+        self, op: str, params: CallParams, call: LanguageModelCall, setup: CallSetup | None = None
+    ) -> None:
+        if setup is None:
+            setup = CallSetup(params)
+        self.provider: Provider = setup.provider
+        self.secrets = setup.secrets
+        try:
+            with self.secrets.active():
+                self._build(op, params, call, setup)
         except BaseException as exc:
             attach(exc, self.secrets)
             raise
 
-    def _build(self, op: str, params: CallParams, call: LanguageModelCall, key: str | None) -> None:
+    def _build(
+        self, op: str, params: CallParams, call: LanguageModelCall, setup: CallSetup
+    ) -> None:
         spec = params.model
         rec = params.recording
-        # the process-wide memory too (a defence in depth: the call relies on its own secrets)
-        base_url = guard_url(spec.base_url) if spec.base_url else None
-        remember_header_secrets(spec.headers, params.headers)
         self.params = params
         self.call = call
         self.deadline = Deadline(params.timeout_ms)
         self.request = self.provider.request(
-            call, base_url=base_url, api_key=key, headers=(spec.headers, params.headers)
+            call, base_url=setup.base_url, api_key=setup.key, headers=(spec.headers, params.headers)
         )
         self.transport: Transport
         self.recorder: Recorder | None
@@ -195,13 +222,18 @@ def run_call(
 
 
 def run_stream(
-    op: str, params: CallParams, call_of: Callable[[], LanguageModelCall], ctx: StreamContext
+    op: str,
+    params: CallParams,
+    call_of: Callable[[], LanguageModelCall],
+    ctx: StreamContext,
+    setup: CallSetup | None = None,
 ) -> Iterator[Any]:
     """A stream op: ``text-delta`` events as they come, then the tool calls (validated) and the
     finish event. Retried only until the first event; a later failure raises (the dispatcher
     turns it into an ``error`` event). Nothing runs before the first pull. With
-    ``ctx.batches`` the events come as one ``EventBatch`` per network read."""
-    batches = _in_own_context(_stream_batches(op, params, call_of, ctx))
+    ``ctx.batches`` the events come as one ``EventBatch`` per network read. ``setup``: the
+    ``CallSetup`` of the op's earlier model calls (a loop's steps), else one made here."""
+    batches = _in_own_context(_stream_batches(op, params, call_of, ctx, setup))
     return batches if ctx.batches else _one_by_one(batches)
 
 
@@ -246,10 +278,14 @@ def _one_by_one(batches: Iterator[EventBatch]) -> Iterator[dict[str, Any]]:
 
 
 def _stream_batches(
-    op: str, params: CallParams, call_of: Callable[[], LanguageModelCall], ctx: StreamContext
+    op: str,
+    params: CallParams,
+    call_of: Callable[[], LanguageModelCall],
+    ctx: StreamContext,
+    setup: CallSetup | None,
 ) -> Iterator[EventBatch]:
     neutral = call_of()
-    call = Call(op, params, neutral)
+    call = Call(op, params, neutral, setup)
     with call.secrets.active():
         try:
             yield from _stream_call(call, params, neutral, ctx)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import orjson
@@ -40,7 +40,7 @@ from ..providers.base import (
     ToolResultPart,
 )
 from .answers import Answer, ToolAnswers
-from .call import neutral_call, run_stream
+from .call import CallSetup, neutral_call, run_stream
 from .models import CallParams, StopCondition
 from .registry import EventBatch, StreamContext
 
@@ -159,10 +159,11 @@ def _one_by_one(batches: Iterator[EventBatch]) -> Iterator[Any]:
 
 def _loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatch]:
     base = neutral_call(params, stream=True)
+    setup = CallSetup(params)  # (provider, key, secrets: checked once for every step)
     conditions = _conditions(params)
     tools = params.tools or {}
     deadline = None if params.timeout_ms is None else time.monotonic() + params.timeout_ms / 1000
-    answers = ToolAnswers()
+    answers = ToolAnswers(ctx.answer_queue)
     ctx.answers = answers
     ctx.on_cancel(answers.wake)
     extra: tuple[NeutralMessage, ...] = ()
@@ -180,7 +181,9 @@ def _loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatc
             step_params = params.model_copy(update={"timeout_ms": left_ms})
         call = dataclasses.replace(base, messages=base.messages + extra)
         started = False
-        for read in run_stream(op, step_params, _returning(call), ctx):
+        # (the model call's response is closed while the host runs its calls: through libaimux
+        # a plain answer is taken without the interpreter lock, and is most often in by then)
+        for read in run_stream(op, step_params, _returning(call), ctx, setup):
             batch = step.read(read, tools, answers)
             if not batch:
                 continue  # the finish alone
@@ -192,14 +195,17 @@ def _loop(op: str, params: CallParams, ctx: StreamContext) -> Iterator[EventBatc
             return  # cancelled
         if not started:
             yield EventBatch(({"type": "start-step"},))
-        yield from _settle(step, params, answers, deadline)
+        settled = yield from _settle(step, params, answers, deadline)
         if ctx.cancelled.is_set():
+            if settled:
+                yield EventBatch(settled)
             return
         steps += 1
         _add_usage(total, step.finish.get("usage") or {})
         warnings.extend(w for w in step.finish.get("warnings") or () if w not in warnings)
         last = step.finish
-        yield EventBatch(({**step.finish, "type": "finish-step"},))
+        # the step's last tool results go out with its finish-step: one hand-over to the host
+        yield EventBatch((*settled, {**step.finish, "type": "finish-step"}))
         called = {c["toolName"] for c in step.calls}
         answered = step.calls and all(c["toolCallId"] in step.outputs for c in step.calls)
         if not answered or _stop(conditions, steps, called):
@@ -246,27 +252,42 @@ def _timeout(timeout_ms: int | None) -> AITimeoutError:
 
 def _settle(
     step: _Step, params: CallParams, answers: ToolAnswers, deadline: float | None
-) -> Iterator[EventBatch]:
-    """The step's tool errors and the host's answers, as they come."""
+) -> Generator[EventBatch, None, list[dict[str, Any]]]:
+    """The step's tool errors and the host's answers, as they come (the answers ready at once
+    in one batch); the last of them are returned, not yielded (the caller sends them with the
+    step's ``finish-step``). A cancel ends the wait: what came is returned."""
     tools = params.tools or {}
+    errors: list[dict[str, Any]] = []
     pending: dict[str, dict[str, Any]] = {}
     for call in step.calls:
         call_id = call["toolCallId"]
         if call.get("invalid"):
-            yield EventBatch((_event("tool-error", call, error=call.get("error")),))
+            errors.append(_event("tool-error", call, error=call.get("error")))
             continue
         spec = tools.get(call["toolName"])
         if spec is not None and spec.execute:
             pending[call_id] = call
-    while pending:
-        got = answers.take(deadline)
-        if got is None:
+    if not pending:
+        return errors
+    if errors:
+        yield EventBatch(errors)
+    while True:
+        got = answers.take_ready(deadline)
+        if not got:
             if answers.woken:
-                return  # cancelled: the stream ends
+                return []  # cancelled: the stream ends
             raise _timeout(params.timeout_ms)
-        call_id, answer = got
-        call = pending.pop(call_id)
-        yield EventBatch((_answered(call, answer, step, params),))
+        events: list[dict[str, Any]] = []
+        try:
+            for call_id, answer in got:
+                events.append(_answered(pending.pop(call_id), answer, step, params))
+        except BaseException:
+            if events:  # the answers before a framework failure still go out, in order
+                yield EventBatch(events)
+            raise
+        if not pending:
+            return events
+        yield EventBatch(events)
 
 
 def _event(kind: str, call: dict[str, Any], **fields: Any) -> dict[str, Any]:

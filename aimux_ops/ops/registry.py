@@ -58,6 +58,9 @@ class StreamContext:
         #: the host's answers to its tools' calls (``ops.answers.ToolAnswers``), set by the
         #: tool loop; None for a stream without host tools
         self.answers: Any = None
+        #: where the stream keeps its host tools' answers (``ops.answers.AnswerQueue``), set by
+        #: a stream opened through the C ABI; None: the loop keeps them itself
+        self.answer_queue: Any = None
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 

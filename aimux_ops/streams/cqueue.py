@@ -1,7 +1,8 @@
 """The C queues of libaimux (``native/src/aimux_queue.c``), when the library runs this core.
 
 ``use(ffi, lib)`` is called once by the library's init code; until then (a plain Python process)
-``lib`` is None and every stream keeps its events in Python. The queue's flag, answer and
+``lib`` is None and every stream keeps its events in Python. ``AnswerQueue``: a stream's host tool
+answers beside its C queue (``native/src/aimux_answers.c``). The queue's flag, answer and
 wake-up values are defined once, in ``native/src/aimux_queue.h``, which cffi's cdef reads too:
 they are taken from ``lib`` here, never copied.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ffi", "lib", "take", "use"]
+__all__ = ["AnswerQueue", "ffi", "lib", "take", "use"]
 
 #: libaimux's cffi ``ffi`` and ``lib`` (None in a plain Python process)
 ffi: Any = None
@@ -51,3 +52,47 @@ def take(q: Any, max_events: int, blocking: bool) -> tuple[int, bytes | None, bo
     if st == T_OOM or (st == T_DATA and data is None):
         raise MemoryError("cannot take the stream's events")
     return st, data, bool(ended[0]), wake[0]
+
+
+class AnswerQueue:
+    """A stream's host tool answers beside its C queue ``q`` (``native/src/aimux_answers.c``):
+    ``ops.answers.ToolAnswers``'s ``AnswerQueue`` (the loop waits in C, without the interpreter
+    lock; a plain output is taken there on the host's thread)."""
+
+    __slots__ = ("_q",)
+
+    def __init__(self, q: Any) -> None:
+        self._q = q  # (a reference: the queue lives as long as this does)
+
+    def expect(self, call_id: str) -> None:
+        key = call_id.encode("utf-8", "surrogatepass")
+        if not lib._aimux_cq_expect(self._q, key, len(key)):
+            raise MemoryError("cannot note the tool call awaited")
+
+    def claim(self, call_id: str) -> int:
+        """1: queued (an answer taken by the Python side); 2: answered already; 0: not
+        awaited."""
+        key = call_id.encode("utf-8", "surrogatepass")
+        got = int(lib._aimux_cq_claim(self._q, key, len(key)))
+        if got < 0:
+            raise MemoryError("cannot queue the tool's answer")
+        return got
+
+    def wake(self) -> None:
+        lib._aimux_cq_answers_wake(self._q)
+
+    def take(self, timeout: float) -> tuple[str, bytes | None] | None:
+        """The oldest answer, waiting up to ``timeout`` s (< 0: no bound): (call id, its answer
+        JSON, or None for one the Python side holds), or None."""
+        out_id = ffi.new("char **")
+        out_json = ffi.new("char **")
+        if not lib._aimux_cq_answer_take(self._q, timeout, out_id, out_json):
+            return None
+        try:
+            call_id = ffi.string(out_id[0]).decode("utf-8", "surrogatepass")
+            text = None if out_json[0] == ffi.NULL else ffi.string(out_json[0])
+        finally:
+            lib._aimux_cq_free_string(out_id[0])
+            if out_json[0] != ffi.NULL:
+                lib._aimux_cq_free_string(out_json[0])
+        return call_id, text

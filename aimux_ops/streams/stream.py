@@ -225,6 +225,8 @@ class Stream:
         lib, ffi = cqueue.lib, cqueue.ffi
         q = lib._aimux_cq_new(handle, 1 if ahead else 0, LOW_WATER) if queued and lib else None
         self._q: Any = ffi.gc(q, lib._aimux_cq_unref) if q else None
+        if q:  # the tool loop's answers wait there too (without the interpreter lock)
+            ctx.answer_queue = cqueue.AnswerQueue(self._q)
         if q and not ahead:
             lib._aimux_cq_flag(q, cqueue.Q_PULL)  # empty: a blocking read asks this side
         self._fallback = not q  # no C queue: the Python queue's own path

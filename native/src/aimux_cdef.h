@@ -28,6 +28,11 @@ int _aimux_cq_readers(void *q);
 int _aimux_cq_reap(void *q, double deadline, const char *event, size_t len);
 int _aimux_cq_take(void *q, size_t max, int blocking, char **out, int32_t *ended, int *wake);
 void _aimux_cq_free_string(char *s);
+/* a stream's host tool answers (aimux_answers.c) */
+int _aimux_cq_expect(void *q, const char *id, size_t len);
+int _aimux_cq_claim(void *q, const char *id, size_t len);
+void _aimux_cq_answers_wake(void *q);
+int _aimux_cq_answer_take(void *q, double timeout_s, char **out_id, char **out_json);
 void _aimux_rl_enable(void);
 void _aimux_rl_set_fd(int wfd);
 int _aimux_rl_mark(uint64_t handle);

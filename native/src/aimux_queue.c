@@ -34,6 +34,9 @@ typedef struct _aimux_qnode {
     size_t n;   /* events left */
 } _aimux_qnode;
 
+struct _aimux_answers; /* the stream's host tool answers (aimux_answers.c) */
+static void _aimux_answers_free(struct _aimux_answers *a);
+
 typedef struct _aimux_q {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -47,7 +50,8 @@ typedef struct _aimux_q {
     int readers;  /* consumers blocked in a take (the reaper never closes a stream being read) */
     char *reaped; /* the reaper's terminal event, answered once */
     size_t reaped_len;
-    double last_read; /* CLOCK_MONOTONIC seconds (Python's time.monotonic) */
+    double last_read;               /* CLOCK_MONOTONIC seconds (Python's time.monotonic) */
+    struct _aimux_answers *answers; /* made by the tool loop's first use (NULL: none) */
 } _aimux_q;
 
 static double _aimux_mono(void)
@@ -101,6 +105,7 @@ static void _aimux_q_free(_aimux_q *q)
         n = next;
     }
     free(q->reaped);
+    _aimux_answers_free(q->answers);
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->cv);
     free(q);

@@ -181,6 +181,7 @@ bad:
 
 #include "aimux_buf.h"
 #include "aimux_queue.c"
+#include "aimux_answers.c"
 
 /* Length of a valid-UTF-8 prefix of s[0..n) cut at <= max bytes on a character boundary;
    invalid bytes end the prefix (the shim's own messages are ASCII; this is a guard). */
@@ -877,10 +878,16 @@ CFFI_DLLEXPORT aimux_error_t *aimux_stream_tool_result(uint64_t stream, const ch
                                                        const char *answer_json)
 {
     aimux_error_t *err;
+    _aimux_q *q;
     int rc;
     if (tool_call_id == NULL) return _aimux_null_arg("tool_call_id");
     if (answer_json == NULL) return _aimux_null_arg("answer_json");
     if ((err = _aimux_runtime()) != NULL) return err;
+    if ((q = _aimux_q_get(stream)) != NULL) { /* a plain output for a call awaited: taken here */
+        int taken = _aimux_cq_answer_fast(q, tool_call_id, answer_json);
+        _aimux_cq_unref(q);
+        if (taken) return NULL;
+    }
     err = NULL;
     rc = _aimux_py_stream_tool_result(stream, tool_call_id, answer_json, &err);
     return _aimux_after(rc, err);
