@@ -1010,7 +1010,8 @@ the producer's queue, and the Python API, which takes every queued event in one 
 for a 5,000-event stream, not 5,000 pulls). The producer alone now runs at about the floor (the
 "op generator" row). Since branch `pystream` (DESIGN.md "Streams read on the caller's thread")
 the Python API runs the op on the thread that iterates: sync httpx read, SSE split, parse and op
-there, no loop thread and no hand-off, so it runs at the op generator's rate. Since DESIGN.md
+there, no loop thread and no hand-off, so it runs at the op generator's rate (the read is
+the core's own client since branch `ownhttp`). Since DESIGN.md
 "Stream chunks in C" the provider's per-chunk checks of a plain text chunk (OpenAI's content
 delta, Anthropic's text delta) run in C (`aimux_ops._speedups._cchunks`; every other chunk goes to the
 Python loop, the reference), which lifts every stream row: what is left against the floor is
@@ -1037,17 +1038,15 @@ DESIGN.md "Event-driven streams on reader threads" the event-driven interface
 the same sync read, while fewer than 8 such threads run (the loop takes the others): one hand-off
 between two threads remains (the reader's pushes, the host's polls), no async HTTP layers.
 
-**(4) Latency and threads.** Both aimux surfaces spend their time in httpx (request building,
-h11, pool bookkeeping), like the floor. Since branch `latency` (DESIGN.md "The non-stream call
-path") a `generate_text` makes ~1,460 Python calls where the floor's httpx POST makes ~1,660
-(aimux made ~2,030 before; counted with `sys.setprofile`, which load does not change): a request
-URL is parsed once per endpoint (httpx parsed it twice per call, for the pool key and the
-request), the live clients skip httpx's cookie extraction (their jar stores nothing), and the
-response's header dict is made when first read. aimux's own work per call is ~100 Python calls
-(params validation is one pydantic-core call of ~3 µs). The C threads overlap while they wait
-on the 20 ms server; what does not overlap is each call's Python CPU time, serialized by the GIL
-and shared with the other processes on this 2-core machine (each round of 16 calls takes 20 ms
-plus 16 × the per-call CPU).
+**(4) Latency and threads.** Since branch `ownhttp` (DESIGN.md "HTTP behaviour shared by
+both") every request goes through the core's own HTTP/1.1 client (`aimux_ops/http/`: the request
+in one write, the head parsed from the bytes a read brought, an O(1) pool checkout), while the
+floor is still a bare httpx POST (request building, h11, httpcore's pool bookkeeping): both aimux
+surfaces now run under it (~97 µs of CPU per call against httpx's ~280 on the bench server, the
+engineer's count). aimux's own work per call is ~100 Python calls (params validation is one
+pydantic-core call of ~3 µs). The C threads overlap while they wait on the 20 ms server; what
+does not overlap is each call's Python CPU time, serialized by the GIL and shared with the other
+processes on this 2-core machine (each round of 16 calls takes 20 ms plus 16 × the per-call CPU).
 """
 
 

@@ -17,8 +17,8 @@ takes every event ready (up to a maximum) as one JSON array. ``stream_cancel`` m
 from any thread: it wakes a blocked read, which then reports the end.
 
 Cold start: importing this module loads no pydantic model, no error class, no provider and no
-httpx; the errors, the projection and each op's module load the first time they are needed, and
-``aimux.version``'s answer is precomputed (the result its op would serialize). A provider op's
+HTTP client; the errors, the projection and each op's module load the first time they are needed,
+and ``aimux.version``'s answer is precomputed (the result its op would serialize). A provider op's
 params on a common shape are checked by ``ops.precheck`` (its table generated from the models),
 every other input by pydantic, so a successful replay never loads pydantic.
 """

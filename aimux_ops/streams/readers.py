@@ -19,7 +19,7 @@ from ..guest import limits, on_fork_child
 
 __all__ = ["IDLE_S", "READER_STACK", "THREAD_NAME", "Reader", "idle_threads", "retire", "run"]
 
-#: a reader thread's stack (its frames: the op, the provider's parse, httpx, the TLS layer)
+#: a reader thread's stack (its frames: the op, the provider's parse, the HTTP client, TLS)
 READER_STACK = 512 * 1024
 #: how long a parked reader thread waits for the next run before it exits
 IDLE_S = 10.0

@@ -1,4 +1,4 @@
-"""The stream engine: one way to run a stream for every surface, over httpx's sync client.
+"""The stream engine: one way to run a stream for every surface, over the core's own HTTP client.
 
 A stream's op is a sync generator (``ops.registry``'s handler); each step is one network read
 (its events: an ``EventBatch``). Nothing runs on an event loop. There is one ``Stream`` class;
