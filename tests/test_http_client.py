@@ -980,3 +980,44 @@ def test_a_forked_child_closes_its_copy_of_a_tunnel_and_the_parent_keeps_it(
     assert os.waitstatus_to_exitcode(status) == 0
     assert fetch(url, t) == b"{}"
     assert tls_proxy.connections == 1 and origin.connections == 1
+
+
+def test_a_cancel_wakes_a_send_waiting_for_headers_inside_the_tunnel(
+    tls_proxy: TlsProxy, origin_cert: tuple[Path, Path], raw: Callable[..., RawServer]
+) -> None:
+    """A stream's request sent through the tunnel whose origin never answers: the
+    ``SendGuard``'s cancel shuts the proxy's socket down and the send ends ``AbortedError``."""
+    from aimux_ops.errors import AbortedError
+
+    got, release = threading.Event(), threading.Event()
+
+    def hold(conn: socket.socket, request: bytes) -> bool:
+        got.set()
+        release.wait(30)
+        return False
+
+    origin = _tls_server(origin_cert, raw)
+    origin.answers = [hold]
+    guard = transport.SendGuard()
+    request = transport.HTTPRequest(
+        "POST", f"https://localhost:{origin.port}/v1/chat", {}, b"{}", stream=True, guard=guard
+    )
+    outcome: list[BaseException | None] = []
+
+    def send() -> None:
+        try:
+            transport.HttpTransport().send(request, transport.Deadline(30_000))
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        assert got.wait(30)  # the request is at the origin; the send waits for its headers
+        guard.cancel()
+        sender.join(30)
+        assert not sender.is_alive()
+        assert isinstance(outcome[0], AbortedError)
+    finally:
+        release.set()
