@@ -455,3 +455,14 @@ def test_each_decoder_stops_just_past_the_bound() -> None:
         with pytest.raises(stream_decoding.DecodedSizeError) as info:
             decoder.decode(bomb)
         assert info.value.salvaged == b"\0" * BOUND, encoding  # type: ignore[attr-defined]
+
+
+def test_a_corrupt_zstd_read_keeps_what_it_decoded_before_the_corruption() -> None:
+    import zstandard
+
+    good = zstandard.ZstdCompressor().compress(b"data: {}\n\n")
+    decoder = stream_decoding.stream_decoder("zstd")
+    assert decoder is not None
+    with pytest.raises(stream_decoding.DecodingError) as info:
+        decoder.decode(good + b"\x28\xb5\x2f\xfd" + b"\xff" * 32)  # a frame, then a bad one
+    assert info.value.salvaged == b"data: {}\n\n"  # type: ignore[attr-defined]

@@ -178,7 +178,11 @@ class _Zstd:
     def decode(self, data: bytes, limit: int) -> bytes:
         sink = self._sink
         sink.parts, sink.size, sink.limit = [], 0, limit
-        self._writer.write(data)
+        try:
+            self._writer.write(data)
+        except _zstd.ZstdError as exc:  # what the read decoded before the corruption is kept
+            exc.salvaged = b"".join(sink.parts)
+            raise
         return b"".join(sink.parts)
 
     def flush(self) -> bytes:
