@@ -225,6 +225,10 @@ class Limits:
       (``aimux_stream_start``) running at once, each read by a reader thread of its own (a small
       stack); one more is a clear error (``AI_APICallError``, retryable, naming the setting;
       nothing was sent).
+    - ``AIMUX_MAX_DECODED_BYTES`` [67108864; at least 1024]: what a compressed response body
+      (``Content-Encoding``) may decode to: a whole body read at once, or each network read of a
+      stream. Past it the decoding stops: a non-retryable ``AI_APICallError`` with the status,
+      caused by ``aimux_ops.http.DecodedSizeError`` (a stream's events before it delivered first).
     """
 
     __slots__ = _LIMIT_FIELDS = (
@@ -233,12 +237,14 @@ class Limits:
         "pool_timeout_ms",
         "stream_idle_timeout_ms",
         "stream_reader_threads",
+        "max_decoded_bytes",
     )
     pool_max_per_host: int
     pool_max_idle_per_host: int
     pool_timeout_ms: int
     stream_idle_timeout_ms: int
     stream_reader_threads: int
+    max_decoded_bytes: int
 
     def __init__(
         self,
@@ -248,6 +254,7 @@ class Limits:
         pool_timeout_ms: int,
         stream_idle_timeout_ms: int,
         stream_reader_threads: int,
+        max_decoded_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         values = (
             pool_max_per_host,
@@ -255,6 +262,7 @@ class Limits:
             pool_timeout_ms,
             stream_idle_timeout_ms,
             stream_reader_threads,
+            max_decoded_bytes,
         )
         for name, value in zip(self._LIMIT_FIELDS, values, strict=True):
             object.__setattr__(self, name, value)
@@ -294,6 +302,7 @@ def limits() -> Limits:
             pool_timeout_ms=_env_int("AIMUX_POOL_TIMEOUT_MS", 10_000, 1),
             stream_idle_timeout_ms=_env_int("AIMUX_STREAM_IDLE_TIMEOUT_MS", 300_000, 0),
             stream_reader_threads=_env_int("AIMUX_STREAM_READER_THREADS", 4096, 0),
+            max_decoded_bytes=_env_int("AIMUX_MAX_DECODED_BYTES", 64 * 1024 * 1024, 1024),
         )
         _limits = lim
     return lim

@@ -668,10 +668,19 @@ def other_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return _self_signed(tmp_path_factory.mktemp("tls"), "other.test", "DNS:other.test")
 
 
-def _tls_server(cert: tuple[Path, Path], raw: Callable[..., RawServer]) -> RawServer:
-    """A RawServer whose connections are TLS (its ``_serve`` sees the wrapped socket)."""
+def _tls_server(
+    cert: tuple[Path, Path], raw: Callable[..., RawServer], sni: list[str | None] | None = None
+) -> RawServer:
+    """A RawServer whose connections are TLS (its ``_serve`` sees the wrapped socket); ``sni``
+    gets the server name each handshake named."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(str(cert[0]), str(cert[1]))
+    if sni is not None:
+
+        def named(_sock: ssl.SSLObject, name: str | None, _ctx: ssl.SSLContext) -> None:
+            sni.append(name)
+
+        ctx.sni_callback = named  # type: ignore[assignment]
     server = raw(OK)
     plain_serve = server._serve
 
@@ -721,3 +730,294 @@ def test_tls_checks_the_hostname(
     verify = cause_of(info).__cause__  # type: ignore[union-attr]
     assert isinstance(verify, ssl.SSLCertVerificationError)
     assert "localhost" in verify.verify_message
+
+
+# -- https:// proxies (TLS in TLS) ---------------------------------------------------------------
+
+
+class TlsProxy:
+    """An ``https://`` proxy on 127.0.0.1: TLS with its own certificate, then ``CONNECT
+    host:port`` tunnelled to 127.0.0.1:port (bytes piped both ways on one thread, so the TLS
+    socket is never used by two at once), or a request in absolute form answered ``OK``.
+    Records every request head and counts connections."""
+
+    def __init__(self, cert: tuple[Path, Path]) -> None:
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(str(cert[0]), str(cert[1]))
+        self.heads: list[bytes] = []
+        self.connections = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, userinfo: str = "") -> str:
+        return f"https://{userinfo}127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, raw_conn: socket.socket) -> None:
+        try:
+            conn = self.ctx.wrap_socket(raw_conn, server_side=True)
+        except (ssl.SSLError, OSError):
+            raw_conn.close()
+            return
+        try:
+            got = _read_request(conn, b"")
+            if got is None:
+                return
+            head, rest = got
+            self.heads.append(head)
+            if not head.startswith(b"CONNECT "):
+                conn.sendall(OK)
+                return
+            port = int(head.split(b" ")[1].rsplit(b":", 1)[1])
+            upstream = socket.create_connection(("127.0.0.1", port))
+            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            if rest:
+                upstream.sendall(rest)
+            self._pipe(conn, upstream)
+        except OSError:
+            return
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _pipe(tls_conn: ssl.SSLSocket, upstream: socket.socket) -> None:
+        import select
+
+        with upstream:
+            while True:
+                if not tls_conn.pending():
+                    select.select([tls_conn, upstream], [], [])
+                ready, _, _ = select.select([tls_conn, upstream], [], [], 0)
+                if tls_conn.pending() or tls_conn in ready:
+                    data = tls_conn.recv(65536)
+                    if not data:
+                        return
+                    upstream.sendall(data)
+                if upstream in ready:
+                    data = upstream.recv(65536)
+                    if not data:
+                        return
+                    tls_conn.sendall(data)
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+@pytest.fixture(scope="module")
+def proxy_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The proxy's certificate: 127.0.0.1 only (the origin's is localhost only: each name is
+    checked against its own certificate)."""
+    return _self_signed(tmp_path_factory.mktemp("tls"), "proxy", "IP:127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def origin_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return _self_signed(tmp_path_factory.mktemp("tls"), "localhost", "DNS:localhost")
+
+
+@pytest.fixture
+def tls_proxy(
+    proxy_cert: tuple[Path, Path],
+    origin_cert: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[TlsProxy]:
+    """A TLS proxy named by ``HTTPS_PROXY`` / ``HTTP_PROXY`` (with credentials), both
+    certificates trusted (``SSL_CERT_FILE``), nothing in ``NO_PROXY``."""
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(proxy_cert[0].read_bytes() + origin_cert[0].read_bytes())
+    proxy = TlsProxy(proxy_cert)
+    url = proxy.url("u:secret-pw@")
+    monkeypatch.setenv("HTTPS_PROXY", url)
+    monkeypatch.setenv("HTTP_PROXY", url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    monkeypatch.setattr(tls, "_context", [])
+    yield proxy
+    proxy.close()
+
+
+def test_an_https_origin_through_an_https_proxy(
+    tls_proxy: TlsProxy, origin_cert: tuple[Path, Path], raw: Callable[..., RawServer]
+) -> None:
+    """TLS to the proxy, ``CONNECT`` with the credentials, the origin's TLS inside the tunnel:
+    the answer reads, and the kept-alive tunnel serves the next request."""
+    sni: list[str | None] = []
+    origin = _tls_server(origin_cert, raw, sni)
+    url = f"https://localhost:{origin.port}/v1/chat"
+    t = transport.HttpTransport()
+    assert fetch(url, t) == b"{}"
+    assert fetch(url, t) == b"{}"
+    assert tls_proxy.connections == 1 and origin.connections == 1  # one tunnel, reused
+    assert sni == ["localhost"]  # the origin's name, inside the proxy's session
+    lines = tls_proxy.heads[0].split(b"\r\n")
+    assert lines[0] == f"CONNECT localhost:{origin.port} HTTP/1.1".encode()
+    assert b"Proxy-Authorization: Basic dTpzZWNyZXQtcHc=" in lines
+    assert origin.requests[0].startswith(b"POST /v1/chat HTTP/1.1\r\n")  # never absolute
+    assert b"Proxy-Authorization" not in origin.requests[0]  # the proxy's, not the origin's
+    (conn,) = t.pools()[("https", "localhost", origin.port)].connections()
+    assert isinstance(conn.sock.outer, ssl.SSLSocket)  # the origin's session inside the proxy's
+
+
+def test_an_http_origin_through_an_https_proxy(tls_proxy: TlsProxy) -> None:
+    assert fetch("http://api.example.test:8080/v1/chat?x=1") == b"{}"
+    lines = tls_proxy.heads[0].split(b"\r\n")
+    assert lines[0] == b"POST http://api.example.test:8080/v1/chat?x=1 HTTP/1.1"
+    assert b"Proxy-Authorization: Basic dTpzZWNyZXQtcHc=" in lines
+
+
+def test_the_proxy_certificate_is_verified(
+    tls_proxy: TlsProxy,
+    origin_cert: tuple[Path, Path],
+    raw: Callable[..., RawServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only the origin's certificate trusted: the proxy's handshake fails, a clear
+    ``ProxyError`` caused by the verification error, no credential in any message."""
+    origin = _tls_server(origin_cert, raw)
+    monkeypatch.setenv("SSL_CERT_FILE", str(origin_cert[0]))
+    monkeypatch.setattr(tls, "_context", [])
+    with pytest.raises(APICallError) as info:
+        post(f"https://localhost:{origin.port}/v1/chat")
+    err = cause_of(info)
+    assert isinstance(err, ProxyError) and "TLS handshake with the proxy failed" in str(err)
+    assert isinstance(err.__cause__, ssl.SSLCertVerificationError)
+    assert "secret-pw" not in str(info.value) and "dTpzZWNyZXQtcHc" not in str(info.value)
+    assert origin.connections == 0 and tls_proxy.heads == []  # nothing was sent
+
+
+def test_the_origin_certificate_is_verified_inside_the_tunnel(
+    tls_proxy: TlsProxy,
+    proxy_cert: tuple[Path, Path],
+    raw: Callable[..., RawServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The origin presents the proxy's certificate (trusted, but for 127.0.0.1): the name
+    checked inside the tunnel is the origin's (SNI and the check), so it is refused."""
+    origin = _tls_server(proxy_cert, raw)
+    with pytest.raises(APICallError) as info:
+        post(f"https://localhost:{origin.port}/v1/chat")
+    err = cause_of(info)
+    assert isinstance(err, ConnectError)
+    assert isinstance(err.__cause__, ssl.SSLCertVerificationError)
+    assert "localhost" in err.__cause__.verify_message
+    assert len(tls_proxy.heads) == 1 and origin.requests == []
+
+
+def test_abort_and_the_deadline_wake_a_read_inside_the_tunnel(
+    tls_proxy: TlsProxy, origin_cert: tuple[Path, Path], raw: Callable[..., RawServer]
+) -> None:
+    """A body that stalls after its first part: ``abort()`` from another thread wakes the
+    blocked read (the proxy's raw socket shut down), and so does the deadline's watchdog."""
+    release = threading.Event()
+
+    def stall(conn: socket.socket, request: bytes) -> bool:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345")
+        release.wait(30)
+        return False
+
+    origin = _tls_server(origin_cert, raw)
+    origin.answers = [stall]
+    url = f"https://localhost:{origin.port}/v1/chat"
+    try:
+        resp = post(url)
+        parts = resp.iter_bytes()
+        assert next(parts) == b"12345"
+        threading.Timer(0.05, resp.abort).start()
+        with pytest.raises(APICallError) as info:
+            next(parts)
+        assert "could not be read" in str(info.value)
+        resp = post(url, timeout_ms=400)
+        with pytest.raises(AITimeoutError):
+            resp.read()
+    finally:
+        release.set()
+
+
+def test_socks_proxies_are_refused_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://u:secret-pw@127.0.0.1:1080")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with pytest.raises(APICallError) as info:
+        post("https://api.example.test/v1/chat")
+    assert isinstance(cause_of(info), ProxyError)
+    assert "Only http:// and https:// proxies are supported, not socks5://" in str(info.value)
+    assert "secret-pw" not in str(info.value)
+
+
+def test_a_forked_child_closes_its_copy_of_a_tunnel_and_the_parent_keeps_it(
+    tls_proxy: TlsProxy, origin_cert: tuple[Path, Path], raw: Callable[..., RawServer]
+) -> None:
+    """After a fork the child's copy of the tunnel's descriptor is closed (no TLS close from
+    it: the parent's tunnel still serves its next request, still one connection)."""
+    import os
+
+    origin = _tls_server(origin_cert, raw)
+    url = f"https://localhost:{origin.port}/v1/chat"
+    t = transport.default_transport()
+    assert fetch(url, t) == b"{}"
+    (conn,) = t.pools()[("https", "localhost", origin.port)].connections()
+    fd = conn.sock.fileno()
+    assert fd >= 0
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.fstat(fd)
+            os._exit(1)  # still open in the child
+        except OSError:
+            os._exit(0 if transport.default_transport() is not t else 2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert fetch(url, t) == b"{}"
+    assert tls_proxy.connections == 1 and origin.connections == 1
+
+
+def test_a_cancel_wakes_a_send_waiting_for_headers_inside_the_tunnel(
+    tls_proxy: TlsProxy, origin_cert: tuple[Path, Path], raw: Callable[..., RawServer]
+) -> None:
+    """A stream's request sent through the tunnel whose origin never answers: the
+    ``SendGuard``'s cancel shuts the proxy's socket down and the send ends ``AbortedError``."""
+    from aimux_ops.errors import AbortedError
+
+    got, release = threading.Event(), threading.Event()
+
+    def hold(conn: socket.socket, request: bytes) -> bool:
+        got.set()
+        release.wait(30)
+        return False
+
+    origin = _tls_server(origin_cert, raw)
+    origin.answers = [hold]
+    guard = transport.SendGuard()
+    request = transport.HTTPRequest(
+        "POST", f"https://localhost:{origin.port}/v1/chat", {}, b"{}", stream=True, guard=guard
+    )
+    outcome: list[BaseException | None] = []
+
+    def send() -> None:
+        try:
+            transport.HttpTransport().send(request, transport.Deadline(30_000))
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        assert got.wait(30)  # the request is at the origin; the send waits for its headers
+        guard.cancel()
+        sender.join(30)
+        assert not sender.is_alive()
+        assert isinstance(outcome[0], AbortedError)
+    finally:
+        release.set()

@@ -7,7 +7,9 @@ what is decoded."""
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import os
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -322,3 +324,145 @@ def test_brotli_and_zstd_streams_decode_as_they_arrive(encoding: str) -> None:
             srv.requests[encoding][0]["headers"]["accept-encoding"]
             == stream_decoding.ACCEPT_ENCODING
         )
+
+
+# -- decompression bombs (``AIMUX_MAX_DECODED_BYTES``) -------------------------------------------
+
+BOUND = 1024 * 1024
+BOMB_ENCODINGS = ["gzip", "deflate", "br", "zstd"]
+
+
+@pytest.fixture
+def small_bound(monkeypatch: pytest.MonkeyPatch) -> int:
+    from aimux_ops import guest
+
+    monkeypatch.setattr(guest, "_limits", guest.limits().replace(max_decoded_bytes=BOUND))
+    return BOUND
+
+
+@pytest.mark.parametrize("encoding", BOMB_ENCODINGS)
+def test_a_body_that_decodes_past_the_bound_is_a_clear_error(
+    small_bound: int, encoding: str
+) -> None:
+    """A small compressed JSON body that expands to 4x the bound (whitespace: valid JSON) is
+    refused, not retried; one just under the bound reads as before."""
+    from scenario_server import Reply, encoded, serve_scenarios
+
+    def answer(pad: int) -> bytes:
+        return (
+            orjson.dumps(
+                {
+                    "id": "c1",
+                    "model": "m",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+                }
+            )[:-1]
+            + b" " * pad
+            + b"}"
+        )
+
+    with serve_scenarios() as srv:
+        bomb = srv.add(f"bomb-{encoding}", encoded(Reply(200, answer(4 * small_bound)), encoding))
+        fine = srv.add(f"fine-{encoding}", encoded(Reply(200, answer(small_bound - 200)), encoding))
+        p: dict[str, Any] = {
+            "model": {"provider": "openai", "modelId": "m", "baseURL": fine, "apiKey": "k"},
+            "prompt": "hi",
+            "maxRetries": 2,
+        }
+        result, env = call_json("generate_text", orjson.dumps(p))
+        assert env is None and orjson.loads(result or b"")["text"] == "hi"
+        p["model"]["baseURL"] = bomb
+        result, raw = call_json("generate_text", orjson.dumps(p))
+        assert result is None and raw is not None
+        err = orjson.loads(raw)
+        assert err["error"]["name"] == "AI_APICallError" and err["error"]["statusCode"] == 200
+        assert err["error"]["isRetryable"] is False
+        assert f"past the bound of {small_bound} decoded bytes" in err["message"]
+        assert "AIMUX_MAX_DECODED_BYTES" in err["message"]
+        assert names(err) == ["AI_APICallError", "aimux_ops.http.DecodedSizeError"]
+        assert srv.count(f"bomb-{encoding}") == 1  # the same bytes would come again
+
+
+@pytest.mark.parametrize("here", [False, True], ids=["loop", "caller-thread"])
+@pytest.mark.parametrize("encoding", BOMB_ENCODINGS)
+def test_a_stream_read_that_decodes_past_the_bound_ends_after_its_events(
+    small_bound: int, encoding: str, here: bool
+) -> None:
+    """A stream whose third write holds the event "lo!" and then a bomb (one ``data:`` line
+    expanding to 4x the bound): "Hel" and "lo!" are delivered, then one terminal error; each
+    read of a stream that stays under the bound (many of them, more than the bound in all)
+    reads as before."""
+    from scenario_server import Reply, encoded, serve_scenarios
+
+    def chunk(text: str) -> bytes:
+        delta = {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": text}}]}
+        return b"data: " + orjson.dumps(delta) + b"\n\n"
+
+    pieces = [chunk("Hel"), chunk("lo!") + b"data: " + b"x" * (4 * small_bound)]
+    # 2.3 MiB in all that barely compresses: no read of it decodes to more than ~100 KiB
+    filler = [chunk(base64.b64encode(os.urandom(45_000)).decode()) for _ in range(40)]
+    headers = {"cache-control": "no-cache"}
+    with serve_scenarios() as srv:
+        bomb = srv.add(
+            f"sbomb-{encoding}-{here}",
+            encoded(Reply(200, pieces, headers, "text/event-stream"), encoding),
+        )
+        long = srv.add(
+            f"long-{encoding}-{here}",
+            encoded(
+                Reply(200, [*filler, b"data: [DONE]\n\n"], headers, "text/event-stream"), encoding
+            ),
+        )
+        p: dict[str, Any] = {
+            "model": {"provider": "openai", "modelId": "m", "baseURL": long, "apiKey": "k"},
+            "prompt": "hi",
+            "maxRetries": 2,
+        }
+        events = _run(p, here)
+        assert [e["type"] for e in events] == ["text-delta"] * 40 + ["finish"], (
+            events[-1].get("error", {}).get("message")
+        )
+        p["model"]["baseURL"] = bomb
+        events = _run(p, here)
+        assert [e.get("text") for e in events[:2]] == ["Hel", "lo!"]
+        assert [e["type"] for e in events[2:]] == ["error"], events[2:]
+        env = events[-1]["error"]
+        assert env["error"]["name"] == "AI_APICallError" and env["error"]["statusCode"] == 200
+        assert env["error"]["isRetryable"] is False
+        assert "AIMUX_MAX_DECODED_BYTES" in env["message"]
+        assert names(env) == ["AI_APICallError", "aimux_ops.http.DecodedSizeError"]
+        assert srv.count(f"sbomb-{encoding}-{here}") == 1
+
+
+def test_each_decoder_stops_just_past_the_bound() -> None:
+    """A 64 MiB bomb of each encoding decoded with a 1 MiB bound: the error, with at most the
+    bound salvaged, and no decoder expanded the whole bomb (each salvages the bound's bytes,
+    the zeros before it)."""
+    import brotli
+    import zstandard
+
+    plain = b"\0" * (64 * 1024 * 1024)
+    bombs = {
+        "gzip": zlib.compress(plain, 9, wbits=31),
+        "deflate": zlib.compress(plain, 9),
+        "br": brotli.compress(plain),
+        "zstd": zstandard.ZstdCompressor().compress(plain),
+    }
+    for encoding, bomb in bombs.items():
+        assert len(bomb) < 200_000
+        decoder = stream_decoding.stream_decoder(encoding, BOUND)
+        assert decoder is not None
+        with pytest.raises(stream_decoding.DecodedSizeError) as info:
+            decoder.decode(bomb)
+        assert info.value.salvaged == b"\0" * BOUND, encoding  # type: ignore[attr-defined]
+
+
+def test_a_corrupt_zstd_read_keeps_what_it_decoded_before_the_corruption() -> None:
+    import zstandard
+
+    good = zstandard.ZstdCompressor().compress(b"data: {}\n\n")
+    decoder = stream_decoding.stream_decoder("zstd")
+    assert decoder is not None
+    with pytest.raises(stream_decoding.DecodingError) as info:
+        decoder.decode(good + b"\x28\xb5\x2f\xfd" + b"\xff" * 32)  # a frame, then a bad one
+    assert info.value.salvaged == b"data: {}\n\n"  # type: ignore[attr-defined]

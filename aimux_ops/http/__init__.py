@@ -5,6 +5,7 @@ retry, record / replay."""
 from .exceptions import (
     ConnectError,
     ConnectTimeout,
+    DecodedSizeError,
     DecodingError,
     HTTPError,
     InvalidURL,
@@ -26,6 +27,7 @@ from .exceptions import (
 __all__ = [
     "ConnectError",
     "ConnectTimeout",
+    "DecodedSizeError",
     "DecodingError",
     "HTTPError",
     "InvalidURL",

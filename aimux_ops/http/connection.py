@@ -235,7 +235,8 @@ class Connection:
             if pending is not None and pending():
                 return True
             self.settimeout(0.0)  # a socket with a timeout would wait for the peek
-            socket.socket.recv(sock, 1, socket.MSG_PEEK)
+            # the TCP socket's own bytes (TLS in TLS: the proxy's socket, ``tunnel``)
+            socket.socket.recv(getattr(sock, "outer", sock), 1, socket.MSG_PEEK)
         except BlockingIOError:
             return False
         except (OSError, ValueError):

@@ -29,6 +29,7 @@ from __future__ import annotations
 __all__ = [
     "ConnectError",
     "ConnectTimeout",
+    "DecodedSizeError",
     "DecodingError",
     "HTTPError",
     "InvalidURL",
@@ -114,6 +115,11 @@ class UnsupportedProtocol(TransportError):
 
 class DecodingError(HTTPError):
     """The body's ``Content-Encoding`` could not be decoded."""
+
+
+class DecodedSizeError(DecodingError):
+    """A compressed body (or one network read of a stream) decodes past the bound
+    (``AIMUX_MAX_DECODED_BYTES``): a decompression bomb."""
 
 
 class InvalidURL(Exception):

@@ -1,8 +1,10 @@
 """Proxies from the environment: ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY`` and ``NO_PROXY``
 (either case) through urllib's ``getproxies`` and ``proxy_bypass_environment``, as httpx honoured
-them. An ``http://`` proxy only: a request to an http origin goes to it in absolute form, one to
-an https origin through a ``CONNECT`` tunnel; the proxy URL's userinfo becomes
-``Proxy-Authorization: Basic``. Any other proxy scheme is a ``ProxyError`` at connect."""
+them. An ``http://`` or ``https://`` proxy (TLS to the proxy itself, verified: ``connect``): a
+request to an http origin goes to it in absolute form, one to an https origin through a
+``CONNECT`` tunnel; the proxy URL's userinfo becomes ``Proxy-Authorization: Basic`` (never in a
+message: ``Proxy``'s repr leaves it out). Any other proxy scheme (SOCKS) is a ``ProxyError`` at
+connect."""
 
 from __future__ import annotations
 

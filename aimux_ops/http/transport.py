@@ -493,7 +493,11 @@ class HttpResponse:
     def read(self) -> bytes:
         try:
             encoding = self.headers.get("content-encoding")
-            decoder = stream_decoding.stream_decoder(encoding) if encoding else None
+            decoder = (
+                stream_decoding.stream_decoder(encoding, guest_limits().max_decoded_bytes)
+                if encoding
+                else None
+            )
             self._started = True
             data = self._body.read_all()
             if decoder is not None:
@@ -508,7 +512,11 @@ class HttpResponse:
         """The body's bytes as each network read brings them, decoded (``stream_decoding``)."""
         try:
             encoding = self.headers.get("content-encoding")
-            decoder = stream_decoding.stream_decoder(encoding) if encoding else None
+            decoder = (
+                stream_decoding.stream_decoder(encoding, guest_limits().max_decoded_bytes)
+                if encoding
+                else None
+            )
             if decoder is not None:
                 yield from _decoded(self._iter_raw(), decoder)
             else:
