@@ -26,6 +26,8 @@ Modes (``mode=``; default ``ok``):
   characters to a delta), its raw bytes escaped alike.
   Either way the response headers echo the key raw (``x-request-id``, Anthropic's
   ``request-id``) and in its other forms.
+- ``headers=1`` (any mode): the response also carries ``x-request-id: req_hdrs_1``,
+  ``x-ratelimit-remaining-requests: 99``, a ``set-cookie`` and ``x-echo-key`` (the request's key).
 - ``echorequest``: 400 whose JSON body, message and headers echo the request path (with its
   query) and its ``Authorization`` header.
 - ``badjson``: 200 that is not JSON. ``shape``: 200 JSON of the wrong shape.
@@ -524,6 +526,8 @@ class _AnthropicHandler:
             self.send_header(k, v)
         self._new_encoder()
         self.send_header("Transfer-Encoding", "chunked")
+        for k, v in (self._echo_headers or {}).items():
+            self.send_header(k, v)
         self.end_headers()
         self._write_chunk(
             _event(
@@ -981,6 +985,14 @@ class _Handler(_AnthropicHandler, BaseHTTPRequestHandler):
         self._echo_replace = None
         self._echo_headers = None
         self._echo_pieces = None
+        if spec.get("headers"):  # a success's headers: safe ones, a cookie, the key echoed
+            key = self.headers.get("x-api-key") or (self.headers.get("Authorization") or "")
+            self._echo_headers = {
+                "x-request-id": "req_hdrs_1",
+                "x-ratelimit-remaining-requests": "99",
+                "set-cookie": "session=cookie-secret-1",
+                "x-echo-key": key.removeprefix("Bearer "),
+            }
         if mode == "echoall":
             mode, spec = self._echo_all(spec, anthropic)
             if mode == "":

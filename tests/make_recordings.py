@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fault_server import FaultServer  # noqa: E402
+from helpers import ANTHROPIC_HELLO_METADATA, without_headers  # noqa: E402
 
 import aimux_ops  # noqa: E402
 
@@ -32,14 +33,18 @@ RECORDINGS = {
 
 
 def expected_result(name: str) -> dict[str, Any]:
-    _, model, response_id = RECORDINGS[name]
-    return {
+    provider, model, response_id = RECORDINGS[name]
+    result: dict[str, Any] = {
         "text": "Hello!",
+        "content": [{"type": "text", "text": "Hello!"}],
         "finishReason": "stop",
         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
         "toolCalls": [],
         "response": {"id": response_id, "modelId": model},
     }
+    if provider == "anthropic":
+        result["providerMetadata"] = ANTHROPIC_HELLO_METADATA
+    return result
 
 
 def replay_params(path: str, name: str = "demo.jsonl") -> dict[str, Any]:
@@ -53,7 +58,7 @@ def replay_params(path: str, name: str = "demo.jsonl") -> dict[str, Any]:
 
 def check(path: str, name: str = "demo.jsonl") -> None:
     result = aimux_ops.call("generate_text", replay_params(path, name))
-    assert result == expected_result(name), result
+    assert without_headers(result) == expected_result(name), result
     events = list(aimux_ops.stream("stream_text", replay_params(path, name)))
     kinds = [(e["type"], e.get("text")) for e in events]
     assert kinds == [("text-delta", "Hel"), ("text-delta", "lo!"), ("finish", None)], events
@@ -78,7 +83,7 @@ def record(server: FaultServer, name: str) -> None:
             "recording": {"mode": "record", "path": str(tmp)},
         }
         result = aimux_ops.call("generate_text", params)
-        assert result == expected_result(name), result
+        assert without_headers(result) == expected_result(name), result
         events = list(aimux_ops.stream("stream_text", params))
         assert events[-1]["type"] == "finish", events
         check(str(tmp), name)

@@ -23,6 +23,7 @@ from gateway_proc import CLIENT_KEY, UPSTREAM_KEY, GatewayProc, model
 CUT = "fault:mode=cut;after=1"
 STALL = "fault:mode=stall;after=1;stall_ms=600000"
 COUNTED = "fault:mode=ok;text=counted"
+HDRS = "fault:mode=ok;headers=1"  # a success with a request id, a rate limit, a cookie, the key
 
 
 def _models(base: str) -> dict[str, dict[str, Any]]:
@@ -41,6 +42,8 @@ def _models(base: str) -> dict[str, dict[str, Any]]:
         "oa-echo": model("openai", "fault:mode=echoall;status=401", base),
         "an-echo": model("anthropic", "fault:mode=echoall;status=200", base),
         "an-blocks": model("anthropic", "fault:mode=blocks", base),
+        "oa-hdrs": model("openai", HDRS, base),
+        "an-hdrs": model("anthropic", HDRS, base),
         "an-errframe": model("anthropic", "fault:mode=errframe;after=1", base),
         "oa-code": model(
             "openai", "fault:mode=status;status=400;code=context_length_exceeded", base
@@ -184,6 +187,46 @@ def test_openai_observation_is_a_header_and_a_log_line_not_an_error(
     lines = [ln for ln in lines if ln.get("observations")]
     assert any(ln["observations"] == want for ln in lines)
     assert all("errorType" not in ln for ln in lines if ln["status"] == 200)
+
+
+def _upstream_headers_kept(headers: httpx.Headers) -> None:
+    """A success's safe upstream headers, under their names; the cookie and the echoed key not."""
+    assert headers["x-request-id"] == "req_hdrs_1"
+    assert headers["x-ratelimit-remaining-requests"] == "99"
+    assert "set-cookie" not in headers and "x-echo-key" not in headers
+    assert UPSTREAM_KEY not in str(dict(headers)) and "cookie-secret-1" not in str(dict(headers))
+
+
+def test_openai_success_keeps_the_upstream_request_id_and_rate_limits(oa: openai.OpenAI) -> None:
+    raw = oa.chat.completions.with_raw_response.create(model="oa-hdrs", messages=HI)  # type: ignore[arg-type]
+    assert raw.parse().choices[0].message.content == "Hello!"
+    _upstream_headers_kept(raw.headers)
+    with oa.chat.completions.with_streaming_response.create(
+        model="oa-hdrs",
+        messages=HI,  # type: ignore[arg-type]
+        stream=True,
+    ) as streamed:
+        _upstream_headers_kept(streamed.headers)
+        chunks = list(streamed.parse())
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Hello!"
+
+
+def test_anthropic_success_keeps_the_upstream_request_id_and_rate_limits(
+    an: anthropic.Anthropic,
+) -> None:
+    raw = an.messages.with_raw_response.create(model="an-hdrs", max_tokens=64, messages=HI)  # type: ignore[arg-type]
+    assert raw.parse().content[0].text == "Hello!"  # type: ignore[union-attr]
+    _upstream_headers_kept(raw.headers)
+    assert raw.headers["anthropic-ratelimit-requests-remaining"] == "49"
+    with an.messages.with_streaming_response.create(
+        model="an-hdrs",
+        max_tokens=64,
+        messages=HI,  # type: ignore[arg-type]
+        stream=True,
+    ) as streamed:
+        _upstream_headers_kept(streamed.headers)
+        events = list(streamed.parse())
+    assert events[-1].type == "message_stop"
 
 
 # -- the anthropic SDK ----------------------------------------------------------------------------

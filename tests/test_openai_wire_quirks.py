@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from helpers import CANARY, assert_no_canary
+from helpers import CANARY, assert_no_canary, without_headers
 from scenario_server import Reply, ScenarioServer, json_reply, serve_scenarios, sse_reply
 
 from aimux_ops.boundary.dispatch import call_json, stream_free, stream_json, stream_next_json
@@ -184,7 +184,7 @@ def test_azure_prompt_filter_chunk_does_not_set_the_response_ids(srv: ScenarioSe
         ),
     )
     fin = finish_of(stream(url))
-    assert fin["response"] == {"id": "chatcmpl-1", "modelId": "gpt-4o-mini"}
+    assert without_headers(fin)["response"] == {"id": "chatcmpl-1", "modelId": "gpt-4o-mini"}
 
 
 def test_integral_floats_in_usage_are_integers(srv: ScenarioServer) -> None:

@@ -60,6 +60,8 @@ def test_generate_text_result_and_request_body(server: FaultServer) -> None:
     )
     result, env = run("generate_text", p)
     assert env is None
+    assert result is not None
+    assert result["response"].pop("headers")["content-type"] == "application/json"
     assert result == {
         "text": "Hello!",
         "content": [{"type": "text", "text": "Hello!"}],

@@ -120,6 +120,7 @@ def test_generate_text_result(server: FaultServer, provider: str) -> None:
         params(server, provider, system="Be brief.", maxOutputTokens=20, temperature=0.5),
     )
     metadata = result.pop("providerMetadata", None)
+    assert "json" in result["response"].pop("headers")["content-type"]
     assert result == {
         "text": "Hello!",
         "content": [{"type": "text", "text": "Hello!"}],
@@ -367,7 +368,9 @@ def test_happy_stream(server: FaultServer, provider: str) -> None:
     }
     if provider == "anthropic":
         finish["providerMetadata"] = ANTHROPIC_HELLO_METADATA
-    assert events_of(params(server, provider)) == [
+    events = events_of(params(server, provider))
+    assert "event-stream" in events[-1]["response"].pop("headers")["content-type"]
+    assert events == [
         {"type": "text-delta", "text": "Hel"},
         {"type": "text-delta", "text": "lo!"},
         finish,

@@ -30,6 +30,7 @@ def run(p: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_happy_stream(server: FaultServer) -> None:
     events = run(params(server))
+    assert events[-1]["response"].pop("headers")["content-type"] == "text/event-stream"
     assert events == [
         {"type": "text-delta", "text": "Hel"},
         {"type": "text-delta", "text": "lo!"},

@@ -617,6 +617,11 @@ class ResponseInfo(Obj):
     def model_id(self) -> str | None:
         return self._raw.get("modelId")
 
+    @property
+    def headers(self) -> dict[str, str] | None:
+        """The provider response's headers: lower-cased names, secret values redacted."""
+        return self._raw.get("headers")
+
 
 class ToolResultPart(Obj):
     """

@@ -55,6 +55,7 @@ __all__ = [
     "ready_handles",
     "stream_cancel",
     "stream_free",
+    "stream_response_headers",
     "stream_json",
     "stream_next_batch_json",
     "stream_next_json",
@@ -498,6 +499,16 @@ def stream_tool_result_json(
 def stream_cancel(handle: int) -> None:
     """Cancel a stream from any thread (wakes a blocked ``stream_next_json``)."""
     _registry.cancel(handle)
+
+
+def stream_response_headers(handle: int) -> dict[str, str] | None:
+    """The stream's latest model response's headers (redacted), once they are in (the gateway
+    reads them after the first batch); None before, or for a stale handle."""
+    try:
+        stream = _registry.lookup(handle)
+    except Exception:  # noqa: BLE001 - a stale handle (``InvalidHandleError``): nothing to read
+        return None
+    return stream.ctx.response_headers
 
 
 def stream_free(handle: int) -> None:

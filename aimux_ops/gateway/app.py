@@ -25,7 +25,7 @@ from ..wire.redact import scrub_text
 from . import anthropic_wire, openai_wire
 from .config import GatewayConfig
 from .engine import Engine, OpenFailure, Stream
-from .failures import Failure, GatewayError, from_envelope, render, render_event
+from .failures import Failure, GatewayError, from_envelope, render, render_event, safe_headers
 from .outcome import Outcome, Request
 
 __all__ = ["Gateway"]
@@ -97,6 +97,14 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if k == name:
             return str(v.decode("latin-1"))
     return None
+
+
+def _upstream_headers(upstream: Stream) -> list[tuple[bytes, bytes]]:
+    """The upstream's safe headers (request ids, rate limits) on a success, under their names."""
+    safe = safe_headers(upstream.response_headers())
+    return [
+        (k.encode("latin-1", "replace"), v.encode("latin-1", "replace")) for k, v in safe.items()
+    ]
 
 
 def _observation_header(observations: list[str]) -> list[tuple[bytes, bytes]]:
@@ -363,7 +371,8 @@ class Gateway:
             body = openai_wire.completion(out, req.model, _rid("chatcmpl-"))
         else:
             body = anthropic_wire.message(out, req.model, _rid("msg_"))
-        await ex.start(200, [_JSON, *_observation_header(ex.observations)])
+        headers = [_JSON, *_upstream_headers(upstream), *_observation_header(ex.observations)]
+        await ex.start(200, headers)
         await ex.body(body)
 
     async def _stream(self, ex: _Exchange, req: Request, upstream: Stream) -> None:
@@ -381,7 +390,11 @@ class Gateway:
                     if first is not None and first.get("type") == "error":
                         await ex.fail(from_envelope(first["error"]))
                         return
-                    headers = [*_SSE_HEADERS, *_observation_header(ex.observations)]
+                    headers = [
+                        *_SSE_HEADERS,
+                        *_upstream_headers(upstream),
+                        *_observation_header(ex.observations),
+                    ]
                     await ex.start(200, headers)
                     out.append(writer.start())
                 for ev in batch:

@@ -138,6 +138,10 @@ class Stream:
                 return client_events(batch)
         return None
 
+    def response_headers(self) -> dict[str, str] | None:
+        """The upstream response's headers (redacted), once its first batch is in."""
+        return dispatch.stream_response_headers(self.handle)
+
     def close(self) -> None:
         """Cancel (the upstream request ends at once) and free the stream; any thread of the
         loop, any time, more than once."""

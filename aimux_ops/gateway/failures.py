@@ -19,7 +19,7 @@ import orjson
 
 from ..wire.redact import is_secret_header, scrub_message
 
-__all__ = ["Failure", "GatewayError", "from_envelope", "render", "render_event"]
+__all__ = ["Failure", "GatewayError", "from_envelope", "render", "render_event", "safe_headers"]
 
 #: the stable client-facing kinds, and each protocol's error type for them
 _OPENAI_TYPE = {
@@ -143,7 +143,9 @@ def _kind_of_status(status: int) -> str:
     return "server" if status >= 500 else "invalid_request"
 
 
-def _safe_headers(headers: Any) -> dict[str, str]:
+def safe_headers(headers: Any) -> dict[str, str]:
+    """The upstream headers a client may see, on a failure and on a success alike (CONTRACT
+    §7): retry hints, request ids, rate limits; never a secret-named one."""
     if not isinstance(headers, dict):
         return {}
     out: dict[str, str] = {}
@@ -200,7 +202,7 @@ def from_envelope(env: dict[str, Any]) -> Failure:
             upstream_protocol=protocol,
             code=uerr.get("code") if uerr is not None and protocol == "openai" else None,
             param=uerr.get("param") if uerr is not None and protocol == "openai" else None,
-            headers=_safe_headers(error.get("responseHeaders")),
+            headers=safe_headers(error.get("responseHeaders")),
         )
     if code == 12:
         return Failure(504, "timeout", message)

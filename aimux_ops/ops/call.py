@@ -36,6 +36,7 @@ from ..wire.redact import (
     call_secrets,
     guard_url,
     plain_text,
+    redact_headers,
     remember_header_secrets,
     scrub_events,
     scrub_values,
@@ -181,6 +182,12 @@ class Call:
             deadline_remaining=self.deadline.remaining,
         )
 
+    def parse(self) -> tuple[GenerateResult, dict[str, str]]:
+        """One attempt of a call op: its parsed result and the response's headers, redacted
+        (the AI SDK's ``response.headers``)."""
+        resp = self.send()
+        return self.provider.parse_result(resp, self.call), redact_headers(resp.headers)
+
     def finish_ok(self, result: Any) -> None:
         if self.recorder is not None:
             self.recorder.finish_ok(result)
@@ -205,8 +212,10 @@ def run_call(
     with call.secrets.active():
         try:
             try:
-                parsed = call.retry(lambda: call.provider.parse_result(call.send(), call.call))
-                result: dict[str, Any] = scrub_values(build(parsed))
+                parsed, headers = call.retry(call.parse)
+                built = build(parsed)
+                built["response"] = {**built["response"], "headers": headers}
+                result: dict[str, Any] = scrub_values(built)
                 if call.call.warnings:  # observations, never errors (seed 003)
                     result["warnings"] = list(call.call.warnings)
             except AimuxError as exc:
@@ -329,6 +338,7 @@ def _stream_call(
     try:
         try:
             resp, state, batches, first = call.retry(attempt, ctx.cancelled)
+            headers = ctx.response_headers = redact_headers(resp.headers)
             if first is not None:
                 deltas = DeltaScrub(call.secrets)  # a key split across deltas goes too
                 if out := _scrubbed_read(first, deltas):
@@ -358,7 +368,11 @@ def _stream_call(
             "type": "finish",
             "finishReason": state.finish_reason,
             "usage": state.usage,
-            "response": {"id": state.response_id, "modelId": state.model_id},
+            "response": {
+                "id": state.response_id,
+                "modelId": state.model_id,
+                "headers": headers,
+            },
         }
         if neutral.warnings:  # observations, never errors (seed 003)
             finish["warnings"] = list(neutral.warnings)

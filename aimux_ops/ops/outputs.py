@@ -124,6 +124,10 @@ class SourceEvent(Source):
 class ResponseInfo(_Model):
     id: str | None = None
     model_id: str | None = None
+    headers: dict[str, str] | None = Field(
+        default=None,
+        description="The provider response's headers: lower-cased names, secret values redacted.",
+    )
 
 
 class ToolCall(_Model):

@@ -61,6 +61,9 @@ class StreamContext:
         #: where the stream keeps its host tools' answers (``ops.answers.AnswerQueue``), set by
         #: a stream opened through the C ABI; None: the loop keeps them itself
         self.answer_queue: Any = None
+        #: the latest model call's response headers (redacted), set once they are in, before
+        #: the call's first event: read by the gateway as its response starts
+        self.response_headers: dict[str, str] | None = None
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 

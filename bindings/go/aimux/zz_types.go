@@ -927,6 +927,8 @@ const (
 type ResponseInfo struct {
 	ID      Opt[string] `json:"id,omitzero"`
 	ModelID Opt[string] `json:"modelId,omitzero"`
+	// The provider response's headers: lower-cased names, secret values redacted.
+	Headers map[string]string `json:"headers,omitempty"`
 	// ExtraFields are the members this version does not know: kept when decoding,
 	// sent when encoding.
 	ExtraFields map[string]json.RawMessage `json:"-"`

@@ -17,6 +17,9 @@ test('the shipped recording is there', () => {
 
 test('generate_text replays the shipped recording', async () => {
   const result = await call('generate_text', replayParams());
+  // the recorded response's headers (redacted), as the live call had them
+  assert.equal(result.response.headers['content-type'], 'application/json');
+  delete result.response.headers;
   assert.deepEqual(result, {
     text: 'Hello!',
     content: [{ type: 'text', text: 'Hello!' }],
@@ -46,7 +49,9 @@ test('the second provider: recordings/anthropic.jsonl replays both ops', async (
   };
   const result = await call('generate_text', params);
   assert.equal(result.text, 'Hello!');
-  assert.deepEqual(result.response, { id: 'msg_01QC4g3HwBThD4BaNtBckFDJ', modelId: 'claude-sonnet-4-5' });
+  const { headers, ...response } = result.response;
+  assert.deepEqual(response, { id: 'msg_01QC4g3HwBThD4BaNtBckFDJ', modelId: 'claude-sonnet-4-5' });
+  assert.equal(headers['request-id'], 'req_011CSHoEeqs5C35K2UUqR7Fy');
   const events = [];
   for await (const ev of stream('stream_text', params)) events.push(ev);
   assert.deepEqual(events.map((e) => e.type), ['text-delta', 'text-delta', 'finish']);

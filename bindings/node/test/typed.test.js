@@ -72,6 +72,8 @@ test('streamText events are the core\'s, member for member', async () => {
   const events = [];
   for await (const e of streamText(replayParams())) events.push(e);
   assert.deepStrictEqual(events.map((e) => e.type), ['text-delta', 'text-delta', 'finish']);
+  assert.strictEqual(events.at(-1).response.headers['content-type'], 'text/event-stream');
+  delete events.at(-1).response.headers;
   assert.deepStrictEqual(events.at(-1), {
     type: 'finish', finishReason: 'stop', usage: { inputTokens: 12, outputTokens: 2, totalTokens: 14 },
     response: { id: 'chatcmpl-demo-1', modelId: 'gpt-4o-mini' },

@@ -341,6 +341,10 @@ export interface RecordingSpec {
 export interface ResponseInfo {
   id?: string | null;
   modelId?: string | null;
+  /**
+   * The provider response's headers: lower-cased names, secret values redacted.
+   */
+  headers?: Record<string, string> | null;
 }
 
 export interface RetrySpec {

@@ -3,6 +3,7 @@ package dev.aimux.types;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -11,7 +12,7 @@ import java.util.Set;
  */
 public final class ResponseInfo extends JsonObject {
     private static final Set<String> KNOWN = Set.of(
-            "id", "modelId");
+            "id", "modelId", "headers");
 
     /** Reads a JSON object (fields of any value; the accessors check their types). */
     public static final Codec<ResponseInfo> CODEC = (node, what) -> new ResponseInfo(node);
@@ -69,6 +70,20 @@ public final class ResponseInfo extends JsonObject {
         return field("modelId", Codec.STRING);
     }
 
+    /**
+     * The provider response's headers: lower-cased names, secret values redacted.
+     *
+     * Empty when absent or null ({@link #_headers()} tells which).
+     */
+    public Optional<Map<String, String>> headers() {
+        return optional("headers", Codec.map(Codec.STRING));
+    }
+
+    /** {@code headers} as the JSON has it: absent, null, of its type or not. */
+    public JsonField<Map<String, String>> _headers() {
+        return field("headers", Codec.map(Codec.STRING));
+    }
+
     /** Builds a {@link ResponseInfo}. */
     public static final class Builder extends JsonObject.Builder<Builder> {
         private Builder(JsonNode from) {
@@ -88,6 +103,11 @@ public final class ResponseInfo extends JsonObject {
         /** The field {@code modelId}. (null: JSON null). */
         public Builder modelId(String value) {
             return put("modelId", value);
+        }
+
+        /** The provider response's headers: lower-cased names, secret values redacted. (null: JSON null). */
+        public Builder headers(Map<String, String> value) {
+            return put("headers", value);
         }
 
         /** The object. @throws IllegalStateException when a required field is unset */
