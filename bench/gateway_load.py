@@ -139,8 +139,7 @@ def cpu_seconds(pids: list[int]) -> float:
 def children(pid: int) -> list[int]:
     """The child processes of every thread of ``pid``. A thread that exits during the walk is
     skipped alone: skipping the rest would leave a worker process out of one sample and not the
-    other (a reader thread exiting while the supervisor's tasks were walked once made a 3 s window
-    read 38 CPU seconds)."""
+    other."""
     found: list[int] = []
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
