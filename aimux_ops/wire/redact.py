@@ -605,11 +605,19 @@ def remember_header_secrets(*header_maps: dict[str, str] | None) -> None:
 def redact_headers(headers: Any) -> dict[str, str]:
     """Headers as a plain dict with lower-cased names and every secret value redacted."""
     items = headers.items() if hasattr(headers, "items") else headers
-    out: dict[str, str] = {}
-    for k, v in items:
-        name = str(k).lower()
-        out[name] = REDACTED if is_secret_header(name) else scrub_text(str(v))
-    return out
+    plain = {str(k).lower(): str(v) for k, v in items}
+    # one check of the names' join and one of the values' join clear most headers at once (a
+    # word or an anchor inside any of them is inside their join; every response pays this)
+    names = "\n".join(plain)
+    if not names.isascii() or any(word in names for word in _SECRET_HEADER_WORDS):
+        for name in plain:
+            if is_secret_header(name):
+                plain[name] = REDACTED
+    if has_anchor("\n".join(plain.values())):
+        for name, value in plain.items():
+            if value is not REDACTED:
+                plain[name] = scrub_text(value)
+    return plain
 
 
 def guard_url(url: str) -> str:
